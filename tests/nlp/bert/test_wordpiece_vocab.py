@@ -1,0 +1,70 @@
+"""Tests for learning a WordPiece vocabulary (library and absl script)."""
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from official.nlp.bert import text_layers
+from official.nlp.bert import tokenization
+from official.nlp.bert import wordpiece_vocab
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[3] / "run_scripts" / "build_vocab.py"
+
+
+@pytest.fixture(scope="module")
+def corpus_file(shared_data, tmp_path_factory):
+    lines = (shared_data / "pretraining_golden" / "squad_contexts.txt").read_text(encoding="utf-8").split("\n")
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text("\n".join(lines[:1500]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("do_lower_case", [True, False], ids=["uncased", "cased"])
+def test_learned_vocab_loads_validates_and_covers_its_text(corpus_file, tmp_path, do_lower_case):
+    vocab = wordpiece_vocab.build_vocab(
+        [str(corpus_file)], vocab_size=1200, do_lower_case=do_lower_case, num_unused=3, lower_thresh=2
+    )
+    assert 1000 <= len(vocab) <= 1200
+    assert vocab[:8] == ["[PAD]", "[unused0]", "[unused1]", "[unused2]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    path = tmp_path / "vocab.txt"
+    wordpiece_vocab.write_vocab(vocab, str(path))
+    tokenizer = tokenization.FullTokenizer(path, do_lower_case=do_lower_case)  # loads and validates (case too)
+    assert list(tokenizer.vocab) == vocab
+    lines = [l for l in corpus_file.read_text(encoding="utf-8").split("\n") if l.strip()]
+    tokens = [t for line in lines for t in tokenizer.tokenize(line)]
+    assert tokens.count("[UNK]") / len(tokens) < 0.001
+    assert any(t.startswith("##") for t in vocab)
+    # Every piece is something the tokenizer can produce: uncased pieces are lower-case without accents.
+    if do_lower_case:
+        assert all(t == wordpiece_vocab.tokenization._strip_accents(t.lower()) for t in vocab[8:])
+    # The in-graph tokenizer takes it too and agrees.
+    layer = text_layers.BertTokenizer(path, do_lower_case=do_lower_case)
+    got = layer(tf.constant(lines[:200])).to_list()
+    assert got == [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(l)) for l in lines[:200]]
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="matches no file"):
+        wordpiece_vocab.expand_input_files(str(tmp_path / "missing*.txt"))
+    with pytest.raises(ValueError, match="leaves no room"):
+        wordpiece_vocab.learn_vocab({"a": 100}, vocab_size=5)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(ValueError, match="no words"):
+        wordpiece_vocab.build_vocab([str(empty)], vocab_size=100, do_lower_case=True)
+
+
+@pytest.mark.slow
+def test_script(corpus_file, tmp_path):
+    out = tmp_path / "vocab.txt"
+    subprocess.run(
+        [sys.executable, str(SCRIPT), f"--input_file={corpus_file}", f"--output_file={out}", "--vocab_size=600",
+         "--min_count=2", "--max_lines=600", "--do_lower_case=False"],
+        check=True, capture_output=True,
+    )
+    vocab = tokenization.load_vocab(out)
+    tokenization.validate_vocab(vocab, do_lower_case=False)
+    assert 500 <= len(vocab) <= 600
