@@ -17,7 +17,7 @@ SCRIPT = pathlib.Path(__file__).resolve().parents[3] / "run_scripts" / "build_vo
 def corpus_file(shared_data, tmp_path_factory):
     lines = (shared_data / "pretraining_golden" / "squad_contexts.txt").read_text(encoding="utf-8").split("\n")
     path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
-    path.write_text("\n".join(lines[:1500]) + "\n", encoding="utf-8")
+    path.write_text("\n".join(lines[:800]) + "\n", encoding="utf-8")
     return path
 
 
@@ -25,9 +25,9 @@ def corpus_file(shared_data, tmp_path_factory):
 @pytest.mark.parametrize("do_lower_case", [True, False], ids=["uncased", "cased"])
 def test_learned_vocab_loads_validates_and_covers_its_text(corpus_file, tmp_path, do_lower_case):
     vocab = wordpiece_vocab.build_vocab(
-        [str(corpus_file)], vocab_size=1200, do_lower_case=do_lower_case, num_unused=3, lower_thresh=2
+        [str(corpus_file)], vocab_size=1000, do_lower_case=do_lower_case, num_unused=3, lower_thresh=2
     )
-    assert 1000 <= len(vocab) <= 1200
+    assert 800 <= len(vocab) <= 1000
     assert vocab[:8] == ["[PAD]", "[unused0]", "[unused1]", "[unused2]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     path = tmp_path / "vocab.txt"
     wordpiece_vocab.write_vocab(vocab, str(path))
@@ -35,7 +35,7 @@ def test_learned_vocab_loads_validates_and_covers_its_text(corpus_file, tmp_path
     assert list(tokenizer.vocab) == vocab
     lines = [l for l in corpus_file.read_text(encoding="utf-8").split("\n") if l.strip()]
     tokens = [t for line in lines for t in tokenizer.tokenize(line)]
-    assert tokens.count("[UNK]") / len(tokens) < 0.001
+    assert tokens.count("[UNK]") / len(tokens) < 0.01  # rare characters fall outside a small vocabulary
     assert any(t.startswith("##") for t in vocab)
     # Every piece is something the tokenizer can produce: uncased pieces are lower-case without accents.
     if do_lower_case:
@@ -61,10 +61,10 @@ def test_bad_arguments_are_refused(tmp_path):
 def test_script(corpus_file, tmp_path):
     out = tmp_path / "vocab.txt"
     subprocess.run(
-        [sys.executable, str(SCRIPT), f"--input_file={corpus_file}", f"--output_file={out}", "--vocab_size=600",
-         "--min_count=2", "--max_lines=600", "--do_lower_case=False"],
+        [sys.executable, str(SCRIPT), f"--input_file={corpus_file}", f"--output_file={out}", "--vocab_size=400",
+         "--min_count=2", "--max_lines=300", "--do_lower_case=False"],
         check=True, capture_output=True,
     )
     vocab = tokenization.load_vocab(out)
     tokenization.validate_vocab(vocab, do_lower_case=False)
-    assert 500 <= len(vocab) <= 600
+    assert 300 <= len(vocab) <= 400

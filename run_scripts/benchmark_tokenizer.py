@@ -1,0 +1,99 @@
+r"""Tokenizer throughput: our in-graph BertTokenizer next to stock tf-text FastBertTokenizer on the same text.
+
+  python run_scripts/benchmark_tokenizer.py \
+      --text_file=../shared/data/pretraining_golden/squad_contexts.txt \
+      --vocab_file=../shared/data/vocab/bert-base-uncased-vocab.txt --do_lower_case=True --batch_size=256
+
+Every tokenizer runs on the same non-empty lines. The in-graph ones run as one `tf.function` per batch of
+`--batch_size` strings (batches built beforehand, so only tokenization is timed; best of `--repeats` passes); the
+Python ones run line by line; Hugging Face `tokenizers` (if installed) runs `encode_batch` with its default
+threads. MB/s counts UTF-8 input bytes. It also checks that our in-graph ids equal our Python tokenizer's, and
+counts the lines where stock FastBertTokenizer differs from them.
+"""
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags  # noqa: E402
+
+flags.DEFINE_string("text_file", None, "Text file; every non-empty line is one input string.")
+flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary.")
+flags.DEFINE_bool("do_lower_case", True, "Uncased (True) or cased (False) tokenization.")
+flags.DEFINE_integer("batch_size", 256, "Strings per in-graph call.")
+flags.DEFINE_integer("repeats", 3, "Passes over the text per in-graph tokenizer; the fastest counts.")
+flags.DEFINE_bool("python", True, "Also time the pure-Python FullTokenizer (slow).")
+flags.mark_flags_as_required(["text_file", "vocab_file"])
+FLAGS = flags.FLAGS
+
+
+def _time_graph(fn, batches, repeats):
+    import tensorflow as tf
+
+    traced = tf.function(fn)
+    outputs = [traced(b) for b in batches]  # trace and warm up
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for b in batches:
+            traced(b)
+        best = min(best, time.perf_counter() - start)
+    return best, outputs
+
+
+def main(_):
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+
+    from official.nlp.bert import text_layers, tokenization
+
+    with open(FLAGS.text_file, encoding="utf-8") as f:
+        lines = [line for line in f.read().split("\n") if line.strip()]
+    mb = sum(len(line.encode("utf-8")) for line in lines) / 1e6
+    batches = [tf.constant(lines[i : i + FLAGS.batch_size]) for i in range(0, len(lines), FLAGS.batch_size)]
+    print(f"{len(lines)} lines, {mb:.2f} MB, batch_size={FLAGS.batch_size}, do_lower_case={FLAGS.do_lower_case}")
+
+    ours = text_layers.BertTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    exact_only = text_layers.BertTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case, fast_path=False)
+    stock = tf_text.FastBertTokenizer(
+        ours.vocabulary, token_out_type=tf.int32, lower_case_nfd_strip_accents=FLAGS.do_lower_case
+    )
+    results = {}
+    stock_s, stock_out = _time_graph(stock.tokenize, batches, FLAGS.repeats)
+    ours_s, ours_out = _time_graph(ours.tokenize, batches, FLAGS.repeats)
+    exact_s, _ = _time_graph(exact_only.tokenize, batches, FLAGS.repeats)
+    results["tf-text FastBertTokenizer (stock, inexact)"] = stock_s
+    results["BertTokenizer (ours, in-graph, exact)"] = ours_s
+    results["BertTokenizer fast_path=False (exact path only)"] = exact_s
+
+    python = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    start = time.perf_counter()
+    python_ids = [python.convert_tokens_to_ids(python.tokenize(line)) for line in lines] if FLAGS.python else None
+    if FLAGS.python:
+        results["FullTokenizer (ours, pure Python, exact)"] = time.perf_counter() - start
+    try:
+        import tokenizers
+
+        hf = tokenizers.BertWordPieceTokenizer(
+            FLAGS.vocab_file, lowercase=FLAGS.do_lower_case, strip_accents=FLAGS.do_lower_case
+        )
+        hf.encode_batch(lines[:100], add_special_tokens=False)
+        start = time.perf_counter()
+        hf.encode_batch(lines, add_special_tokens=False)
+        results[f"HF tokenizers {tokenizers.__version__} (Rust, encode_batch)"] = time.perf_counter() - start
+    except ImportError:
+        pass
+
+    print(f"{'tokenizer':<52} {'MB/s':>7} {'vs stock':>9}")
+    for name, seconds in results.items():
+        print(f"{name:<52} {mb / seconds:7.2f} {stock_s / seconds:8.2f}x")
+    if python_ids is not None:
+        flat = lambda outs: [row for out in outs for row in out.to_list()]  # noqa: E731
+        ours_ids, stock_ids = flat(ours_out), flat(stock_out)
+        print(f"ours in-graph == ours Python on {sum(a == b for a, b in zip(ours_ids, python_ids))}/{len(lines)} "
+              f"lines; stock FastBertTokenizer differs on {sum(a != b for a, b in zip(stock_ids, python_ids))}")
+
+
+if __name__ == "__main__":
+    app.run(main)
