@@ -34,7 +34,7 @@ import random
 import re
 import shutil
 import time
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -118,16 +118,15 @@ def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_lib.Ma
 
 
 def encode_instances(tokens: np.ndarray, plan: dict, rows: np.ndarray, config: PretrainingDataConfig,
-                     mask_config: masking_lib.MaskingConfig, rng: Optional[np.random.Generator],
-                     stats: PretrainingStatistics, masked: Optional[dict] = None) -> bytes:
-    """Assembles, masks (with ``rng``, unless ``masked`` is given), serializes and frames instances ``rows``."""
+                     mask_config: masking_lib.MaskingConfig, masker: Callable[[dict], dict],
+                     stats: PretrainingStatistics) -> bytes:
+    """Assembles, masks (``masker(batch)``), serializes and frames the instances ``rows`` of a plan."""
     cls_id, sep_id = mask_config.special_token_ids
     batch = instances_lib.build_batch(tokens, plan, rows, config.max_seq_length, cls_id, sep_id)
     features = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
     actions = None
     if config.static_masking:
-        if masked is None:
-            masked = masking_lib.mask_batch(batch["input_ids"], batch["input_mask"], rng, mask_config)
+        masked = masker(batch)
         actions = masked["actions"]
         for k in ("input_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
             features[k] = masked[k]
@@ -175,11 +174,13 @@ def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
     stats.short_document_passes += plan.short_document_passes
     arrays = plan.arrays()
     order = np_rng.permutation(len(plan))
+    mask_config = _WORKER["mask_config"]
+    masker = lambda b: masking_lib.mask_batch(b["input_ids"], b["input_mask"], np_rng, mask_config)  # noqa: E731
     with open(part_path, "wb") as raw:
         out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if config.gzip else raw
         for begin in range(0, len(order), BATCH_SIZE):
             rows = order[begin:begin + BATCH_SIZE]
-            out.write(encode_instances(docs.tokens, arrays, rows, config, _WORKER["mask_config"], np_rng, stats))
+            out.write(encode_instances(docs.tokens, arrays, rows, config, mask_config, masker, stats))
         if config.gzip:
             out.close()
     return {"unit": unit.index, "stats": dataclasses.asdict(stats), "seconds": time.time() - start,

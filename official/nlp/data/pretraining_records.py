@@ -39,7 +39,8 @@ import numpy as np
 INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
                 "next_sentence_labels")
 FLOAT_FEATURES = ("masked_lm_weights",)
-# The order in which the original script's records hold their map entries (read off its output).
+# Map entry order: protobuf leaves it unspecified (the original's two golden files differ); this is the one its
+# SQuAD-context records have, so identical content gives identical bytes there.
 WIRE_ORDER = ("input_mask", "next_sentence_labels", "segment_ids", "masked_lm_weights", "input_ids",
               "masked_lm_positions", "masked_lm_ids")
 
