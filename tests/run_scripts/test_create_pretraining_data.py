@@ -62,3 +62,11 @@ def test_bad_input_fails_with_a_clear_message(shared_data, tmp_path):
     result = subprocess.run(_args(shared_data, tmp_path / "none*.txt", tmp_path / "out.tfrecord"),
                             capture_output=True, text=True)
     assert result.returncode != 0 and "matches no file" in result.stderr
+
+
+def test_vocabulary_that_does_not_fit_the_flags_is_refused(shared_data, tmp_path):
+    args = _args(shared_data, shared_data / "bert_sample_text.txt", tmp_path / "out.tfrecord")
+    args = [a for a in args if not a.startswith("--vocab_file")]
+    cased = shared_data / "vocab" / "bert-base-cased-vocab.txt"
+    result = subprocess.run(args + [f"--vocab_file={cased}", "--do_lower_case=True"], capture_output=True, text=True)
+    assert result.returncode != 0 and f"{cased}: looks cased" in result.stderr

@@ -166,7 +166,9 @@ def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
     docs = documents_lib.read_documents(
         unit.pieces, _WORKER["tokenizer"].ids,
         documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines), stats.input)
-    stats.input["single_sentence_documents"] += int(np.sum(np.diff(docs.document_offsets) == 1))
+    single = np.nonzero(np.diff(docs.document_offsets) == 1)[0]
+    stats.input["single_sentence_documents"] += len(single)
+    first_single = docs.first_lines[single[0]] if len(single) else None
     py_rng, np_rng = unit_seeds(config.random_seed, unit.index)
     plan = instances_lib.plan_instances(docs, config.max_seq_length, config.short_seq_prob, config.dupe_factor,
                                         py_rng)
@@ -184,7 +186,7 @@ def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
         if config.gzip:
             out.close()
     return {"unit": unit.index, "stats": dataclasses.asdict(stats), "seconds": time.time() - start,
-            "bytes": unit.num_bytes}
+            "bytes": unit.num_bytes, "first_single_sentence_document": first_single}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -277,6 +279,11 @@ def _run_units(config, paths, shards, pending, num_workers, total) -> None:
     try:
         for (s, u), result in zip(pending, results):
             unit_stats = PretrainingStatistics(**result["stats"])
+            if result["first_single_sentence_document"] and not total.input["single_sentence_documents"]:
+                path, offset = result["first_single_sentence_document"]
+                logging.warning("%s:%d: a document of a single sentence (the first of those counted in the "
+                                "statistics); as in the original, it always takes a random next segment",
+                                path, documents_lib.line_number(path, offset))
             shard_stats[s].merge(unit_stats)
             total.merge(unit_stats)
             done_bytes += result["bytes"]
