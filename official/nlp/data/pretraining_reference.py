@@ -60,7 +60,7 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
         priorities = np.zeros(unit.shape, dtype=np.float64)
         priorities[0, shuffled] = np.arange(num_units)
         k = masking_lib.num_to_predict(batch["lengths"], mask_config)
-        step = masking_lib.select_positions(unit, k, priorities, mask_config)[0]
+        step = masking_lib.select_positions(unit, k, priorities, mask_config, need_order=True)[0]
         taken = np.nonzero(step >= 0)[0]
         by_selection = sorted(taken.tolist(), key=lambda p: (step[p], p))
         drawn = {}
