@@ -1,5 +1,6 @@
 """End-to-end tests of the pretraining-data generator on real text (the SQuAD v1.1 dev contexts)."""
 import gzip
+import pathlib
 import json
 
 import numpy as np
@@ -155,3 +156,15 @@ def test_mlm_only_unmasked_records_feed_dynamic_masking(shared_data, tmp_path, u
     w = np.concatenate([e["masked_lm_weights"] for e in out])
     np.testing.assert_array_equal(w.sum(1) <= masking.num_to_predict(rec["input_mask"].sum(1), mcfg), True)
     assert w.sum() > 0.8 * masking.num_to_predict(rec["input_mask"].sum(1), mcfg).sum()
+
+
+def test_worker_side_stays_tensorflow_free(uncased_vocab):
+    """Workers must not import TensorFlow (~600 MB and 5 s per process, and unsafe threads)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom official.nlp.data import pretraining_data as pd\n"
+            "pd._worker_init(pd.PretrainingDataConfig(input_file='x', output_file='y',\n"
+            f"                                        vocab_file={str(uncased_vocab)!r}))\n"
+            "assert 'tensorflow' not in sys.modules, 'a worker imported tensorflow'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(pathlib.Path(__file__).resolve().parents[3]))
