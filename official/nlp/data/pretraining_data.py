@@ -46,6 +46,7 @@ from official.nlp.data import tfrecord_io
 from official.nlp.data.pretraining_statistics import PretrainingStatistics
 
 BATCH_SIZE = 4096  # Instances assembled, masked and serialized per numpy batch.
+GZIP_LEVEL = 6  # zlib's default, as TensorFlow's GZIP writer uses; Python's default 9 is much slower.
 _SHARD_PATTERN = re.compile(r"^(.*)@(\d+)$")
 
 
@@ -137,6 +138,11 @@ def encode_instances(tokens: np.ndarray, plan: dict, rows: np.ndarray, config: P
     return tfrecord_io.frame_records(matrix, lengths)
 
 
+def gzip_writer(raw):
+    """A gzip stream with no name and time in its header, so the same records always give the same bytes."""
+    return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0)
+
+
 # ----------------------------------------------------------------------------------------------------------------
 # Worker side (spawned processes; no TensorFlow).
 
@@ -179,7 +185,7 @@ def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
     mask_config = _WORKER["mask_config"]
     masker = lambda b: masking_lib.mask_batch(b["input_ids"], b["input_mask"], np_rng, mask_config)  # noqa: E731
     with open(part_path, "wb") as raw:
-        out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if config.gzip else raw
+        out = gzip_writer(raw) if config.gzip else raw
         for begin in range(0, len(order), BATCH_SIZE):
             rows = order[begin:begin + BATCH_SIZE]
             out.write(encode_instances(docs.tokens, arrays, rows, config, mask_config, masker, stats))

@@ -9,7 +9,6 @@ the shared code of the fast path, so agreement with the original's records check
 """
 from __future__ import annotations
 
-import gzip
 import os
 import random
 
@@ -103,7 +102,7 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
         rows_all = instance_order[j::len(paths)]
         tmp = f"{path}.tmp-{os.getpid()}"
         with open(tmp, "wb") as raw:
-            out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if config.gzip else raw
+            out = data_lib.gzip_writer(raw) if config.gzip else raw
             for begin in range(0, len(rows_all), data_lib.BATCH_SIZE):
                 rows = rows_all[begin:begin + data_lib.BATCH_SIZE]
                 out.write(data_lib.encode_instances(docs.tokens, arrays, rows, config, mask_config,
