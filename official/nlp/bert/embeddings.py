@@ -62,11 +62,13 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm.build(tuple(input_word_ids_shape) + (self.hidden_size,))
         self.built = True
 
-    def call(self, input_word_ids, input_type_ids, training=None):
-        seq_length = input_word_ids.shape[1]
+    def _check_length(self, seq_length):
         if seq_length is not None and seq_length > self.max_position_embeddings:
             raise ValueError(f"Sequence length {seq_length} exceeds max_position_embeddings "
                              f"({self.max_position_embeddings}); shorten the inputs (--max_seq_length)")
+
+    def call(self, input_word_ids, input_type_ids, training=None):
+        self._check_length(input_word_ids.shape[1])
         seq_length = ops.shape(input_word_ids)[1]
         # Same order of additions as the original (word + type, then + position) so float32 rounding matches.
         x = self.word_embeddings(input_word_ids) + self.token_type_embeddings(input_type_ids)
@@ -75,6 +77,7 @@ class BertEmbeddings(keras.layers.Layer):
         return self.dropout(x, training=training)
 
     def compute_output_shape(self, input_word_ids_shape, input_type_ids_shape=None):
+        self._check_length(input_word_ids_shape[1])
         return tuple(input_word_ids_shape) + (self.hidden_size,)
 
     def get_config(self):
