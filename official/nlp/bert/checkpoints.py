@@ -122,13 +122,17 @@ def _split_model(model) -> tuple[BertEncoder, object, object]:
     raise TypeError(f"Expected a BertEncoder or a BERT task model, got {type(model).__name__}")
 
 
-def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "weights") -> list[str]:
+def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "weights",
+                   allow_missing_pooler: bool = True) -> list[str]:
     """Loads TF1-named, TF1-layout arrays into `model` (a `BertEncoder`, a `BertPretrainer`, or a task model).
 
     Every variable of the encoder (and of the pretraining heads, for a `BertPretrainer`) must be present with the
     right shape. Names in the scopes the model covers (`bert/`, plus `cls/predictions/` and
     `cls/seq_relationship/` for a pretrainer) that the model does not have are unexpected (e.g. a layer more than
     the config says). Either raises `CheckpointMismatchError`; nothing is assigned then.
+
+    Sources without a pooler (Hugging Face `BertForMaskedLM`) are accepted with a warning when
+    `allow_missing_pooler`: the pooler keeps its fresh initialization, as transformers does.
 
     Returns:
       the names that were ignored because the model does not cover them (e.g. the pretraining heads when loading
@@ -156,6 +160,11 @@ def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "w
     for name in sorted(set(weights) - set(variables)):
         (unexpected if name.startswith(tuple(scopes)) else ignored).append(name)
     unexpected = [f"{name} {_shape(np.shape(weights[name]))}" for name in unexpected]
+    pooler = [m for m in missing if m.startswith("bert/pooler/")]
+    if allow_missing_pooler and len(pooler) == 2 and len(missing) == 2 and not (unexpected or wrong_shape):
+        logging.warning("%s has no pooler (bert/pooler/dense): pooled_output comes from a freshly initialized "
+                        "layer; fine-tune before using it", source)
+        missing = []
     if missing or unexpected or wrong_shape:
         raise CheckpointMismatchError(source, _describe(encoder.config), missing, unexpected, wrong_shape,
                                       hint="Check that bert_config.json belongs to this checkpoint.")
@@ -378,66 +387,115 @@ def checkpoint_root(model, **training_state) -> tf.train.Checkpoint:
     return tf.train.Checkpoint(**children, **training_state)
 
 
-def checkpoint_variable_keys(root) -> dict[str, object]:
-    """Checkpoint key -> variable for every variable under `root`, as `tf.train.Checkpoint` names them.
-
-    TF keys each variable by its first path in a breadth-first walk of the object graph; this walk is the same,
-    so keys can be compared with `tf.train.list_variables` before anything is restored.
-    """
+def _live_variable_paths(root) -> dict[tuple[str, ...], object]:
+    """One object-graph path (attribute names from `root`) for every variable under `root`, breadth first."""
     view = tf.train.TrackableView(root)
-    keys, seen = {}, {id(root)}
-    queue = collections.deque([(root, "")])
+    paths, seen = {}, {id(root)}
+    queue = collections.deque([(root, ())])
     while queue:
         obj, path = queue.popleft()
         for name, child in view.children(obj).items():
             if id(child) in seen:
                 continue
             seen.add(id(child))
-            child_path = f"{path}/{name}" if path else name
             if isinstance(child, (keras.Variable, tf.Variable)):
-                keys[f"{child_path}/.ATTRIBUTES/VARIABLE_VALUE"] = child
-            queue.append((child, child_path))
-    return keys
+                paths[path + (name,)] = child
+            queue.append((child, path + (name,)))
+    return paths
+
+
+class _SavedGraph:
+    """The object graph stored in one of our checkpoints: follows attribute names to checkpoint keys.
+
+    A variable is stored once, under the first path TF's breadth-first walk found (with an optimizer in the root
+    that may be `optimizer/_trainable_variables/3`), but the graph keeps every edge; so following the model's
+    own attribute names finds it whatever the key.
+    """
+
+    def __init__(self, reader):
+        from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+        self.graph = trackable_object_graph_pb2.TrackableObjectGraph()
+        self.graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+        self.children = [{c.local_name: c.node_id for c in node.children} for node in self.graph.nodes]
+
+    def node(self, path) -> int | None:
+        node = 0
+        for name in path:
+            node = self.children[node].get(name)
+            if node is None:
+                return None
+        return node
+
+    def variable_key(self, node: int) -> str | None:
+        for attribute in self.graph.nodes[node].attributes:
+            if attribute.name == "VARIABLE_VALUE":
+                return attribute.checkpoint_key
+        return None
+
+    def keys_under(self, node: int) -> set[str]:
+        """Variable keys reachable from `node`, not entering an `optimizer` (a compiled Keras model tracks its
+        optimizer, whose slots are training state, not weights)."""
+        keys, stack, seen = set(), [node], set()
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            key = self.variable_key(current)
+            if key is not None:
+                keys.add(key)
+            stack.extend(child for name, child in self.children[current].items() if name != "optimizer")
+        return keys
 
 
 def is_our_checkpoint(prefix: str) -> bool:
     try:
-        names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+        reader = tf.train.load_checkpoint(prefix)
+        if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+            return False
+        return _SavedGraph(reader).node(("encoder",)) is not None
     except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError):
         return False
-    return "_CHECKPOINTABLE_OBJECT_GRAPH" in names and any(n.startswith("encoder/") for n in names)
 
 
 def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> None:
     """Restores `model` (or, with `encoder_only` or a plain encoder, its encoder) from one of our checkpoints.
 
-    Partial restore is the point: a classifier takes the encoder out of a pretraining checkpoint. Raises
-    `CheckpointMismatchError` listing missing, unexpected and wrong-shape variables; nothing is assigned then.
+    Partial restore is the point: a classifier takes the encoder out of a pretraining checkpoint, which may also
+    hold an optimizer and a step. Raises `CheckpointMismatchError` listing missing, unexpected and wrong-shape
+    variables; nothing is assigned then.
     """
     encoder, _, _ = _split_model(model)
-    if encoder_only or model is encoder:
-        root = tf.train.Checkpoint(encoder=encoder)
-    else:
-        root = checkpoint_root(model)
-    expected = checkpoint_variable_keys(root)
+    root = tf.train.Checkpoint(encoder=encoder) if encoder_only or model is encoder else checkpoint_root(model)
     reader = tf.train.load_checkpoint(prefix)
-    saved = reader.get_variable_to_shape_map()
-    if not any(name.startswith("encoder/") for name in saved):
-        raise ValueError(f"{prefix} has no `encoder` object; write checkpoints with "
-                         "official.nlp.bert.checkpoints.checkpoint_root(model, ...)")
-    missing, wrong_shape = [], []
-    for key, variable in expected.items():
-        if key not in saved:
-            missing.append(f"{key} {_shape(variable.shape)}")
-        elif tuple(saved[key]) != tuple(variable.shape):
-            wrong_shape.append(f"{key}: checkpoint {_shape(saved[key])}, model {_shape(variable.shape)}")
-    scopes = tuple(f"{child}/" for child in ("encoder", "model") if getattr(root, child, None) is not None)
-    unexpected = [f"{key} {_shape(shape)}" for key, shape in sorted(saved.items())
-                  if key.startswith(scopes) and key not in expected]
+    if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+        raise ValueError(f"{prefix} is not one of our checkpoints (no object graph); for an original TF1 "
+                         "checkpoint use read_tf1_checkpoint + assign_weights")
+    saved = _SavedGraph(reader)
+    children = [name for name in ("encoder", "model") if getattr(root, name, None) is not None]
+    for name in children:
+        if saved.node((name,)) is None:
+            raise ValueError(f"{prefix} has no `{name}` object; write checkpoints with "
+                             "official.nlp.bert.checkpoints.checkpoint_root(model, ...)")
+    shapes = reader.get_variable_to_shape_map()
+    missing, wrong_shape, matched = [], [], {}
+    for path, variable in _live_variable_paths(root).items():
+        node = saved.node(path)
+        key = saved.variable_key(node) if node is not None else None
+        shown = "/".join(path)
+        if key is None:
+            missing.append(f"{shown} {_shape(variable.shape)}")
+        elif tuple(shapes[key]) != tuple(variable.shape):
+            wrong_shape.append(f"{shown}: checkpoint {_shape(shapes[key])}, model {_shape(variable.shape)}")
+        else:
+            matched[key] = variable
+    reachable = set().union(*(saved.keys_under(saved.node((name,))) for name in children))
+    unexpected = [f"{key} {_shape(shapes[key])}" for key in sorted(reachable - set(matched))]
     if missing or unexpected or wrong_shape:
         raise CheckpointMismatchError(prefix, _describe(encoder.config), missing, unexpected, wrong_shape,
                                       hint="Check that bert_config.json belongs to this checkpoint.")
-    for key, variable in expected.items():
+    for key, variable in matched.items():
         variable.assign(reader.get_tensor(key))
 
 
