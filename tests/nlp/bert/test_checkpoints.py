@@ -144,6 +144,7 @@ def test_our_checkpoint_keys_partial_restore_and_mismatch(tmp_path):
         checkpoints.restore_checkpoint(shallower, prefix)
 
 
+@pytest.mark.slow
 def test_checkpoint_with_training_state_restores_into_the_encoder(tmp_path):
     import keras
 
