@@ -67,7 +67,7 @@ class ModelFiles:
         """Loads the checkpoint into `model`: the encoder, plus the pretraining heads for a `BertPretrainer`.
 
         Other task models get the encoder only (their heads start fresh, as in fine-tuning). To resume a whole
-        fine-tuned model from our format use `checkpoint_format.restore_checkpoint(model, prefix)`.
+        fine-tuned model from our format use `restore_checkpoint(model, prefix)`.
         """
         if self.checkpoint is None:
             raise ValueError("No checkpoint to restore (the model directory was resolved without one)")
