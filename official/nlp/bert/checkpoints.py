@@ -1,6 +1,11 @@
-"""Converters for original TF1 BERT checkpoints and Hugging Face BERT weights (our format: checkpoint_format.py).
+"""Checkpoints: our format, and converters for original TF1 BERT checkpoints and Hugging Face BERT weights.
 
-They go through one intermediate: a dict of NumPy arrays under the original TF1 variable names and
+**Our format** is a `tf.train.Checkpoint` whose root has the child `encoder` (the `BertEncoder`) and, for a task
+model, `model` (the whole model), plus whatever training state the caller adds (`optimizer`, `step`, ...).
+`checkpoint_root(model, **state)` builds that root, so that any checkpoint can give back the encoder alone
+(`restore_checkpoint(encoder, prefix)`), e.g. to fine-tune from a pretraining run.
+
+**Converters** go through one intermediate: a dict of NumPy arrays under the original TF1 variable names and
 layouts (`bert/encoder/layer_3/attention/self/query/kernel`, ...). `read_tf1_checkpoint` and `read_hf_weights`
 produce it, `assign_weights` loads it into our models, `export_weights` + `write_tf1_checkpoint` write it back.
 Any disagreement between weights and model raises `CheckpointMismatchError`, which lists what is missing,
@@ -8,6 +13,7 @@ unexpected and of the wrong shape.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
@@ -52,11 +58,11 @@ class CheckpointMismatchError(ValueError):
         super().__init__("\n".join(lines))
 
 
-def shape_text(shape) -> str:
+def _shape(shape) -> str:
     return "[" + ", ".join(str(int(d)) for d in shape) + "]"
 
 
-def describe_config(config: BertConfig) -> str:
+def _describe(config: BertConfig) -> str:
     return (f"{config.num_hidden_layers} layers, hidden {config.hidden_size}, {config.num_attention_heads} heads, "
             f"intermediate {config.intermediate_size}, vocab {config.vocab_size}, "
             f"{config.max_position_embeddings} positions, {config.type_vocab_size} token types")
@@ -106,8 +112,7 @@ def tf1_variable_map(encoder: BertEncoder, masked_lm=None, next_sentence=None) -
     return names
 
 
-def split_model(model) -> tuple[BertEncoder, object, object]:
-    """`(encoder, masked_lm_head, next_sentence_dense)` of an encoder or task model (heads None if absent)."""
+def _split_model(model) -> tuple[BertEncoder, object, object]:
     if isinstance(model, BertEncoder):
         return model, None, None
     if isinstance(model, BertPretrainer):
@@ -133,14 +138,14 @@ def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "w
       the names that were ignored because the model does not cover them (e.g. the pretraining heads when loading
       an encoder, or a fine-tuned classifier's `output_weights`).
     """
-    encoder, masked_lm, next_sentence = split_model(model)
+    encoder, masked_lm, next_sentence = _split_model(model)
     variables = tf1_variable_map(encoder, masked_lm, next_sentence)
     scopes = [_ENCODER_SCOPE] + ([_MLM_SCOPE] if masked_lm is not None else []) + (
         [_NSP_SCOPE] if next_sentence is not None else [])
     missing, wrong_shape, values = [], [], {}
     for name, variable in variables.items():
         if name not in weights:
-            missing.append(f"{name} {shape_text(variable.shape)}")
+            missing.append(f"{name} {_shape(variable.shape)}")
             continue
         value = np.asarray(weights[name])
         if name in _TRANSPOSED_IN_TF1:
@@ -148,20 +153,20 @@ def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "w
         if tuple(value.shape) != tuple(variable.shape):
             shown = value.T.shape if name in _TRANSPOSED_IN_TF1 else value.shape
             expected = tuple(variable.shape)[::-1] if name in _TRANSPOSED_IN_TF1 else variable.shape
-            wrong_shape.append(f"{name}: checkpoint {shape_text(shown)}, model {shape_text(expected)}")
+            wrong_shape.append(f"{name}: checkpoint {_shape(shown)}, model {_shape(expected)}")
             continue
         values[name] = value
     unexpected, ignored = [], []
     for name in sorted(set(weights) - set(variables)):
         (unexpected if name.startswith(tuple(scopes)) else ignored).append(name)
-    unexpected = [f"{name} {shape_text(np.shape(weights[name]))}" for name in unexpected]
+    unexpected = [f"{name} {_shape(np.shape(weights[name]))}" for name in unexpected]
     pooler = [m for m in missing if m.startswith("bert/pooler/")]
     if allow_missing_pooler and len(pooler) == 2 and len(missing) == 2 and not (unexpected or wrong_shape):
         logging.warning("%s has no pooler (bert/pooler/dense): pooled_output comes from a freshly initialized "
                         "layer; fine-tune before using it", source)
         missing = []
     if missing or unexpected or wrong_shape:
-        raise CheckpointMismatchError(source, describe_config(encoder.config), missing, unexpected, wrong_shape,
+        raise CheckpointMismatchError(source, _describe(encoder.config), missing, unexpected, wrong_shape,
                                       hint="Check that bert_config.json belongs to this checkpoint.")
     for name, value in values.items():
         variables[name].assign(value.astype(np.float32))
@@ -173,7 +178,7 @@ def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "w
 
 def export_weights(model) -> dict[str, np.ndarray]:
     """The weights of `model` (encoder, plus pretraining heads) under TF1 names, in TF1 layout."""
-    encoder, masked_lm, next_sentence = split_model(model)
+    encoder, masked_lm, next_sentence = _split_model(model)
     result = {}
     for name, variable in tf1_variable_map(encoder, masked_lm, next_sentence).items():
         value = np.asarray(variable.numpy(), np.float32)
@@ -361,3 +366,139 @@ def read_hf_weights(path: str) -> dict[str, np.ndarray]:
         if target is None or target not in weights or not np.array_equal(weights[target], value):
             weights[f"{hf_name} (not tied to {target})"] = value
     return weights
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Our format
+
+
+def checkpoint_root(model, **training_state) -> tf.train.Checkpoint:
+    """The root object of our checkpoints: `encoder`, the task `model` (if not the encoder), training state.
+
+    Example (a training loop):
+
+        manager = tf.train.CheckpointManager(
+            checkpoint_root(pretrainer, optimizer=optimizer, step=step), model_dir, max_to_keep=3)
+    """
+    encoder, _, _ = _split_model(model)
+    children = {"encoder": encoder}
+    if model is not encoder:
+        children["model"] = model
+    return tf.train.Checkpoint(**children, **training_state)
+
+
+def _live_variable_paths(root) -> dict[tuple[str, ...], object]:
+    """One object-graph path (attribute names from `root`) for every variable under `root`, breadth first."""
+    view = tf.train.TrackableView(root)
+    paths, seen = {}, {id(root)}
+    queue = collections.deque([(root, ())])
+    while queue:
+        obj, path = queue.popleft()
+        for name, child in view.children(obj).items():
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            if isinstance(child, (keras.Variable, tf.Variable)):
+                paths[path + (name,)] = child
+            queue.append((child, path + (name,)))
+    return paths
+
+
+class _SavedGraph:
+    """The object graph stored in one of our checkpoints: follows attribute names to checkpoint keys.
+
+    A variable is stored once, under the first path TF's breadth-first walk found (with an optimizer in the root
+    that may be `optimizer/_trainable_variables/3`), but the graph keeps every edge; so following the model's
+    own attribute names finds it whatever the key.
+    """
+
+    def __init__(self, reader):
+        from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+        self.graph = trackable_object_graph_pb2.TrackableObjectGraph()
+        self.graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+        self.children = [{c.local_name: c.node_id for c in node.children} for node in self.graph.nodes]
+
+    def node(self, path) -> int | None:
+        node = 0
+        for name in path:
+            node = self.children[node].get(name)
+            if node is None:
+                return None
+        return node
+
+    def variable_key(self, node: int) -> str | None:
+        for attribute in self.graph.nodes[node].attributes:
+            if attribute.name == "VARIABLE_VALUE":
+                return attribute.checkpoint_key
+        return None
+
+    def keys_under(self, node: int) -> set[str]:
+        """Variable keys reachable from `node`, not entering an `optimizer` (a compiled Keras model tracks its
+        optimizer, whose slots are training state, not weights)."""
+        keys, stack, seen = set(), [node], set()
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            key = self.variable_key(current)
+            if key is not None:
+                keys.add(key)
+            stack.extend(child for name, child in self.children[current].items() if name != "optimizer")
+        return keys
+
+
+def is_our_checkpoint(prefix: str) -> bool:
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+            return False
+        return _SavedGraph(reader).node(("encoder",)) is not None
+    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError):
+        return False
+
+
+def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> None:
+    """Restores `model` (or, with `encoder_only` or a plain encoder, its encoder) from one of our checkpoints.
+
+    Partial restore is the point: a classifier takes the encoder out of a pretraining checkpoint, which may also
+    hold an optimizer and a step. Raises `CheckpointMismatchError` listing missing, unexpected and wrong-shape
+    variables; nothing is assigned then.
+    """
+    encoder, _, _ = _split_model(model)
+    root = tf.train.Checkpoint(encoder=encoder) if encoder_only or model is encoder else checkpoint_root(model)
+    reader = tf.train.load_checkpoint(prefix)
+    if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+        raise ValueError(f"{prefix} is not one of our checkpoints (no object graph); for an original TF1 "
+                         "checkpoint use read_tf1_checkpoint + assign_weights")
+    saved = _SavedGraph(reader)
+    children = [name for name in ("encoder", "model") if getattr(root, name, None) is not None]
+    for name in children:
+        if saved.node((name,)) is None:
+            raise ValueError(f"{prefix} has no `{name}` object; write checkpoints with "
+                             "official.nlp.bert.checkpoints.checkpoint_root(model, ...)")
+    shapes = reader.get_variable_to_shape_map()
+    missing, wrong_shape, matched = [], [], {}
+    for path, variable in _live_variable_paths(root).items():
+        node = saved.node(path)
+        key = saved.variable_key(node) if node is not None else None
+        shown = "/".join(path)
+        if key is None:
+            missing.append(f"{shown} {_shape(variable.shape)}")
+        elif tuple(shapes[key]) != tuple(variable.shape):
+            wrong_shape.append(f"{shown}: checkpoint {_shape(shapes[key])}, model {_shape(variable.shape)}")
+        else:
+            matched[key] = variable
+    reachable = set().union(*(saved.keys_under(saved.node((name,))) for name in children))
+    unexpected = [f"{key} {_shape(shapes[key])}" for key in sorted(reachable - set(matched))]
+    if missing or unexpected or wrong_shape:
+        raise CheckpointMismatchError(prefix, _describe(encoder.config), missing, unexpected, wrong_shape,
+                                      hint="Check that bert_config.json belongs to this checkpoint.")
+    for key, variable in matched.items():
+        variable.assign(reader.get_tensor(key))
+
+
+def save_checkpoint(model, prefix: str) -> str:
+    """Writes `model`'s weights (our format, no training state) to `prefix`; returns the written prefix."""
+    return checkpoint_root(model).write(prefix)

@@ -5,7 +5,7 @@ A model directory holds
     bert_config.json   the BertConfig
     vocab.txt          the WordPiece vocabulary
     do_lower_case      "true" or "false"
-    checkpoint, ckpt-N.index, ckpt-N.data-*    our checkpoint (tf.train.Checkpoint, see checkpoint_format.py)
+    checkpoint, ckpt-N.index, ckpt-N.data-*    our checkpoint (tf.train.Checkpoint, see checkpoints.py)
       or bert_model.ckpt.index/.data-*         an original TF1 checkpoint (--output_format=tf1)
 
 Every script's `--init_checkpoint` goes through `resolve_model_files`, which accepts a model directory, an
@@ -30,7 +30,6 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.bert import checkpoints
-from official.nlp.bert.checkpoint_format import checkpoint_root, is_our_checkpoint, restore_checkpoint
 from official.nlp.bert.configs import BertConfig
 from official.nlp.bert.encoder import BertEncoder
 from official.nlp.bert.models import BertPretrainer
@@ -67,7 +66,7 @@ class ModelFiles:
         """Loads the checkpoint into `model`: the encoder, plus the pretraining heads for a `BertPretrainer`.
 
         Other task models get the encoder only (their heads start fresh, as in fine-tuning). To resume a whole
-        fine-tuned model from our format use `restore_checkpoint(model, prefix)`.
+        fine-tuned model from our format use `checkpoints.restore_checkpoint(model, prefix)`.
         """
         if self.checkpoint is None:
             raise ValueError("No checkpoint to restore (the model directory was resolved without one)")
@@ -77,7 +76,7 @@ class ModelFiles:
             checkpoints.assign_weights(checkpoints.read_tf1_checkpoint(self.checkpoint), target,
                                        source=self.checkpoint)
         else:
-            restore_checkpoint(target, self.checkpoint, encoder_only=not heads)
+            checkpoints.restore_checkpoint(target, self.checkpoint, encoder_only=not heads)
         logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
                      self.checkpoint, self.checkpoint_format)
 
@@ -134,7 +133,7 @@ def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_ca
         prefix = checkpoints.write_tf1_checkpoint(os.path.join(model_dir, TF1_CHECKPOINT_NAME),
                                                   checkpoints.export_weights(model))
     else:
-        prefix = checkpoint_root(model).save(os.path.join(model_dir, CHECKPOINT_NAME))
+        prefix = checkpoints.checkpoint_root(model).save(os.path.join(model_dir, CHECKPOINT_NAME))
     return ModelFiles(config=config, vocab_file=os.path.join(model_dir, VOCAB_FILE) if vocab_file else None,
                       do_lower_case=do_lower_case, checkpoint=prefix, checkpoint_format=checkpoint_format)
 
@@ -168,7 +167,7 @@ def find_checkpoint(path: str) -> tuple[str, str]:
         prefix = path
     else:
         raise FileNotFoundError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
-    if is_our_checkpoint(prefix):
+    if checkpoints.is_our_checkpoint(prefix):
         return prefix, "ours"
     if checkpoints.is_tf1_checkpoint(prefix):
         return prefix, "tf1"
@@ -348,7 +347,7 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
                 name.startswith("model/next_sentence/") for name in saved))
         else:
             model = encoder
-        restore_checkpoint(model, files.checkpoint)
+        checkpoints.restore_checkpoint(model, files.checkpoint)
     return model, files
 
 
@@ -364,6 +363,6 @@ def convert_checkpoint(input_path: str, output_dir: str, *, input_format: str = 
                               vocab_file=vocab_file, do_lower_case=do_lower_case)
     written = save_model_dir(output_dir, model, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
                              checkpoint_format=output_format)
-    logging.info("Wrote %s (%s, %s) to %s", type(model).__name__, output_format, checkpoints.describe_config(
+    logging.info("Wrote %s (%s, %s) to %s", type(model).__name__, output_format, checkpoints._describe(
         files.config), output_dir)
     return written

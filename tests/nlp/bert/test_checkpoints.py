@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.bert import checkpoint_format, checkpoints
+from official.nlp.bert import checkpoints
 from official.nlp.bert.configs import BertConfig
 from official.nlp.bert.encoder import BertEncoder
 from official.nlp.bert.models import BertClassifier, BertPretrainer
@@ -67,7 +67,7 @@ def test_tf1_checkpoint_has_the_original_names_and_round_trips(tmp_path):
     prefix = checkpoints.write_tf1_checkpoint(str(tmp_path / "bert_model.ckpt"), checkpoints.export_weights(model))
     # Readable by TF's generic reader with exactly the original names and shapes.
     assert dict(tf.train.list_variables(prefix)) == ORIGINAL_NAMES
-    assert checkpoints.is_tf1_checkpoint(prefix) and not checkpoint_format.is_our_checkpoint(prefix)
+    assert checkpoints.is_tf1_checkpoint(prefix) and not checkpoints.is_our_checkpoint(prefix)
     weights = checkpoints.read_tf1_checkpoint(prefix)
     # NSP weights are [2, H] in TF1: row k scores class k.
     np.testing.assert_array_equal(weights["cls/seq_relationship/output_weights"], model.next_sentence.kernel.numpy().T)
@@ -114,6 +114,60 @@ def test_pretrainer_needs_its_heads():
     weights = checkpoints.export_weights(_randomized(BertEncoder.from_bert_config(CONFIG)))
     with pytest.raises(checkpoints.CheckpointMismatchError, match="cls/predictions/output_bias"):
         checkpoints.assign_weights(weights, BertPretrainer(BertEncoder.from_bert_config(CONFIG)))
+
+
+def test_our_checkpoint_keys_partial_restore_and_mismatch(tmp_path):
+    model = _pretrainer()
+    prefix = checkpoints.save_checkpoint(model, str(tmp_path / "ckpt"))
+    names = dict(tf.train.list_variables(prefix))
+    # Keys follow attribute names, not positions in the functional graph.
+    assert "encoder/transformer_layer_1/attention/query/_kernel/.ATTRIBUTES/VARIABLE_VALUE" in names
+    assert "model/masked_lm/output_bias/.ATTRIBUTES/VARIABLE_VALUE" in names
+    assert checkpoints.is_our_checkpoint(prefix) and not checkpoints.is_tf1_checkpoint(prefix)
+
+    # The encoder alone out of a pretraining checkpoint (fine-tuning).
+    classifier = BertClassifier(BertEncoder.from_bert_config(CONFIG), 2)
+    checkpoints.restore_checkpoint(classifier, prefix, encoder_only=True)
+    for a, b in zip(classifier.encoder.weights, model.encoder.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+    # The whole pretrainer.
+    other = BertPretrainer(BertEncoder.from_bert_config(CONFIG))
+    checkpoints.restore_checkpoint(other, prefix)
+    _assert_same_outputs(model, other, _pretraining_inputs())
+
+    deeper = BertEncoder.from_bert_config(BertConfig(**{**CONFIG.to_dict(), "num_hidden_layers": 3}))
+    with pytest.raises(checkpoints.CheckpointMismatchError, match=r"missing \(16\)"):
+        checkpoints.restore_checkpoint(deeper, prefix)
+    shallower = BertEncoder.from_bert_config(BertConfig(**{**CONFIG.to_dict(), "num_hidden_layers": 1}))
+    with pytest.raises(checkpoints.CheckpointMismatchError, match="unexpected .*\n.*transformer_layer_1"):
+        checkpoints.restore_checkpoint(shallower, prefix)
+
+
+@pytest.mark.slow
+def test_checkpoint_with_training_state_restores_into_the_encoder(tmp_path):
+    import keras
+
+    model = _pretrainer()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    x = _pretraining_inputs()
+    y = {"masked_lm_ids": np.ones((3, 3), "int32"), "masked_lm_weights": np.ones((3, 3), "float32"),
+         "next_sentence_labels": np.zeros((3, 1), "int32")}
+    model.fit(x, y, epochs=1, verbose=0)
+    step = tf.Variable(12, dtype=tf.int64)
+    manager = tf.train.CheckpointManager(
+        checkpoints.checkpoint_root(model, optimizer=model.optimizer, step=step), str(tmp_path), max_to_keep=1)
+    prefix = manager.save()
+    # The optimizer's variable list gives TF a shorter path than the encoder's attributes, so the keys are
+    # `optimizer/_trainable_variables/N/...`; restoring follows the object graph, not the key names.
+    assert any(n.startswith("optimizer/_trainable_variables/") for n, _ in tf.train.list_variables(prefix))
+    encoder = BertEncoder.from_bert_config(CONFIG)
+    checkpoints.restore_checkpoint(encoder, prefix)
+    for a, b in zip(encoder.weights, model.encoder.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    fresh = BertPretrainer(BertEncoder.from_bert_config(CONFIG))
+    checkpoints.restore_checkpoint(fresh, prefix)
+    _assert_same_outputs(model, fresh, x)
 
 
 def test_safetensors_reader(tmp_path):

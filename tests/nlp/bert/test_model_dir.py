@@ -3,7 +3,7 @@ import shutil
 import numpy as np
 import pytest
 
-from official.nlp.bert import checkpoint_format, checkpoints, model_dir
+from official.nlp.bert import checkpoints, model_dir
 from official.nlp.bert.configs import BertConfig
 from official.nlp.bert.encoder import BertEncoder
 from official.nlp.bert.models import BertClassifier, BertPretrainer
@@ -98,7 +98,7 @@ def test_missing_pieces_are_named(tmp_path):
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="cannot tell which checkpoint"):
         model_dir.resolve_model_files(str(empty))
-    prefix = checkpoint_format.save_checkpoint(_encoder(), str(tmp_path / "bare" / "ckpt"))
+    prefix = checkpoints.save_checkpoint(_encoder(), str(tmp_path / "bare" / "ckpt"))
     with pytest.raises(FileNotFoundError, match="has no bert_config.json"):
         model_dir.resolve_model_files(prefix)
     CONFIG.to_json_file(tmp_path / "bare" / "bert_config.json")
