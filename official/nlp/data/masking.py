@@ -1,0 +1,295 @@
+"""Masked-LM masking: one numpy implementation for the offline generator and for on-the-fly (dynamic) masking.
+
+The rule is the original google-research/bert one (`create_masked_lm_predictions`):
+
+* Candidates are the real tokens (``input_mask == 1``) other than the special ids (``[CLS]``, ``[SEP]``).
+  With whole-word masking a ``##`` piece joins the unit of the candidate before it, so a word is masked
+  entirely or not at all.
+* ``num_to_predict = min(max_predictions_per_seq, max(1, round(len(tokens) * masked_lm_prob)))`` where
+  ``len(tokens)`` counts every real token, special ones included, and ``round`` is round-half-even.
+* Units are visited in random order. A unit is taken if it still fits in the budget and overlaps nothing taken;
+  otherwise it is skipped (a whole word is never cut to fit).
+* Each taken token becomes ``[MASK]`` with probability 0.8, stays as it is with 0.1 and becomes a uniformly random
+  vocabulary id with 0.1 (the model cannot rely on ``[MASK]`` being present at fine-tuning time, and must keep a
+  representation of every input token because any of them may be a target).
+* ``max_ngram_size > 1`` adds n-gram masking as in ALBERT: from each visited start unit, a span of ``n`` units with
+  ``P(n) ~ 1/n`` is tried, falling back to shorter spans when the budget is nearly spent.
+
+Why numpy and not TF ops: the offline generator's worker processes must stay TensorFlow-free (an import costs
+~600 MB and 5 s per process, and TF threads make forking unsafe), and a rule written twice drifts. numpy over a
+whole batch is also fast (a few microseconds per sequence). The dynamic path calls the same function through
+`tf.numpy_function`, once per batch when applied after `batch()`.
+
+Example:
+
+  >>> import numpy as np
+  >>> cfg = MaskingConfig(vocab_size=100, mask_token_id=4, special_token_ids=(2, 3), max_predictions_per_seq=3)
+  >>> ids = np.array([[2, 10, 11, 12, 13, 3, 0, 0]])
+  >>> out = mask_batch(ids, (ids != 0).astype(np.int64), np.random.default_rng(0), cfg)
+  >>> int(out["masked_lm_weights"].sum())   # round(6 * 0.15) = 1
+  1
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping, Optional, Sequence
+
+import numpy as np
+
+MASK, KEEP, RANDOM = 0, 1, 2  # The three actions on a selected token.
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskingConfig:
+    """What the masking rule needs to know.
+
+    Attributes:
+      vocab_size: random replacements are drawn uniformly from ``[0, vocab_size)`` (as the original does, over the
+        whole vocabulary).
+      mask_token_id: id of ``[MASK]``.
+      special_token_ids: ids never masked (``[CLS]``, ``[SEP]``); padding is excluded through ``input_mask``.
+      max_predictions_per_seq: the cap on predictions per sequence and the length of the ``masked_lm_*`` features.
+      masked_lm_prob: target share of tokens to predict.
+      whole_word_mask: mask whole words (a ``##`` piece joins the unit before it).
+      continuation: bool table over the vocabulary, True for ``##`` pieces; needed for whole-word masking.
+      max_ngram_size: 1 for the BERT rule; larger for ALBERT-style n-gram masking.
+    """
+
+    vocab_size: int
+    mask_token_id: int
+    special_token_ids: Sequence[int]
+    max_predictions_per_seq: int
+    masked_lm_prob: float = 0.15
+    whole_word_mask: bool = False
+    continuation: Optional[np.ndarray] = dataclasses.field(default=None, compare=False, repr=False)
+    max_ngram_size: int = 1
+
+    def __post_init__(self):
+        if not 0.0 <= self.masked_lm_prob <= 1.0:
+            raise ValueError(f"masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}")
+        if self.max_predictions_per_seq < 1:
+            raise ValueError(f"max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
+        if self.max_ngram_size < 1:
+            raise ValueError(f"max_ngram_size must be >= 1, got {self.max_ngram_size}")
+        if self.whole_word_mask and self.continuation is None:
+            raise ValueError("whole_word_mask needs the `continuation` table; build the config with from_vocab()")
+
+    @classmethod
+    def from_vocab(cls, vocab: Mapping[str, int], *, max_predictions_per_seq: int, masked_lm_prob: float = 0.15,
+                   whole_word_mask: bool = False, max_ngram_size: int = 1) -> "MaskingConfig":
+        """Builds the config from a token -> id vocabulary (e.g. `tokenization.load_vocab(path)`)."""
+        missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
+        if missing:
+            raise ValueError(f"the vocabulary lacks {missing}; masking needs [CLS], [SEP] and [MASK]")
+        size = max(vocab.values()) + 1
+        continuation = np.zeros(size, dtype=bool)
+        for token, i in vocab.items():
+            if token.startswith("##"):
+                continuation[i] = True
+        return cls(vocab_size=len(vocab), mask_token_id=vocab["[MASK]"],
+                   special_token_ids=(vocab["[CLS]"], vocab["[SEP]"]), max_predictions_per_seq=max_predictions_per_seq,
+                   masked_lm_prob=masked_lm_prob, whole_word_mask=whole_word_mask, continuation=continuation,
+                   max_ngram_size=max_ngram_size)
+
+
+def num_to_predict(lengths: np.ndarray, config: MaskingConfig) -> np.ndarray:
+    """``min(max_predictions_per_seq, max(1, round(length * masked_lm_prob)))``, round-half-even as in Python."""
+    k = np.rint(np.asarray(lengths, dtype=np.float64) * config.masked_lm_prob).astype(np.int64)
+    return np.minimum(config.max_predictions_per_seq, np.maximum(1, k))
+
+
+def candidate_units(ids: np.ndarray, input_mask: np.ndarray, config: MaskingConfig) -> np.ndarray:
+    """Unit index of each position ([N, L], -1 where not a candidate); units are numbered 0.. left to right."""
+    cand = (np.asarray(input_mask) != 0) & ~np.isin(ids, np.asarray(config.special_token_ids))
+    start = cand
+    if config.whole_word_mask:
+        cont = config.continuation[np.clip(ids, 0, len(config.continuation) - 1)] & (ids < len(config.continuation))
+        # A ## piece opens a new unit only when it is the row's first candidate (as in the original).
+        seen_before = (np.cumsum(cand, axis=1) - cand) > 0
+        start = cand & ~(cont & seen_before)
+    unit = np.cumsum(start, axis=1) - 1
+    return np.where(cand, unit, -1)
+
+
+def ngram_probabilities(max_ngram_size: int) -> np.ndarray:
+    p = 1.0 / np.arange(1, max_ngram_size + 1)
+    return p / p.sum()
+
+
+def select_positions(unit: np.ndarray, k: np.ndarray, priorities: np.ndarray, config: MaskingConfig,
+                     ngram_sizes: Optional[np.ndarray] = None) -> np.ndarray:
+    """Runs the greedy selection; returns each position's selection step ([N, L], -1 if not selected).
+
+    Args:
+      unit: [N, L] from `candidate_units`.
+      k: [N] budget from `num_to_predict`.
+      priorities: [N, L] visiting order keys; unit ``u`` of row ``r`` is visited in the order of
+        ``priorities[r, u]`` (ascending; only the first ``num_units`` columns are read).
+      config: the masking config.
+      ngram_sizes: [N, L] the n drawn for the unit visited at each step (n-gram masking only).
+
+    Returns:
+      [N, L] int: the step at which each position's unit was taken (tokens taken in one step are masked in
+      position order), -1 if not taken. Taking order matters only for reproducing the original's random draws.
+    """
+    n, length = unit.shape
+    num_units = unit.max(axis=1, initial=-1) + 1
+    width = int(num_units.max(initial=0))
+    if width == 0:
+        return np.full(unit.shape, -1, dtype=np.int64)
+    rows = np.arange(n)
+    exists = np.arange(width)[None, :] < num_units[:, None]
+    keys = np.where(exists, priorities[:, :width], np.inf)
+    order = np.argsort(keys, axis=1, kind="stable")
+    cand = unit >= 0
+    if not config.whole_word_mask and config.max_ngram_size == 1:
+        # Every unit is one token and units never overlap: the first k visited units are taken.
+        step = np.empty_like(order)
+        step[rows[:, None], order] = np.arange(width)[None, :]
+        taken = step < k[:, None]
+        unit_step = np.where(taken & exists, step, -1)
+    else:
+        sizes = np.zeros((n, width + 1), dtype=np.int64)
+        np.add.at(sizes, (np.repeat(rows, cand.sum(axis=1)), unit[cand]), 1)
+        csum = np.concatenate([np.zeros((n, 1), dtype=np.int64), np.cumsum(sizes[:, :width], axis=1)], axis=1)
+        unit_step = np.full((n, width + 1), -1, dtype=np.int64)  # Column `width` is a sentinel, never taken.
+        count = np.zeros(n, dtype=np.int64)
+        max_n = config.max_ngram_size
+        for r in range(width):
+            active = (count < k) & (r < num_units)
+            if not active.any():
+                break
+            u = order[:, r]
+            n_drawn = ngram_sizes[:, r] if ngram_sizes is not None and max_n > 1 else np.ones(n, dtype=np.int64)
+            chosen = np.zeros(n, dtype=np.int64)  # Span length in units, 0 = skip.
+            for span in range(1, max_n + 1):
+                end = np.minimum(u + span, num_units)
+                fits = (count + csum[rows, end] - csum[rows, u]) <= k
+                chosen = np.where((span <= n_drawn) & fits, span, chosen)
+            ok = active & (chosen > 0)
+            for off in range(max_n):
+                col = np.minimum(u + off, width)
+                inside = (off < chosen) & (u + off < num_units)
+                ok &= ~(inside & (unit_step[rows, col] >= 0))
+            for off in range(max_n):
+                inside = ok & (off < chosen) & (u + off < num_units)
+                unit_step[rows[inside], (u + off)[inside]] = r
+            end = np.minimum(u + chosen, num_units)
+            count += np.where(ok, csum[rows, end] - csum[rows, u], 0)
+        unit_step = unit_step[:, :width]
+    return np.where(cand, unit_step[rows[:, None], np.maximum(unit, 0)], -1)
+
+
+def draw_actions(rng: np.random.Generator, count: int, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """80/10/10 actions and replacement ids for ``count`` selected tokens."""
+    u = rng.random((2, count))
+    actions = np.where(u[0] < 0.8, MASK, np.where(u[1] < 0.5, KEEP, RANDOM))
+    return actions.astype(np.int8), rng.integers(0, vocab_size, count)
+
+
+def apply_masking(ids: np.ndarray, selected: np.ndarray, actions: np.ndarray, replacement: np.ndarray,
+                  config: MaskingConfig) -> dict:
+    """Applies the actions to the selected tokens and builds the ``masked_lm_*`` features.
+
+    Args:
+      ids: [N, L] token ids.
+      selected: [N, L] bool, the positions to predict (at most `max_predictions_per_seq` per row).
+      actions: [S] MASK/KEEP/RANDOM for the selected positions in row-major order.
+      replacement: [S] the random ids used where the action is RANDOM.
+      config: the masking config.
+    """
+    n = len(ids)
+    p = config.max_predictions_per_seq
+    rows, cols = np.nonzero(selected)
+    masked = np.array(ids, copy=True)
+    masked[rows, cols] = np.where(actions == MASK, config.mask_token_id,
+                                  np.where(actions == RANDOM, replacement, ids[rows, cols]))
+    counts = selected.sum(axis=1)
+    if counts.size and int(counts.max()) > p:
+        raise ValueError(f"{int(counts.max())} positions selected, more than max_predictions_per_seq={p}")
+    slot = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    positions = np.zeros((n, p), dtype=ids.dtype)
+    label_ids = np.zeros((n, p), dtype=ids.dtype)
+    weights = np.zeros((n, p), dtype=np.float32)
+    positions[rows, slot] = cols
+    label_ids[rows, slot] = ids[rows, cols]
+    weights[rows, slot] = 1.0
+    return {"input_ids": masked, "masked_lm_positions": positions, "masked_lm_ids": label_ids,
+            "masked_lm_weights": weights, "actions": actions}
+
+
+def mask_batch(ids: np.ndarray, input_mask: np.ndarray, rng: np.random.Generator, config: MaskingConfig) -> dict:
+    """Masks a batch ([N, L] ids and mask) with fresh draws from ``rng``.
+
+    Returns a dict with the masked ``input_ids`` and ``masked_lm_positions``, ``masked_lm_ids``,
+    ``masked_lm_weights`` ([N, max_predictions_per_seq]), plus ``actions`` ([S] int8, the action per prediction in
+    row-major order) for statistics.
+    """
+    ids = np.asarray(ids)
+    unit = candidate_units(ids, input_mask, config)
+    k = num_to_predict(np.asarray(input_mask).sum(axis=1), config)
+    priorities = rng.random(ids.shape)
+    ngram_sizes = None
+    if config.max_ngram_size > 1:
+        ngram_sizes = rng.choice(np.arange(1, config.max_ngram_size + 1), size=ids.shape,
+                                 p=ngram_probabilities(config.max_ngram_size))
+    selected = select_positions(unit, k, priorities, config, ngram_sizes) >= 0
+    actions, replacement = draw_actions(rng, int(selected.sum()), config.vocab_size)
+    return apply_masking(ids, selected, actions, replacement, config)
+
+
+def dynamic_masking(dataset, config: MaskingConfig, seed: Optional[int] = None):
+    """Masks a `tf.data.Dataset` on the fly, with new masks on every pass over it (RoBERTa-style).
+
+    Args:
+      dataset: elements are dicts with ``input_ids``, ``input_mask``, ``segment_ids`` (and optionally
+        ``next_sentence_labels`` or anything else, passed through), either single sequences ``[L]`` or batches
+        ``[B, L]``. Apply it after ``batch()``: the numpy work then runs once per batch.
+      config: the masking rule (`MaskingConfig.from_vocab(vocab, max_predictions_per_seq=...)`).
+      seed: with a seed the masks are reproducible: pass ``e`` of a fresh iteration gets the same masks as pass
+        ``e`` of any other run, and each pass differs from the previous one. None draws a random seed.
+
+    Returns:
+      A dataset whose elements hold the original feature set: ``input_ids`` (masked), ``input_mask``,
+      ``segment_ids``, ``masked_lm_positions``, ``masked_lm_ids`` (same dtype as ``input_ids``),
+      ``masked_lm_weights`` (float32), plus the passed-through features.
+
+    Example:
+
+      >>> import tensorflow as tf
+      >>> cfg = MaskingConfig(vocab_size=100, mask_token_id=4, special_token_ids=(2, 3), max_predictions_per_seq=2)
+      >>> ds = tf.data.Dataset.from_tensors({"input_ids": tf.constant([[2, 10, 11, 12, 3]]),
+      ...                                     "input_mask": tf.ones([1, 5], tf.int32),
+      ...                                     "segment_ids": tf.zeros([1, 5], tf.int32)})
+      >>> sorted(next(iter(dynamic_masking(ds, cfg, seed=1))))
+      ['input_ids', 'input_mask', 'masked_lm_ids', 'masked_lm_positions', 'masked_lm_weights', 'segment_ids']
+    """
+    import tensorflow as tf  # Local import: the rest of this module serves TensorFlow-free worker processes.
+
+    p = config.max_predictions_per_seq
+
+    def _mask(ids, input_mask, element_seed):
+        rng = np.random.default_rng(np.uint64(element_seed))
+        squeeze = ids.ndim == 1
+        if squeeze:
+            ids, input_mask = ids[None], input_mask[None]
+        out = mask_batch(ids, input_mask, rng, config)
+        res = (out["input_ids"], out["masked_lm_positions"].astype(ids.dtype), out["masked_lm_ids"].astype(ids.dtype),
+               out["masked_lm_weights"])
+        return tuple(x[0] for x in res) if squeeze else res
+
+    def _fn(element, element_seed):
+        ids = element["input_ids"]
+        masked, positions, label_ids, weights = tf.numpy_function(
+            _mask, [ids, element["input_mask"], element_seed], [ids.dtype, ids.dtype, ids.dtype, tf.float32],
+            stateful=False)
+        lead = ids.shape[:-1]
+        out = dict(element)
+        out["input_ids"] = tf.ensure_shape(masked, ids.shape)
+        out["masked_lm_positions"] = tf.ensure_shape(positions, lead + [p])
+        out["masked_lm_ids"] = tf.ensure_shape(label_ids, lead + [p])
+        out["masked_lm_weights"] = tf.ensure_shape(weights, lead + [p])
+        return out
+
+    seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+    return tf.data.Dataset.zip((dataset, seeds)).map(_fn, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

@@ -1,0 +1,317 @@
+"""Creates masked-LM / next-sentence pretraining TFRecords from text: streaming, parallel, resumable.
+
+The semantics are the original google-research/bert `create_pretraining_data.py` (see `pretraining_instances` and
+`masking`), applied per *work unit*: the corpus is cut into units of about ``unit_mb`` at blank lines, and each
+unit is processed on its own exactly as the original processes the whole corpus (shuffle its documents,
+``dupe_factor`` passes, random-next documents drawn from the unit, instances shuffled within the unit). Memory per
+worker is bounded by the unit size, whatever the corpus size. The original draws the random next document and
+shuffles instances over the whole corpus; here both stay within a unit of a few MB (thousands of documents).
+
+Output shards are contiguous runs of units. A worker writes its unit to a part file inside
+``<shard>.incomplete/``; when all units of a shard are done, the parts are joined, the shard's statistics are
+written to ``<shard>.stats.json`` and the shard is renamed to its final name. A shard file under its final name is
+therefore always complete, and a rerun skips it. Each unit draws from its own seed (``random_seed``, unit index),
+so the output bytes depend on the flags and the input only, not on the number of workers or on interruptions.
+
+Example:
+
+  >>> config = PretrainingDataConfig(input_file="corpus/*.txt", output_file="out/train.tfrecord@8",
+  ...                                vocab_file="vocab.txt", dupe_factor=5)            # doctest: +SKIP
+  >>> stats = create_pretraining_data(config)                                        # doctest: +SKIP
+  >>> stats.to_dict()["rates"]["masked_fraction"]                                    # doctest: +SKIP
+  0.153
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import gzip
+import logging
+import math
+import multiprocessing
+import os
+import random
+import re
+import shutil
+import time
+from typing import Optional, Sequence
+
+import numpy as np
+
+from official.nlp.data import masking as masking_lib
+from official.nlp.data import pretraining_documents as documents_lib
+from official.nlp.data import pretraining_instances as instances_lib
+from official.nlp.data import pretraining_records as records_lib
+from official.nlp.data import tfrecord_io
+from official.nlp.data.pretraining_statistics import PretrainingStatistics
+
+BATCH_SIZE = 4096  # Instances assembled, masked and serialized per numpy batch.
+_SHARD_PATTERN = re.compile(r"^(.*)@(\d+)$")
+
+
+@dataclasses.dataclass
+class PretrainingDataConfig:
+    """Flags of `create_pretraining_data` (the original script's, plus the ones below the line).
+
+    ``output_file`` is a comma-separated list of shard paths, or ``PATH@N`` for the N shards
+    ``PATH-00000-of-0000N`` ... ``PATH-0000{N-1}-of-0000N``.
+    """
+
+    input_file: str | Sequence[str]
+    output_file: str | Sequence[str]
+    vocab_file: str
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    random_seed: int = 12345
+    dupe_factor: int = 10
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    do_whole_word_mask: bool = False
+    # ---
+    max_ngram_size: int = 1
+    use_next_sentence_label: bool = True
+    static_masking: bool = True  # False writes unmasked records for `masking.dynamic_masking`.
+    gzip: bool = False
+    num_workers: int = 0  # 0: all cores.
+    unit_mb: float = 4.0
+    max_line_bytes: int = 1 << 20
+    skip_bad_lines: bool = False
+    stats_file: Optional[str] = None
+    reference_order: bool = False  # Single process, whole corpus, the original's exact random stream.
+
+
+def output_paths(output_file: str | Sequence[str]) -> list[str]:
+    """``a,b,c`` -> [a, b, c]; ``PATH@N`` -> N sharded names."""
+    if not isinstance(output_file, str):
+        return list(output_file)
+    m = _SHARD_PATTERN.match(output_file)
+    if m:
+        n = int(m.group(2))
+        if n < 1:
+            raise ValueError(f"--output_file {output_file!r}: the shard count must be >= 1")
+        return [f"{m.group(1)}-{i:05d}-of-{n:05d}" for i in range(n)]
+    paths = [p.strip() for p in output_file.split(",") if p.strip()]
+    if not paths:
+        raise ValueError("--output_file names no file")
+    return paths
+
+
+def default_stats_path(output_file: str | Sequence[str], paths: Sequence[str]) -> str:
+    if isinstance(output_file, str) and _SHARD_PATTERN.match(output_file):
+        return _SHARD_PATTERN.match(output_file).group(1) + ".stats.json"
+    return paths[0] + ".stats.json" if len(paths) == 1 else paths[0] + ".all.stats.json"
+
+
+def load_checked_vocab(config: PretrainingDataConfig) -> dict:
+    from official.nlp.bert import tokenization
+
+    vocab = tokenization.load_vocab(config.vocab_file)
+    tokenization.validate_vocab(vocab, do_lower_case=config.do_lower_case, source=config.vocab_file)
+    return vocab
+
+
+def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_lib.MaskingConfig:
+    return masking_lib.MaskingConfig.from_vocab(
+        vocab, max_predictions_per_seq=config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
+        whole_word_mask=config.do_whole_word_mask, max_ngram_size=config.max_ngram_size)
+
+
+def encode_instances(tokens: np.ndarray, plan: dict, rows: np.ndarray, config: PretrainingDataConfig,
+                     mask_config: masking_lib.MaskingConfig, rng: Optional[np.random.Generator],
+                     stats: PretrainingStatistics, masked: Optional[dict] = None) -> bytes:
+    """Assembles, masks (with ``rng``, unless ``masked`` is given), serializes and frames instances ``rows``."""
+    cls_id, sep_id = mask_config.special_token_ids
+    batch = instances_lib.build_batch(tokens, plan, rows, config.max_seq_length, cls_id, sep_id)
+    features = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    actions = None
+    if config.static_masking:
+        if masked is None:
+            masked = masking_lib.mask_batch(batch["input_ids"], batch["input_mask"], rng, mask_config)
+        actions = masked["actions"]
+        for k in ("input_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+            features[k] = masked[k]
+    if config.use_next_sentence_label:
+        features["next_sentence_labels"] = plan["is_random_next"][rows][:, None]
+    stats.add_batch(batch["lengths"], plan["is_random_next"][rows], plan["short_target"][rows], actions)
+    matrix, lengths = records_lib.serialize_examples(features)
+    return tfrecord_io.frame_records(matrix, lengths)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Worker side (spawned processes; no TensorFlow).
+
+_WORKER: dict = {}
+
+
+def _worker_init(config: PretrainingDataConfig) -> None:
+    from official.nlp.bert import tokenization
+    from official.nlp.data.cached_tokenizer import CachedTokenizer
+
+    tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
+    _WORKER.update(config=config, tokenizer=CachedTokenizer(tokenizer),
+                   mask_config=masking_config(config, tokenizer.vocab))
+
+
+def unit_seeds(random_seed: int, unit_index: int) -> tuple[random.Random, np.random.Generator]:
+    seq = np.random.SeedSequence([random_seed, unit_index])
+    py_seed = int.from_bytes(seq.generate_state(4, np.uint32).tobytes(), "little")
+    return random.Random(py_seed), np.random.Generator(np.random.PCG64(seq))
+
+
+def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
+    """Turns one work unit into a part file of framed records; returns its statistics (as a dict)."""
+    config: PretrainingDataConfig = _WORKER["config"]
+    start = time.time()
+    stats = PretrainingStatistics(config.max_seq_length)
+    docs = documents_lib.read_documents(
+        unit.pieces, _WORKER["tokenizer"].ids,
+        documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines), stats.input)
+    stats.input["single_sentence_documents"] += int(np.sum(np.diff(docs.document_offsets) == 1))
+    py_rng, np_rng = unit_seeds(config.random_seed, unit.index)
+    plan = instances_lib.plan_instances(docs, config.max_seq_length, config.short_seq_prob, config.dupe_factor,
+                                        py_rng)
+    stats.document_passes += plan.document_passes
+    stats.short_document_passes += plan.short_document_passes
+    arrays = plan.arrays()
+    order = np_rng.permutation(len(plan))
+    with open(part_path, "wb") as raw:
+        out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if config.gzip else raw
+        for begin in range(0, len(order), BATCH_SIZE):
+            rows = order[begin:begin + BATCH_SIZE]
+            out.write(encode_instances(docs.tokens, arrays, rows, config, _WORKER["mask_config"], np_rng, stats))
+        if config.gzip:
+            out.close()
+    return {"unit": unit.index, "stats": dataclasses.asdict(stats), "seconds": time.time() - start,
+            "bytes": unit.num_bytes}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Main process.
+
+
+def _assign_units(num_units: int, num_shards: int) -> list[range]:
+    return [range(s * num_units // num_shards, (s + 1) * num_units // num_shards) for s in range(num_shards)]
+
+
+def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics) -> None:
+    tmp_dir = path + ".incomplete"
+    joined = os.path.join(tmp_dir, "shard")
+    if len(parts) == 1:
+        os.replace(parts[0], joined)
+    else:
+        with open(joined, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 22)
+    stats.write(path + ".stats.json")
+    os.replace(joined, path)  # The shard gets its final name only now, complete.
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatistics:
+    """Runs the whole job; returns the merged statistics (also written to the statistics file)."""
+    files = documents_lib.expand_input_files(config.input_file)
+    vocab = load_checked_vocab(config)
+    masking_config(config, vocab)  # Fails early on a vocabulary without [CLS]/[SEP]/[MASK].
+    paths = output_paths(config.output_file)
+    stats_path = config.stats_file or default_stats_path(config.output_file, paths)
+    for path in paths:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    if config.reference_order:
+        from official.nlp.data import pretraining_reference
+
+        stats = pretraining_reference.create_reference_order(config, files, paths)
+        stats.write(stats_path, {"mode": "reference_order"})
+        return stats
+
+    total_bytes = sum(os.path.getsize(f) for f in files)
+    unit_bytes = max(1, min(int(config.unit_mb * 2**20), math.ceil(total_bytes / len(paths))))
+    units = documents_lib.plan_units(files, unit_bytes)
+    shards = _assign_units(len(units), len(paths))
+    total = PretrainingStatistics(config.max_seq_length)
+    pending = []  # (shard index, unit)
+    for s, path in enumerate(paths):
+        if os.path.exists(path) and os.path.exists(path + ".stats.json"):
+            logging.info("shard %s is complete; skipped", path)
+            total.merge(PretrainingStatistics.read(path + ".stats.json"))
+            continue
+        if os.path.exists(path):
+            os.remove(path)  # A final name without statistics was not written by us; redo it.
+        tmp_dir = path + ".incomplete"
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        os.makedirs(tmp_dir)
+        pending.extend((s, units[u]) for u in shards[s])
+        if not shards[s]:
+            open(os.path.join(tmp_dir, "shard"), "wb").close()
+            _finish_shard(path, [], PretrainingStatistics(config.max_seq_length))
+            logging.warning("shard %s is empty: the input has fewer work units than output shards", path)
+
+    num_workers = config.num_workers or os.cpu_count() or 1
+    num_workers = max(1, min(num_workers, len(pending)))
+    logging.info("%d input files, %.1f MB, %d work units, %d shards (%d to write), %d workers",
+                 len(files), total_bytes / 2**20, len(units), len(paths), len(paths) - sum(
+                     1 for s in range(len(paths)) if not any(p[0] == s for p in pending)), num_workers)
+    if pending:
+        _run_units(config, paths, shards, pending, num_workers, total)
+    total.write(stats_path, {"output_files": paths})
+    return total
+
+
+def _run_units(config, paths, shards, pending, num_workers, total) -> None:
+    remaining = {s: len(shards[s]) for s, _ in pending}
+    shard_stats = {s: PretrainingStatistics(config.max_seq_length) for s in remaining}
+    part = lambda s, u: os.path.join(paths[s] + ".incomplete", f"unit-{u.index:06d}.part")  # noqa: E731
+    start = time.time()
+    done_bytes = 0
+    last_log = start
+    ctx = multiprocessing.get_context("spawn")  # Never fork: the parent may hold TF or other threads.
+    if num_workers == 1:
+        _worker_init(config)
+        results = (process_unit(u, part(s, u)) for s, u in pending)
+        pool = None
+    else:
+        pool = ctx.Pool(num_workers, initializer=_worker_init, initargs=(config,))
+        results = _windowed(pool, [(u, part(s, u)) for s, u in pending], 2 * num_workers)
+    try:
+        for (s, u), result in zip(pending, results):
+            unit_stats = PretrainingStatistics(**result["stats"])
+            shard_stats[s].merge(unit_stats)
+            total.merge(unit_stats)
+            done_bytes += result["bytes"]
+            remaining[s] -= 1
+            if remaining[s] == 0:
+                _finish_shard(paths[s], [part(s, paths_u) for paths_u in _units_of(shards[s], pending)],
+                              shard_stats.pop(s))
+                logging.info("wrote %s", paths[s])
+            now = time.time()
+            if now - last_log > 10 or remaining[s] == 0:
+                elapsed = max(now - start, 1e-9)
+                logging.info("documents %d, instances %d, %.2f MB/s of text, %.0f instances/s",
+                             total.input["documents"], total.instances, done_bytes / 2**20 / elapsed,
+                             total.instances / elapsed)
+                last_log = now
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+
+
+def _units_of(unit_range, pending):
+    by_index = {u.index: u for _, u in pending}
+    return [by_index[i] for i in unit_range]
+
+
+def _windowed(pool, tasks, window):
+    """`pool.apply_async` over tasks in order, at most ``window`` in flight (bounds buffered results)."""
+    in_flight = []
+    it = iter(tasks)
+    for task in it:
+        in_flight.append(pool.apply_async(process_unit, task))
+        if len(in_flight) >= window:
+            break
+    for task in it:
+        yield in_flight.pop(0).get()
+        in_flight.append(pool.apply_async(process_unit, task))
+    while in_flight:
+        yield in_flight.pop(0).get()

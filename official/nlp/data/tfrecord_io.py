@@ -1,0 +1,128 @@
+"""TFRecord framing for many records at once, in numpy, without TensorFlow.
+
+The pretraining-data workers never import TensorFlow: an import costs about 600 MB of RSS and 5 s per process, and
+TF threads make forking unsafe. This module frames already-serialized records as TFRecord (length, masked CRC-32C
+of the length, data, masked CRC-32C of the data) for a whole batch with vectorized numpy, about as fast per record
+as `tf.io.TFRecordWriter`. Output is checked against `tf.data.TFRecordDataset` in the tests.
+
+Records come in as a *right-aligned* matrix: row ``r`` holds record ``r`` in its last ``lengths[r]`` bytes. Leading
+zero bytes are made neutral by starting each row's CRC from a state that the zeros map onto the standard initial
+state (the CRC step over a zero byte is invertible), so every row runs the same number of vectorized steps.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+_POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected.
+_MASK_DELTA = 0xA282EAD8
+
+
+@functools.lru_cache(maxsize=None)
+def _tables() -> np.ndarray:
+    """Slicing-by-4 tables, shape [4, 256] uint32."""
+    t0 = np.zeros(256, dtype=np.uint64)
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ _POLY if c & 1 else c >> 1
+        t0[i] = c
+    tables = [t0]
+    for _ in range(3):
+        prev = tables[-1]
+        tables.append((prev >> np.uint64(8)) ^ t0[(prev & np.uint64(0xFF)).astype(np.int64)])
+    return np.stack(tables).astype(np.uint32)
+
+
+_PRESTATES: list[int] = [0xFFFFFFFF]
+
+
+def _prestates(upto: int) -> np.ndarray:
+    """``s[z]``: the CRC state that ``z`` zero bytes carry to the initial state 0xFFFFFFFF."""
+    t0 = [int(x) for x in _tables()[0]]
+    top_to_index = {x >> 24: i for i, x in enumerate(t0)}
+    while len(_PRESTATES) <= upto:
+        t = _PRESTATES[-1]
+        # step(s) = t0[s & 0xff] ^ (s >> 8): the top byte of t comes from t0 alone and names the index.
+        i = top_to_index[t >> 24]
+        _PRESTATES.append((((t ^ t0[i]) << 8) & 0xFFFFFFFF) | i)
+    return np.asarray(_PRESTATES[: upto + 1], dtype=np.uint32)
+
+
+def crc32c_rows(words: np.ndarray, zero_prefix: np.ndarray) -> np.ndarray:
+    """CRC-32C of each row of a right-aligned batch.
+
+    Args:
+      words: uint32 array [W4, N]: ``words[k, r]`` holds bytes ``4k..4k+3`` (little endian) of row ``r``.
+      zero_prefix: int array [N], how many leading zero bytes of each row are padding, not data.
+
+    Returns:
+      uint32 [N], the (unmasked) CRC-32C of each row's data.
+    """
+    t = _tables()
+    t0, t1, t2, t3 = t[0], t[1], t[2], t[3]
+    crc = _prestates(int(zero_prefix.max(initial=0)))[zero_prefix]
+    for k in range(words.shape[0]):
+        x = crc ^ words[k]
+        crc = t3[x & 0xFF] ^ t2[(x >> 8) & 0xFF] ^ t1[(x >> 16) & 0xFF] ^ t0[x >> 24]
+    return crc ^ np.uint32(0xFFFFFFFF)
+
+
+def masked_crc32c(crc: np.ndarray) -> np.ndarray:
+    """The TFRecord mask: rotate right by 15 and add a constant (so CRCs of CRCs stay well distributed)."""
+    crc = crc.astype(np.uint64)
+    return ((((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF).astype(np.uint32)
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C of one byte string (for tests and small inputs)."""
+    words, zeros = _right_align([np.frombuffer(data, dtype=np.uint8)])
+    return int(crc32c_rows(words, zeros)[0])
+
+
+def _right_align(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    lengths = np.array([len(r) for r in rows], dtype=np.int64)
+    width = int(-(-max(int(lengths.max(initial=0)), 1) // 4) * 4)
+    matrix = np.zeros((len(rows), width), dtype=np.uint8)
+    for i, r in enumerate(rows):
+        matrix[i, width - len(r):] = r
+    return _to_words(matrix), width - lengths
+
+
+def _to_words(matrix: np.ndarray) -> np.ndarray:
+    """[N, W] uint8 (W % 4 == 0) -> [W/4, N] uint32 little-endian words, contiguous per step."""
+    n, w = matrix.shape
+    return np.ascontiguousarray(matrix.reshape(n, w // 4, 4).transpose(1, 0, 2)).view("<u4")[..., 0]
+
+
+def frame_records(matrix: np.ndarray, lengths: np.ndarray) -> bytes:
+    """TFRecord-frames a batch of serialized records.
+
+    Args:
+      matrix: uint8 [N, W] with W % 4 == 0; row ``r`` holds record ``r`` right-aligned (in its last
+        ``lengths[r]`` bytes), zeros before it.
+      lengths: int [N] record lengths.
+
+    Returns:
+      The bytes of the N framed records, in row order, ready to append to a .tfrecord file.
+    """
+    n, width = matrix.shape
+    if width % 4:
+        raise ValueError(f"matrix width must be a multiple of 4, got {width}")
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if n == 0:
+        return b""
+    data_crc = masked_crc32c(crc32c_rows(_to_words(matrix), width - lengths))
+    len_bytes = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
+    len_crc = masked_crc32c(crc32c_rows(_to_words(len_bytes), np.zeros(n, dtype=np.int64)))
+    # Framed row: [len 8][len crc 4][data][data crc 4], right-aligned in a matrix of width W + 16.
+    framed = np.zeros((n, width + 16), dtype=np.uint8)
+    framed[:, 12:width + 12] = matrix
+    framed[:, width + 12:] = data_crc.astype("<u4").view(np.uint8).reshape(n, 4)
+    rows = np.arange(n)[:, None]
+    start = (width - lengths)[:, None]
+    framed[rows, start + np.arange(8)] = len_bytes
+    framed[rows, start + 8 + np.arange(4)] = len_crc.astype("<u4").view(np.uint8).reshape(n, 4)
+    keep = np.arange(width + 16)[None, :] >= start
+    return framed[keep].tobytes()
