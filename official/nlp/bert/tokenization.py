@@ -1,0 +1,614 @@
+"""Pure-Python BERT tokenization, exactly the algorithm of google-research/bert `tokenization.py`.
+
+`FullTokenizer` = `BasicTokenizer` (cleaning, CJK splitting, lower-casing and accent stripping, punctuation
+splitting) + `WordpieceTokenizer` (greedy longest-match-first over the vocabulary). The rules, in the order the
+original applies them:
+
+1. Drop U+0000, U+FFFD and every control/format character (categories Cc and Cf, except tab, newline and
+   carriage return); every space separator (category Zs) and tab/newline/CR becomes a space.
+2. Surround each CJK ideograph (the original's eight code-point ranges) with spaces.
+3. Split on whitespace (`str.split`, so U+2028/U+2029 separate too).
+4. Uncased only, per whitespace token: Python's `str.lower()` (full Unicode mappings, Greek final sigma decided in
+   the context of the whole token), then NFD, then removal of category-Mn marks.
+5. Split off every punctuation character (Unicode category P* and every non-alphanumeric printable ASCII
+   character, so `$`, `^`, `` ` `` split too).
+6. WordPiece: greedy longest match first with `##` continuations; a word that cannot be covered, or that has more
+   than `max_input_chars_per_word` (200) characters, becomes `[UNK]`.
+
+Strings such as `[MASK]` in raw text are ordinary text (`[`, `mask`, `]`) as in the original;
+`FullTokenizer(..., keep_special_tokens=True)` keeps them whole instead.
+
+Offsets: `tokenize_with_offsets` returns, for every token, `(start, end)` character offsets into the original
+string. `text[start:end]` is the token's text (without `##`); for an uncased tokenizer it is the original
+characters the token came from (`"Café"` for `cafe`). When one original character expands into several (an
+uncased tokenizer decomposes the Hangul syllable `"강"` into three jamo) and word piece boundaries fall inside it,
+every such piece points at that character.
+
+Example:
+
+>>> tok = FullTokenizer("vocab.txt", do_lower_case=True)      # doctest: +SKIP
+>>> tok.tokenize("Unaffable café!")                            # doctest: +SKIP
+['una', '##ffa', '##ble', 'cafe', '!']
+>>> tok.convert_tokens_to_ids(["cafe", "!"])                   # doctest: +SKIP
+[7668, 999]
+"""
+from __future__ import annotations
+
+import collections
+import os
+import re
+import unicodedata
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+UNK_TOKEN = "[UNK]"
+PAD_TOKEN = "[PAD]"
+CLS_TOKEN = "[CLS]"
+SEP_TOKEN = "[SEP]"
+MASK_TOKEN = "[MASK]"
+SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
+MAX_INPUT_CHARS_PER_WORD = 200
+
+Offsets = List[Tuple[int, int]]
+
+
+class VocabularyError(ValueError):
+    """A vocabulary file that cannot be used as given (missing special tokens, wrong size or case, duplicates)."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Text helpers of the original module.
+
+
+def convert_to_unicode(text: Union[str, bytes]) -> str:
+    """Returns `text` as `str`; bytes are decoded as UTF-8, dropping invalid bytes (as the original does)."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes):
+        return text.decode("utf-8", "ignore")
+    raise ValueError(f"Unsupported string type: {type(text)}")
+
+
+def printable_text(text: Union[str, bytes]) -> str:
+    """Returns `text` as a `str` suitable for printing or logging."""
+    return convert_to_unicode(text)
+
+
+def whitespace_tokenize(text: str) -> List[str]:
+    """Splits on whitespace (`str.split`), as the original's `whitespace_tokenize`."""
+    return text.split()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Character classes: the original definitions, unchanged.
+
+
+def _is_whitespace(char: str) -> bool:
+    # Tab, newline and CR are control characters in Unicode but the original treats them as whitespace.
+    if char in " \t\n\r":
+        return True
+    return unicodedata.category(char) == "Zs"
+
+
+def _is_control(char: str) -> bool:
+    if char in "\t\n\r":
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def _is_punctuation(char: str) -> bool:
+    cp = ord(char)
+    # All non-alphanumeric printable ASCII counts, so `$`, `^`, `` ` `` (symbols in Unicode) split too.
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_chinese_char(cp: int) -> bool:
+    # The CJK Unified Ideographs blocks the original lists (not Hangul, Hiragana or Katakana, which separate words
+    # with spaces). Extensions added to Unicode later (G, H, ...) are deliberately not here: the original lacks them.
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0x2A700 <= cp <= 0x2B73F
+        or 0x2B740 <= cp <= 0x2B81F
+        or 0x2B820 <= cp <= 0x2CEAF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
+
+
+class _CleanTable(dict):
+    """`str.translate` table for steps 1-2 (cleaning, CJK spacing), filled lazily so that translate runs in C."""
+
+    def __missing__(self, cp: int):
+        char = chr(cp)
+        if cp == 0 or cp == 0xFFFD or _is_control(char):
+            value = None
+        elif _is_whitespace(char):
+            value = " "
+        elif _is_chinese_char(cp):
+            value = f" {char} "
+        else:
+            value = cp
+        self[cp] = value
+        return value
+
+
+_CLEAN_TABLE = _CleanTable()
+
+
+class _PunctCache(dict):
+    def __missing__(self, char: str) -> bool:
+        value = _is_punctuation(char)
+        self[char] = value
+        return value
+
+
+_IS_PUNCT = _PunctCache()
+_ASCII_PUNCT = re.compile(r"[!-/:-@\[-`{-~]|[^!-/:-@\[-`{-~]+")
+
+
+def _strip_accents(text: str) -> str:
+    """NFD, then drop nonspacing marks (category Mn)."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFD", text)
+    return "".join(c for c in text if unicodedata.category(c) != "Mn")
+
+
+def _split_on_punctuation(text: str) -> List[str]:
+    if text.isascii():
+        return _ASCII_PUNCT.findall(text)
+    output: List[str] = []
+    current: List[str] = []
+    for char in text:
+        if _IS_PUNCT[char]:
+            if current:
+                output.append("".join(current))
+                current = []
+            output.append(char)
+        else:
+            current.append(char)
+    if current:
+        output.append("".join(current))
+    return output
+
+
+def _lower_aligned(token: str) -> Tuple[List[str], str]:
+    """Per-character pieces of `token.lower()`, plus the whole result.
+
+    `str.lower` maps each character on its own except capital sigma, whose form depends on its neighbours. The
+    length of each character's lower-case form does not depend on context, so the whole-token result can be cut
+    back into per-character pieces.
+    """
+    lowered = token.lower()
+    pieces = []
+    pos = 0
+    for char in token:
+        n = len(char.lower())
+        pieces.append(lowered[pos : pos + n])
+        pos += n
+    return pieces, lowered
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Tokenizers.
+
+
+class BasicTokenizer:
+    """Cleaning, CJK splitting, optional lower-casing/accent stripping and punctuation splitting (steps 1-5).
+
+    Example:
+
+    >>> BasicTokenizer(do_lower_case=True).tokenize("Héllo, WORLD!")
+    ['hello', ',', 'world', '!']
+    """
+
+    def __init__(self, do_lower_case: bool = True):
+        self.do_lower_case = do_lower_case
+
+    def tokenize(self, text: Union[str, bytes]) -> List[str]:
+        """Returns the basic tokens of `text`."""
+        text = convert_to_unicode(text).translate(_CLEAN_TABLE)
+        output: List[str] = []
+        for token in text.split():
+            if self.do_lower_case:
+                token = _strip_accents(token.lower())
+            output.extend(_split_on_punctuation(token))
+        # The original re-splits on whitespace here. Lower-casing and NFD never produce whitespace from a
+        # non-whitespace character (checked over all code points in the tests), so that step is a no-op.
+        return output
+
+    def tokenize_with_offsets(self, text: Union[str, bytes]) -> List[Tuple[str, List[Tuple[int, int]]]]:
+        """Returns `(token, char_spans)` pairs: `char_spans[i]` is the `(start, end)` span in `text` of the
+        original character that produced the token's `i`-th character."""
+        text = convert_to_unicode(text)
+        output = []
+        for word, starts in self._whitespace_tokens(text):
+            if self.do_lower_case:
+                chars, spans = self._normalize_with_spans(word, starts)
+            else:
+                chars, spans = list(word), [(s, s + 1) for s in starts]
+            current: List[str] = []
+            current_spans: List[Tuple[int, int]] = []
+            for char, span in zip(chars, spans):
+                if _IS_PUNCT[char]:
+                    if current:
+                        output.append(("".join(current), current_spans))
+                        current, current_spans = [], []
+                    output.append((char, [span]))
+                else:
+                    current.append(char)
+                    current_spans.append(span)
+            if current:
+                output.append(("".join(current), current_spans))
+        return output
+
+    @staticmethod
+    def _whitespace_tokens(text: str):
+        """Steps 1-3 with the original index of every kept character."""
+        word: List[str] = []
+        starts: List[int] = []
+        for i, char in enumerate(text):
+            mapped = _CLEAN_TABLE[ord(char)]
+            if mapped is None:
+                continue
+            if isinstance(mapped, str):  # whitespace or a CJK character: both end the current word
+                if word:
+                    yield "".join(word), starts
+                    word, starts = [], []
+                if not mapped.isspace():
+                    yield char, [i]
+                continue
+            if char.isspace():  # separators that are not Zs (U+2028, U+2029) split via str.split
+                if word:
+                    yield "".join(word), starts
+                    word, starts = [], []
+                continue
+            word.append(char)
+            starts.append(i)
+        if word:
+            yield "".join(word), starts
+
+    @staticmethod
+    def _normalize_with_spans(word: str, starts: List[int]):
+        pieces, lowered = _lower_aligned(word)
+        chars: List[str] = []
+        spans: List[Tuple[int, int]] = []
+        for piece, start in zip(pieces, starts):
+            for char in _strip_accents(piece):
+                chars.append(char)
+                spans.append((start, start + 1))
+        expected = _strip_accents(lowered)
+        if "".join(chars) != expected:
+            # Canonical reordering moved a surviving combining character across a character boundary (e.g. two
+            # musical-symbol stems in the wrong order). Rare; every character then points at the whole word.
+            span = (starts[0], starts[-1] + 1)
+            return list(expected), [span] * len(expected)
+        return chars, spans
+
+
+class WordpieceTokenizer:
+    """Greedy longest-match-first WordPiece over a vocabulary (step 6).
+
+    Example:
+
+    >>> vocab = {"[UNK]": 0, "un": 1, "##aff": 2, "##able": 3}
+    >>> WordpieceTokenizer(vocab).tokenize("unaffable")
+    ['un', '##aff', '##able']
+    """
+
+    _CACHE_SIZE = 1 << 16
+
+    def __init__(
+        self,
+        vocab: Mapping[str, int],
+        unk_token: str = UNK_TOKEN,
+        max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
+    ):
+        self.vocab = vocab
+        self.unk_token = unk_token
+        self.max_input_chars_per_word = max_input_chars_per_word
+        self._cache: dict = {}
+
+    def tokenize(self, text: Union[str, bytes]) -> List[str]:
+        """Word pieces of each whitespace-separated word of `text`."""
+        output: List[str] = []
+        for word in convert_to_unicode(text).split():
+            output.extend(piece for piece, _, _ in self.tokenize_word(word))
+        return output
+
+    def tokenize_word(self, word: str) -> List[Tuple[str, int, int]]:
+        """`(piece, start, end)` for one word; start/end index characters of `word`. `[UNK]` covers the word."""
+        result = self._cache.get(word)
+        if result is None:
+            result = self._tokenize_word(word)
+            if len(self._cache) >= self._CACHE_SIZE:
+                self._cache.clear()
+            self._cache[word] = result
+        return result
+
+    def _tokenize_word(self, word: str) -> List[Tuple[str, int, int]]:
+        n = len(word)
+        if n > self.max_input_chars_per_word:
+            return [(self.unk_token, 0, n)]
+        pieces = []
+        start = 0
+        vocab = self.vocab
+        while start < n:
+            end = n
+            while end > start:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                if piece in vocab:
+                    break
+                end -= 1
+            else:
+                return [(self.unk_token, 0, n)]
+            pieces.append((piece, start, end))
+            start = end
+        return pieces
+
+
+class FullTokenizer:
+    """The original end-to-end tokenizer: `BasicTokenizer` then `WordpieceTokenizer`, with the original API.
+
+    The vocabulary is checked at construction (`validate_vocab`): the special tokens must be present, and an
+    uncased vocabulary with `do_lower_case=False` (or a cased one with `True`) is refused.
+
+    Args:
+      vocab_file: path of `vocab.txt` (one token per line; local path or any `tf.io.gfile` URL).
+      do_lower_case: lower-case and strip accents (uncased models).
+      keep_special_tokens: keep `[CLS]`, `[SEP]`, `[MASK]`, `[PAD]` and `[UNK]` in raw text as single tokens
+        (the text between them is tokenized as usual). Off by default: the original treats them as plain text.
+      max_input_chars_per_word: longer words become `[UNK]`.
+      vocab_size: if given, the vocabulary must have exactly this many entries (e.g. `bert_config.vocab_size`).
+
+    Example:
+
+    >>> tok = FullTokenizer("vocab.txt", do_lower_case=True)       # doctest: +SKIP
+    >>> tokens = tok.tokenize("Héllo, world!")                      # doctest: +SKIP
+    >>> tok.convert_tokens_to_ids(tokens)                           # doctest: +SKIP
+    [7592, 1010, 2088, 999]
+    >>> tok.tokenize_with_offsets("Héllo, world!")                  # doctest: +SKIP
+    (['hello', ',', 'world', '!'], [(0, 5), (5, 6), (7, 12), (12, 13)])
+    """
+
+    def __init__(
+        self,
+        vocab_file: Union[str, os.PathLike],
+        do_lower_case: bool = True,
+        *,
+        keep_special_tokens: bool = False,
+        max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
+        vocab_size: Optional[int] = None,
+    ):
+        self.vocab_file = os.fspath(vocab_file)
+        self.vocab = load_vocab(self.vocab_file)
+        validate_vocab(self.vocab, vocab_size=vocab_size, do_lower_case=do_lower_case, source=self.vocab_file)
+        self.inv_vocab = {v: k for k, v in self.vocab.items()}
+        self.do_lower_case = do_lower_case
+        self.keep_special_tokens = keep_special_tokens
+        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+        self.wordpiece_tokenizer = WordpieceTokenizer(
+            vocab=self.vocab, max_input_chars_per_word=max_input_chars_per_word
+        )
+        self._special_re = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")
+
+    def _segments(self, text: str):
+        """`(segment, offset, is_special)` pieces of `text`."""
+        if not self.keep_special_tokens:
+            yield text, 0, False
+            return
+        pos = 0
+        for match in self._special_re.finditer(text):
+            if match.start() > pos:
+                yield text[pos : match.start()], pos, False
+            yield match.group(), match.start(), True
+            pos = match.end()
+        if pos < len(text):
+            yield text[pos:], pos, False
+
+    def tokenize(self, text: Union[str, bytes]) -> List[str]:
+        """Returns the word pieces of `text`."""
+        text = convert_to_unicode(text)
+        output: List[str] = []
+        for segment, _, special in self._segments(text):
+            if special:
+                output.append(segment)
+                continue
+            for token in self.basic_tokenizer.tokenize(segment):
+                output.extend(piece for piece, _, _ in self.wordpiece_tokenizer.tokenize_word(token))
+        return output
+
+    def tokenize_with_offsets(self, text: Union[str, bytes]) -> Tuple[List[str], Offsets]:
+        """Returns `(tokens, offsets)`; `offsets[i] = (start, end)` are character offsets into `text`.
+
+        `text[start:end]` is the original text of token `i` (its `##` prefix aside): equal to the token for a cased
+        tokenizer, the same after lower-casing and accent stripping for an uncased one. `[UNK]` spans its word.
+        """
+        text = convert_to_unicode(text)
+        tokens: List[str] = []
+        offsets: Offsets = []
+        for segment, base, special in self._segments(text):
+            if special:
+                tokens.append(segment)
+                offsets.append((base, base + len(segment)))
+                continue
+            for word, spans in self.basic_tokenizer.tokenize_with_offsets(segment):
+                for piece, start, end in self.wordpiece_tokenizer.tokenize_word(word):
+                    tokens.append(piece)
+                    offsets.append((base + spans[start][0], base + spans[end - 1][1]))
+        return tokens, offsets
+
+    def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
+        """Ids of `tokens`; a token outside the vocabulary raises `KeyError` (as in the original)."""
+        return convert_by_vocab(self.vocab, tokens)
+
+    def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
+        """Tokens of `ids`; an id outside the vocabulary raises `KeyError`."""
+        return convert_by_vocab(self.inv_vocab, (int(i) for i in ids))
+
+
+def convert_by_vocab(vocab: Mapping, items: Iterable) -> list:
+    """Maps every item through `vocab`; a missing item raises `KeyError` naming it."""
+    output = []
+    for item in items:
+        try:
+            output.append(vocab[item])
+        except KeyError:
+            raise KeyError(f"{item!r} is not in the vocabulary ({len(vocab)} entries)") from None
+    return output
+
+
+def convert_tokens_to_ids(vocab: Mapping[str, int], tokens: Iterable[str]) -> List[int]:
+    return convert_by_vocab(vocab, tokens)
+
+
+def convert_ids_to_tokens(inv_vocab: Mapping[int, str], ids: Iterable[int]) -> List[str]:
+    return convert_by_vocab(inv_vocab, ids)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Vocabulary files.
+
+
+def _read_lines(vocab_file: str) -> List[str]:
+    if "://" in vocab_file:  # gs://, s3://, ...: only then pay for importing TensorFlow
+        import tensorflow as tf
+
+        with tf.io.gfile.GFile(vocab_file, "rb") as f:
+            data = f.read()
+    else:
+        with open(vocab_file, "rb") as f:
+            data = f.read()
+    text = convert_to_unicode(data)
+    # The original reads line by line with readline(), which splits only at "\n".
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def load_vocab(vocab_file: Union[str, os.PathLike]) -> "collections.OrderedDict[str, int]":
+    """Reads `vocab.txt` (one token per line, id = line number, surrounding whitespace stripped).
+
+    Raises `VocabularyError` if a token occurs twice: the original silently kept the later id, which makes the
+    earlier id unreachable.
+    """
+    vocab_file = os.fspath(vocab_file)
+    vocab: "collections.OrderedDict[str, int]" = collections.OrderedDict()
+    for index, line in enumerate(_read_lines(vocab_file)):
+        token = line.strip()
+        if token in vocab:
+            raise VocabularyError(
+                f"{vocab_file}: token {token!r} occurs twice (lines {vocab[token] + 1} and {index + 1}); "
+                "every line of a vocabulary must be a distinct token. Remove the duplicate line."
+            )
+        vocab[token] = index
+    return vocab
+
+
+def _uncased_form(piece: str) -> str:
+    return _strip_accents(piece.lower())
+
+
+def vocab_case_stats(vocab: Iterable[str]) -> Tuple[int, int, List[str]]:
+    """`(n_cased, n_unreachable_uncased, examples)` over the vocabulary's word pieces (`##` removed, `[...]` skipped).
+
+    `n_cased` counts pieces with at least one cased letter; `n_unreachable_uncased` counts pieces that an uncased
+    tokenizer can never produce (lower-casing or accent stripping changes them).
+    """
+    n_cased = 0
+    unreachable = []
+    for token in vocab:
+        if len(token) > 2 and token.startswith("[") and token.endswith("]"):
+            continue
+        piece = token[2:] if token.startswith("##") else token
+        if any(c.lower() != c or c.upper() != c for c in piece):
+            n_cased += 1
+            if _uncased_form(piece) != piece:
+                unreachable.append(token)
+    return n_cased, len(unreachable), unreachable[:5]
+
+
+# Case rule: an uncased vocabulary holds only pieces an uncased tokenizer can produce, so a share of pieces that
+# lower-casing/accent stripping would change says "cased". Real vocabularies are far from the thresholds (BERT-Base
+# uncased: 0 of 26,930 cased-letter pieces; cased: 8,826 of 26,955, 33%). Vocabularies with few letters (CJK-only)
+# are not judged.
+_MIN_CASED_PIECES = 200
+_CASED_SHARE = 0.02
+_UNCASED_SHARE = 0.002
+
+
+def validate_vocab(
+    vocab: Union[Mapping[str, int], Sequence[str]],
+    *,
+    vocab_size: Optional[int] = None,
+    do_lower_case: Optional[bool] = None,
+    source: str = "vocabulary",
+) -> None:
+    """Refuses a vocabulary that BERT cannot use as configured, with a message saying what to change.
+
+    Checks: the special tokens `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]` are present; no token occurs twice and
+    ids are `0..n-1`; `len(vocab) == vocab_size` when given; and, when `do_lower_case` is given, the vocabulary's
+    case agrees with it: with `do_lower_case=True`, more than 2% of the pieces with letters would be unreachable
+    (they contain upper-case letters or accents), so the vocabulary is cased; with `do_lower_case=False`, fewer
+    than 0.2% have upper case or accents, so it is uncased. Vocabularies with fewer than 200 pieces with cased
+    letters are not judged on case.
+
+    Args:
+      vocab: token -> id mapping (as `load_vocab` returns) or the tokens in id order.
+      vocab_size: expected size, e.g. `vocab_size` of `bert_config.json`.
+      do_lower_case: the tokenizer's setting, or None to skip the case check.
+      source: name used in messages (the file path).
+
+    Raises:
+      VocabularyError: with a message naming `source` and the problem.
+    """
+    if isinstance(vocab, Mapping):
+        tokens = list(vocab.keys())
+        ids = sorted(vocab.values())
+        if ids != list(range(len(ids))):
+            missing = sorted(set(range(len(ids))) - set(ids))[:5]
+            raise VocabularyError(
+                f"{source}: ids are not 0..{len(ids) - 1} (missing e.g. {missing}); a token probably occurs twice "
+                "in the file. Remove duplicate lines."
+            )
+    else:
+        tokens = list(vocab)
+        seen = {}
+        for i, token in enumerate(tokens):
+            if token in seen:
+                raise VocabularyError(
+                    f"{source}: token {token!r} occurs twice (ids {seen[token]} and {i}). Remove the duplicate."
+                )
+            seen[token] = i
+    present = set(tokens)
+    missing_special = [t for t in SPECIAL_TOKENS if t not in present]
+    if missing_special:
+        raise VocabularyError(
+            f"{source}: missing special token(s) {', '.join(missing_special)}; BERT needs "
+            f"{', '.join(SPECIAL_TOKENS)} in the vocabulary. Is this a BERT WordPiece vocab.txt?"
+        )
+    if vocab_size is not None and len(tokens) != vocab_size:
+        raise VocabularyError(
+            f"{source}: has {len(tokens)} tokens but the model config says vocab_size={vocab_size}. "
+            "Use the vocabulary the checkpoint was trained with (or fix vocab_size in the config)."
+        )
+    if do_lower_case is not None:
+        n_cased, n_unreachable, examples = vocab_case_stats(tokens)
+        if n_cased >= _MIN_CASED_PIECES:
+            share = n_unreachable / n_cased
+            if do_lower_case and share > _CASED_SHARE:
+                raise VocabularyError(
+                    f"{source}: looks cased ({n_unreachable} of {n_cased} word pieces with letters have upper case "
+                    f"or accents, e.g. {examples}), but do_lower_case=True would never produce them. "
+                    "Pass do_lower_case=False for a cased model."
+                )
+            if not do_lower_case and share < _UNCASED_SHARE:
+                raise VocabularyError(
+                    f"{source}: looks uncased ({n_unreachable} of {n_cased} word pieces with letters have upper "
+                    "case or accents), but do_lower_case=False would turn every capitalized word into other pieces "
+                    "or [UNK]. Pass do_lower_case=True for an uncased model."
+                )
