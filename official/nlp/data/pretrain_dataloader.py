@@ -20,10 +20,13 @@ Example (a notebook):
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Sequence
+from typing import Sequence
 
 import tensorflow as tf
 from absl import logging
+
+from official.nlp.data import masking
+from official.nlp.data.masking import MaskingConfig
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -43,8 +46,8 @@ class PretrainDataConfig:
     Attributes:
       input_patterns: file globs, a list or one comma-separated string (the original `--input_file`).
       seq_length: `--max_seq_length`; must equal the length the records were written with.
-      max_predictions_per_seq: `--max_predictions_per_seq`; must equal the records'. Ignored when
-        `dynamic_masking` is set and the records carry no predictions.
+      max_predictions_per_seq: `--max_predictions_per_seq`; must equal the records' (with `dynamic_masking`, the
+        masking config's value is used and the records' own predictions may have any length).
       global_batch_size: examples per step over all replicas (for `fit`: the batch size).
       is_training: shuffle and repeat forever; otherwise one pass in file order.
       use_next_sentence_label: keep `next_sentence_labels` in `y`.
@@ -53,8 +56,11 @@ class PretrainDataConfig:
       cycle_length: files read at once (default: min(8, files per worker)).
       seed: seed of the file and record shuffles; with the same seed the order is the same on every run.
       max_position_embeddings: when given, `seq_length` must not exceed it.
-      dynamic_masking: a function applied to each parsed batch (a dict with the original feature names) that
-        adds `masked_lm_positions`, `masked_lm_ids`, `masked_lm_weights`; then the records need not have them.
+      dynamic_masking: a `masking.MaskingConfig` to draw new masks on every pass (RoBERTa-style) with the same
+        rule as the offline generator. Records that were masked offline are unmasked first (their
+        `masked_lm_ids` go back into `input_ids`), so any pretraining records work; records without predictions
+        work too.
+      dynamic_masking_seed: seed of the masks (offset per input worker); None draws a random one.
       shard_policy: "auto" (by file when each input worker gets at least one file, else by record), "file", or
         "data" (every worker reads every file and keeps every n-th record after the shuffle).
     """
@@ -69,7 +75,8 @@ class PretrainDataConfig:
     cycle_length: int | None = None
     seed: int | None = 12345
     max_position_embeddings: int | None = None
-    dynamic_masking: Callable[[dict], dict] | None = None
+    dynamic_masking: MaskingConfig | None = None
+    dynamic_masking_seed: int | None = 12345
     shard_policy: str = "auto"
 
 
@@ -120,6 +127,16 @@ def _feature_lengths(path: str, record: bytes) -> dict[str, int]:
     return lengths
 
 
+def _unmask(features: dict) -> tf.Tensor:
+    """The original token ids of records masked offline: each real prediction's id goes back to its position."""
+    ids = features["input_ids"]
+    positions = features["masked_lm_positions"]
+    real = features["masked_lm_weights"] > 0
+    rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(positions))
+    indices = tf.stack([tf.boolean_mask(rows, real), tf.boolean_mask(positions, real)], axis=-1)
+    return tf.tensor_scatter_nd_update(ids, indices, tf.boolean_mask(features["masked_lm_ids"], real))
+
+
 def find_corrupt_file(files: Sequence[str]) -> tuple[str, str] | None:
     """Reads every file to the end; returns (path, error) for the first that fails, else None.
 
@@ -159,7 +176,14 @@ class PretrainDataLoader:
                 f"input files mix gzip ({gz}) and uncompressed ({plain}) TFRecords; pass one kind per run"
             )
         self.compression = kinds.pop()
-        self._has_predictions = True
+        if config.dynamic_masking is not None and (
+                config.dynamic_masking.max_predictions_per_seq != config.max_predictions_per_seq):
+            raise ValueError(
+                f"max_predictions_per_seq={config.max_predictions_per_seq} differs from the dynamic masking "
+                f"config's {config.dynamic_masking.max_predictions_per_seq}"
+            )
+        # Length of the predictions in the records (None: they have none); checked against the first record.
+        self._record_predictions: int | None = config.max_predictions_per_seq
         if validate:
             self._validate()
 
@@ -168,6 +192,7 @@ class PretrainDataLoader:
         cfg = self.config
         expected = {name: cfg.seq_length for name in SEQUENCE_FEATURES}
         prediction_names = PREDICTION_FEATURES
+        prediction_lengths = set()
         for path in self.files:
             lengths = _feature_lengths(path, _first_record(path, self.compression))
             required = list(SEQUENCE_FEATURES) + ([NSP_FEATURE] if cfg.use_next_sentence_label else [])
@@ -197,13 +222,19 @@ class PretrainDataLoader:
                         )
             if cfg.use_next_sentence_label and lengths[NSP_FEATURE] != 1:
                 raise PretrainDataError(f"records in {path} have {lengths[NSP_FEATURE]} next_sentence_labels, not 1")
-            self._has_predictions = self._has_predictions and has_predictions
+            prediction_lengths.add(lengths["masked_lm_ids"] if has_predictions else None)
+            if len(prediction_lengths) > 1:
+                raise PretrainDataError(
+                    f"records in {path} differ from those in {self.files[0]} in their masked_lm features; "
+                    "use records written with the same --max_predictions_per_seq"
+                )
+        self._record_predictions = prediction_lengths.pop()
 
     def _feature_spec(self) -> dict:
         cfg = self.config
         spec = {name: tf.io.FixedLenFeature([cfg.seq_length], tf.int64) for name in SEQUENCE_FEATURES}
-        if cfg.dynamic_masking is None:
-            p = cfg.max_predictions_per_seq
+        if self._record_predictions is not None:
+            p = self._record_predictions
             spec["masked_lm_positions"] = tf.io.FixedLenFeature([p], tf.int64)
             spec["masked_lm_ids"] = tf.io.FixedLenFeature([p], tf.int64)
             spec["masked_lm_weights"] = tf.io.FixedLenFeature([p], tf.float32)
@@ -211,13 +242,18 @@ class PretrainDataLoader:
             spec[NSP_FEATURE] = tf.io.FixedLenFeature([1], tf.int64)
         return spec
 
-    def _decode(self, serialized: tf.Tensor) -> tuple[dict, dict]:
+    def _parse(self, serialized: tf.Tensor) -> dict:
         parsed = tf.io.parse_example(serialized, self._feature_spec())
         features = {
             name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in parsed.items()
         }
-        if self.config.dynamic_masking is not None:
-            features = self.config.dynamic_masking(features)
+        if self.config.dynamic_masking is not None and "masked_lm_ids" in features:
+            features["input_ids"] = _unmask(features)
+            for name in PREDICTION_FEATURES:
+                del features[name]
+        return features
+
+    def _to_inputs_and_labels(self, features: dict) -> tuple[dict, dict]:
         x = {
             "input_word_ids": features["input_ids"],
             "input_mask": features["input_mask"],
@@ -283,7 +319,11 @@ class PretrainDataLoader:
             dataset = dataset.shard(num_pipelines, pipeline_id)
         # Parsing a batch at a time is several times faster than one record at a time.
         dataset = dataset.batch(self.batch_size(input_context), drop_remainder=cfg.is_training)
-        dataset = dataset.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        dataset = dataset.map(self._parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        if cfg.dynamic_masking is not None:
+            seed = None if cfg.dynamic_masking_seed is None else cfg.dynamic_masking_seed + 1_000_003 * pipeline_id
+            dataset = masking.dynamic_masking(dataset, cfg.dynamic_masking, seed=seed)
+        dataset = dataset.map(self._to_inputs_and_labels, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         options = tf.data.Options()
         options.deterministic = True
         options.experimental_distribute.auto_shard_policy = (

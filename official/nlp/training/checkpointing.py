@@ -93,7 +93,7 @@ class CheckpointKeeper:
             input_path = os.path.join(self.input_dir, f"{CHECKPOINT_NAME}-{step}")
             if tf.io.gfile.exists(input_path + ".index"):
                 try:
-                    self.input_manager.checkpoint.read(input_path).assert_consumed()
+                    self.input_manager.checkpoint.read(input_path).assert_existing_objects_matched().expect_partial()
                 except (tf.errors.OpError, AssertionError, ValueError) as e:
                     raise ValueError(
                         f"the input position saved in {input_path} does not fit the current input pipeline "

@@ -327,9 +327,16 @@ class Trainer:
         metrics["learning_rate"] = current_learning_rate(self.optimizer)
         return metrics
 
-    def train(self, dataset_fn: DatasetFn) -> TrainResult:
-        """Trains to `num_train_steps`, resuming from `model_dir` when it holds a checkpoint."""
+    def train(self, dataset_fn: DatasetFn, *, stop_at_step: int | None = None) -> TrainResult:
+        """Trains to `num_train_steps`, resuming from `model_dir` when it holds a checkpoint.
+
+        Args:
+          dataset_fn: `tf.distribute.InputContext` -> dataset of per-replica `(x, y)` batches (fixed batch size).
+          stop_at_step: stop (with a checkpoint) at this step instead, e.g. to evaluate between calls; the
+            schedule is still the one of `num_train_steps`.
+        """
         cfg = self.config
+        last_step = cfg.num_train_steps if stop_at_step is None else min(stop_at_step, cfg.num_train_steps)
         context = tf.distribute.InputContext(
             num_input_pipelines=self.worker.count,
             input_pipeline_id=self.worker.index,
@@ -362,9 +369,9 @@ class Trainer:
         if restored is None and self.init_fn is not None:
             self.init_fn()
         step = int(self.step.numpy())
-        if step >= cfg.num_train_steps:
+        if step >= last_step:
             logging.info("model_dir %s is already at step %d of %d: nothing to train", cfg.model_dir, step,
-                         cfg.num_train_steps)
+                         last_step)
             return TrainResult(step, {}, [], self.keeper.latest_checkpoint)
 
         writer = (
@@ -378,9 +385,9 @@ class Trainer:
         logging.info("Training from step %d to %d: %d replica(s), global batch %d, %d step(s) per loop",
                      step, cfg.num_train_steps, self.strategy.num_replicas_in_sync, self.global_batch_size,
                      cfg.steps_per_loop)
-        while step < cfg.num_train_steps:
+        while step < last_step:
             next_save = (step // cfg.save_checkpoints_steps + 1) * cfg.save_checkpoints_steps
-            num_steps = min(cfg.steps_per_loop, next_save - step, cfg.num_train_steps - step)
+            num_steps = min(cfg.steps_per_loop, next_save - step, last_step - step)
             start = time.monotonic()
             total = loop(tf.constant(num_steps))
             metrics = self._metrics(total, num_steps)  # reading the result waits for the loop to finish
@@ -398,7 +405,7 @@ class Trainer:
                 ", ".join(f"{n}={v:.4g}" for n, v in metrics.items() if not n.endswith("per_second")),
                 metrics["steps_per_second"], metrics["examples_per_second"],
             )
-            if step % cfg.save_checkpoints_steps == 0 or step >= cfg.num_train_steps:
+            if step % cfg.save_checkpoints_steps == 0 or step >= last_step:
                 if not bool(self._weights_finite()):
                     self._diverged(f"the weights became NaN or infinite by step {step}")
                 self.keeper.save(step)
