@@ -107,6 +107,10 @@ class BertEncoder(keras.Model):
         self.config = config
         self.embeddings = embeddings
         self.transformer_layers = transformer_layers
+        # One attribute per block as well: tf.train.Checkpoint then keys the variables by these names
+        # (`encoder/transformer_layer_3/...`) instead of by their position in the functional graph.
+        for i, layer in enumerate(transformer_layers):
+            setattr(self, f"transformer_layer_{i}", layer)
         self.pooler = pooler
 
     @classmethod

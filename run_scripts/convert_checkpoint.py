@@ -1,0 +1,34 @@
+"""Converts a BERT checkpoint (original TF1, Hugging Face, or ours) into a model directory.
+
+    python run_scripts/convert_checkpoint.py --input=uncased_L-12_H-768_A-12/bert_model.ckpt \\
+        --output_dir=models/bert_base_uncased
+
+The output directory holds the checkpoint, bert_config.json, vocab.txt and do_lower_case, and is what every
+script takes as --init_checkpoint. --output_format=tf1 writes bert_model.ckpt with the original variable names.
+"""
+from absl import app, flags, logging
+
+from official.nlp.bert import model_dir
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("input", None, "TF1 checkpoint prefix or folder, Hugging Face model folder, or model directory.")
+flags.DEFINE_enum("input_format", "auto", ["auto", "tf1", "hf", "ours"], "Format of --input.")
+flags.DEFINE_string("output_dir", None, "Model directory to write (must not hold a checkpoint yet).")
+flags.DEFINE_enum("output_format", "ours", ["ours", "tf1"], "Checkpoint format to write.")
+flags.DEFINE_string("bert_config_file", None, "Overrides the config found next to --input.")
+flags.DEFINE_string("vocab_file", None, "Overrides the vocab.txt found next to --input.")
+flags.DEFINE_bool("do_lower_case", None, "Overrides the case found with --input (file, folder name or vocab).")
+flags.mark_flags_as_required(["input", "output_dir"])
+
+
+def main(argv):
+    del argv
+    files = model_dir.convert_checkpoint(
+        FLAGS.input, FLAGS.output_dir, input_format=FLAGS.input_format, output_format=FLAGS.output_format,
+        bert_config_file=FLAGS.bert_config_file, vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    logging.info("Model directory ready: %s (checkpoint %s)", FLAGS.output_dir, files.checkpoint)
+    print(f"Wrote {files.checkpoint_format} checkpoint {files.checkpoint} to {FLAGS.output_dir}")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,107 @@
+import shutil
+
+import numpy as np
+import pytest
+
+from official.nlp.bert import checkpoints, model_dir
+from official.nlp.bert.configs import BertConfig
+from official.nlp.bert.encoder import BertEncoder
+from official.nlp.bert.models import BertClassifier, BertPretrainer
+from official.nlp.bert.tokenization import VocabularyError
+
+# vocab_size matches the real uncased vocabulary so the size check passes; the model stays tiny otherwise.
+CONFIG = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                    intermediate_size=32, max_position_embeddings=16)
+
+
+def _encoder(seed=0):
+    encoder = BertEncoder.from_bert_config(CONFIG)
+    rng = np.random.default_rng(seed)
+    for w in encoder.weights:
+        w.assign(rng.normal(size=w.shape).astype("float32"))
+    return encoder
+
+
+def _same_weights(a, b):
+    return all(np.array_equal(x.numpy(), y.numpy()) for x, y in zip(a.weights, b.weights))
+
+
+def test_model_dir_round_trip(tmp_path, uncased_vocab):
+    encoder = _encoder()
+    written = model_dir.save_model_dir(str(tmp_path / "m"), encoder, vocab_file=str(uncased_vocab),
+                                       do_lower_case=True)
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [
+        "bert_config.json", "checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index", "do_lower_case",
+        "vocab.txt"]
+    assert (tmp_path / "m" / "do_lower_case").read_text() == "true\n"
+    files = model_dir.resolve_model_files(str(tmp_path / "m"))
+    assert files == written
+    assert (files.config, files.do_lower_case, files.checkpoint_format) == (CONFIG, True, "ours")
+    assert _same_weights(files.build_encoder(), encoder)
+    assert files.tokenizer().tokenize("Hello world") == ["hello", "world"]
+    # A prefix works as well as the directory.
+    assert model_dir.resolve_model_files(files.checkpoint) == files
+    with pytest.raises(FileExistsError, match="already holds a checkpoint"):
+        model_dir.save_model_dir(str(tmp_path / "m"), encoder, vocab_file=str(uncased_vocab), do_lower_case=True)
+
+
+def test_google_zip_layout_tf1_prefix(tmp_path, uncased_vocab):
+    """An unzipped Google release: bert_model.ckpt + bert_config.json + vocab.txt, no do_lower_case file."""
+    pretrainer = BertPretrainer(_encoder())
+    folder = tmp_path / "uncased_L-1_H-16_A-2"
+    folder.mkdir()
+    checkpoints.write_tf1_checkpoint(str(folder / "bert_model.ckpt"), checkpoints.export_weights(pretrainer))
+    CONFIG.to_json_file(folder / "bert_config.json")
+    shutil.copy(uncased_vocab, folder / "vocab.txt")
+    for path in (folder / "bert_model.ckpt", folder):
+        files = model_dir.resolve_model_files(str(path))
+        assert files.checkpoint_format == "tf1" and files.do_lower_case is True  # from the folder name
+        assert files.vocab_file == str(folder / "vocab.txt")
+    classifier = BertClassifier(BertEncoder.from_bert_config(files.config), 2)
+    files.restore(classifier)  # encoder only; the cls/ heads are ignored
+    assert _same_weights(classifier.encoder, pretrainer.encoder)
+    other = BertPretrainer(BertEncoder.from_bert_config(files.config))
+    files.restore(other)
+    assert _same_weights(other, pretrainer)
+
+
+def test_case_inferred_from_vocab_when_folder_says_nothing(tmp_path, cased_vocab):
+    folder = tmp_path / "my_model"
+    config = BertConfig(**{**CONFIG.to_dict(), "vocab_size": 28996})
+    model_dir.write_model_files(str(folder), config, str(cased_vocab), None)
+    checkpoints.write_tf1_checkpoint(str(folder / "bert_model.ckpt"),
+                                     checkpoints.export_weights(BertEncoder.from_bert_config(config)))
+    assert model_dir.resolve_model_files(str(folder)).do_lower_case is False
+
+
+def test_flags_override_and_contradictions(tmp_path, uncased_vocab, cased_vocab):
+    folder = str(tmp_path / "m")
+    model_dir.save_model_dir(folder, _encoder(), vocab_file=str(uncased_vocab), do_lower_case=True)
+    with pytest.raises(ValueError, match=r"--do_lower_case=False contradicts .*do_lower_case \(True\)"):
+        model_dir.resolve_model_files(folder, do_lower_case=False)
+    with pytest.raises(VocabularyError, match="28996 tokens but the model config says vocab_size=30522"):
+        model_dir.resolve_model_files(folder, vocab_file=str(cased_vocab))
+    other_config = tmp_path / "other_config.json"
+    BertConfig(**{**CONFIG.to_dict(), "vocab_size": 28996}).to_json_file(other_config)
+    with pytest.raises(VocabularyError, match="looks cased"):
+        model_dir.resolve_model_files(None, bert_config_file=str(other_config), vocab_file=str(cased_vocab),
+                                      do_lower_case=True)
+    files = model_dir.resolve_model_files(None, bert_config_file=str(other_config), vocab_file=str(cased_vocab),
+                                          do_lower_case=False)
+    assert files.checkpoint is None and files.do_lower_case is False
+
+
+def test_missing_pieces_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="neither a model directory nor a checkpoint prefix"):
+        model_dir.resolve_model_files(str(tmp_path / "nothing"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="cannot tell which checkpoint"):
+        model_dir.resolve_model_files(str(empty))
+    prefix = checkpoints.save_checkpoint(_encoder(), str(tmp_path / "bare" / "ckpt"))
+    with pytest.raises(FileNotFoundError, match="has no bert_config.json"):
+        model_dir.resolve_model_files(prefix)
+    CONFIG.to_json_file(tmp_path / "bare" / "bert_config.json")
+    with pytest.raises(FileNotFoundError, match="has no vocab.txt"):
+        model_dir.resolve_model_files(prefix)
+    assert model_dir.resolve_model_files(prefix, require_vocab=False).vocab_file is None
