@@ -84,7 +84,7 @@ def write_records(directory, *, num_files: int = 2, per_file: int = 64, gzip: bo
 
 
 def write_vocab(path, vocab_size: int = 1000) -> str:
-    tokens = ["[PAD]", "[CLS]", "[SEP]", "[MASK]"] + [f"[unused{i}]" for i in range(FIRST_WORD - 4)]
+    tokens = ["[PAD]", "[CLS]", "[SEP]", "[MASK]", "[UNK]"] + [f"[unused{i}]" for i in range(FIRST_WORD - 5)]
     tokens += [f"w{i}" for i in range(vocab_size - FIRST_WORD)]
     pathlib.Path(path).write_text("\n".join(tokens) + "\n")
     return str(path)

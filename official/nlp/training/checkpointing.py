@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping
-
 import tensorflow as tf
 from absl import logging
 
@@ -34,7 +32,7 @@ class CheckpointKeeper:
 
     Args:
       model_dir: where checkpoints go.
-      objects: the trackables to save (model, optimizer, step variable, ...), keyed by name.
+      checkpoint: the root object to save (model, optimizer, step variable, ...).
       worker: this process's place in the job.
       max_to_keep: committed checkpoints to keep; older ones are deleted.
       iterator: a `tf.data.Iterator` whose position is saved per worker, or None.
@@ -43,7 +41,7 @@ class CheckpointKeeper:
     def __init__(
         self,
         model_dir: str,
-        objects: Mapping[str, object],
+        checkpoint: tf.train.Checkpoint,
         worker: WorkerInfo,
         *,
         max_to_keep: int = 5,
@@ -51,7 +49,7 @@ class CheckpointKeeper:
     ):
         self.model_dir = model_dir
         self.worker = worker
-        self.checkpoint = tf.train.Checkpoint(**objects)
+        self.checkpoint = checkpoint
         write_dir = model_dir if worker.is_chief else os.path.join(model_dir, f".scratch-worker-{worker.index}")
         tf.io.gfile.makedirs(write_dir)
         self._write_dir = write_dir

@@ -22,6 +22,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.bert import losses as bert_losses
+from official.nlp.bert import model_dir as model_dir_lib
 from official.nlp.bert.configs import BertConfig
 from official.nlp.bert.encoder import BertEncoder
 from official.nlp.bert.models import BertPretrainer
@@ -123,16 +124,28 @@ class PretrainingResult:
     export_dir: str | None
 
 
-def _bert_config(config: PretrainingConfig) -> BertConfig:
+def resolve_model_files(config: PretrainingConfig) -> model_dir_lib.ModelFiles:
+    """Config, vocabulary, case and initial checkpoint from the flags and `--init_checkpoint` (checked together)."""
+    if config.bert_config is not None and config.init_checkpoint is None:
+        vocab = config.vocab_file
+        if vocab is not None:
+            model_dir_lib.validate_vocab_file(vocab, config.bert_config, config.do_lower_case)
+        return model_dir_lib.ModelFiles(config=config.bert_config, vocab_file=vocab,
+                                        do_lower_case=config.do_lower_case)
+    try:
+        files = model_dir_lib.resolve_model_files(
+            config.init_checkpoint, bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
+            do_lower_case=config.do_lower_case, require_vocab=False)
+    except FileNotFoundError as e:
+        if "No BERT config" in str(e):
+            raise ValueError(f"--bert_config_file is required: {e}") from e
+        raise
     if config.bert_config is not None:
-        return config.bert_config
-    if config.bert_config_file:
-        return BertConfig.from_json_file(config.bert_config_file)
-    if config.init_checkpoint:
-        candidate = os.path.join(config.init_checkpoint, "bert_config.json")
-        if tf.io.gfile.exists(candidate):
-            return BertConfig.from_json_file(candidate)
-    raise ValueError("--bert_config_file is required (or an --init_checkpoint model directory that holds one)")
+        files = dataclasses.replace(files, config=config.bert_config)
+    if files.vocab_file is None:
+        logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning "
+                        "needs")
+    return files
 
 
 def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
@@ -192,10 +205,14 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
             config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu,
             all_reduce_alg=config.all_reduce_alg)
     _validate(config, strategy)
-    bert_config = _bert_config(config)
-    loader = make_data_loader(config, bert_config)  # checks the records before the model is built
+    files = resolve_model_files(config)
+    bert_config = files.config
+    loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
     export_dir = config.export_dir or os.path.join(config.model_dir, "export")
-    vocab_file = _vocab_for_export(config)
+    is_chief = distribution.worker_info(strategy).is_chief
+    if is_chief:
+        # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
+        model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
 
     with strategy.scope():
         model = build_pretrainer(bert_config, use_next_sentence_label=config.use_next_sentence_label,
@@ -207,8 +224,8 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
             mixed_precision=config.mixed_precision)
 
     def init_from_checkpoint():
-        if config.init_checkpoint:
-            _load_init_checkpoint(model, config.init_checkpoint, bert_config)
+        if files.checkpoint is not None:
+            files.restore(model)  # the encoder and, from a pretraining checkpoint, the heads
 
     trainer = Trainer(
         model, optimizer, PretrainingObjective(config.use_next_sentence_label), strategy,
@@ -224,57 +241,27 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     except tf.errors.DataLossError as e:
         raise loader.diagnose(e) from e
     exported = None
-    if distribution.worker_info(strategy).is_chief:
-        exported = export_model_dir(model, bert_config, export_dir, vocab_file=vocab_file,
-                                    do_lower_case=_do_lower_case(config))
+    if is_chief:
+        exported = export_model_dir(model, export_dir, vocab_file=files.vocab_file,
+                                    do_lower_case=files.do_lower_case)
     return PretrainingResult(result.step, result.metrics, result.history, result.checkpoint, exported)
 
 
-# ---- model directories (interim: replaced by the model directory module of official.nlp.bert when it lands) ----
+# ---- model directories ----------------------------------------------------------------------------------------
 
-def _vocab_for_export(config: PretrainingConfig) -> str | None:
-    if config.vocab_file:
-        if not tf.io.gfile.exists(config.vocab_file):
-            raise FileNotFoundError(f"--vocab_file {config.vocab_file} does not exist")
-        return config.vocab_file
-    if config.init_checkpoint and tf.io.gfile.exists(os.path.join(config.init_checkpoint, "vocab.txt")):
-        return os.path.join(config.init_checkpoint, "vocab.txt")
-    logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning needs")
-    return None
+def export_model_dir(model: BertPretrainer, export_dir: str, *, vocab_file: str | None,
+                     do_lower_case: bool | None) -> str:
+    """Writes the pretrained model (weights only) as a model directory, replacing an earlier export.
 
-
-def _do_lower_case(config: PretrainingConfig) -> bool | None:
-    if config.do_lower_case is not None:
-        return config.do_lower_case
-    if config.init_checkpoint:
-        path = os.path.join(config.init_checkpoint, "do_lower_case")
-        if tf.io.gfile.exists(path):
-            with tf.io.gfile.GFile(path) as f:
-                return f.read().strip().lower() == "true"
-    return None
-
-
-def _load_init_checkpoint(model: BertPretrainer, init_checkpoint: str, bert_config: BertConfig) -> None:
-    checkpoint = tf.train.Checkpoint(encoder=model.encoder)
-    path = tf.train.latest_checkpoint(init_checkpoint) if tf.io.gfile.isdir(init_checkpoint) else init_checkpoint
-    if path is None:
-        raise FileNotFoundError(f"--init_checkpoint {init_checkpoint} holds no checkpoint")
-    checkpoint.read(path).assert_existing_objects_matched().expect_partial()
-    logging.info("Initialized the encoder from %s", path)
-
-
-def export_model_dir(model: BertPretrainer, bert_config: BertConfig, export_dir: str, *,
-                     vocab_file: str | None = None, do_lower_case: bool | None = None) -> str:
-    """Writes the encoder as a model directory (checkpoint, bert_config.json, vocab.txt, do_lower_case)."""
-    tf.io.gfile.makedirs(export_dir)
-    checkpoint = tf.train.Checkpoint(encoder=model.encoder)
-    manager = tf.train.CheckpointManager(checkpoint, export_dir, max_to_keep=1, checkpoint_name="bert_model")
-    manager.save()
-    bert_config.to_json_file(os.path.join(export_dir, "bert_config.json"))
-    if vocab_file:
-        tf.io.gfile.copy(vocab_file, os.path.join(export_dir, "vocab.txt"), overwrite=True)
-    if do_lower_case is not None:
-        with tf.io.gfile.GFile(os.path.join(export_dir, "do_lower_case"), "w") as f:
-            f.write("true\n" if do_lower_case else "false\n")
+    Written next to `export_dir` first and renamed into place, so a job killed while exporting leaves either the
+    previous export or none, never half of one.
+    """
+    staging = export_dir.rstrip("/") + ".partial"
+    if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
+    model_dir_lib.save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case)
+    if tf.io.gfile.exists(export_dir):
+        tf.io.gfile.rmtree(export_dir)
+    tf.io.gfile.rename(staging, export_dir)  # the checkpoint state file holds relative paths
     logging.info("Exported the model directory %s", export_dir)
     return export_dir

@@ -38,6 +38,8 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.framework import summary_pb2
 
+from official.nlp.bert import checkpoints
+from official.nlp.bert.encoder import BertEncoder
 from official.nlp.training import distribution
 from official.nlp.training.checkpointing import CheckpointKeeper
 from official.nlp.training.objectives import Objective
@@ -146,7 +148,9 @@ class Trainer:
       config: `TrainerConfig`.
       global_batch_size: examples per step over all replicas (for examples/s).
       init_fn: called when `model_dir` has no checkpoint yet, e.g. to load `--init_checkpoint`.
-      checkpoint_items: more trackables to save with each checkpoint.
+      checkpoint_items: more trackables to save with each checkpoint. BERT models (an encoder or a model with
+        `.encoder`) are saved in the library's layout (`official.nlp.bert.checkpoints.checkpoint_root`), other
+        models under `model`.
     """
 
     def __init__(
@@ -184,10 +188,14 @@ class Trainer:
                                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
             if not optimizer.built:
                 optimizer.build(model.trainable_variables)
-        self._checkpoint_objects = dict(
-            model=model, optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps,
-            rng_state=_rng_state_variables(model), **(checkpoint_items or {}),
-        )
+        state = dict(optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps,
+                     rng_state=_rng_state_variables(model), **(checkpoint_items or {}))
+        if isinstance(model, BertEncoder) or hasattr(model, "encoder"):
+            # The library's checkpoint layout (`encoder` + `model`): every training checkpoint of a BERT model is
+            # also a valid --init_checkpoint for the next job.
+            self._checkpoint = checkpoints.checkpoint_root(model, **state)
+        else:
+            self._checkpoint = tf.train.Checkpoint(model=model, **state)
         self._micro_step_fn = (
             tf.function(self._micro_step, jit_compile=True) if config.jit_compile else self._micro_step
         )
@@ -362,7 +370,7 @@ class Trainer:
 
         tf.io.gfile.makedirs(cfg.model_dir)
         self.keeper = CheckpointKeeper(
-            cfg.model_dir, self._checkpoint_objects, self.worker, max_to_keep=cfg.max_checkpoints_to_keep,
+            cfg.model_dir, self._checkpoint, self.worker, max_to_keep=cfg.max_checkpoints_to_keep,
             iterator=iterator if cfg.checkpoint_input else None,
         )
         restored = self.keeper.restore()
