@@ -40,7 +40,9 @@ def get_distribution_strategy(
     name = distribution_strategy.lower()
     if name not in STRATEGIES:
         raise ValueError(f"--distribution_strategy must be one of {STRATEGIES}, got {distribution_strategy!r}")
-    gpus = tf.config.list_logical_devices("GPU")
+    # Physical devices: listing logical ones would start TensorFlow's context, after which
+    # multi_worker_mirrored can no longer configure its collective ops.
+    gpus = [f"/gpu:{i}" for i in range(len(tf.config.list_physical_devices("GPU")))]
     if num_gpus is not None and num_gpus > len(gpus):
         raise ValueError(f"--num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible to TensorFlow")
     use_gpus = gpus if num_gpus is None else gpus[:num_gpus]
@@ -49,7 +51,7 @@ def get_distribution_strategy(
         return tf.distribute.OneDeviceStrategy("/gpu:0" if use_gpus else "/cpu:0")
     if name == "mirrored":
         if devices is None:
-            devices = [d.name for d in use_gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+            devices = use_gpus or [d.name for d in tf.config.list_logical_devices("CPU")]
         cross_device_ops = None
         if all_reduce_alg == "nccl":
             cross_device_ops = tf.distribute.NcclAllReduce()

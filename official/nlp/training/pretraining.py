@@ -197,13 +197,14 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
 
 def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strategy | None = None) -> PretrainingResult:
     """Pretrains (or resumes pretraining) and exports the final model directory. See the module docstring."""
-    if config.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    keras.utils.set_random_seed(config.seed)
     if strategy is None:
+        # First: multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it.
         strategy = distribution.get_distribution_strategy(
             config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu,
             all_reduce_alg=config.all_reduce_alg)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
     files = resolve_model_files(config)
     bert_config = files.config
