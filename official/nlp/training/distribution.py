@@ -76,8 +76,8 @@ def get_distribution_strategy(
     # TPU.
     if not tpu:
         raise ValueError("--distribution_strategy=tpu needs --tpu (use --tpu=local on a TPU VM)")
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="" if tpu == "local" else tpu)
-    if tpu != "local":
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    if tpu != "local":  # a TPU VM runs on its TPU host; a remote TPU needs a connection
         tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
