@@ -211,6 +211,10 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
     export_dir = config.export_dir or os.path.join(config.model_dir, "export")
     is_chief = distribution.worker_info(strategy).is_chief
+    existing = os.path.join(config.model_dir, model_dir_lib.CONFIG_FILE)
+    if tf.io.gfile.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
+        raise ValueError(f"{existing} differs from the model config of this run; resuming needs the same config "
+                         "(or use a new --model_dir)")
     if is_chief:
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
         model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)

@@ -139,3 +139,10 @@ def test_bad_settings_stop_early_with_a_message(data, tmp_path):
     with pytest.raises(ValueError, match="--bert_config_file is required"):
         run_pretraining(_config(data, tmp_path, bert_config_file=None))
     assert not tf.io.gfile.glob(str(tmp_path / "ckpt-*"))  # nothing was trained
+
+
+def test_resuming_with_another_config_is_refused(data, phase1):
+    bigger = BertConfig(**dict(TINY, num_hidden_layers=3))
+    model_dir = os.path.dirname(phase1.export_dir)
+    with pytest.raises(ValueError, match="bert_config.json differs from the model config of this run"):
+        run_pretraining(_config(data, model_dir, bert_config_file=None, bert_config=bigger))
