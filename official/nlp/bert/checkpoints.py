@@ -1,4 +1,4 @@
-"""Checkpoints: our format, and converters for original TF1 BERT checkpoints and Hugging Face BERT weights.
+"""Checkpoints: our format, and converters for original TF1 BERT checkpoints (Hugging Face: hf_weights.py).
 
 **Our format** is a `tf.train.Checkpoint` whose root has the child `encoder` (the `BertEncoder`) and, for a task
 model, `model` (the whole model), plus whatever training state the caller adds (`optimizer`, `step`, ...).
@@ -6,18 +6,16 @@ model, `model` (the whole model), plus whatever training state the caller adds (
 (`restore_checkpoint(encoder, prefix)`), e.g. to fine-tune from a pretraining run.
 
 **Converters** go through one intermediate: a dict of NumPy arrays under the original TF1 variable names and
-layouts (`bert/encoder/layer_3/attention/self/query/kernel`, ...). `read_tf1_checkpoint` and `read_hf_weights`
-produce it, `assign_weights` loads it into our models, `export_weights` + `write_tf1_checkpoint` write it back.
-Any disagreement between weights and model raises `CheckpointMismatchError`, which lists what is missing,
-unexpected and of the wrong shape.
+layouts (`bert/encoder/layer_3/attention/self/query/kernel`, ...). `read_tf1_checkpoint` and
+`hf_weights.read_hf_weights` produce it, `assign_weights` loads it into our models, `export_weights` +
+`write_tf1_checkpoint` write it back. Any disagreement between weights and model raises
+`CheckpointMismatchError`, which lists what is missing, unexpected and of the wrong shape.
 """
 from __future__ import annotations
 
 import collections
-import json
 import os
 import re
-import struct
 from typing import Mapping
 
 import keras
@@ -35,7 +33,7 @@ _TRANSPOSED_IN_TF1 = frozenset({"cls/seq_relationship/output_weights"})
 _TF1_TRAINING_STATE = re.compile(
     r"(^|/)(global_step|good_steps|bad_steps|loss_scale|current_loss_scale)$|/(adam_[mv]|lamb_[mv]|Adam(_1)?|"
     r"Momentum|LAMB(_1)?)$")
-_ENCODER_SCOPE = "bert/"
+ENCODER_SCOPE = "bert/"
 _MLM_SCOPE = "cls/predictions/"
 _NSP_SCOPE = "cls/seq_relationship/"
 
@@ -140,7 +138,7 @@ def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "w
     """
     encoder, masked_lm, next_sentence = _split_model(model)
     variables = tf1_variable_map(encoder, masked_lm, next_sentence)
-    scopes = [_ENCODER_SCOPE] + ([_MLM_SCOPE] if masked_lm is not None else []) + (
+    scopes = [ENCODER_SCOPE] + ([_MLM_SCOPE] if masked_lm is not None else []) + (
         [_NSP_SCOPE] if next_sentence is not None else [])
     missing, wrong_shape, values = [], [], {}
     for name, variable in variables.items():
@@ -240,132 +238,7 @@ def is_tf1_checkpoint(prefix: str) -> bool:
         names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError):
         return False
-    return "_CHECKPOINTABLE_OBJECT_GRAPH" not in names and any(n.startswith(_ENCODER_SCOPE) for n in names)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Hugging Face
-
-
-_SAFETENSORS_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
-                       "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
-
-
-def load_safetensors(path: str) -> dict[str, np.ndarray]:
-    """Reads a `.safetensors` file with NumPy alone (BF16 tensors become float32).
-
-    Hand-written because the format is a JSON header plus raw little-endian buffers, and NumPy cannot hold
-    bfloat16, which `safetensors.numpy` then refuses.
-    """
-    with open(path, "rb") as f:
-        data = f.read()
-    try:
-        (header_size,) = struct.unpack("<Q", data[:8])
-        header = json.loads(data[8:8 + header_size])
-    except (struct.error, ValueError) as e:
-        raise ValueError(f"{path} is not a safetensors file ({e})") from None
-    start = 8 + header_size
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        raw = data[start + begin:start + end]
-        if info["dtype"] == "BF16":
-            bits = np.frombuffer(raw, "<u2").astype(np.uint32) << 16
-            array = bits.view(np.float32)
-        elif info["dtype"] in _SAFETENSORS_DTYPES:
-            array = np.frombuffer(raw, np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<"))
-        else:
-            raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
-        tensors[name] = array.reshape(info["shape"]).copy()
-    return tensors
-
-
-def tf1_name_to_hf(name: str) -> tuple[str, bool]:
-    """The Hugging Face name of a TF1 variable (without the `bert.` prefix) and whether its layout is transposed."""
-    special = {"cls/predictions/output_bias": "cls.predictions.bias",
-               "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
-               "cls/seq_relationship/output_bias": "cls.seq_relationship.bias"}
-    if name in special:
-        return special[name], False
-    parts = name.removeprefix(_ENCODER_SCOPE).split("/")
-    parts = [re.sub(r"^layer_(\d+)$", r"layer.\1", p) for p in parts]
-    last = parts[-1]
-    if last.endswith("_embeddings"):
-        return ".".join(parts + ["weight"]), False
-    if last in ("gamma", "beta"):
-        return ".".join(parts[:-1] + ["weight" if last == "gamma" else "bias"]), False
-    if last == "kernel":
-        return ".".join(parts[:-1] + ["weight"]), True
-    return ".".join(parts), False
-
-
-_HF_LAYER_NORM = {"weight": "gamma", "bias": "beta"}
-
-
-def hf_name_to_tf1(name: str) -> tuple[str | None, bool]:
-    """The TF1 name for a Hugging Face BERT weight (any `bert.` prefix removed), or None if it has none."""
-    special = {"cls.predictions.bias": "cls/predictions/output_bias",
-               "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
-               "cls.seq_relationship.bias": "cls/seq_relationship/output_bias"}
-    name = name.removeprefix("bert.")
-    if name in special:
-        return special[name], False
-    parts = name.split(".")
-    if parts[0] in ("embeddings", "encoder", "pooler"):
-        parts[0] = "bert/" + parts[0]
-    elif name.startswith("cls.predictions.transform."):
-        pass
-    else:
-        return None, False
-    joined = "/".join(parts)
-    joined = re.sub(r"/layer/(\d+)/", r"/layer_\1/", joined)
-    scope, _, last = joined.rpartition("/")
-    if scope.endswith("LayerNorm"):  # older files already say gamma/beta
-        return f"{scope}/{_HF_LAYER_NORM.get(last, last)}", False
-    if scope.endswith("_embeddings") and last == "weight":
-        return scope, False
-    if last == "weight":
-        return f"{scope}/kernel", True
-    return joined, False
-
-
-def read_hf_weights(path: str) -> dict[str, np.ndarray]:
-    """Reads Hugging Face BERT weights (`model.safetensors`, or the folder holding it) as TF1 names and layouts.
-
-    Works with and without the `bert.` prefix (BertModel vs BertForPreTraining) and maps the `cls.*` pretraining
-    heads. Tensors without a TF1 counterpart keep their Hugging Face name, so `assign_weights` can report them.
-    The tied decoder (`cls.predictions.decoder.*`) is checked against the word embeddings and bias.
-    """
-    file = os.path.join(path, "model.safetensors") if os.path.isdir(path) else path
-    if not os.path.exists(file):
-        hint = ""
-        if os.path.isdir(path) and os.path.exists(os.path.join(path, "pytorch_model.bin")):
-            hint = ("; only model.safetensors is read: re-save with "
-                    "transformers' save_pretrained(..., safe_serialization=True)")
-        raise FileNotFoundError(f"No model.safetensors at {path}{hint}")
-    tensors = load_safetensors(file)
-    weights, decoder = {}, {}
-    for hf_name, value in tensors.items():
-        bare = hf_name.removeprefix("bert.")
-        if bare.endswith("position_ids"):
-            continue  # a buffer (0..max_positions-1), not a weight
-        if bare.startswith("cls.predictions.decoder."):
-            decoder[bare] = value
-            continue
-        name, transpose = hf_name_to_tf1(hf_name)
-        if name is None:
-            weights[hf_name] = value
-        else:
-            weights[name] = value.T if transpose else value
-    tied = {"cls.predictions.decoder.weight": "bert/embeddings/word_embeddings",
-            "cls.predictions.decoder.bias": "cls/predictions/output_bias"}
-    for hf_name, value in decoder.items():
-        target = tied.get(hf_name)
-        if target is None or target not in weights or not np.array_equal(weights[target], value):
-            weights[f"{hf_name} (not tied to {target})"] = value
-    return weights
+    return "_CHECKPOINTABLE_OBJECT_GRAPH" not in names and any(n.startswith(ENCODER_SCOPE) for n in names)
 
 
 # ---------------------------------------------------------------------------------------------------------------

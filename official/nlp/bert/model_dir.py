@@ -29,7 +29,7 @@ import shutil
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.bert import checkpoints
+from official.nlp.bert import checkpoints, hf_weights
 from official.nlp.bert.configs import BertConfig
 from official.nlp.bert.encoder import BertEncoder
 from official.nlp.bert.models import BertPretrainer
@@ -328,7 +328,7 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
         if do_lower_case is None:
             do_lower_case = infer_do_lower_case(None, vocab_file)
         validate_vocab_file(vocab_file, config, do_lower_case)
-        model = checkpoints.model_from_weights(checkpoints.read_hf_weights(path), config, source=path)
+        model = checkpoints.model_from_weights(hf_weights.read_hf_weights(path), config, source=path)
         return model, ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case)
     if input_format not in ("tf1", "ours"):
         raise ValueError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")

@@ -61,6 +61,7 @@ def test_pretrainer_standard_checks_and_fit(tmp_path):
     loaded.fit(x, y, epochs=1, verbose=0)
 
 
+@pytest.mark.slow
 def test_pretrainer_without_nsp(tmp_path):
     x, y = _pretraining_data()
     model = BertPretrainer(_encoder(), use_next_sentence_label=False)

@@ -97,12 +97,12 @@ def test_script_converts_the_package_and_matches_transformers(package_dir, refer
 
 def test_tanh_gelu_would_fail_the_tolerance(package_dir, reference):
     """Negative control: the same weights under the TF1 tanh GELU miss the bound, so the check can fail."""
-    from official.nlp.bert import checkpoints
+    from official.nlp.bert import checkpoints, hf_weights
     from official.nlp.bert.configs import BertConfig
 
     config = BertConfig.from_json_file(os.path.join(package_dir, "config.json"))
     wrong = BertConfig(**{**config.to_dict(), "hidden_act": "gelu"})
-    encoder = checkpoints.model_from_weights(checkpoints.read_hf_weights(package_dir), wrong)
+    encoder = checkpoints.model_from_weights(hf_weights.read_hf_weights(package_dir), wrong)
     with pytest.raises(AssertionError):
         _compare(encoder, reference, "tanh GELU (must fail)")
 
