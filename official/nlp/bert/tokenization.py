@@ -273,19 +273,33 @@ class BasicTokenizer:
 
     @staticmethod
     def _normalize_with_spans(word: str, starts: List[int]):
+        """Lower-case + NFD + Mn removal of `word`, keeping the source span of every output character.
+
+        NFD is done character by character followed by canonical ordering (a stable sort by combining class inside
+        each run of combining characters), which is what `unicodedata.normalize("NFD", ...)` computes.
+        """
         pieces, lowered = _lower_aligned(word)
-        chars: List[str] = []
-        spans: List[Tuple[int, int]] = []
+        items: List[Tuple[str, int]] = []
         for piece, start in zip(pieces, starts):
-            for char in _strip_accents(piece):
-                chars.append(char)
-                spans.append((start, start + 1))
-        expected = _strip_accents(lowered)
-        if "".join(chars) != expected:
-            # Canonical reordering moved a surviving combining character across a character boundary (e.g. two
-            # musical-symbol stems in the wrong order). Rare; every character then points at the whole word.
-            span = (starts[0], starts[-1] + 1)
-            return list(expected), [span] * len(expected)
+            if piece.isascii():
+                items.extend((c, start) for c in piece)
+            else:
+                items.extend((c, start) for c in unicodedata.normalize("NFD", piece))
+        if not lowered.isascii():
+            i = 0
+            while i < len(items):
+                if unicodedata.combining(items[i][0]) == 0:
+                    i += 1
+                    continue
+                j = i
+                while j < len(items) and unicodedata.combining(items[j][0]) != 0:
+                    j += 1
+                if j - i > 1:
+                    items[i:j] = sorted(items[i:j], key=lambda item: unicodedata.combining(item[0]))
+                i = j
+        chars = [c for c, _ in items if unicodedata.category(c) != "Mn"]
+        spans = [(s, s + 1) for c, s in items if unicodedata.category(c) != "Mn"]
+        assert "".join(chars) == _strip_accents(lowered), word
         return chars, spans
 
 
@@ -438,7 +452,12 @@ class FullTokenizer:
             for word, spans in self.basic_tokenizer.tokenize_with_offsets(segment):
                 for piece, start, end in self.wordpiece_tokenizer.tokenize_word(word):
                     tokens.append(piece)
-                    offsets.append((base + spans[start][0], base + spans[end - 1][1]))
+                    # Canonical reordering can move a character before one from an earlier source, so take the
+                    # span covering all sources (the first and last character's, in every other case).
+                    piece_spans = spans[start:end]
+                    first = min(s for s, _ in piece_spans)
+                    last = max(e for _, e in piece_spans)
+                    offsets.append((base + first, base + last))
         return tokens, offsets
 
     def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:

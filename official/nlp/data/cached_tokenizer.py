@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import re
+from itertools import chain
 
 # Whitespace to str.split(), control characters to BERT's cleaner (categories Cc): these join their neighbours in
 # the original instead of separating them.
@@ -53,14 +54,18 @@ class CachedTokenizer:
         if _JOINING_CONTROLS.search(line):
             t = self.tokenizer
             return list(t.convert_tokens_to_ids(t.tokenize(line)))
+        pieces = line.split()
+        self.lookups += len(pieces)
+        try:  # All pieces known (the common case): one C-level pass.
+            return list(chain.from_iterable(map(self._cache.__getitem__, pieces)))
+        except KeyError:
+            pass
         out: list[int] = []
         cache = self._cache
-        pieces = line.split()
         for piece in pieces:
             ids = cache.get(piece)
             if ids is None:
                 ids = self._piece(piece)
                 self.misses += 1
             out.extend(ids)
-        self.lookups += len(pieces)
         return out

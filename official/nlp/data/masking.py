@@ -117,7 +117,7 @@ def ngram_probabilities(max_ngram_size: int) -> np.ndarray:
 
 
 def select_positions(unit: np.ndarray, k: np.ndarray, priorities: np.ndarray, config: MaskingConfig,
-                     ngram_sizes: Optional[np.ndarray] = None) -> np.ndarray:
+                     ngram_sizes: Optional[np.ndarray] = None, need_order: bool = False) -> np.ndarray:
     """Runs the greedy selection; returns each position's selection step ([N, L], -1 if not selected).
 
     Args:
@@ -127,6 +127,8 @@ def select_positions(unit: np.ndarray, k: np.ndarray, priorities: np.ndarray, co
         ``priorities[r, u]`` (ascending; only the first ``num_units`` columns are read).
       config: the masking config.
       ngram_sizes: [N, L] the n drawn for the unit visited at each step (n-gram masking only).
+      need_order: compute the taking steps even where the set alone is defined without them (single-token
+        units); otherwise every taken position may report step 0.
 
     Returns:
       [N, L] int: the step at which each position's unit was taken (tokens taken in one step are masked in
@@ -140,9 +142,18 @@ def select_positions(unit: np.ndarray, k: np.ndarray, priorities: np.ndarray, co
     rows = np.arange(n)
     exists = np.arange(width)[None, :] < num_units[:, None]
     keys = np.where(exists, priorities[:, :width], np.inf)
-    order = np.argsort(keys, axis=1, kind="stable")
     cand = unit >= 0
-    if not config.whole_word_mask and config.max_ngram_size == 1:
+    single_token_units = not config.whole_word_mask and config.max_ngram_size == 1
+    if single_token_units and not need_order:
+        # The k first visited units are the k smallest keys: a partition, cheaper than a full sort.
+        kmax = int(min(k.max(initial=1), width))
+        smallest = np.sort(np.partition(keys, kmax - 1, axis=1)[:, :kmax], axis=1)
+        threshold = smallest[rows, np.minimum(k, kmax) - 1]
+        taken = exists & (keys <= threshold[:, None])
+        unit_step = np.where(taken, 0, -1)
+        return np.where(cand, unit_step[rows[:, None], np.maximum(unit, 0)], -1)
+    order = np.argsort(keys, axis=1, kind="stable")
+    if single_token_units:
         # Every unit is one token and units never overlap: the first k visited units are taken.
         step = np.empty_like(order)
         step[rows[:, None], order] = np.arange(width)[None, :]

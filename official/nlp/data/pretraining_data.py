@@ -34,7 +34,7 @@ import random
 import re
 import shutil
 import time
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from official.nlp.data import tfrecord_io
 from official.nlp.data.pretraining_statistics import PretrainingStatistics
 
 BATCH_SIZE = 4096  # Instances assembled, masked and serialized per numpy batch.
+GZIP_LEVEL = 6  # zlib's default, as TensorFlow's GZIP writer uses; Python's default 9 is much slower.
 _SHARD_PATTERN = re.compile(r"^(.*)@(\d+)$")
 
 
@@ -118,16 +119,15 @@ def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_lib.Ma
 
 
 def encode_instances(tokens: np.ndarray, plan: dict, rows: np.ndarray, config: PretrainingDataConfig,
-                     mask_config: masking_lib.MaskingConfig, rng: Optional[np.random.Generator],
-                     stats: PretrainingStatistics, masked: Optional[dict] = None) -> bytes:
-    """Assembles, masks (with ``rng``, unless ``masked`` is given), serializes and frames instances ``rows``."""
+                     mask_config: masking_lib.MaskingConfig, masker: Callable[[dict], dict],
+                     stats: PretrainingStatistics) -> bytes:
+    """Assembles, masks (``masker(batch)``), serializes and frames the instances ``rows`` of a plan."""
     cls_id, sep_id = mask_config.special_token_ids
     batch = instances_lib.build_batch(tokens, plan, rows, config.max_seq_length, cls_id, sep_id)
     features = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
     actions = None
     if config.static_masking:
-        if masked is None:
-            masked = masking_lib.mask_batch(batch["input_ids"], batch["input_mask"], rng, mask_config)
+        masked = masker(batch)
         actions = masked["actions"]
         for k in ("input_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
             features[k] = masked[k]
@@ -136,6 +136,11 @@ def encode_instances(tokens: np.ndarray, plan: dict, rows: np.ndarray, config: P
     stats.add_batch(batch["lengths"], plan["is_random_next"][rows], plan["short_target"][rows], actions)
     matrix, lengths = records_lib.serialize_examples(features)
     return tfrecord_io.frame_records(matrix, lengths)
+
+
+def gzip_writer(raw):
+    """A gzip stream with no name and time in its header, so the same records always give the same bytes."""
+    return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -167,7 +172,9 @@ def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
     docs = documents_lib.read_documents(
         unit.pieces, _WORKER["tokenizer"].ids,
         documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines), stats.input)
-    stats.input["single_sentence_documents"] += int(np.sum(np.diff(docs.document_offsets) == 1))
+    single = np.nonzero(np.diff(docs.document_offsets) == 1)[0]
+    stats.input["single_sentence_documents"] += len(single)
+    first_single = docs.first_lines[single[0]] if len(single) else None
     py_rng, np_rng = unit_seeds(config.random_seed, unit.index)
     plan = instances_lib.plan_instances(docs, config.max_seq_length, config.short_seq_prob, config.dupe_factor,
                                         py_rng)
@@ -175,15 +182,17 @@ def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
     stats.short_document_passes += plan.short_document_passes
     arrays = plan.arrays()
     order = np_rng.permutation(len(plan))
+    mask_config = _WORKER["mask_config"]
+    masker = lambda b: masking_lib.mask_batch(b["input_ids"], b["input_mask"], np_rng, mask_config)  # noqa: E731
     with open(part_path, "wb") as raw:
-        out = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if config.gzip else raw
+        out = gzip_writer(raw) if config.gzip else raw
         for begin in range(0, len(order), BATCH_SIZE):
             rows = order[begin:begin + BATCH_SIZE]
-            out.write(encode_instances(docs.tokens, arrays, rows, config, _WORKER["mask_config"], np_rng, stats))
+            out.write(encode_instances(docs.tokens, arrays, rows, config, mask_config, masker, stats))
         if config.gzip:
             out.close()
     return {"unit": unit.index, "stats": dataclasses.asdict(stats), "seconds": time.time() - start,
-            "bytes": unit.num_bytes}
+            "bytes": unit.num_bytes, "first_single_sentence_document": first_single}
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -276,6 +285,11 @@ def _run_units(config, paths, shards, pending, num_workers, total) -> None:
     try:
         for (s, u), result in zip(pending, results):
             unit_stats = PretrainingStatistics(**result["stats"])
+            if result["first_single_sentence_document"] and not total.input["single_sentence_documents"]:
+                path, offset = result["first_single_sentence_document"]
+                logging.warning("%s:%d: a document of a single sentence (the first of those counted in the "
+                                "statistics); as in the original, it always takes a random next segment",
+                                path, documents_lib.line_number(path, offset))
             shard_stats[s].merge(unit_stats)
             total.merge(unit_stats)
             done_bytes += result["bytes"]

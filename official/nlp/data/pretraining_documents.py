@@ -237,5 +237,6 @@ def read_documents(pieces: Iterable[tuple[str, int, int]], tokenize: Callable[[s
     c["documents"] += len(document_offsets) - 1
     c["sentences"] += len(sentence_offsets) - 1
     c["tokens"] += len(tokens)
-    return Documents(tokens=np.frombuffer(tokens, dtype=np.int32) if tokens else np.zeros(0, np.int32), sentence_offsets=np.asarray(sentence_offsets),
+    token_array = np.frombuffer(tokens, dtype=np.int32) if tokens else np.zeros(0, np.int32)
+    return Documents(tokens=token_array, sentence_offsets=np.asarray(sentence_offsets),
                      document_offsets=np.asarray(document_offsets), first_lines=first_lines)

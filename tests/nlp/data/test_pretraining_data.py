@@ -1,0 +1,170 @@
+"""End-to-end tests of the pretraining-data generator on real text (the SQuAD v1.1 dev contexts)."""
+import gzip
+import pathlib
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.nlp.bert import tokenization
+from official.nlp.data import masking, pretraining_data, pretraining_records
+
+GOLDEN = "pretraining_golden/squad_contexts.uncased.seq128.dupe5.tfrecord.gz"
+
+
+def parse(path, compression="", nsp=True, masked=True, seq=128, preds=20):
+    spec = pretraining_records.feature_spec(seq, preds, nsp)
+    if not masked:
+        spec = {k: v for k, v in spec.items() if not k.startswith("masked_lm")}
+    ds = tf.data.TFRecordDataset(str(path), compression_type=compression)
+    ds = ds.map(lambda r: tf.io.parse_single_example(r, spec)).batch(1 << 20)
+    return {k: v.numpy() for k, v in next(iter(ds)).items()}
+
+
+def config(shared_data, tmp, **kw):
+    base = dict(input_file=str(shared_data / "pretraining_golden" / "squad_contexts.txt"),
+                output_file=str(tmp / "squad.tfrecord"), vocab_file=str(shared_data / "vocab" /
+                                                                         "bert-base-uncased-vocab.txt"),
+                do_lower_case=True, max_seq_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15,
+                random_seed=12345, dupe_factor=5, short_seq_prob=0.1, num_workers=1)
+    base.update(kw)
+    return pretraining_data.PretrainingDataConfig(**base)
+
+
+@pytest.fixture(scope="module")
+def squad_run(shared_data, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("squad")
+    cfg = config(shared_data, tmp)
+    stats = pretraining_data.create_pretraining_data(cfg)
+    return cfg, stats, parse(cfg.output_file)
+
+
+@pytest.fixture(scope="module")
+def golden(shared_data):
+    return parse(shared_data / GOLDEN, "GZIP")
+
+
+def test_statistics_follow_the_rule_and_the_original(squad_run, golden, shared_data):
+    cfg, stats, rec = squad_run
+    lengths = rec["input_mask"].sum(1)
+    rule = masking.num_to_predict(lengths, masking.MaskingConfig(30522, 103, (101, 102), 20))
+    np.testing.assert_array_equal(rec["masked_lm_weights"].sum(1), rule)  # Every instance follows the cap.
+    rates = stats.to_dict()["rates"]
+    assert abs(rates["masked_fraction_of_non_special"] - 0.15) < 0.01
+    for name, expected in (("mask", 0.8), ("keep", 0.1), ("random", 0.1)):
+        assert abs(rates["action_split"][name] - expected) < 0.01
+    # The original on the same text: 62.6% random next (single-sentence chunks always take one), 15.3% masked.
+    g_len = golden["input_mask"].sum(1)
+    g_masked = golden["masked_lm_weights"].sum() / (g_len.sum() - 3 * len(g_len))
+    assert abs(golden["next_sentence_labels"].mean() - 0.626) < 0.001
+    assert abs(rates["random_next_rate"] - golden["next_sentence_labels"].mean()) < 0.02
+    assert abs(rates["masked_fraction_of_non_special"] - g_masked) < 0.005
+    assert abs(rates["short_target_document_fraction"] - 0.1) < 0.02
+    assert abs(len(lengths) - len(g_len)) / len(g_len) < 0.02
+    assert abs(lengths.mean() - g_len.mean()) < 1.0 and abs((lengths == 128).mean() - (g_len == 128).mean()) < 0.02
+    assert abs((lengths < 64).mean() - (g_len < 64).mean()) < 0.02
+    # The statistics file agrees with the records.
+    saved = json.load(open(cfg.output_file + ".stats.json"))
+    assert saved["instances"] == len(lengths) and saved["predictions"] == int(rule.sum())
+    assert saved["length_histogram"] == np.bincount(lengths, minlength=129).tolist()
+    assert saved["random_next"] == int(rec["next_sentence_labels"].sum())
+    assert saved["input"]["documents"] == 2067 and saved["input"]["single_sentence_documents"] > 0
+    observed = np.take_along_axis(rec["input_ids"], rec["masked_lm_positions"], 1)[rec["masked_lm_weights"] > 0]
+    assert abs((observed == 103).mean() - 0.8) < 0.01
+
+
+def test_every_record_is_valid(squad_run):
+    _, _, rec = squad_run
+    ids, mask, seg = rec["input_ids"], rec["input_mask"], rec["segment_ids"]
+    pos, lab, w = rec["masked_lm_positions"], rec["masked_lm_ids"], rec["masked_lm_weights"]
+    n, length = ids.shape
+    lengths = mask.sum(1)
+    p = np.arange(length)[None]
+    assert ((ids >= 0) & (ids < 30522)).all() and ((lab >= 0) & (lab < 30522)).all()
+    np.testing.assert_array_equal(mask, (p < lengths[:, None]).astype(mask.dtype))  # Ones, then padding.
+    assert (ids[mask == 0] == 0).all() and (seg[mask == 0] == 0).all()
+    assert (ids[:, 0] == 101).all()
+    first_sep = (seg == 1).argmax(1) - 1  # A ends with [SEP] right before segment 1 starts.
+    assert (ids[np.arange(n), first_sep] == 102).all()
+    assert (ids[np.arange(n), lengths - 1] == 102).all()
+    np.testing.assert_array_equal(seg, ((p > first_sep[:, None]) & (p < lengths[:, None])).astype(seg.dtype))
+    assert (first_sep >= 2).all() and (lengths - first_sep >= 3).all()  # A and B hold >= 1 token each.
+    valid = w > 0
+    assert set(np.unique(w)) <= {0.0, 1.0}
+    assert ((pos[valid] >= 1) & (pos[valid] < np.broadcast_to(lengths[:, None], pos.shape)[valid])).all()
+    assert (pos[~valid] == 0).all() and (lab[~valid] == 0).all()
+    assert (valid[:, :-1] >= valid[:, 1:]).all()  # Real predictions first.
+    assert (np.diff(pos, axis=1)[valid[:, 1:]] > 0).all()
+    assert not np.isin(lab[valid], [101, 102, 0]).any()  # Never predicts [CLS], [SEP] or padding.
+
+
+def test_long_documents_give_half_random_next(shared_data, tmp_path):
+    paras = (shared_data / "pretraining_golden" / "squad_contexts.txt").read_text().strip().split("\n\n")
+    text = "\n\n".join("\n".join(paras[i:i + 20]) for i in range(0, len(paras), 20)) + "\n"
+    (tmp_path / "long.txt").write_text(text)
+    stats = pretraining_data.create_pretraining_data(
+        config(shared_data, tmp_path, input_file=str(tmp_path / "long.txt"), short_seq_prob=0.0))
+    assert stats.instances > 10000
+    assert abs(stats.to_dict()["rates"]["random_next_rate"] - 0.5) < 0.02
+
+
+@pytest.mark.slow
+def test_reference_order_reproduces_the_original_byte_for_byte(shared_data, tmp_path, golden):
+    stats = pretraining_data.create_pretraining_data(config(shared_data, tmp_path, reference_order=True))
+    assert stats.instances == 22936
+    assert (tmp_path / "squad.tfrecord").read_bytes() == gzip.open(shared_data / GOLDEN).read()
+    # The sample text: the original's file holds its map entries in another order, so compare the content.
+    sample = pretraining_data.create_pretraining_data(config(
+        shared_data, tmp_path, input_file=str(shared_data / "bert_sample_text.txt"), reference_order=True,
+        output_file=str(tmp_path / "sample.tfrecord")))
+    ours = parse(tmp_path / "sample.tfrecord")
+    theirs = parse(shared_data / "pretraining_golden" / "sample_text.uncased.seq128.tfrecord.gz", "GZIP")
+    assert sample.instances == 60
+    for k in theirs:
+        np.testing.assert_array_equal(ours[k], theirs[k], err_msg=k)
+
+
+@pytest.mark.slow
+def test_output_does_not_depend_on_worker_count_and_gzip_reads(shared_data, tmp_path):
+    one = config(shared_data, tmp_path / "one", output_file=str(tmp_path / "one" / "x@3"), unit_mb=0.25,
+                 gzip=True)
+    two = config(shared_data, tmp_path / "two", output_file=str(tmp_path / "two" / "x@3"), unit_mb=0.25,
+                 gzip=True, num_workers=2)
+    s1 = pretraining_data.create_pretraining_data(one)
+    s2 = pretraining_data.create_pretraining_data(two)
+    names = [f"x-0000{i}-of-00003" for i in range(3)]
+    for name in names:
+        assert gzip.open(tmp_path / "one" / name).read() == gzip.open(tmp_path / "two" / name).read()
+    assert s1.to_dict() == s2.to_dict()
+    total = sum(len(parse(tmp_path / "two" / name, "GZIP")["input_ids"]) for name in names)
+    assert total == s2.instances
+    assert json.load(open(tmp_path / "two" / "x.stats.json"))["instances"] == total
+    assert not list((tmp_path / "two").glob("*.incomplete"))
+
+
+def test_mlm_only_unmasked_records_feed_dynamic_masking(shared_data, tmp_path, uncased_vocab):
+    cfg = config(shared_data, tmp_path, input_file=str(shared_data / "bert_sample_text.txt"),
+                 use_next_sentence_label=False, static_masking=False, do_whole_word_mask=True)
+    stats = pretraining_data.create_pretraining_data(cfg)
+    rec = parse(cfg.output_file, nsp=False, masked=False)
+    assert set(rec) == {"input_ids", "input_mask", "segment_ids"} and len(rec["input_ids"]) == stats.instances
+    vocab = tokenization.load_vocab(str(uncased_vocab))
+    mcfg = masking.MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20, whole_word_mask=True)
+    ds = tf.data.Dataset.from_tensor_slices(rec).batch(8)
+    out = [{k: v.numpy() for k, v in e.items()} for e in masking.dynamic_masking(ds, mcfg, seed=0)]
+    w = np.concatenate([e["masked_lm_weights"] for e in out])
+    np.testing.assert_array_equal(w.sum(1) <= masking.num_to_predict(rec["input_mask"].sum(1), mcfg), True)
+    assert w.sum() > 0.8 * masking.num_to_predict(rec["input_mask"].sum(1), mcfg).sum()
+
+
+def test_worker_side_stays_tensorflow_free(uncased_vocab):
+    """Workers must not import TensorFlow (~600 MB and 5 s per process, and unsafe threads)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom official.nlp.data import pretraining_data as pd\n"
+            "pd._worker_init(pd.PretrainingDataConfig(input_file='x', output_file='y',\n"
+            f"                                        vocab_file={str(uncased_vocab)!r}))\n"
+            "assert 'tensorflow' not in sys.modules, 'a worker imported tensorflow'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(pathlib.Path(__file__).resolve().parents[3]))

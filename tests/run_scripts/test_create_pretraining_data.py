@@ -1,0 +1,72 @@
+"""The absl script: a kill mid-run leaves no complete-looking shard and the rerun gives the same bytes; bad input
+fails with a message naming the file."""
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "run_scripts" / "create_pretraining_data.py"
+
+
+def _args(shared_data, input_file, output_file, *extra):
+    return [sys.executable, str(SCRIPT), f"--input_file={input_file}", f"--output_file={output_file}",
+            f"--vocab_file={shared_data / 'vocab' / 'bert-base-uncased-vocab.txt'}", "--dupe_factor=3",
+            "--unit_mb=0.3", *extra]
+
+
+@pytest.mark.slow
+def test_kill_mid_run_then_rerun_gives_the_same_bytes(shared_data, tmp_path):
+    text = (shared_data / "pretraining_golden" / "squad_contexts.txt").read_bytes()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(text * 2)
+    shards = [f"out-{i:05d}-of-00008" for i in range(8)]
+    subprocess.run(_args(shared_data, corpus, tmp_path / "full" / "out@8", "--num_workers=1"), check=True,
+                   capture_output=True)
+    full = {name: (tmp_path / "full" / name).read_bytes() for name in shards}
+
+    run_dir = tmp_path / "killed"
+    proc = subprocess.Popen(_args(shared_data, corpus, run_dir / "out@8", "--num_workers=2"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while not (run_dir / shards[0]).exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)  # The whole job, workers included, as an OOM kill or a preemption would.
+    proc.wait()
+    present = [name for name in shards if (run_dir / name).exists()]
+    assert present and len(present) < len(shards), "the kill should land mid-run"
+    for name in present:  # Every shard under its final name is complete.
+        assert (run_dir / name).read_bytes() == full[name]
+    assert list(run_dir.glob("*.incomplete"))  # Unfinished work sits under temporary names only.
+
+    result = subprocess.run(_args(shared_data, corpus, run_dir / "out@8", "--num_workers=2"), check=True,
+                            capture_output=True, text=True)
+    assert "is complete; skipped" in result.stderr
+    for name in shards:
+        assert (run_dir / name).read_bytes() == full[name]
+    assert not list(run_dir.glob("*.incomplete"))
+
+
+def test_bad_input_fails_with_a_clear_message(shared_data, tmp_path):
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes("First sentence.\n\nCaf\u00e9 cr\u00e8me.\n".encode("latin-1"))
+    result = subprocess.run(_args(shared_data, bad, tmp_path / "out.tfrecord", "--num_workers=1"),
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert f"{bad}:3: not valid UTF-8" in result.stderr and "--skip_bad_lines" in result.stderr
+    assert not (tmp_path / "out.tfrecord").exists()
+
+    result = subprocess.run(_args(shared_data, tmp_path / "none*.txt", tmp_path / "out.tfrecord"),
+                            capture_output=True, text=True)
+    assert result.returncode != 0 and "matches no file" in result.stderr
+
+
+def test_vocabulary_that_does_not_fit_the_flags_is_refused(shared_data, tmp_path):
+    args = _args(shared_data, shared_data / "bert_sample_text.txt", tmp_path / "out.tfrecord")
+    args = [a for a in args if not a.startswith("--vocab_file")]
+    cased = shared_data / "vocab" / "bert-base-cased-vocab.txt"
+    result = subprocess.run(args + [f"--vocab_file={cased}", "--do_lower_case=True"], capture_output=True, text=True)
+    assert result.returncode != 0 and f"{cased}: looks cased" in result.stderr
