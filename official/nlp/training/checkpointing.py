@@ -1,0 +1,134 @@
+"""Training checkpoints that survive preemption: atomic commits, the last K kept, the input position per worker.
+
+Layout of a model directory during training:
+
+    model_dir/checkpoint                 the commit record (written atomically by tf.train.CheckpointManager)
+    model_dir/ckpt-<step>.{index,data-*} model, optimizer, step and RNG state
+    model_dir/input_state/worker-<i>/    the position of input worker i in its tf.data pipeline, per step
+
+A checkpoint counts only once the commit record names it, and the record is replaced with an atomic rename after
+the checkpoint files are complete. A job killed while writing leaves at most unreferenced files, which the next
+start removes; it resumes from the last committed step. The input position is written before the model
+checkpoint of the same step, so a committed step always has its input position.
+
+Under multi_worker_mirrored every worker takes part in each save (the strategy requires it); only the chief writes
+into `model_dir`, the others write to a scratch directory that is deleted at once.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.training.distribution import WorkerInfo
+
+CHECKPOINT_NAME = "ckpt"
+_CKPT_FILE = re.compile(rf"^{CHECKPOINT_NAME}-(\d+)(\.index|\.data-\d+-of-\d+|_temp.*)$")
+
+
+class CheckpointKeeper:
+    """Saves and restores training state in `model_dir` (see the module docstring).
+
+    Args:
+      model_dir: where checkpoints go.
+      checkpoint: the root object to save (model, optimizer, step variable, ...).
+      worker: this process's place in the job.
+      max_to_keep: committed checkpoints to keep; older ones are deleted.
+      iterator: a `tf.data.Iterator` whose position is saved per worker, or None.
+    """
+
+    def __init__(
+        self,
+        model_dir: str,
+        checkpoint: tf.train.Checkpoint,
+        worker: WorkerInfo,
+        *,
+        max_to_keep: int = 5,
+        iterator: tf.data.Iterator | None = None,
+    ):
+        self.model_dir = model_dir
+        self.worker = worker
+        self.checkpoint = checkpoint
+        write_dir = model_dir if worker.is_chief else os.path.join(model_dir, f".scratch-worker-{worker.index}")
+        tf.io.gfile.makedirs(write_dir)
+        self._write_dir = write_dir
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, write_dir, max_to_keep=max_to_keep, checkpoint_name=CHECKPOINT_NAME
+        )
+        self.input_dir = os.path.join(model_dir, "input_state", f"worker-{worker.index}")
+        self.input_manager = None
+        if iterator is not None:
+            tf.io.gfile.makedirs(self.input_dir)
+            self.input_manager = tf.train.CheckpointManager(
+                tf.train.Checkpoint(iterator=iterator), self.input_dir, max_to_keep=max_to_keep,
+                checkpoint_name=CHECKPOINT_NAME,
+            )
+        if worker.is_chief:
+            _remove_uncommitted(model_dir, self.manager.checkpoints)
+        if self.input_manager is not None:
+            _remove_uncommitted(self.input_dir, self.input_manager.checkpoints)
+
+    @property
+    def latest_checkpoint(self) -> str | None:
+        """Prefix of the last committed checkpoint in `model_dir`, or None."""
+        return tf.train.latest_checkpoint(self.model_dir)
+
+    def restore(self) -> int | None:
+        """Restores the last committed checkpoint; returns its step, or None when there is none."""
+        path = self.latest_checkpoint
+        if path is None:
+            return None
+        step = int(path.rsplit("-", 1)[1])
+        try:
+            self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
+        except (tf.errors.OpError, AssertionError, ValueError) as e:
+            raise ValueError(
+                f"cannot resume from {path}: it does not match the model being trained ({e}). Use a new "
+                "--model_dir, or the flags (config, optimizer) the checkpoint was written with"
+            ) from e
+        if self.input_manager is not None:
+            input_path = os.path.join(self.input_dir, f"{CHECKPOINT_NAME}-{step}")
+            if tf.io.gfile.exists(input_path + ".index"):
+                try:
+                    self.input_manager.checkpoint.read(input_path).assert_existing_objects_matched().expect_partial()
+                except (tf.errors.OpError, AssertionError, ValueError) as e:
+                    raise ValueError(
+                        f"the input position saved in {input_path} does not fit the current input pipeline "
+                        f"(did --input_file, --train_batch_size or the shuffle settings change?): {e}. Delete "
+                        f"{self.input_dir} to restart reading the data from its beginning"
+                    ) from e
+            else:
+                logging.warning(
+                    "No input position for step %d in %s: the data is read again from its beginning", step,
+                    self.input_dir,
+                )
+        logging.info("Resumed from %s (step %d)", path, step)
+        return step
+
+    def save(self, step: int) -> str | None:
+        """Writes the input position, then the checkpoint of `step`, then commits it. Returns the chief's path."""
+        if self.input_manager is not None:
+            self.input_manager.save(checkpoint_number=step)
+        path = self.manager.save(checkpoint_number=step)
+        if not self.worker.is_chief:
+            tf.io.gfile.rmtree(self._write_dir)
+            tf.io.gfile.makedirs(self._write_dir)
+            return None
+        logging.info("Saved checkpoint %s", path)
+        return path
+
+
+def _remove_uncommitted(directory: str, committed: list[str]) -> None:
+    """Deletes checkpoint files that no commit record names: leftovers of a job killed while saving."""
+    keep = {os.path.basename(p) for p in committed}
+    for name in tf.io.gfile.listdir(directory):
+        name = name.rstrip("/")
+        match = _CKPT_FILE.match(name)
+        if match and f"{CHECKPOINT_NAME}-{match.group(1)}" not in keep:
+            path = os.path.join(directory, name)
+            logging.warning("Removing %s: written by a job that stopped before committing it", path)
+            if tf.io.gfile.isdir(path):
+                tf.io.gfile.rmtree(path)
+            else:
+                tf.io.gfile.remove(path)

@@ -1,0 +1,77 @@
+"""What the training loop minimizes and reports, for pretraining and fine-tuning tasks.
+
+An objective gives, for each loss term, per-element losses and their weights; the loop minimizes the sum over
+terms of `sum(loss * weight) / sum(weight)`, the sums taken over the *global* batch (every replica and every
+micro-batch of gradient accumulation). The weights depend on the labels alone, so the loop can sum them over the
+global batch before the forward pass. That makes a step on k micro-batches of b examples, or on r replicas, the
+same step as one on a batch of k*b (or r*b) examples: no mean-of-means bias when micro-batches hold different
+numbers of masked tokens.
+
+Metrics are (numerator, denominator) sums, so that means over replicas and steps are exact too.
+
+Example (a fine-tuning objective):
+
+>>> objective = SparseCategoricalObjective(label_key="label", logits_key="logits")
+>>> sorted(objective.loss_weights({"label": tf.constant([0, 1])}))
+['loss']
+"""
+from __future__ import annotations
+
+from typing import Mapping, Protocol
+
+import tensorflow as tf
+
+
+class Objective(Protocol):
+    """The interface `Trainer` needs from a task."""
+
+    def loss_weights(self, labels) -> Mapping[str, tf.Tensor]:
+        """For each loss term, the weights of its elements (shape of the per-element losses); labels only."""
+
+    def losses(self, labels, outputs) -> Mapping[str, tf.Tensor]:
+        """For each loss term (same keys as `loss_weights`), the per-element losses in float32."""
+
+    def metrics(self, labels, outputs) -> Mapping[str, tuple[tf.Tensor, tf.Tensor]]:
+        """Extra metrics as (sum, count) pairs over this batch, e.g. (correct predictions, predictions)."""
+
+
+def sparse_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+    """Per-element cross entropy from logits, in float32 whatever the compute dtype."""
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32),
+                                                          logits=tf.cast(logits, tf.float32))
+
+
+def weighted_accuracy(labels: tf.Tensor, logits: tf.Tensor, weights: tf.Tensor | None = None):
+    """(weighted count of correct argmax predictions, total weight)."""
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), tf.cast(labels, tf.int32)),
+                      tf.float32)
+    weights = tf.ones_like(correct) if weights is None else tf.cast(weights, tf.float32)
+    return tf.reduce_sum(correct * weights), tf.reduce_sum(weights)
+
+
+class SparseCategoricalObjective:
+    """Classification: mean cross entropy over the examples, and accuracy.
+
+    Args:
+      label_key: the key of the labels when `labels` is a dict (None when it is a tensor).
+      logits_key: the key of the logits when the model returns a dict (None when it returns a tensor).
+    """
+
+    def __init__(self, label_key: str | None = None, logits_key: str | None = None):
+        self.label_key = label_key
+        self.logits_key = logits_key
+
+    def _labels(self, labels):
+        return labels[self.label_key] if self.label_key is not None else labels
+
+    def _logits(self, outputs):
+        return outputs[self.logits_key] if self.logits_key is not None else outputs
+
+    def loss_weights(self, labels):
+        return {"loss": tf.ones(tf.shape(self._labels(labels)), tf.float32)}
+
+    def losses(self, labels, outputs):
+        return {"loss": sparse_cross_entropy(self._labels(labels), self._logits(outputs))}
+
+    def metrics(self, labels, outputs):
+        return {"accuracy": weighted_accuracy(self._labels(labels), self._logits(outputs))}

@@ -1,0 +1,174 @@
+"""Optimizers and learning-rate schedules for BERT pretraining and fine-tuning.
+
+The recipe of the original BERT: linear warmup to the peak learning rate, then polynomial (by default linear)
+decay to `end_learning_rate` at `num_train_steps`; Adam with decoupled weight decay 0.01 that skips LayerNorm and
+bias weights; gradients clipped to global norm 1.0.
+
+We use Keras 3's own `AdamW` and `Lamb`. They differ from the original hand-written optimizers in two documented
+ways: Keras' Adam applies bias correction (the original `AdamWeightDecayOptimizer` does not), and Keras' `Lamb`
+applies weight decay outside the trust ratio and applies the trust ratio to every variable.
+
+Example:
+
+>>> optimizer = create_optimizer("adamw", learning_rate=1e-4, num_train_steps=1000, num_warmup_steps=100)
+>>> float(optimizer.learning_rate)  # step 0 of the warmup
+0.0
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import keras
+
+OPTIMIZERS = ("adamw", "lamb")
+MIXED_PRECISION = ("float32", "bfloat16", "float16")
+
+# Keras matches these with `re.search` against each variable's short name: Keras' LayerNormalization names its
+# weights `gamma` and `beta`, dense layers `bias`; the CamelCase and snake_case spellings cover custom layers.
+DEFAULT_WEIGHT_DECAY_EXCLUSIONS = ("LayerNorm", "layer_norm", "gamma", "beta", "bias")
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warmup from 0 to `initial_learning_rate`, then polynomial decay to `end_learning_rate`.
+
+    As in the original BERT `optimization.py`: during warmup the rate is `initial_learning_rate * step /
+    warmup_steps`; afterwards it is the polynomial decay of the *global* step over `decay_steps` (the total
+    number of training steps, warmup included):
+    `(initial - end) * (1 - min(step, decay_steps) / decay_steps) ** power + end`.
+
+    Example:
+
+    >>> schedule = WarmupPolynomialDecay(1e-4, decay_steps=100, warmup_steps=10)
+    >>> [round(float(schedule(s)), 7) for s in (0, 5, 10, 55, 100)]
+    [0.0, 5e-05, 9e-05, 4.5e-05, 0.0]
+    """
+
+    def __init__(
+        self,
+        initial_learning_rate: float,
+        decay_steps: int,
+        warmup_steps: int = 0,
+        end_learning_rate: float = 0.0,
+        power: float = 1.0,
+        name: str = "WarmupPolynomialDecay",
+    ):
+        super().__init__()
+        if decay_steps <= 0:
+            raise ValueError(f"decay_steps must be positive (the number of training steps), got {decay_steps}")
+        if warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+        self.initial_learning_rate = float(initial_learning_rate)
+        self.decay_steps = int(decay_steps)
+        self.warmup_steps = int(warmup_steps)
+        self.end_learning_rate = float(end_learning_rate)
+        self.power = float(power)
+        self.name = name
+
+    def __call__(self, step):
+        step = keras.ops.cast(step, "float32")
+        fraction = keras.ops.minimum(step, float(self.decay_steps)) / float(self.decay_steps)
+        decayed = (self.initial_learning_rate - self.end_learning_rate) * keras.ops.power(
+            1.0 - fraction, self.power
+        ) + self.end_learning_rate
+        if self.warmup_steps == 0:
+            return decayed
+        warmup = self.initial_learning_rate * step / float(self.warmup_steps)
+        return keras.ops.where(step < float(self.warmup_steps), warmup, decayed)
+
+    def get_config(self) -> dict:
+        return {
+            "initial_learning_rate": self.initial_learning_rate,
+            "decay_steps": self.decay_steps,
+            "warmup_steps": self.warmup_steps,
+            "end_learning_rate": self.end_learning_rate,
+            "power": self.power,
+            "name": self.name,
+        }
+
+
+def create_optimizer(
+    optimizer_type: str = "adamw",
+    *,
+    learning_rate: float,
+    num_train_steps: int,
+    num_warmup_steps: int = 0,
+    end_learning_rate: float = 0.0,
+    poly_power: float = 1.0,
+    weight_decay: float = 0.01,
+    clip_norm: float | None = 1.0,
+    beta_1: float = 0.9,
+    beta_2: float = 0.999,
+    epsilon: float = 1e-6,
+    exclude_from_weight_decay: Sequence[str] = DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
+    mixed_precision: str = "float32",
+    initial_loss_scale: float = 2.0**15,
+    loss_scale_growth_steps: int = 2000,
+) -> keras.optimizers.Optimizer:
+    """Returns a Keras optimizer with BERT's schedule, weight decay and gradient clipping.
+
+    Args:
+      optimizer_type: "adamw" (the paper's recipe) or "lamb" (for large batches).
+      learning_rate: peak learning rate, reached at the end of warmup.
+      num_train_steps: total steps; the decay reaches `end_learning_rate` here.
+      num_warmup_steps: linear warmup steps from 0.
+      end_learning_rate, poly_power: the polynomial decay (power 1 is linear).
+      weight_decay: decoupled weight decay, not applied to variables whose name matches
+        `exclude_from_weight_decay` (LayerNorm and bias by default).
+      clip_norm: clip gradients to this global norm; None or 0 turns clipping off. Under a distribution strategy
+        our training loop reduces gradients over replicas before the optimizer sees them, so the norm is the norm
+        of the global gradient (Keras' own `fit` clips per replica before reducing).
+      mixed_precision: "float16" wraps the optimizer in a dynamic `LossScaleOptimizer`: steps with non-finite
+        gradients are skipped and the scale halves; it doubles after `loss_scale_growth_steps` good steps.
+
+    Works with `model.compile(optimizer=...)` and with `official.nlp.training.trainer.Trainer`.
+    """
+    optimizer_type = optimizer_type.lower()
+    if optimizer_type not in OPTIMIZERS:
+        raise ValueError(f"optimizer_type must be one of {OPTIMIZERS}, got {optimizer_type!r}")
+    if mixed_precision not in MIXED_PRECISION:
+        raise ValueError(f"mixed_precision must be one of {MIXED_PRECISION}, got {mixed_precision!r}")
+    if num_warmup_steps > num_train_steps:
+        raise ValueError(
+            f"num_warmup_steps ({num_warmup_steps}) is larger than num_train_steps ({num_train_steps}); "
+            "the learning rate would never reach its peak"
+        )
+    schedule = WarmupPolynomialDecay(
+        learning_rate,
+        decay_steps=num_train_steps,
+        warmup_steps=num_warmup_steps,
+        end_learning_rate=end_learning_rate,
+        power=poly_power,
+    )
+    common = dict(
+        learning_rate=schedule,
+        beta_1=beta_1,
+        beta_2=beta_2,
+        epsilon=epsilon,
+        weight_decay=weight_decay if weight_decay else None,
+        global_clipnorm=clip_norm if clip_norm else None,
+    )
+    if optimizer_type == "adamw":
+        optimizer = keras.optimizers.AdamW(**common)
+    else:
+        optimizer = keras.optimizers.Lamb(**common)
+    if weight_decay and exclude_from_weight_decay:
+        optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
+    if mixed_precision == "float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(
+            optimizer, initial_scale=initial_loss_scale, dynamic_growth_steps=loss_scale_growth_steps
+        )
+    return optimizer
+
+
+def current_learning_rate(optimizer: keras.optimizers.Optimizer) -> float:
+    """The learning rate the next step will use (the schedule evaluated at the optimizer's iteration count)."""
+    return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+
+
+def uses_weight_decay(optimizer: keras.optimizers.Optimizer, variable) -> bool:
+    """Whether `optimizer` applies weight decay to `variable` (follows a LossScaleOptimizer to its inner one)."""
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    if not inner.weight_decay:
+        return False
+    return inner._use_weight_decay(variable)  # Keras keeps the exclusion logic private; reuse, not re-implement.

@@ -1,0 +1,272 @@
+"""BERT pretraining: records -> `BertPretrainer` -> the shared training loop -> a model directory.
+
+`run_pretraining(PretrainingConfig(...))` is everything `run_scripts/run_pretraining.py` does, callable from Python.
+Run twice with the same config, the second call resumes from the last checkpoint in `model_dir`.
+
+Example:
+
+    result = run_pretraining(PretrainingConfig(
+        input_file="data/pretrain/*.tfrecord", bert_config_file="bert_config.json", vocab_file="vocab.txt",
+        model_dir="/tmp/pretrain", max_seq_length=128, max_predictions_per_seq=20, train_batch_size=32,
+        num_train_steps=1000, num_warmup_steps=100, learning_rate=1e-4))
+    result.export_dir   # a model directory: the fine-tuning scripts take it as --init_checkpoint
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Mapping
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.bert import losses as bert_losses
+from official.nlp.bert import model_dir as model_dir_lib
+from official.nlp.bert.configs import BertConfig
+from official.nlp.bert.encoder import BertEncoder
+from official.nlp.bert.models import BertPretrainer
+from official.nlp.data.pretrain_dataloader import PretrainDataConfig, PretrainDataLoader
+from official.nlp.training import distribution, optimization
+from official.nlp.training.objectives import weighted_accuracy
+from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
+
+POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+class PretrainingObjective:
+    """The original objective: masked-LM loss (weighted mean over real predictions) + next-sentence loss.
+
+    Per-element losses are the cross entropies that `official.nlp.bert.losses` averages, so the loop's loss equals
+    `losses.pretraining_losses` on the same global batch (what `BertPretrainer.fit` minimizes).
+    """
+
+    def __init__(self, use_next_sentence_label: bool = True):
+        self.use_next_sentence_label = use_next_sentence_label
+
+    def loss_weights(self, labels: Mapping) -> dict:
+        weights = {"mlm_loss": tf.cast(labels["masked_lm_weights"], tf.float32)}
+        if self.use_next_sentence_label:
+            weights["nsp_loss"] = tf.ones(tf.shape(tf.reshape(labels["next_sentence_labels"], [-1])), tf.float32)
+        return weights
+
+    def losses(self, labels: Mapping, outputs: Mapping) -> dict:
+        result = {"mlm_loss": keras.ops.sparse_categorical_crossentropy(
+            tf.cast(labels["masked_lm_ids"], tf.int32), tf.cast(outputs["mlm_logits"], tf.float32), from_logits=True)}
+        if self.use_next_sentence_label:
+            result["nsp_loss"] = keras.ops.sparse_categorical_crossentropy(
+                tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1]),
+                tf.cast(outputs["nsp_logits"], tf.float32), from_logits=True)
+        return result
+
+    def metrics(self, labels: Mapping, outputs: Mapping) -> dict:
+        result = {"mlm_accuracy": weighted_accuracy(labels["masked_lm_ids"], outputs["mlm_logits"],
+                                                    labels["masked_lm_weights"])}
+        if self.use_next_sentence_label:
+            result["nsp_accuracy"] = weighted_accuracy(tf.reshape(labels["next_sentence_labels"], [-1]),
+                                                       outputs["nsp_logits"])
+        return result
+
+
+# Keep the names of the model's own objective in sync with ours (fit and the loop report the same names).
+assert set(bert_losses.PRETRAINING_LABELS) == {"masked_lm_ids", "masked_lm_weights", "next_sentence_labels"}
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    """Every setting of a pretraining run; the field names are the script's flags (see the README)."""
+
+    input_file: str
+    model_dir: str
+    bert_config_file: str | None = None
+    bert_config: BertConfig | None = None  # instead of bert_config_file, from Python
+    init_checkpoint: str | None = None
+    vocab_file: str | None = None
+    do_lower_case: bool | None = None
+    export_dir: str | None = None  # default: model_dir/export
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    train_batch_size: int = 32
+    num_train_steps: int = 100000
+    num_warmup_steps: int = 10000
+    learning_rate: float = 5e-5
+    end_learning_rate: float = 0.0
+    poly_power: float = 1.0
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    steps_per_loop: int = 100
+    gradient_accumulation_steps: int = 1
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    distribution_strategy: str = "one_device"
+    num_gpus: int | None = None
+    tpu: str | None = None
+    all_reduce_alg: str | None = None
+    use_next_sentence_label: bool = True
+    dynamic_masking: bool = False
+    masked_lm_prob: float = 0.15
+    whole_word_mask: bool = False
+    shuffle_buffer_size: int = 1000
+    seed: int = 12345
+    deterministic: bool = False
+    checkpoint_input: bool = True
+
+
+@dataclasses.dataclass
+class PretrainingResult:
+    step: int
+    metrics: dict[str, float]
+    history: list[dict[str, float]]
+    checkpoint: str | None
+    export_dir: str | None
+
+
+def resolve_model_files(config: PretrainingConfig) -> model_dir_lib.ModelFiles:
+    """Config, vocabulary, case and initial checkpoint from the flags and `--init_checkpoint` (checked together)."""
+    if config.bert_config is not None and config.init_checkpoint is None:
+        vocab = config.vocab_file
+        if vocab is not None:
+            model_dir_lib.validate_vocab_file(vocab, config.bert_config, config.do_lower_case)
+        return model_dir_lib.ModelFiles(config=config.bert_config, vocab_file=vocab,
+                                        do_lower_case=config.do_lower_case)
+    try:
+        files = model_dir_lib.resolve_model_files(
+            config.init_checkpoint, bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
+            do_lower_case=config.do_lower_case, require_vocab=False)
+    except FileNotFoundError as e:
+        if "No BERT config" in str(e):
+            raise ValueError(f"--bert_config_file is required: {e}") from e
+        raise
+    if config.bert_config is not None:
+        files = dataclasses.replace(files, config=config.bert_config)
+    if files.vocab_file is None:
+        logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning "
+                        "needs")
+    return files
+
+
+def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
+    replicas = strategy.num_replicas_in_sync
+    per_step = replicas * config.gradient_accumulation_steps
+    if config.train_batch_size % per_step:
+        raise ValueError(
+            f"--train_batch_size={config.train_batch_size} must divide by replicas ({replicas}) x "
+            f"--gradient_accumulation_steps ({config.gradient_accumulation_steps}) = {per_step}"
+        )
+    if config.mixed_precision not in POLICIES:
+        raise ValueError(f"--mixed_precision must be one of {sorted(POLICIES)}, got {config.mixed_precision!r}")
+
+
+def build_pretrainer(bert_config: BertConfig, *, use_next_sentence_label: bool = True,
+                     mixed_precision: str = "float32") -> BertPretrainer:
+    """A `BertPretrainer` with fresh weights, computing in `mixed_precision` (variables stay float32)."""
+    policy = keras.dtype_policies.get(POLICIES[mixed_precision])
+    encoder = BertEncoder.from_bert_config(bert_config, dtype=policy)
+    return BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label)
+
+
+def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> PretrainDataLoader:
+    """The input pipeline of `config` (validates the records against the flags and the model config)."""
+    masking_config = None
+    if config.dynamic_masking:
+        if not config.vocab_file:
+            raise ValueError("--dynamic_masking needs --vocab_file (for the [MASK], [CLS] and [SEP] ids)")
+        from official.nlp.bert import tokenization
+        from official.nlp.data.masking import MaskingConfig
+
+        masking_config = MaskingConfig.from_vocab(
+            tokenization.load_vocab(config.vocab_file), max_predictions_per_seq=config.max_predictions_per_seq,
+            masked_lm_prob=config.masked_lm_prob, whole_word_mask=config.whole_word_mask)
+    return PretrainDataLoader(PretrainDataConfig(
+        input_patterns=config.input_file,
+        seq_length=config.max_seq_length,
+        max_predictions_per_seq=config.max_predictions_per_seq,
+        global_batch_size=config.train_batch_size,
+        is_training=True,
+        use_next_sentence_label=config.use_next_sentence_label,
+        shuffle_buffer_size=config.shuffle_buffer_size,
+        seed=config.seed,
+        max_position_embeddings=bert_config.max_position_embeddings,
+        dynamic_masking=masking_config,
+        dynamic_masking_seed=config.seed,
+    ))
+
+
+def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strategy | None = None) -> PretrainingResult:
+    """Pretrains (or resumes pretraining) and exports the final model directory. See the module docstring."""
+    if strategy is None:
+        # First: multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it.
+        strategy = distribution.get_distribution_strategy(
+            config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu,
+            all_reduce_alg=config.all_reduce_alg)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
+    _validate(config, strategy)
+    files = resolve_model_files(config)
+    bert_config = files.config
+    loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
+    export_dir = config.export_dir or os.path.join(config.model_dir, "export")
+    is_chief = distribution.worker_info(strategy).is_chief
+    existing = os.path.join(config.model_dir, model_dir_lib.CONFIG_FILE)
+    if tf.io.gfile.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
+        raise ValueError(f"{existing} differs from the model config of this run; resuming needs the same config "
+                         "(or use a new --model_dir)")
+    if is_chief:
+        # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
+        model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
+
+    with strategy.scope():
+        model = build_pretrainer(bert_config, use_next_sentence_label=config.use_next_sentence_label,
+                                 mixed_precision=config.mixed_precision)
+        optimizer = optimization.create_optimizer(
+            config.optimizer, learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
+            num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
+            poly_power=config.poly_power, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
+            mixed_precision=config.mixed_precision)
+
+    def init_from_checkpoint():
+        if files.checkpoint is not None:
+            files.restore(model)  # the encoder and, from a pretraining checkpoint, the heads
+
+    trainer = Trainer(
+        model, optimizer, PretrainingObjective(config.use_next_sentence_label), strategy,
+        TrainerConfig(
+            model_dir=config.model_dir, num_train_steps=config.num_train_steps,
+            steps_per_loop=config.steps_per_loop, save_checkpoints_steps=config.save_checkpoints_steps,
+            max_checkpoints_to_keep=config.keep_checkpoint_max,
+            gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile,
+            checkpoint_input=config.checkpoint_input),
+        global_batch_size=config.train_batch_size, init_fn=init_from_checkpoint)
+    try:
+        result: TrainResult = trainer.train(loader.load)
+    except tf.errors.DataLossError as e:
+        raise loader.diagnose(e) from e
+    exported = None
+    if is_chief:
+        exported = export_model_dir(model, export_dir, vocab_file=files.vocab_file,
+                                    do_lower_case=files.do_lower_case)
+    return PretrainingResult(result.step, result.metrics, result.history, result.checkpoint, exported)
+
+
+# ---- model directories ----------------------------------------------------------------------------------------
+
+def export_model_dir(model: BertPretrainer, export_dir: str, *, vocab_file: str | None,
+                     do_lower_case: bool | None) -> str:
+    """Writes the pretrained model (weights only) as a model directory, replacing an earlier export.
+
+    Written next to `export_dir` first and renamed into place, so a job killed while exporting leaves either the
+    previous export or none, never half of one.
+    """
+    staging = export_dir.rstrip("/") + ".partial"
+    if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
+    model_dir_lib.save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case)
+    if tf.io.gfile.exists(export_dir):
+        tf.io.gfile.rmtree(export_dir)
+    tf.io.gfile.rename(staging, export_dir)  # the checkpoint state file holds relative paths
+    logging.info("Exported the model directory %s", export_dir)
+    return export_dir

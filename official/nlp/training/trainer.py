@@ -1,0 +1,438 @@
+"""The custom training loop shared by pretraining and fine-tuning.
+
+One `Trainer.train` call runs `num_train_steps` steps of `strategy.run` inside a `tf.function`, `steps_per_loop`
+steps per call, with:
+
+- gradient accumulation done in the step (k micro-batches, one optimizer update), not with the Keras optimizer
+  option, which fails under MirroredStrategy;
+- losses normalized over the global batch (see `objectives`), gradients summed over replicas *before* the
+  optimizer sees them, so that clipping uses the norm of the global gradient;
+- float16 dynamic loss scaling through `keras.optimizers.LossScaleOptimizer`: non-finite steps are skipped and
+  counted (`nonfinite_steps`);
+- optional XLA (`jit_compile`) of the forward and backward pass;
+- checkpoints of the model, optimizer, step, dropout RNG state and input position (`checkpointing`), resumed
+  automatically when `model_dir` has one;
+- a NaN or infinite loss stops training with `TrainingDivergedError`, keeping the last good checkpoint;
+- TensorBoard scalars in `model_dir/summaries` and an absl log line per loop with steps/s and examples/s.
+
+Example (fine-tuning a classifier; pretraining does the same with `PretrainingObjective`):
+
+    strategy = distribution.get_distribution_strategy("mirrored")
+    with strategy.scope():
+        model = build_classifier()
+        optimizer = optimization.create_optimizer(learning_rate=2e-5, num_train_steps=1000, num_warmup_steps=100)
+    trainer = Trainer(model, optimizer, SparseCategoricalObjective("label"), strategy,
+                      TrainerConfig(model_dir="/tmp/run", num_train_steps=1000), global_batch_size=32)
+    result = trainer.train(lambda ctx: make_dataset(batch_size=ctx.get_per_replica_batch_size(32)))
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from typing import Callable
+
+import keras
+import tensorflow as tf
+from absl import logging
+from tensorflow.core.framework import summary_pb2
+
+from official.nlp.bert import checkpoints
+from official.nlp.bert.encoder import BertEncoder
+from official.nlp.training import distribution
+from official.nlp.training.checkpointing import CheckpointKeeper
+from official.nlp.training.objectives import Objective
+from official.nlp.training.optimization import current_learning_rate
+
+DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss or the weights became NaN or infinite."""
+
+
+@dataclasses.dataclass
+class TrainerConfig:
+    """Settings of the training loop.
+
+    Attributes:
+      model_dir: checkpoints, `summaries/` and the input position go here; a checkpoint there is resumed.
+      num_train_steps: optimizer steps (each on one global batch, whatever the accumulation).
+      steps_per_loop: steps per `tf.function` call; metrics are logged and summarized once per loop.
+      save_checkpoints_steps: a checkpoint every this many steps, and one at the end.
+      max_checkpoints_to_keep: the last K checkpoints are kept.
+      gradient_accumulation_steps: micro-batches per step; the per-replica batch must divide by it.
+      jit_compile: compile the forward and backward pass with XLA.
+      checkpoint_input: save the tf.data position with each checkpoint, so a resumed job continues the data where
+        it stopped. The input is then read through a plain iterator per worker and handed to the replicas in the
+        step (tf.distribute's own distributed iterators cannot be saved). With False, tf.distribute's
+        distributed dataset is used and a resumed job reads the data from its beginning.
+      write_summaries: TensorBoard scalars in `model_dir/summaries` (chief only).
+    """
+
+    model_dir: str
+    num_train_steps: int
+    steps_per_loop: int = 100
+    save_checkpoints_steps: int = 1000
+    max_checkpoints_to_keep: int = 5
+    gradient_accumulation_steps: int = 1
+    jit_compile: bool = False
+    checkpoint_input: bool = True
+    write_summaries: bool = True
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What `Trainer.train` returns: the final step, the metrics of the last loop and of every loop."""
+
+    step: int
+    metrics: dict[str, float]
+    history: list[dict[str, float]]
+    checkpoint: str | None
+
+
+class _GradientsAlreadyReduced:
+    """While tracing our step, stops Keras' TF optimizer from summing gradients over replicas a second time.
+
+    Keras 3 sums gradients over replicas inside `apply`, *after* clipping them. We sum them ourselves first
+    (clipping needs the global gradient), so the optimizer's own reduction must be a no-op. Keras has no public
+    switch; the instance attribute shadows its method only for the duration of the trace.
+    """
+
+    def __init__(self, optimizer: keras.optimizers.Optimizer):
+        self.inner = getattr(optimizer, "inner_optimizer", optimizer)
+        if not hasattr(type(self.inner), "_all_reduce_sum_gradients"):
+            raise RuntimeError(
+                "This Keras version has no TFOptimizer._all_reduce_sum_gradients; the training loop needs "
+                "updating for it (gradients would be summed over replicas twice)"
+            )
+
+    def __enter__(self):
+        self.inner._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
+
+    def __exit__(self, *exc):
+        del self.inner._all_reduce_sum_gradients
+
+
+def _rng_state_variables(model: keras.Model) -> list:
+    """Dropout seed-generator states: Keras does not track them for tf.train.Checkpoint, but resuming needs them."""
+    return [v for v in model.non_trainable_variables if v.name == "seed_generator_state"]
+
+
+# What TensorBoard's scalar plugin writes; `tf.summary.scalar` would need the tensorboard package installed.
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
+    data_class=summary_pb2.DATA_CLASS_SCALAR,
+).SerializeToString()
+
+
+def _write_scalar(name: str, value: float) -> None:
+    tf.summary.write(name, tf.constant(value, tf.float32), metadata=_SCALAR_METADATA)
+
+
+def _with_nones(grads: list, present: list[bool]) -> list:
+    """Puts the Nones (variables without a gradient) back in place."""
+    grads = list(reversed(grads))
+    return [grads.pop() if p else None for p in present]
+
+
+class Trainer:
+    """Runs the training loop (see the module docstring).
+
+    Args:
+      model: a Keras model built inside `strategy.scope()`, taking `x` of the dataset.
+      optimizer: a Keras optimizer created inside `strategy.scope()` (`optimization.create_optimizer`).
+      objective: the task's losses and metrics (`objectives.Objective`).
+      strategy: from `distribution.get_distribution_strategy`.
+      config: `TrainerConfig`.
+      global_batch_size: examples per step over all replicas (for examples/s).
+      init_fn: called when `model_dir` has no checkpoint yet, e.g. to load `--init_checkpoint`.
+      checkpoint_items: more trackables to save with each checkpoint. BERT models (an encoder or a model with
+        `.encoder`) are saved in the library's layout (`official.nlp.bert.checkpoints.checkpoint_root`), other
+        models under `model`.
+    """
+
+    def __init__(
+        self,
+        model: keras.Model,
+        optimizer: keras.optimizers.Optimizer,
+        objective: Objective,
+        strategy: tf.distribute.Strategy,
+        config: TrainerConfig,
+        *,
+        global_batch_size: int,
+        init_fn: Callable[[], None] | None = None,
+        checkpoint_items: dict | None = None,
+    ):
+        if config.num_train_steps <= 0:
+            raise ValueError(f"num_train_steps must be positive, got {config.num_train_steps}")
+        if config.steps_per_loop <= 0 or config.save_checkpoints_steps <= 0:
+            raise ValueError("steps_per_loop and save_checkpoints_steps must be positive")
+        if config.gradient_accumulation_steps <= 0:
+            raise ValueError(f"gradient_accumulation_steps must be positive, got {config.gradient_accumulation_steps}")
+        self.model = model
+        self.optimizer = optimizer
+        self.objective = objective
+        self.strategy = strategy
+        self.config = config
+        self.global_batch_size = global_batch_size
+        self.init_fn = init_fn
+        self.worker = distribution.worker_info(strategy)
+        self._loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        self._check_scope()
+        with strategy.scope():
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step",
+                                    aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            self.nonfinite_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_steps",
+                                               aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            if not optimizer.built:
+                optimizer.build(model.trainable_variables)
+        state = dict(optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps,
+                     rng_state=_rng_state_variables(model), **(checkpoint_items or {}))
+        if isinstance(model, BertEncoder) or hasattr(model, "encoder"):
+            # The library's checkpoint layout (`encoder` + `model`): every training checkpoint of a BERT model is
+            # also a valid --init_checkpoint for the next job.
+            self._checkpoint = checkpoints.checkpoint_root(model, **state)
+        else:
+            self._checkpoint = tf.train.Checkpoint(model=model, **state)
+        self._micro_step_fn = (
+            tf.function(self._micro_step, jit_compile=True) if config.jit_compile else self._micro_step
+        )
+        self.keeper: CheckpointKeeper | None = None
+
+    def _check_scope(self) -> None:
+        variable = self.model.trainable_variables[0]
+        variable = getattr(variable, "value", variable)
+        if not self.strategy.extended.variable_created_in_scope(variable):
+            raise ValueError("the model must be built inside `strategy.scope()` of the strategy given to Trainer")
+        inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        if getattr(inner, "_distribution_strategy", self.strategy) is not self.strategy:
+            raise ValueError("the optimizer must be created inside `strategy.scope()` of the strategy given to Trainer")
+
+    # ---- the step ---------------------------------------------------------------------------------------------
+
+    def _sums(self, labels, outputs, denominators):
+        """Loss of this micro-batch (normalized by the global weights) and the (sum, count) of every metric."""
+        weights = self.objective.loss_weights(labels)
+        losses = self.objective.losses(labels, outputs)
+        if set(weights) != set(losses):
+            raise ValueError(f"objective.losses keys {sorted(losses)} differ from loss_weights keys {sorted(weights)}")
+        total = tf.constant(0.0)
+        sums = {}
+        for name in weights:
+            w = tf.cast(weights[name], tf.float32)
+            numerator = tf.reduce_sum(tf.cast(losses[name], tf.float32) * w)
+            total += tf.math.divide_no_nan(numerator, denominators[name])
+            sums[name] = (numerator, tf.reduce_sum(w))
+        for name, (numerator, count) in self.objective.metrics(labels, outputs).items():
+            if name in sums:
+                raise ValueError(f"metric name {name!r} is also a loss name")
+            sums[name] = (tf.cast(numerator, tf.float32), tf.cast(count, tf.float32))
+        return total, sums
+
+    def _metric_names(self, element_spec) -> list[str]:
+        """The names of the loop's sums, found by tracing the objective once on symbolic inputs."""
+        x_spec, y_spec = element_spec
+
+        def probe(x, y):
+            outputs = self.model(x, training=False)
+            denominators = {name: tf.ones([]) for name in self.objective.loss_weights(y)}
+            return self._sums(y, outputs, denominators)[1]
+
+        return list(tf.function(probe).get_concrete_function(x_spec, y_spec).structured_outputs)
+
+    def _micro_step(self, x, y, denominators):
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            outputs = self.model(x, training=True)
+            loss, sums = self._sums(y, outputs, denominators)
+            scaled = self.optimizer.scale_loss(loss) if self._loss_scaled else loss
+        grads = tape.gradient(scaled, variables)
+        # Dense: IndexedSlices (embeddings) cannot be accumulated in a loop nor summed bitwise-reproducibly.
+        grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
+        vector = tf.stack([value for name in self._names for value in sums[name]])
+        return grads, vector
+
+    def _replica_step(self, x, y):
+        ctx = tf.distribute.get_replica_context()
+        weights = self.objective.loss_weights(y)
+        denominators = ctx.all_reduce(
+            tf.distribute.ReduceOp.SUM, {name: tf.reduce_sum(tf.cast(w, tf.float32)) for name, w in weights.items()}
+        )
+        k = self.config.gradient_accumulation_steps
+        if k == 1:
+            grads, vector = self._micro_step_fn(x, y, denominators)
+        else:
+            split = lambda t: tf.reshape(t, tf.concat([[k, tf.shape(t)[0] // k], tf.shape(t)[1:]], 0))
+            xs, ys = tf.nest.map_structure(split, (x, y))
+            grads, vector = self._micro_step_fn(*tf.nest.map_structure(lambda t: t[0], (xs, ys)), denominators)
+            present = [g is not None for g in grads]
+            summed = [g for g in grads if g is not None]
+            for i in tf.range(1, k):
+                more, more_vector = self._micro_step_fn(*tf.nest.map_structure(lambda t: t[i], (xs, ys)), denominators)
+                summed = [a + b for a, b in zip(summed, [g for g in more if g is not None])]
+                vector += more_vector
+            grads = _with_nones(summed, present)
+        variables = self.model.trainable_variables
+        pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
+        reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, [g for g, _ in pairs])
+        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in reduced])
+        self.optimizer.apply(reduced, [v for _, v in pairs])
+        return tf.concat([vector, [1.0 - tf.cast(finite, tf.float32)]], 0)
+
+    def _make_loop(self, iterator, distributed: bool):
+        local = distribution.local_replica_count(self.strategy)
+        first_replica = self.worker.index * local
+
+        def next_inputs():
+            if distributed or local == 1:
+                return next(iterator)
+            batches = [next(iterator) for _ in range(local)]
+            return self.strategy.experimental_distribute_values_from_function(
+                lambda ctx: batches[ctx.replica_id_in_sync_group - first_replica]
+            )
+
+        size = 2 * len(self._names) + 1
+
+        @tf.function
+        def loop(num_steps):
+            total = tf.zeros([size])
+            for _ in tf.range(num_steps):
+                x, y = next_inputs()
+                with _GradientsAlreadyReduced(self.optimizer):
+                    per_replica = self.strategy.run(self._replica_step, args=(x, y))
+                total += self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+                self.step.assign_add(1)
+            return total
+
+        return loop
+
+    @tf.function
+    def _weights_finite(self):
+        return tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in self.model.trainable_variables])
+
+    # ---- the loop ---------------------------------------------------------------------------------------------
+
+    def _metrics(self, total, num_steps: int) -> dict[str, float]:
+        values = total.numpy().tolist()
+        metrics: dict[str, float] = {}
+        loss_names = list(self._loss_names)
+        loss = 0.0
+        for i, name in enumerate(self._names):
+            numerator, count = values[2 * i], values[2 * i + 1]
+            metrics[name] = numerator / count if count else float("nan" if numerator else 0.0)
+            if name in loss_names:
+                loss += metrics[name]
+        metrics = {"loss": loss, **metrics}
+        nonfinite = round(values[-1] / self.strategy.num_replicas_in_sync)
+        if self._loss_scaled:
+            self.nonfinite_steps.assign_add(nonfinite)
+            metrics["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
+            metrics["nonfinite_steps"] = float(self.nonfinite_steps.numpy())
+        elif nonfinite:
+            metrics["nonfinite_steps"] = float(nonfinite)
+        metrics["learning_rate"] = current_learning_rate(self.optimizer)
+        return metrics
+
+    def train(self, dataset_fn: DatasetFn, *, stop_at_step: int | None = None) -> TrainResult:
+        """Trains to `num_train_steps`, resuming from `model_dir` when it holds a checkpoint.
+
+        Args:
+          dataset_fn: `tf.distribute.InputContext` -> dataset of per-replica `(x, y)` batches (fixed batch size).
+          stop_at_step: stop (with a checkpoint) at this step instead, e.g. to evaluate between calls; the
+            schedule is still the one of `num_train_steps`.
+        """
+        cfg = self.config
+        last_step = cfg.num_train_steps if stop_at_step is None else min(stop_at_step, cfg.num_train_steps)
+        context = tf.distribute.InputContext(
+            num_input_pipelines=self.worker.count,
+            input_pipeline_id=self.worker.index,
+            num_replicas_in_sync=self.strategy.num_replicas_in_sync,
+        )
+        with tf.device("/cpu:0"):
+            dataset = dataset_fn(context)
+        element_spec = dataset.element_spec
+        batch = tf.nest.flatten(element_spec)[0].shape[0]
+        k = cfg.gradient_accumulation_steps
+        if batch is None or batch % k:
+            raise ValueError(
+                f"the per-replica batch ({batch}) must divide by gradient_accumulation_steps={k}: use a "
+                "train_batch_size that divides by replicas * gradient_accumulation_steps (and drop_remainder)"
+            )
+        if cfg.checkpoint_input:
+            with tf.device("/cpu:0"):
+                iterator = iter(dataset)
+        else:
+            iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
+        self._names = self._metric_names(element_spec)
+        self._loss_names = self._probe_loss_names(element_spec)
+
+        tf.io.gfile.makedirs(cfg.model_dir)
+        self.keeper = CheckpointKeeper(
+            cfg.model_dir, self._checkpoint, self.worker, max_to_keep=cfg.max_checkpoints_to_keep,
+            iterator=iterator if cfg.checkpoint_input else None,
+        )
+        restored = self.keeper.restore()
+        if restored is None and self.init_fn is not None:
+            self.init_fn()
+        step = int(self.step.numpy())
+        if step >= last_step:
+            logging.info("model_dir %s is already at step %d of %d: nothing to train", cfg.model_dir, step,
+                         last_step)
+            return TrainResult(step, {}, [], self.keeper.latest_checkpoint)
+
+        writer = (
+            tf.summary.create_file_writer(os.path.join(cfg.model_dir, "summaries"))
+            if cfg.write_summaries and self.worker.is_chief
+            else tf.summary.create_noop_writer()
+        )
+        loop = self._make_loop(iterator, distributed=not cfg.checkpoint_input)
+        history: list[dict[str, float]] = []
+        metrics: dict[str, float] = {}
+        logging.info("Training from step %d to %d: %d replica(s), global batch %d, %d step(s) per loop",
+                     step, cfg.num_train_steps, self.strategy.num_replicas_in_sync, self.global_batch_size,
+                     cfg.steps_per_loop)
+        while step < last_step:
+            next_save = (step // cfg.save_checkpoints_steps + 1) * cfg.save_checkpoints_steps
+            num_steps = min(cfg.steps_per_loop, next_save - step, last_step - step)
+            start = time.monotonic()
+            total = loop(tf.constant(num_steps))
+            metrics = self._metrics(total, num_steps)  # reading the result waits for the loop to finish
+            elapsed = max(time.monotonic() - start, 1e-9)
+            step = int(self.step.numpy())
+            metrics["steps_per_second"] = num_steps / elapsed
+            metrics["examples_per_second"] = num_steps * self.global_batch_size / elapsed
+            history.append({"step": step, **metrics})
+            self._check_finite(metrics["loss"], step, num_steps)
+            with writer.as_default(step=step):
+                for name, value in metrics.items():
+                    _write_scalar(name, value)
+            logging.info(
+                "step %d/%d: %s | %.2f steps/s, %.1f examples/s", step, cfg.num_train_steps,
+                ", ".join(f"{n}={v:.4g}" for n, v in metrics.items() if not n.endswith("per_second")),
+                metrics["steps_per_second"], metrics["examples_per_second"],
+            )
+            if step % cfg.save_checkpoints_steps == 0 or step >= last_step:
+                if not bool(self._weights_finite()):
+                    self._diverged(f"the weights became NaN or infinite by step {step}")
+                self.keeper.save(step)
+        writer.flush()
+        return TrainResult(step, metrics, history, self.keeper.latest_checkpoint)
+
+    def _probe_loss_names(self, element_spec):
+        def probe(y):
+            return self.objective.loss_weights(y)
+
+        return list(tf.function(probe).get_concrete_function(element_spec[1]).structured_outputs)
+
+    def _check_finite(self, loss: float, step: int, num_steps: int) -> None:
+        if not math.isfinite(loss):
+            self._diverged(f"the loss is {loss} in steps {step - num_steps + 1}-{step}")
+
+    def _diverged(self, what: str) -> None:
+        last = self.keeper.latest_checkpoint if self.keeper else None
+        kept = (f"The last good checkpoint, {last}, is kept; the same command resumes from it (lower "
+                "--learning_rate, or use float32/bfloat16 instead of float16, to avoid the same fate).") if last \
+            else "No checkpoint had been written yet."
+        raise TrainingDivergedError(f"Training stopped: {what}. {kept}")

@@ -1,0 +1,87 @@
+"""Pretrain BERT (masked LM + next sentence prediction) on TFRecords from create_pretraining_data.
+
+The flags of the original `run_pretraining.py`, plus distribution, mixed precision, gradient accumulation,
+LAMB and dynamic masking. Re-running the same command resumes from the last checkpoint in --model_dir. The
+final model is exported to --export_dir (default --model_dir/export) as a model directory, which every fine-tuning
+script takes as --init_checkpoint.
+
+    python run_scripts/run_pretraining.py --input_file='data/pretrain/*.tfrecord' \
+        --bert_config_file=bert_config.json --vocab_file=vocab.txt --do_lower_case \
+        --model_dir=/tmp/pretrain --train_batch_size=32 --num_train_steps=10000 --num_warmup_steps=1000 \
+        --learning_rate=1e-4
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from absl import app, flags, logging
+
+from official.nlp.training import distribution, optimization
+from official.nlp.training.pretraining import POLICIES, PretrainingConfig, run_pretraining
+
+FLAGS = flags.FLAGS
+
+# The original flags.
+flags.DEFINE_string("input_file", None, "TFRecord files: globs, comma-separated (plain or gzip).")
+flags.DEFINE_string("bert_config_file", None, "bert_config.json of the model (optional with a model-dir "
+                    "--init_checkpoint).")
+flags.DEFINE_string("init_checkpoint", None, "Start from this model directory or original TF1 checkpoint "
+                    "(ignored when --model_dir already holds a checkpoint, which is resumed).")
+flags.DEFINE_string("model_dir", None, "Checkpoints, summaries and the export go here.")
+flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the records.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked LM predictions per sequence in the records.")
+flags.DEFINE_integer("train_batch_size", 32, "Global batch size (over all replicas and accumulation steps).")
+flags.DEFINE_integer("num_train_steps", 100000, "Optimizer steps.")
+flags.DEFINE_integer("num_warmup_steps", 10000, "Linear warmup steps.")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps (and at the end).")
+# Added.
+flags.DEFINE_string("vocab_file", None, "vocab.txt to ship with the export (and for --dynamic_masking).")
+flags.DEFINE_bool("do_lower_case", None, "Recorded in the export for the fine-tuning tokenizer.")
+flags.DEFINE_string("export_dir", None, "Where the final model directory goes (default: --model_dir/export).")
+flags.DEFINE_enum("optimizer", "adamw", list(optimization.OPTIMIZERS), "AdamW (the paper) or LAMB (large "
+                  "batches). Weight decay is not applied to LayerNorm and bias weights.")
+flags.DEFINE_float("weight_decay", 0.01, "Decoupled weight decay.")
+flags.DEFINE_float("end_learning_rate", 0.0, "Learning rate at --num_train_steps.")
+flags.DEFINE_float("poly_power", 1.0, "Power of the polynomial decay (1 = linear).")
+flags.DEFINE_float("clip_norm", 1.0, "Clip gradients to this global norm (0 = no clipping).")
+flags.DEFINE_enum("mixed_precision", "float32", list(POLICIES), "Compute dtype; float16 uses dynamic loss "
+                  "scaling and skips (and counts) steps with non-finite gradients.")
+flags.DEFINE_bool("jit_compile", False, "Compile the forward and backward pass with XLA.")
+flags.DEFINE_integer("steps_per_loop", 100, "Steps per tf.function call; one log line and summary per loop.")
+flags.DEFINE_integer("gradient_accumulation_steps", 1, "Micro-batches per optimizer step.")
+flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
+flags.DEFINE_enum("distribution_strategy", "one_device", list(distribution.STRATEGIES), "How to use devices.")
+flags.DEFINE_integer("num_gpus", None, "GPUs on this host (default: all visible).")
+flags.DEFINE_string("tpu", None, "TPU name or address; 'local' on a TPU VM.")
+flags.DEFINE_string("all_reduce_alg", None, "mirrored: nccl|hierarchical_copy; multi_worker_mirrored: ring|nccl.")
+flags.DEFINE_bool("use_next_sentence_label", True, "Train next sentence prediction.")
+flags.DEFINE_bool("dynamic_masking", False, "Draw new masks on every pass (records masked offline are unmasked "
+                  "first); needs --vocab_file.")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Share of tokens masked by --dynamic_masking.")
+flags.DEFINE_bool("whole_word_mask", False, "Whole-word masking for --dynamic_masking.")
+flags.DEFINE_integer("shuffle_buffer_size", 1000, "Records in the shuffle buffer (saved with every checkpoint).")
+flags.DEFINE_integer("seed", 12345, "Seed of the initialization, dropout and data order.")
+flags.DEFINE_bool("deterministic", False, "Enable TensorFlow op determinism (bitwise reproducible, slower).")
+flags.DEFINE_bool("checkpoint_input", True, "Save the input position with each checkpoint.")
+
+
+def config_from_flags() -> PretrainingConfig:
+    """The `PretrainingConfig` of the command-line flags."""
+    names = [f.name for f in dataclasses.fields(PretrainingConfig) if f.name != "bert_config"]
+    return PretrainingConfig(**{name: FLAGS[name].value for name in names})
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    result = run_pretraining(config_from_flags())
+    summary = ", ".join(f"{k}={v:.4g}" for k, v in result.metrics.items())
+    logging.info("Finished at step %d: %s", result.step, summary)
+    if result.export_dir:
+        logging.info("Model directory for fine-tuning (--init_checkpoint): %s", result.export_dir)
+
+
+if __name__ == "__main__":
+    flags.mark_flags_as_required(["input_file", "model_dir"])
+    app.run(main)
