@@ -21,7 +21,6 @@ import os
 from typing import Dict, List, Optional, Sequence, Union
 
 import keras
-import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 

@@ -24,7 +24,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import glob
 import gzip
 import logging
 import math

@@ -5,7 +5,6 @@ import json
 import math
 import os
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
