@@ -34,16 +34,12 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from official.nlp.bert import tokenization
+from official.nlp.bert import char_rules
 
 _N = 0x110000
 DROP, SPACE, ISOLATE, IGNORABLE, CASED, HAS_REORDER, NONSPACING = 1, 2, 4, 8, 16, 32, 64
 _SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2
 _MAX_EXPANSION = 3
-
-
-def _uncased(text: str) -> str:
-    return tokenization._strip_accents(text.lower())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,7 +61,7 @@ class UnicodeTables:
 def unicode_tables(do_lower_case: bool) -> UnicodeTables:
     """Builds the tables from Python's `unicodedata`/`str.lower`, once per process."""
     flags = np.zeros(_N, np.uint8)
-    for lo, hi in _CJK_RANGES:  # includes code points not assigned yet, as the original does
+    for lo, hi in char_rules.CJK_RANGES:  # includes code points not assigned yet, as the original does
         flags[lo : hi + 1] |= ISOLATE
     if do_lower_case:
         norm_len = np.ones(_N, np.uint8)
@@ -79,12 +75,12 @@ def unicode_tables(do_lower_case: bool) -> UnicodeTables:
         if cat in ("Cn", "Co", "Cs"):  # unassigned / private use: no case, no decomposition, not a separator
             continue
         f = 0
-        if cp == 0xFFFD or tokenization._is_control(char):
+        if cp == 0xFFFD or char_rules.is_control(char):
             f |= DROP | IGNORABLE  # removed before lower-casing, so invisible to the final-sigma context
-        elif tokenization._is_whitespace(char) or char.isspace():
+        elif char_rules.is_separator(char):
             f |= SPACE
         else:
-            if tokenization._is_punctuation(char):
+            if char_rules.is_punctuation(char):
                 f |= ISOLATE
             # Python's final-sigma context (CPython's handle_capital_sigma), probed rather than re-derived: after
             # a cased letter Σ is final unless the character in between is case-ignorable (then it is skipped).
@@ -110,7 +106,7 @@ def unicode_tables(do_lower_case: bool) -> UnicodeTables:
         full = unicodedata.normalize("NFD", lowered)
         if full != char:
             nfd[cp] = [ord(c) for c in full]
-        result = "".join(c for c in full if category(c) != "Mn")
+        result = char_rules.drop_nonspacing_marks(full)
         norm_len[cp] = len(result)
         if len(result) == 1:
             norm_first[cp] = ord(result)
@@ -137,13 +133,6 @@ def unicode_tables(do_lower_case: bool) -> UnicodeTables:
     for i, cp in enumerate(nfd_keys):
         nfd_values[i, : len(nfd[cp])] = nfd[cp]
     return UnicodeTables(flags, norm_len, norm_first, multi_keys, multi_values, nfd_keys, nfd_len, nfd_values, ccc)
-
-
-_CJK_RANGES = [
-    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
-]
-assert all(tokenization._is_chinese_char(lo) and tokenization._is_chinese_char(hi) for lo, hi in _CJK_RANGES)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -180,7 +169,7 @@ def stock_safe_codepoints(do_lower_case: bool) -> np.ndarray:
         elif f & SPACE:
             ok = len(out) == 1 and stock_class[out] == SPACE
         else:
-            expected = _uncased(chr(cp)) if do_lower_case else chr(cp)
+            expected = char_rules.uncased(chr(cp)) if do_lower_case else chr(cp)
             ok = (
                 out == expected
                 and len(out) <= 1

@@ -39,7 +39,11 @@ import re
 import unicodedata
 from typing import Iterable, List, Mapping, Optional, Tuple, Union
 
-# The vocabulary file API lives in vocabulary.py and is re-exported here, where the original module had it.
+# The character rules live in char_rules.py, shared with the vocabulary checks and the in-graph tokenizer
+# (`convert_to_unicode` is re-exported from there); the vocabulary file API lives in vocabulary.py and is
+# re-exported too, where the original module had it.
+from official.nlp.bert.char_rules import (
+    CLEAN_TABLE, IS_PUNCT, convert_to_unicode, lower_aligned, split_on_punctuation, strip_accents, uncased)
 from official.nlp.bert.vocabulary import (  # noqa: F401  (re-exported)
     CLS_TOKEN, MASK_TOKEN, PAD_TOKEN, SEP_TOKEN, SPECIAL_TOKENS, UNK_TOKEN, VocabularyError, load_vocab,
     validate_vocab, vocab_case_stats)
@@ -47,19 +51,6 @@ from official.nlp.bert.vocabulary import (  # noqa: F401  (re-exported)
 MAX_INPUT_CHARS_PER_WORD = 200
 
 Offsets = List[Tuple[int, int]]
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Text helpers of the original module.
-
-
-def convert_to_unicode(text: Union[str, bytes]) -> str:
-    """Returns `text` as `str`; bytes are decoded as UTF-8, dropping invalid bytes (as the original does)."""
-    if isinstance(text, str):
-        return text
-    if isinstance(text, bytes):
-        return text.decode("utf-8", "ignore")
-    raise ValueError(f"Unsupported string type: {type(text)}")
 
 
 def printable_text(text: Union[str, bytes]) -> str:
@@ -70,120 +61,6 @@ def printable_text(text: Union[str, bytes]) -> str:
 def whitespace_tokenize(text: str) -> List[str]:
     """Splits on whitespace (`str.split`), as the original's `whitespace_tokenize`."""
     return text.split()
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Character classes: the original definitions, unchanged.
-
-
-def _is_whitespace(char: str) -> bool:
-    # Tab, newline and CR are control characters in Unicode but the original treats them as whitespace.
-    if char in " \t\n\r":
-        return True
-    return unicodedata.category(char) == "Zs"
-
-
-def _is_control(char: str) -> bool:
-    if char in "\t\n\r":
-        return False
-    return unicodedata.category(char) in ("Cc", "Cf")
-
-
-def _is_punctuation(char: str) -> bool:
-    cp = ord(char)
-    # All non-alphanumeric printable ASCII counts, so `$`, `^`, `` ` `` (symbols in Unicode) split too.
-    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-        return True
-    return unicodedata.category(char).startswith("P")
-
-
-def _is_chinese_char(cp: int) -> bool:
-    # The CJK Unified Ideographs blocks the original lists (not Hangul, Hiragana or Katakana, which separate words
-    # with spaces). Extensions added to Unicode later (G, H, ...) are deliberately not here: the original lacks them.
-    return (
-        0x4E00 <= cp <= 0x9FFF
-        or 0x3400 <= cp <= 0x4DBF
-        or 0x20000 <= cp <= 0x2A6DF
-        or 0x2A700 <= cp <= 0x2B73F
-        or 0x2B740 <= cp <= 0x2B81F
-        or 0x2B820 <= cp <= 0x2CEAF
-        or 0xF900 <= cp <= 0xFAFF
-        or 0x2F800 <= cp <= 0x2FA1F
-    )
-
-
-class _CleanTable(dict):
-    """`str.translate` table for steps 1-2 (cleaning, CJK spacing), filled lazily so that translate runs in C."""
-
-    def __missing__(self, cp: int):
-        char = chr(cp)
-        if cp == 0 or cp == 0xFFFD or _is_control(char):
-            value = None
-        elif _is_whitespace(char):
-            value = " "
-        elif _is_chinese_char(cp):
-            value = f" {char} "
-        else:
-            value = cp
-        self[cp] = value
-        return value
-
-
-_CLEAN_TABLE = _CleanTable()
-
-
-class _PunctCache(dict):
-    def __missing__(self, char: str) -> bool:
-        value = _is_punctuation(char)
-        self[char] = value
-        return value
-
-
-_IS_PUNCT = _PunctCache()
-_ASCII_PUNCT = re.compile(r"[!-/:-@\[-`{-~]|[^!-/:-@\[-`{-~]+")
-
-
-def _strip_accents(text: str) -> str:
-    """NFD, then drop nonspacing marks (category Mn)."""
-    if text.isascii():
-        return text
-    text = unicodedata.normalize("NFD", text)
-    return "".join(c for c in text if unicodedata.category(c) != "Mn")
-
-
-def _split_on_punctuation(text: str) -> List[str]:
-    if text.isascii():
-        return _ASCII_PUNCT.findall(text)
-    output: List[str] = []
-    current: List[str] = []
-    for char in text:
-        if _IS_PUNCT[char]:
-            if current:
-                output.append("".join(current))
-                current = []
-            output.append(char)
-        else:
-            current.append(char)
-    if current:
-        output.append("".join(current))
-    return output
-
-
-def _lower_aligned(token: str) -> Tuple[List[str], str]:
-    """Per-character pieces of `token.lower()`, plus the whole result.
-
-    `str.lower` maps each character on its own except capital sigma, whose form depends on its neighbours. The
-    length of each character's lower-case form does not depend on context, so the whole-token result can be cut
-    back into per-character pieces.
-    """
-    lowered = token.lower()
-    pieces = []
-    pos = 0
-    for char in token:
-        n = len(char.lower())
-        pieces.append(lowered[pos : pos + n])
-        pos += n
-    return pieces, lowered
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -204,12 +81,12 @@ class BasicTokenizer:
 
     def tokenize(self, text: Union[str, bytes]) -> List[str]:
         """Returns the basic tokens of `text`."""
-        text = convert_to_unicode(text).translate(_CLEAN_TABLE)
+        text = convert_to_unicode(text).translate(CLEAN_TABLE)
         output: List[str] = []
         for token in text.split():
             if self.do_lower_case:
-                token = _strip_accents(token.lower())
-            output.extend(_split_on_punctuation(token))
+                token = uncased(token)
+            output.extend(split_on_punctuation(token))
         # The original re-splits on whitespace here. Lower-casing and NFD never produce whitespace from a
         # non-whitespace character (checked over all code points in the tests), so that step is a no-op.
         return output
@@ -227,7 +104,7 @@ class BasicTokenizer:
             current: List[str] = []
             current_spans: List[Tuple[int, int]] = []
             for char, span in zip(chars, spans):
-                if _IS_PUNCT[char]:
+                if IS_PUNCT[char]:
                     if current:
                         output.append(("".join(current), current_spans))
                         current, current_spans = [], []
@@ -245,7 +122,7 @@ class BasicTokenizer:
         word: List[str] = []
         starts: List[int] = []
         for i, char in enumerate(text):
-            mapped = _CLEAN_TABLE[ord(char)]
+            mapped = CLEAN_TABLE[ord(char)]
             if mapped is None:
                 continue
             if isinstance(mapped, str):  # whitespace or a CJK character: both end the current word
@@ -272,7 +149,7 @@ class BasicTokenizer:
         NFD is done character by character followed by canonical ordering (a stable sort by combining class inside
         each run of combining characters), which is what `unicodedata.normalize("NFD", ...)` computes.
         """
-        pieces, lowered = _lower_aligned(word)
+        pieces, lowered = lower_aligned(word)
         items: List[Tuple[str, int]] = []
         for piece, start in zip(pieces, starts):
             if piece.isascii():
@@ -293,7 +170,7 @@ class BasicTokenizer:
                 i = j
         chars = [c for c, _ in items if unicodedata.category(c) != "Mn"]
         spans = [(s, s + 1) for c, s in items if unicodedata.category(c) != "Mn"]
-        assert "".join(chars) == _strip_accents(lowered), word
+        assert "".join(chars) == strip_accents(lowered), word
         return chars, spans
 
 

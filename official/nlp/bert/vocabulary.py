@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import collections
 import os
-import unicodedata
 from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from official.nlp.bert.char_rules import convert_to_unicode, uncased
 
 UNK_TOKEN = "[UNK]"
 PAD_TOKEN = "[PAD]"
@@ -23,16 +24,6 @@ class VocabularyError(ValueError):
     """A vocabulary file that cannot be used as given (missing special tokens, wrong size or case, duplicates)."""
 
 
-def _decode(data: bytes) -> str:
-    """UTF-8 with invalid bytes dropped, as the original tokenization module decodes."""
-    return data.decode("utf-8", "ignore")
-
-
-def _strip_accents(text: str) -> str:
-    """The uncased tokenizer's normalization after lower-casing: NFD, then drop nonspacing marks (category Mn)."""
-    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
-
-
 def _read_lines(vocab_file: str) -> List[str]:
     if "://" in vocab_file:  # gs://, s3://, ...: only then pay for importing TensorFlow
         import tensorflow as tf
@@ -42,7 +33,7 @@ def _read_lines(vocab_file: str) -> List[str]:
     else:
         with open(vocab_file, "rb") as f:
             data = f.read()
-    text = _decode(data)
+    text = convert_to_unicode(data)  # invalid UTF-8 bytes dropped, as the original decodes
     # The original reads line by line with readline(), which splits only at "\n".
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -69,10 +60,6 @@ def load_vocab(vocab_file: Union[str, os.PathLike]) -> "collections.OrderedDict[
     return vocab
 
 
-def _uncased_form(piece: str) -> str:
-    return _strip_accents(piece.lower())
-
-
 def vocab_case_stats(vocab: Iterable[str]) -> Tuple[int, int, List[str]]:
     """`(n_cased, n_unreachable_uncased, examples)` over the vocabulary's word pieces (`##` removed, `[...]` skipped).
 
@@ -87,7 +74,7 @@ def vocab_case_stats(vocab: Iterable[str]) -> Tuple[int, int, List[str]]:
         piece = token[2:] if token.startswith("##") else token
         if any(c.lower() != c or c.upper() != c for c in piece):
             n_cased += 1
-            if _uncased_form(piece) != piece:
+            if uncased(piece) != piece:
                 unreachable.append(token)
     return n_cased, len(unreachable), unreachable[:5]
 

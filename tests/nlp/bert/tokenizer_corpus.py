@@ -10,7 +10,7 @@ import random
 import unicodedata
 from typing import Dict, List, Tuple
 
-from official.nlp.bert import tokenization
+from official.nlp.bert import char_rules, tokenization
 
 # Column names that hold text in the GLUE TSV files (and the original MRPC files).
 _TEXT_COLUMNS = {"sentence", "sentence1", "sentence2", "question", "#1 String", "#2 String"}
@@ -166,6 +166,6 @@ def uncased_normalize(text: str) -> str:
 
 def clean(text: str) -> str:
     """Drop the characters the tokenizer drops (controls, formats, NUL, U+FFFD)."""
-    return text.translate(tokenization._CLEAN_TABLE).strip()
+    return text.translate(char_rules.CLEAN_TABLE).strip()
 
 
