@@ -1,34 +1,32 @@
-"""In-graph BERT tokenization that reproduces the original Python rules exactly.
+"""In-graph BERT tokenization that reproduces the original Python rules exactly: the exact path.
 
 tensorflow-text's `FastBertTokenizer` normalizes with ICU: Unicode compatibility mappings (`½` -> `1⁄2`),
 case folding instead of `str.lower` (`ß` -> `ss`, `ς` -> `σ`), its own control, whitespace, punctuation and CJK
 sets (from an older Unicode version than Python's) and a word limit in bytes rather than characters. So it
-differs from the original BERT tokenizer on real text. This module provides two exact in-graph paths:
+differs from the original BERT tokenizer on real text.
 
-1. `ExactBasicTokenizer`: every character property the original looks at is read from Python's own
-   `unicodedata` and `str.lower` when the tables are built, and applied with plain TensorFlow ops (decode to code
-   points, gather, cumsum, mask), then tf-text's WordPiece runs on the resulting words:
-   - per code point: dropped (NUL, U+FFFD, Cc/Cf except tab/LF/CR), separator (Zs, tab/LF/CR, and the other
-     characters `str.split` splits at), split off (CJK ideograph in the original's ranges, or punctuation);
-   - uncased: the lower-case + NFD + Mn-removal result of every code point (0 to 3 characters: Hangul syllables
-     decompose into jamo); Greek capital sigma resolved to final `ς` with Python's context rule (cased /
-     case-ignorable neighbours); and, when a batch holds a combining character that survives accent stripping
-     (25 Mc characters with a non-zero combining class, e.g. musical stems), full NFD with canonical reordering
-     before the marks are dropped;
-   - the 200-character word limit counted in characters after normalization.
-2. `stock_safe_codepoints`: the code points on which stock `FastBertTokenizer` provably does what the original
-   does, found by running the stock normalizer and pre-tokenizer on every BMP code point and comparing with the
-   tables above. A string made only of such characters, with no run of more than 200 non-space characters, is
-   tokenized identically by the stock tokenizer (its normalizer maps code point by code point, and its splitter
-   decides word boundaries character by character), so the layer sends those strings through the fast stock op
-   and only the rest through path 1.
+`ExactBasicTokenizer` does not: every character property the original looks at (`char_rules`) is read from
+Python's own `unicodedata` and `str.lower` when the tables are built (`unicode_tables`), and applied with plain
+TensorFlow ops (decode to code points, gather, cumsum, mask); then tf-text's WordPiece runs on the resulting words:
+
+- per code point: dropped (NUL, U+FFFD, Cc/Cf except tab/LF/CR), separator (Zs, tab/LF/CR, and the other
+  characters `str.split` splits at), split off (CJK ideograph in the original's ranges, or punctuation);
+- uncased: the lower-case + NFD + Mn-removal result of every code point (0 to 3 characters: Hangul syllables
+  decompose into jamo); Greek capital sigma resolved to final `ς` with Python's context rule (cased /
+  case-ignorable neighbours); and, when a batch holds a combining character that survives accent stripping
+  (25 Mc characters with a non-zero combining class, e.g. musical stems), full NFD with canonical reordering
+  before the marks are dropped;
+- the 200-character word limit counted in characters after normalization.
+
+`stock_routing` finds the strings on which stock `FastBertTokenizer` is exact anyway (from these same tables) and
+sends only the others here.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
 import unicodedata
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -40,6 +38,12 @@ _N = 0x110000
 DROP, SPACE, ISOLATE, IGNORABLE, CASED, HAS_REORDER, NONSPACING = 1, 2, 4, 8, 16, 32, 64
 _SIGMA, _FINAL_SIGMA = 0x3A3, 0x3C2
 _MAX_EXPANSION = 3
+
+
+def max_bytes_per_word(max_chars: int, unk_token: str) -> int:
+    """tf-text's per-word byte limit that never cuts a word of `max_chars` characters (4 UTF-8 bytes at most
+    each) nor the unknown token; the character limit itself is enforced before WordPiece runs."""
+    return 4 * max_chars + len(unk_token.encode("utf-8"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,66 +140,6 @@ def unicode_tables(do_lower_case: bool) -> UnicodeTables:
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Where stock FastBertTokenizer is exact.
-
-
-@functools.lru_cache(maxsize=2)
-def stock_safe_codepoints(do_lower_case: bool) -> np.ndarray:
-    """Sorted BMP code points on which stock `FastBertTokenizer` agrees with the original, character by character.
-
-    A code point qualifies when (a) the stock normalizer maps it to what the original's cleaning + (uncased)
-    lower-casing/NFD/accent stripping gives, with at most one character; and (b) the stock splitter classifies
-    that character (separator / split off / part of a word) as the original does. Capital sigma and characters
-    that take part in canonical reordering are excluded since their result depends on their neighbours.
-    """
-    tables = unicode_tables(do_lower_case)
-    candidates = np.array([cp for cp in range(0x10000) if not 0xD800 <= cp <= 0xDFFF], np.int64)
-    texts = tf.constant([chr(cp).encode("utf-8") for cp in candidates])
-    normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=do_lower_case)
-    stock = [s.decode("utf-8") for s in normalizer.normalize(texts).numpy()]
-    # Classify every output character with the stock end-to-end splitter: "a d b" with vocab {a, b} gives
-    # [a, b] if d separates, [a, ?, b] if it is split off, and one [UNK] if it joins the word.
-    outputs = sorted({c for s in stock for c in s})
-    probe = tf_text.FastWordpieceTokenizer(["[UNK]", "a", "b"], token_out_type=tf.int32)
-    counts = probe.tokenize(tf.constant([("a" + c + "b").encode("utf-8") for c in outputs])).row_lengths().numpy()
-    stock_class = {c: {2: SPACE, 3: ISOLATE, 1: 0}.get(int(n), -1) for c, n in zip(outputs, counts)}
-    safe = []
-    for cp, out in zip(candidates.tolist(), stock):
-        f = int(tables.flags[cp])
-        if do_lower_case and (cp == _SIGMA or f & HAS_REORDER):
-            continue
-        if f & DROP:
-            ok = out == ""
-        elif f & SPACE:
-            ok = len(out) == 1 and stock_class[out] == SPACE
-        else:
-            expected = char_rules.uncased(chr(cp)) if do_lower_case else chr(cp)
-            ok = (
-                out == expected
-                and len(out) <= 1
-                and all(stock_class[c] == int(tables.flags[ord(c)]) & ISOLATE for c in out)
-            )
-        if ok:
-            safe.append(cp)
-    return np.array(safe, np.int64)
-
-
-def char_class_regex(codepoints: Sequence[int]) -> str:
-    """An RE2 character class matching exactly `codepoints` (sorted)."""
-    ranges: List[Tuple[int, int]] = []
-    for cp in codepoints:
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1] = (ranges[-1][0], cp)
-        else:
-            ranges.append((cp, cp))
-
-    def esc(cp):
-        return "\\x{%x}" % cp
-
-    return "[" + "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in ranges) + "]"
-
-
-# ----------------------------------------------------------------------------------------------------------------
 # The exact path.
 
 
@@ -234,10 +178,10 @@ class ExactBasicTokenizer:
             self._nfd_len = tf.constant(t.nfd_len)
             self._nfd_values = tf.constant(t.nfd_values)
             self._ccc = tf.constant(t.ccc)
-        # Words are pre-split here; every word of up to `max_chars` characters fits in 4 bytes a character.
+        # Words arrive pre-split, already cut to `max_chars` characters (longer ones are `[UNK]` by then).
         self._wordpiece = tf_text.FastWordpieceTokenizer(
             list(vocab),
-            max_bytes_per_word=4 * max_input_chars_per_word + len(unk_token.encode("utf-8")),
+            max_bytes_per_word=max_bytes_per_word(max_input_chars_per_word, unk_token),
             token_out_type=tf.int32,
             unknown_token=unk_token,
             no_pretokenization=True,

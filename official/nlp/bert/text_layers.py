@@ -25,10 +25,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from official.nlp.bert import graph_basic_tokenizer
+from official.nlp.bert import stock_routing
 from official.nlp.bert import tokenization
-
-# RE2 allows counted repetition up to 1000; longer word limits turn the fast path off.
-_MAX_ROUTABLE_WORD = 998
 
 
 def _load_vocabulary(vocabulary) -> List[str]:
@@ -47,11 +45,11 @@ class BertTokenizer(keras.layers.Layer):
 
     How it stays exact and fast: each string is checked with two precompiled regular expressions. Strings made only
     of characters on which stock `tensorflow_text.FastBertTokenizer` provably behaves like the original (verified
-    per character against Python's Unicode rules when the layer is built, see `graph_basic_tokenizer`), with no
+    per character against Python's Unicode rules when the layer is built, see `stock_routing`), with no
     run of more than `max_input_chars_per_word` non-space characters, go through that fast C++ op. The others
     (compatibility characters such as `½`, `ß`, Greek capital sigma, Hangul when uncased, emoji, long words, ...)
     go through an exact path that applies tables derived from Python's `unicodedata` and `str.lower` with TF ops
-    and then tf-text's WordPiece on the resulting words.
+    and then tf-text's WordPiece on the resulting words (`graph_basic_tokenizer`).
 
     Args:
       vocabulary: path of `vocab.txt`, or the list of tokens in id order.
@@ -59,7 +57,7 @@ class BertTokenizer(keras.layers.Layer):
       max_input_chars_per_word: longer words (in characters after normalization) become `[UNK]`.
       vocab_size: if given, the vocabulary must have this many tokens (e.g. `bert_config.vocab_size`).
       fast_path: route strings that allow it through stock `FastBertTokenizer` (same ids, faster). False sends
-        everything through the exact path.
+        everything through the exact path, as does a `max_input_chars_per_word` over 998.
       **kwargs: `keras.layers.Layer` arguments (`name`, ...).
 
     The vocabulary is validated like `tokenization.FullTokenizer`'s: special tokens present, size, and case.
@@ -88,7 +86,7 @@ class BertTokenizer(keras.layers.Layer):
         tokenization.validate_vocab(self._vocab, vocab_size=vocab_size, do_lower_case=do_lower_case, source=source)
         self.do_lower_case = bool(do_lower_case)
         self.max_input_chars_per_word = int(max_input_chars_per_word)
-        self.fast_path = bool(fast_path) and self.max_input_chars_per_word <= _MAX_ROUTABLE_WORD
+        self.fast_path = bool(fast_path) and self.max_input_chars_per_word <= stock_routing.MAX_ROUTABLE_WORD
         self._requested_fast_path = bool(fast_path)
         self._token_to_id = {t: i for i, t in enumerate(self._vocab)}
         unk = tokenization.UNK_TOKEN
@@ -96,28 +94,13 @@ class BertTokenizer(keras.layers.Layer):
             self._exact = graph_basic_tokenizer.ExactBasicTokenizer(
                 self._vocab, self.do_lower_case, self.max_input_chars_per_word, unk
             )
-            if self.fast_path:
-                self._stock = tf_text.FastBertTokenizer(
-                    self._vocab,
-                    token_out_type=tf.int32,
-                    unknown_token=unk,
-                    max_bytes_per_word=4 * self.max_input_chars_per_word + len(unk),
-                    lower_case_nfd_strip_accents=self.do_lower_case,
-                )
+            self._router = (
+                stock_routing.StockRouter(self._vocab, self.do_lower_case, self.max_input_chars_per_word, unk)
+                if self.fast_path
+                else None
+            )
         except Exception as e:  # tf-text's builders fail with terse messages
             raise tokenization.VocabularyError(f"{source}: tensorflow-text cannot build a WordPiece model: {e}") from e
-        if self.fast_path:
-            safe = graph_basic_tokenizer.stock_safe_codepoints(self.do_lower_case)
-            tables = graph_basic_tokenizer.unicode_tables(self.do_lower_case)
-            if self.do_lower_case:
-                vanishing = tables.norm_len[safe] == 0  # dropped characters and (uncased) nonspacing marks
-            else:
-                vanishing = (tables.flags[safe] & graph_basic_tokenizer.DROP) != 0
-            self._safe_pattern = graph_basic_tokenizer.char_class_regex(safe) + "*"
-            # Stock end offsets of a token stretch over characters that normalize to nothing right after it, so
-            # offsets take the fast path only for strings without such characters.
-            self._safe_offsets_pattern = graph_basic_tokenizer.char_class_regex(safe[~vanishing]) + "*"
-            self._long_word_pattern = "(?s).*[^ \\t\\n\\r]{%d}.*" % (self.max_input_chars_per_word + 1)
 
     # -- vocabulary ---------------------------------------------------------------------------------------------
 
@@ -156,28 +139,9 @@ class BertTokenizer(keras.layers.Layer):
 
     def _routed(self, texts, with_offsets: bool):
         exact = self._exact.tokenize_with_offsets if with_offsets else self._exact.tokenize
-        if not self.fast_path:
+        if self._router is None:
             return exact(texts)
-        stock = self._stock.tokenize_with_offsets if with_offsets else self._stock.tokenize
-        pattern = self._safe_offsets_pattern if with_offsets else self._safe_pattern
-        safe = tf.strings.regex_full_match(texts, pattern) & ~tf.strings.regex_full_match(
-            texts, self._long_word_pattern
-        )
-
-        def fast_only():
-            return stock(texts)
-
-        def mixed():
-            fast_rows = tf.where(safe)[:, 0]
-            exact_rows = tf.where(~safe)[:, 0]
-            fast = stock(tf.gather(texts, fast_rows))
-            slow = exact(tf.gather(texts, exact_rows))
-            inverse = tf.math.invert_permutation(tf.concat([fast_rows, exact_rows], 0))
-            if with_offsets:
-                return tuple(tf.gather(tf.concat([f, s], 0), inverse) for f, s in zip(fast, slow))
-            return tf.gather(tf.concat([fast, slow], 0), inverse)
-
-        return tf.cond(tf.reduce_all(safe), fast_only, mixed)
+        return self._router.tokenize(texts, exact, with_offsets)
 
     def _apply(self, inputs, with_offsets: bool):
         texts = tf.convert_to_tensor(inputs, dtype=tf.string)
