@@ -14,13 +14,13 @@ Example:
 from __future__ import annotations
 
 import collections
-import glob
 import os
 from typing import Iterable, List, Mapping, Optional, Sequence
 
 from absl import logging
 
 from official.nlp.bert import tokenization
+from official.nlp.data import pretraining_documents
 
 
 def reserved_tokens(num_unused: int = 0) -> List[str]:
@@ -30,14 +30,12 @@ def reserved_tokens(num_unused: int = 0) -> List[str]:
 
 
 def expand_input_files(input_file: str) -> List[str]:
-    """Comma-separated paths and glob patterns -> sorted existing files; a pattern that matches nothing is an error."""
-    files: List[str] = []
-    for pattern in [p.strip() for p in input_file.split(",") if p.strip()]:
-        matches = sorted(glob.glob(pattern))
-        if not matches:
-            raise FileNotFoundError(f"--input_file: {pattern!r} matches no file")
-        files.extend(matches)
-    return files
+    """Comma-separated paths and glob patterns -> the files (each pattern's matches sorted), as
+    `create_pretraining_data` reads them; a path or pattern that names no file raises `FileNotFoundError`."""
+    try:
+        return pretraining_documents.expand_input_files(input_file)
+    except pretraining_documents.InputError as e:
+        raise FileNotFoundError(str(e)) from None
 
 
 def iter_lines(files: Sequence[str]) -> Iterable[str]:
