@@ -82,11 +82,6 @@ class BertConfig:
             raise ValueError(f"BertConfig.hidden_act {self.hidden_act!r} is not one of "
                              f"{', '.join(ACTIVATION_NAMES)}{hint}")
 
-    @property
-    def head_size(self) -> int:
-        """Units per attention head."""
-        return self.hidden_size // self.num_attention_heads
-
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> "BertConfig":
         """A published BERT size (`tiny`, `mini`, `small`, `medium`, `base`, `large`), with fields overridden.
