@@ -12,10 +12,6 @@ import struct
 
 import numpy as np
 
-from official.nlp.bert.checkpoints import ENCODER_SCOPE
-
-
-
 _SAFETENSORS_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
                        "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
 
@@ -24,7 +20,8 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
     """Reads a `.safetensors` file with NumPy alone (BF16 tensors become float32).
 
     Hand-written because the format is a JSON header plus raw little-endian buffers, and NumPy cannot hold
-    bfloat16, which `safetensors.numpy` then refuses.
+    bfloat16, which `safetensors.numpy` then refuses. The arrays are read-only views of the file's bytes (no copy:
+    converting a checkpoint needs the file once in memory, not twice); BF16 ones are fresh float32 arrays.
     """
     with open(path, "rb") as f:
         data = f.read()
@@ -34,12 +31,13 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
     except (struct.error, ValueError) as e:
         raise ValueError(f"{path} is not a safetensors file ({e})") from None
     start = 8 + header_size
+    buffer = memoryview(data)  # slices of a memoryview share the bytes; slices of bytes would copy them
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
         begin, end = info["data_offsets"]
-        raw = data[start + begin:start + end]
+        raw = buffer[start + begin:start + end]
         if info["dtype"] == "BF16":
             bits = np.frombuffer(raw, "<u2").astype(np.uint32) << 16
             array = bits.view(np.float32)
@@ -47,40 +45,23 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
             array = np.frombuffer(raw, np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<"))
         else:
             raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
-        tensors[name] = array.reshape(info["shape"]).copy()
+        tensors[name] = array.reshape(info["shape"])
     return tensors
 
 
-def tf1_name_to_hf(name: str) -> tuple[str, bool]:
-    """The Hugging Face name of a TF1 variable (without the `bert.` prefix) and whether its layout is transposed."""
-    special = {"cls/predictions/output_bias": "cls.predictions.bias",
-               "cls/seq_relationship/output_weights": "cls.seq_relationship.weight",
-               "cls/seq_relationship/output_bias": "cls.seq_relationship.bias"}
-    if name in special:
-        return special[name], False
-    parts = name.removeprefix(ENCODER_SCOPE).split("/")
-    parts = [re.sub(r"^layer_(\d+)$", r"layer.\1", p) for p in parts]
-    last = parts[-1]
-    if last.endswith("_embeddings"):
-        return ".".join(parts + ["weight"]), False
-    if last in ("gamma", "beta"):
-        return ".".join(parts[:-1] + ["weight" if last == "gamma" else "bias"]), False
-    if last == "kernel":
-        return ".".join(parts[:-1] + ["weight"]), True
-    return ".".join(parts), False
-
-
 _HF_LAYER_NORM = {"weight": "gamma", "bias": "beta"}
+# Pretraining-head weights whose names do not follow the scope pattern.
+_HF_HEAD_NAMES = {"cls.predictions.bias": "cls/predictions/output_bias",
+                  "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
+                  "cls.seq_relationship.bias": "cls/seq_relationship/output_bias"}
 
 
 def hf_name_to_tf1(name: str) -> tuple[str | None, bool]:
-    """The TF1 name for a Hugging Face BERT weight (any `bert.` prefix removed), or None if it has none."""
-    special = {"cls.predictions.bias": "cls/predictions/output_bias",
-               "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
-               "cls.seq_relationship.bias": "cls/seq_relationship/output_bias"}
+    """The TF1 name for a Hugging Face BERT weight (any `bert.` prefix removed), or None if it has none, and whether
+    the Hugging Face layout is the transpose of TF1's (dense kernels)."""
     name = name.removeprefix("bert.")
-    if name in special:
-        return special[name], False
+    if name in _HF_HEAD_NAMES:
+        return _HF_HEAD_NAMES[name], False
     parts = name.split(".")
     if parts[0] in ("embeddings", "encoder", "pooler"):
         parts[0] = "bert/" + parts[0]

@@ -17,6 +17,7 @@ def test_safetensors_reader(tmp_path):
     for key in tensors:
         assert read[key].dtype == tensors[key].dtype
         np.testing.assert_array_equal(read[key], tensors[key])
+        assert not read[key].flags.writeable  # views of the file's bytes: writing fails instead of corrupting
 
     # bfloat16 (which NumPy lacks) becomes float32: write the raw format by hand.
     import json
@@ -29,14 +30,39 @@ def test_safetensors_reader(tmp_path):
     np.testing.assert_array_equal(hf_weights.load_safetensors(str(tmp_path / "bf16.safetensors"))["w"], values)
 
 
-def test_hugging_face_names_round_trip():
+def _hf_bert_names(num_layers):
+    """The weight names of transformers' `BertForPreTraining` (without the `bert.` prefix), written out by hand."""
+    names = [f"embeddings.{kind}_embeddings.weight" for kind in ("word", "position", "token_type")]
+    names += ["embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias"]
+    for i in range(num_layers):
+        for module in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+                       "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"):
+            names += [f"encoder.layer.{i}.{module}.weight", f"encoder.layer.{i}.{module}.bias"]
+    names += ["pooler.dense.weight", "pooler.dense.bias", "cls.predictions.bias",
+              "cls.predictions.transform.dense.weight", "cls.predictions.transform.dense.bias",
+              "cls.predictions.transform.LayerNorm.weight", "cls.predictions.transform.LayerNorm.bias",
+              "cls.seq_relationship.weight", "cls.seq_relationship.bias"]
+    return names
+
+
+def test_hugging_face_names_map_onto_every_tf1_variable():
     model = _pretrainer()
-    for name in checkpoints.tf1_variable_map(model.encoder, model.masked_lm, model.next_sentence):
-        hf_name, transposed = hf_weights.tf1_name_to_hf(name)
-        assert hf_weights.hf_name_to_tf1(hf_name) == (name, transposed)
-        assert hf_weights.hf_name_to_tf1("bert." + hf_name) == (name, transposed)
-    assert hf_weights.tf1_name_to_hf("bert/encoder/layer_1/attention/output/LayerNorm/gamma") == (
-        "encoder.layer.1.attention.output.LayerNorm.weight", False)
+    variables = checkpoints.tf1_variable_map(model.encoder, model.masked_lm, model.next_sentence)
+    hf_names = _hf_bert_names(model.encoder.config.num_hidden_layers)
+    mapped = {name: hf_weights.hf_name_to_tf1(name) for name in hf_names}
+    assert sorted(tf1 for tf1, _ in mapped.values()) == sorted(variables)
+    # PyTorch stores a dense weight as [out, in], TF1 a kernel as [in, out]; the NSP [2, H] matrix is the same in both.
+    assert {name for name, (tf1, transposed) in mapped.items() if transposed} == {
+        name for name, (tf1, _) in mapped.items() if tf1.endswith("/kernel")}
+    for name in hf_names:
+        prefixed = name if name.startswith("cls.") else "bert." + name
+        assert hf_weights.hf_name_to_tf1(prefixed) == mapped[name]
+    layer_norm = ("bert/encoder/layer_1/attention/output/LayerNorm/gamma", False)
+    assert hf_weights.hf_name_to_tf1("encoder.layer.1.attention.output.LayerNorm.weight") == layer_norm
+    assert hf_weights.hf_name_to_tf1("bert.encoder.layer.1.attention.output.LayerNorm.gamma") == layer_norm  # older
+    assert hf_weights.hf_name_to_tf1("bert.encoder.layer.0.attention.self.query.weight") == (
+        "bert/encoder/layer_0/attention/self/query/kernel", True)
+    assert hf_weights.hf_name_to_tf1("cls.seq_relationship.weight") == ("cls/seq_relationship/output_weights", False)
     assert hf_weights.hf_name_to_tf1("classifier.weight") == (None, False)
 
 
