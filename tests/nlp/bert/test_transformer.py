@@ -1,5 +1,3 @@
-import math
-
 import numpy as np
 import pytest
 
@@ -61,7 +59,10 @@ def test_three_dimensional_mask_equals_padding_mask():
     np.testing.assert_allclose(block(x, attention_mask=mask), block(x, attention_mask=mask3), atol=1e-6)
 
 
-def test_attention_scale_uses_head_size():
+def test_head_size_comes_from_the_input_width():
+    # The scale 1/sqrt(head_size) itself is checked by the reference comparison above.
     layer = BertSelfAttention(num_attention_heads=4)
     layer(np.zeros((1, 2, 16), "float32"))
-    assert layer.head_size == 4 and math.isclose(1 / math.sqrt(layer.head_size), 0.5)
+    assert layer.head_size == 4
+    with pytest.raises(ValueError, match="hidden size 18 is not divisible by 4 heads"):
+        BertSelfAttention(num_attention_heads=4)(np.zeros((1, 2, 18), "float32"))
