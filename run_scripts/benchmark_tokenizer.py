@@ -10,13 +10,9 @@ Python ones run line by line; Hugging Face `tokenizers` (if installed) runs `enc
 threads. MB/s counts UTF-8 input bytes. It also checks that our in-graph ids equal our Python tokenizer's, and
 counts the lines where stock FastBertTokenizer differs from them.
 """
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app, flags  # noqa: E402
+from absl import app, flags
 
 flags.DEFINE_string("text_file", None, "Text file; every non-empty line is one input string.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary.")

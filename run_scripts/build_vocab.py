@@ -7,14 +7,9 @@ Words are counted with the library's BasicTokenizer (the original BERT rules), s
 `FullTokenizer` / `BertTokenizer` split text; pieces are learned by tensorflow-text's WordPiece learner.
 See `official.nlp.bert.wordpiece_vocab`.
 """
-import os
-import sys
+from absl import app, flags, logging
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app, flags, logging  # noqa: E402
-
-from official.nlp.bert import wordpiece_vocab  # noqa: E402
+from official.nlp.bert import wordpiece_vocab
 
 flags.DEFINE_string("input_file", None, "Input text files: a comma-separated list of paths and glob patterns.")
 flags.DEFINE_string("output_file", None, "Where to write vocab.txt.")

@@ -1,5 +1,5 @@
 """Tests for learning a WordPiece vocabulary (library and absl script)."""
-import pathlib
+import os
 import subprocess
 import sys
 
@@ -10,8 +10,9 @@ from official.nlp.bert import char_rules
 from official.nlp.bert import text_layers
 from official.nlp.bert import tokenization
 from official.nlp.bert import wordpiece_vocab
+from tests.conftest import REPO_ROOT
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[3] / "run_scripts" / "build_vocab.py"
+SCRIPT = REPO_ROOT / "run_scripts" / "build_vocab.py"
 
 
 @pytest.fixture(scope="module")
@@ -61,11 +62,12 @@ def test_bad_arguments_are_refused(tmp_path):
 @pytest.mark.slow
 def test_script(corpus_file, tmp_path):
     out = tmp_path / "vocab.txt"
-    subprocess.run(
+    result = subprocess.run(
         [sys.executable, str(SCRIPT), f"--input_file={corpus_file}", f"--output_file={out}", "--vocab_size=400",
          "--min_count=2", "--max_lines=300", "--do_lower_case=False"],
-        check=True, capture_output=True,
+        cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
     )
+    assert result.returncode == 0, result.stderr[-3000:]
     vocab = tokenization.load_vocab(out)
     tokenization.validate_vocab(vocab, do_lower_case=False)
     assert 300 <= len(vocab) <= 400
