@@ -8,18 +8,10 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.bert import tokenization
-from official.nlp.data import masking, pretraining_data, pretraining_records
+from official.nlp.data import masking, pretraining_data
+from tests.pretraining_records import parse_records as parse
 
 GOLDEN = "pretraining_golden/squad_contexts.uncased.seq128.dupe5.tfrecord.gz"
-
-
-def parse(path, compression="", nsp=True, masked=True, seq=128, preds=20):
-    spec = pretraining_records.feature_spec(seq, preds, nsp)
-    if not masked:
-        spec = {k: v for k, v in spec.items() if not k.startswith("masked_lm")}
-    ds = tf.data.TFRecordDataset(str(path), compression_type=compression)
-    ds = ds.map(lambda r: tf.io.parse_single_example(r, spec)).batch(1 << 20)
-    return {k: v.numpy() for k, v in next(iter(ds)).items()}
 
 
 def config(shared_data, tmp, **kw):
@@ -147,7 +139,7 @@ def test_mlm_only_unmasked_records_feed_dynamic_masking(shared_data, tmp_path, u
     cfg = config(shared_data, tmp_path, input_file=str(shared_data / "bert_sample_text.txt"),
                  use_next_sentence_label=False, static_masking=False, do_whole_word_mask=True)
     stats = pretraining_data.create_pretraining_data(cfg)
-    rec = parse(cfg.output_file, nsp=False, masked=False)
+    rec = parse(cfg.output_file, preds=None, nsp=False)
     assert set(rec) == {"input_ids", "input_mask", "segment_ids"} and len(rec["input_ids"]) == stats.instances
     vocab = tokenization.load_vocab(str(uncased_vocab))
     mcfg = masking.MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20, whole_word_mask=True)
