@@ -30,6 +30,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.data.pretraining_instances import removal_counts
+
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
 # Batches are padded to a multiple of this many tokens (not always to max_seq_length): real tokens give the same
 # vectors whatever the padding, and a few bucket sizes keep the number of traced graphs small.
@@ -95,11 +97,9 @@ def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int) -> None:
     Cutting the longer one keeps the most information: a token of a short segment carries more than one of a
     long segment.
     """
-    while len(tokens_a) + len(tokens_b) > max_length:
-        if len(tokens_a) > len(tokens_b):
-            tokens_a.pop()
-        else:
-            tokens_b.pop()
+    cut_a, cut_b = removal_counts(len(tokens_a), len(tokens_b), max_length)
+    del tokens_a[len(tokens_a) - cut_a:]
+    del tokens_b[len(tokens_b) - cut_b:]
 
 
 def convert_examples_to_features(examples: Iterable[InputExample], seq_length: int, tokenizer) -> list[InputFeatures]:

@@ -76,8 +76,7 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
     for _ in range(config.dupe_factor):
         for doc_index in range(len(order)):
             instances_lib.plan_document(docs, order, doc_index, config.max_seq_length, config.short_seq_prob,
-                                        draws, plan, exact_trim=True,
-                                        on_instance=mask_one if config.static_masking else None)
+                                        draws, plan, on_instance=mask_one if config.static_masking else None)
     stats.document_passes += plan.document_passes
     stats.short_document_passes += plan.short_document_passes
     instance_order = list(range(len(plan)))
