@@ -117,21 +117,23 @@ def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_lib.Ma
         whole_word_mask=config.do_whole_word_mask, max_ngram_size=config.max_ngram_size)
 
 
+Masker = Callable[[dict, np.ndarray], dict]  # (batch from build_batch, its plan rows) -> masking_lib.apply_masking
+
+
 def encode_instances(tokens: np.ndarray, plan: dict, rows: np.ndarray, config: PretrainingDataConfig,
-                     mask_config: masking_lib.MaskingConfig, masker: Callable[[dict], dict],
-                     stats: PretrainingStatistics) -> bytes:
-    """Assembles, masks (``masker(batch)``), serializes and frames the instances ``rows`` of a plan."""
+                     mask_config: masking_lib.MaskingConfig, masker: Masker, stats: PretrainingStatistics) -> bytes:
+    """Assembles, masks (``masker(batch, rows)``), serializes and frames the instances ``rows`` of a plan."""
     cls_id, sep_id = mask_config.special_token_ids
     batch = instances_lib.build_batch(tokens, plan, rows, config.max_seq_length, cls_id, sep_id)
-    features = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+    features = {k: batch[k] for k in records_lib.SEQUENCE_FEATURES}
     actions = None
     if config.static_masking:
-        masked = masker(batch)
+        masked = masker(batch, rows)
         actions = masked["actions"]
-        for k in ("input_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights"):
+        for k in ("input_ids", *records_lib.PREDICTION_FEATURES):
             features[k] = masked[k]
     if config.use_next_sentence_label:
-        features["next_sentence_labels"] = plan["is_random_next"][rows][:, None]
+        features[records_lib.NSP_FEATURE] = plan["is_random_next"][rows][:, None]
     stats.add_batch(batch["lengths"], plan["is_random_next"][rows], plan["short_target"][rows], actions)
     matrix, lengths = records_lib.serialize_examples(features)
     return tfrecord_io.frame_records(matrix, lengths)
@@ -140,6 +142,19 @@ def encode_instances(tokens: np.ndarray, plan: dict, rows: np.ndarray, config: P
 def gzip_writer(raw):
     """A gzip stream with no name and time in its header, so the same records always give the same bytes."""
     return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def write_instances(path: str, tokens: np.ndarray, plan: dict, order: np.ndarray, config: PretrainingDataConfig,
+                    mask_config: masking_lib.MaskingConfig, masker: Masker, stats: PretrainingStatistics) -> None:
+    """Writes the instances ``order`` of a plan, in that order and a batch at a time, as framed records (gzipped
+    with ``config.gzip``) to ``path``."""
+    with open(path, "wb") as raw:
+        out = gzip_writer(raw) if config.gzip else raw
+        for begin in range(0, len(order), BATCH_SIZE):
+            rows = order[begin:begin + BATCH_SIZE]
+            out.write(encode_instances(tokens, plan, rows, config, mask_config, masker, stats))
+        if config.gzip:
+            out.close()
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -171,25 +186,20 @@ def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
     docs = documents_lib.read_documents(
         unit.pieces, _WORKER["tokenizer"].ids,
         documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines), stats.input)
-    single = np.nonzero(np.diff(docs.document_offsets) == 1)[0]
-    stats.input["single_sentence_documents"] += len(single)
+    single = docs.single_sentence_documents()
     first_single = docs.first_lines[single[0]] if len(single) else None
     py_rng, np_rng = unit_seeds(config.random_seed, unit.index)
     plan = instances_lib.plan_instances(docs, config.max_seq_length, config.short_seq_prob, config.dupe_factor,
                                         py_rng)
     stats.document_passes += plan.document_passes
     stats.short_document_passes += plan.short_document_passes
-    arrays = plan.arrays()
     order = np_rng.permutation(len(plan))
     mask_config = _WORKER["mask_config"]
-    masker = lambda b: masking_lib.mask_batch(b["input_ids"], b["input_mask"], np_rng, mask_config)  # noqa: E731
-    with open(part_path, "wb") as raw:
-        out = gzip_writer(raw) if config.gzip else raw
-        for begin in range(0, len(order), BATCH_SIZE):
-            rows = order[begin:begin + BATCH_SIZE]
-            out.write(encode_instances(docs.tokens, arrays, rows, config, mask_config, masker, stats))
-        if config.gzip:
-            out.close()
+
+    def masker(batch: dict, rows: np.ndarray) -> dict:
+        return masking_lib.mask_batch(batch["input_ids"], batch["input_mask"], np_rng, mask_config)
+
+    write_instances(part_path, docs.tokens, plan.arrays(), order, config, mask_config, masker, stats)
     return {"unit": unit.index, "stats": dataclasses.asdict(stats), "seconds": time.time() - start,
             "bytes": unit.num_bytes, "first_single_sentence_document": first_single}
 
@@ -283,7 +293,7 @@ def _run_units(config, paths, shards, pending, num_workers, total) -> None:
         results = _windowed(pool, [(u, part(s, u)) for s, u in pending], 2 * num_workers)
     try:
         for (s, u), result in zip(pending, results):
-            unit_stats = PretrainingStatistics(**result["stats"])
+            unit_stats = PretrainingStatistics.from_dict(result["stats"])
             if result["first_single_sentence_document"] and not total.input["single_sentence_documents"]:
                 path, offset = result["first_single_sentence_document"]
                 logging.warning("%s:%d: a document of a single sentence (the first of those counted in the "

@@ -36,7 +36,6 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
         [(f, 0, os.path.getsize(f)) for f in files], CachedTokenizer(tokenizer).ids,
         documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines), stats.input,
         files_break_documents=False)
-    stats.input["single_sentence_documents"] += int(np.sum(np.diff(docs.document_offsets) == 1))
 
     rng = random.Random(config.random_seed)
     instances_lib.prepare(docs)
@@ -84,29 +83,20 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
     arrays = plan.arrays()
     instance_order = np.asarray(instance_order, dtype=np.int64)
 
-    def masker_for(rows):
-        def masker(batch):
-            selected = np.zeros(batch["input_ids"].shape, dtype=bool)
-            actions, replacement = [], []
-            for i, r in enumerate(rows):
-                positions, acts, repl = masks[r]
-                selected[i, positions] = True
-                actions.extend(acts)
-                replacement.extend(repl)
-            return masking_lib.apply_masking(batch["input_ids"], selected, np.asarray(actions, np.int8),
-                                             np.asarray(replacement, np.int64), mask_config)
-        return masker
+    def masker(batch: dict, rows: np.ndarray) -> dict:
+        selected = np.zeros(batch["input_ids"].shape, dtype=bool)
+        actions, replacement = [], []
+        for i, r in enumerate(rows):
+            positions, acts, repl = masks[r]
+            selected[i, positions] = True
+            actions.extend(acts)
+            replacement.extend(repl)
+        return masking_lib.apply_masking(batch["input_ids"], selected, np.asarray(actions, np.int8),
+                                         np.asarray(replacement, np.int64), mask_config)
 
     for j, path in enumerate(paths):
-        rows_all = instance_order[j::len(paths)]
         tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as raw:
-            out = data_lib.gzip_writer(raw) if config.gzip else raw
-            for begin in range(0, len(rows_all), data_lib.BATCH_SIZE):
-                rows = rows_all[begin:begin + data_lib.BATCH_SIZE]
-                out.write(data_lib.encode_instances(docs.tokens, arrays, rows, config, mask_config,
-                                                    masker_for(rows), stats))
-            if config.gzip:
-                out.close()
+        data_lib.write_instances(tmp, docs.tokens, arrays, instance_order[j::len(paths)], config, mask_config, masker,
+                                 stats)
         os.replace(tmp, path)
     return stats
