@@ -1,5 +1,5 @@
 """The absl script: a kill mid-run leaves no complete-looking shard and the rerun gives the same bytes; bad input
-fails with a message naming the file."""
+and bad flags fail with a message naming the file or the flag."""
 import os
 import pathlib
 import signal
@@ -70,3 +70,11 @@ def test_vocabulary_that_does_not_fit_the_flags_is_refused(shared_data, tmp_path
     cased = shared_data / "vocab" / "bert-base-cased-vocab.txt"
     result = subprocess.run(args + [f"--vocab_file={cased}", "--do_lower_case=True"], capture_output=True, text=True)
     assert result.returncode != 0 and f"{cased}: looks cased" in result.stderr
+
+
+def test_bad_flags_fail_before_any_output(shared_data, tmp_path):
+    result = subprocess.run(_args(shared_data, shared_data / "bert_sample_text.txt", tmp_path / "new" / "x@2",
+                                  "--dupe_factor=0", "--short_seq_prob=1.5"), capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "--dupe_factor=0: must be at least 1" in result.stderr and "--short_seq_prob=1.5" in result.stderr
+    assert not (tmp_path / "new").exists()

@@ -103,6 +103,35 @@ def default_stats_path(output_file: str | Sequence[str], paths: Sequence[str]) -
     return paths[0] + ".stats.json" if len(paths) == 1 else paths[0] + ".all.stats.json"
 
 
+def validate_config(config: PretrainingDataConfig) -> None:
+    """Refuses flags that cannot give correct records, naming each; runs before any file or folder is made."""
+    c = config
+    problems = []
+
+    def check(ok: bool, flag: str, value, why: str) -> None:
+        if not ok:
+            problems.append(f"--{flag}={value}: {why}")
+
+    check(c.max_seq_length >= 5, "max_seq_length", c.max_seq_length,
+          "must be at least 5 ([CLS] A [SEP] B [SEP] with one token in each segment)")
+    check(c.max_predictions_per_seq >= 1, "max_predictions_per_seq", c.max_predictions_per_seq, "must be at least 1")
+    check(c.dupe_factor >= 1, "dupe_factor", c.dupe_factor,
+          "must be at least 1 (the number of passes over the input; 0 would write empty files)")
+    check(0 < c.masked_lm_prob <= 1, "masked_lm_prob", c.masked_lm_prob, "must be in (0, 1]")
+    check(0 <= c.short_seq_prob <= 1, "short_seq_prob", c.short_seq_prob, "is a probability, so must be in [0, 1]")
+    check(c.max_ngram_size >= 1, "max_ngram_size", c.max_ngram_size, "must be at least 1 (1: no n-gram masking)")
+    check(c.unit_mb > 0, "unit_mb", c.unit_mb, "must be positive (the size of a work unit in MB)")
+    check(c.max_line_bytes >= 1, "max_line_bytes", c.max_line_bytes, "must be at least 1")
+    check(c.num_workers >= 0, "num_workers", c.num_workers, "must be >= 0 (0: all cores)")
+    if c.reference_order:
+        check(c.max_ngram_size == 1, "max_ngram_size", c.max_ngram_size,
+              "--reference_order reproduces the original script, which has no n-gram masking; use 1")
+    else:
+        check(c.random_seed >= 0, "random_seed", c.random_seed, "must be >= 0 (it seeds numpy's SeedSequence)")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
 def load_checked_vocab(config: PretrainingDataConfig) -> dict:
     from official.nlp.bert import tokenization
 
@@ -229,9 +258,10 @@ def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics) -> 
 
 def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatistics:
     """Runs the whole job; returns the merged statistics (also written to the statistics file)."""
+    validate_config(config)
     files = documents_lib.expand_input_files(config.input_file)
     vocab = load_checked_vocab(config)
-    masking_config(config, vocab)  # Fails early on a vocabulary without [CLS]/[SEP]/[MASK].
+    masking_config(config, vocab)  # Fails early on a vocabulary without [CLS], [SEP] or [MASK].
     paths = output_paths(config.output_file)
     stats_path = config.stats_file or default_stats_path(config.output_file, paths)
     for path in paths:
@@ -248,7 +278,7 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     units = documents_lib.plan_units(files, unit_bytes)
     shards = _assign_units(len(units), len(paths))
     total = PretrainingStatistics(config.max_seq_length)
-    pending = []  # (shard index, unit)
+    to_write = []  # Indexes of the shards this run writes units for.
     for s, path in enumerate(paths):
         if os.path.exists(path) and os.path.exists(path + ".stats.json"):
             logging.info("shard %s is complete; skipped", path)
@@ -259,24 +289,25 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
         tmp_dir = path + ".incomplete"
         shutil.rmtree(tmp_dir, ignore_errors=True)
         os.makedirs(tmp_dir)
-        pending.extend((s, units[u]) for u in shards[s])
-        if not shards[s]:
+        if shards[s]:
+            to_write.append(s)
+        else:
             open(os.path.join(tmp_dir, "shard"), "wb").close()
             _finish_shard(path, [], PretrainingStatistics(config.max_seq_length))
             logging.warning("shard %s is empty: the input has fewer work units than output shards", path)
 
+    pending = [(s, units[u]) for s in to_write for u in shards[s]]
     num_workers = config.num_workers or os.cpu_count() or 1
     num_workers = max(1, min(num_workers, len(pending)))
     logging.info("%d input files, %.1f MB, %d work units, %d shards (%d to write), %d workers",
-                 len(files), total_bytes / 2**20, len(units), len(paths), len(paths) - sum(
-                     1 for s in range(len(paths)) if not any(p[0] == s for p in pending)), num_workers)
+                 len(files), total_bytes / 2**20, len(units), len(paths), len(to_write), num_workers)
     if pending:
-        _run_units(config, paths, shards, pending, num_workers, total)
+        _run_units(config, paths, shards, units, pending, num_workers, total)
     total.write(stats_path, {"output_files": paths})
     return total
 
 
-def _run_units(config, paths, shards, pending, num_workers, total) -> None:
+def _run_units(config, paths, shards, units, pending, num_workers, total) -> None:
     remaining = {s: len(shards[s]) for s, _ in pending}
     shard_stats = {s: PretrainingStatistics(config.max_seq_length) for s in remaining}
     part = lambda s, u: os.path.join(paths[s] + ".incomplete", f"unit-{u.index:06d}.part")  # noqa: E731
@@ -304,8 +335,7 @@ def _run_units(config, paths, shards, pending, num_workers, total) -> None:
             done_bytes += result["bytes"]
             remaining[s] -= 1
             if remaining[s] == 0:
-                _finish_shard(paths[s], [part(s, paths_u) for paths_u in _units_of(shards[s], pending)],
-                              shard_stats.pop(s))
+                _finish_shard(paths[s], [part(s, units[i]) for i in shards[s]], shard_stats.pop(s))
                 logging.info("wrote %s", paths[s])
             now = time.time()
             if now - last_log > 10 or remaining[s] == 0:
@@ -318,11 +348,6 @@ def _run_units(config, paths, shards, pending, num_workers, total) -> None:
         if pool is not None:
             pool.terminate()
             pool.join()
-
-
-def _units_of(unit_range, pending):
-    by_index = {u.index: u for _, u in pending}
-    return [by_index[i] for i in unit_range]
 
 
 def _windowed(pool, tasks, window):

@@ -26,9 +26,6 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
     from official.nlp.data import pretraining_data as data_lib
     from official.nlp.data.cached_tokenizer import CachedTokenizer
 
-    if config.max_ngram_size != 1:
-        raise ValueError("reference_order reproduces the original script, which has no n-gram masking; "
-                         "use max_ngram_size=1")
     tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
     mask_config = data_lib.masking_config(config, tokenizer.vocab)
     stats = PretrainingStatistics(config.max_seq_length)
