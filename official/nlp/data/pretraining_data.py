@@ -8,10 +8,12 @@ worker is bounded by the unit size, whatever the corpus size. The original draws
 shuffles instances over the whole corpus; here both stay within a unit of a few MB (thousands of documents).
 
 Output shards are contiguous runs of units. A worker writes its unit to a part file inside
-``<shard>.incomplete/``; when all units of a shard are done, the parts are joined, the shard's statistics are
-written to ``<shard>.stats.json`` and the shard is renamed to its final name. A shard file under its final name is
-therefore always complete, and a rerun skips it. Each unit draws from its own seed (``random_seed``, unit index),
-so the output bytes depend on the flags and the input only, not on the number of workers or on interruptions.
+``<shard>.incomplete/``; when all units of a shard are done, the parts are joined, the shard's statistics and the
+settings that shaped its bytes (see `pretraining_outputs`) are written to ``<shard>.stats.json`` and the shard is renamed to
+its final name. A shard file under its final name is therefore always complete, and a rerun with the same settings
+skips it; a rerun with other settings is refused before anything is touched, since keeping the old shards would mix
+two datasets. Each unit draws from its own seed (``random_seed``, unit index), so the output bytes depend on the
+flags and the input only, not on the number of workers or on interruptions.
 
 Example:
 
@@ -30,7 +32,6 @@ import math
 import multiprocessing
 import os
 import random
-import re
 import shutil
 import time
 from typing import Callable, Optional, Sequence
@@ -42,11 +43,12 @@ from official.nlp.data import pretraining_documents as documents_lib
 from official.nlp.data import pretraining_instances as instances_lib
 from official.nlp.data import pretraining_records as records_lib
 from official.nlp.data import tfrecord_io
+from official.nlp.data.pretraining_outputs import (default_stats_path, is_complete, output_paths, output_settings,
+                                                    shard_record)
 from official.nlp.data.pretraining_statistics import PretrainingStatistics
 
 BATCH_SIZE = 4096  # Instances assembled, masked and serialized per numpy batch.
 GZIP_LEVEL = 6  # zlib's default, as TensorFlow's GZIP writer uses; Python's default 9 is much slower.
-_SHARD_PATTERN = re.compile(r"^(.*)@(\d+)$")
 
 
 @dataclasses.dataclass
@@ -79,28 +81,6 @@ class PretrainingDataConfig:
     skip_bad_lines: bool = False
     stats_file: Optional[str] = None
     reference_order: bool = False  # Single process, whole corpus, the original's exact random stream.
-
-
-def output_paths(output_file: str | Sequence[str]) -> list[str]:
-    """``a,b,c`` -> [a, b, c]; ``PATH@N`` -> N sharded names."""
-    if not isinstance(output_file, str):
-        return list(output_file)
-    m = _SHARD_PATTERN.match(output_file)
-    if m:
-        n = int(m.group(2))
-        if n < 1:
-            raise ValueError(f"--output_file {output_file!r}: the shard count must be >= 1")
-        return [f"{m.group(1)}-{i:05d}-of-{n:05d}" for i in range(n)]
-    paths = [p.strip() for p in output_file.split(",") if p.strip()]
-    if not paths:
-        raise ValueError("--output_file names no file")
-    return paths
-
-
-def default_stats_path(output_file: str | Sequence[str], paths: Sequence[str]) -> str:
-    if isinstance(output_file, str) and _SHARD_PATTERN.match(output_file):
-        return _SHARD_PATTERN.match(output_file).group(1) + ".stats.json"
-    return paths[0] + ".stats.json" if len(paths) == 1 else paths[0] + ".all.stats.json"
 
 
 def validate_config(config: PretrainingDataConfig) -> None:
@@ -241,7 +221,7 @@ def _assign_units(num_units: int, num_shards: int) -> list[range]:
     return [range(s * num_units // num_shards, (s + 1) * num_units // num_shards) for s in range(num_shards)]
 
 
-def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics) -> None:
+def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics, record: dict) -> None:
     tmp_dir = path + ".incomplete"
     joined = os.path.join(tmp_dir, "shard")
     if len(parts) == 1:
@@ -251,7 +231,7 @@ def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics) -> 
             for part in parts:
                 with open(part, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 22)
-    stats.write(path + ".stats.json")
+    stats.write(path + ".stats.json", record)
     os.replace(joined, path)  # The shard gets its final name only now, complete.
     shutil.rmtree(tmp_dir, ignore_errors=True)
 
@@ -264,13 +244,23 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     masking_config(config, vocab)  # Fails early on a vocabulary without [CLS], [SEP] or [MASK].
     paths = output_paths(config.output_file)
     stats_path = config.stats_file or default_stats_path(config.output_file, paths)
+    records = {os.path.abspath(p + ".stats.json"): s for s, p in enumerate(paths)}
+    if len(paths) > 1 and os.path.abspath(stats_path) in records:
+        raise ValueError(f"--stats_file={stats_path} is the statistics file of one shard; name another file")
+    settings = output_settings(config, files, len(paths))
+    # Before anything is written: a shard of other settings stops the job here.
+    complete = [is_complete(path, settings, s) for s, path in enumerate(paths)]
     for path in paths:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    # With a single shard, the job's statistics file is also the shard's record.
+    record_of = records.get(os.path.abspath(stats_path))
+    job_record = {"output_files": paths,
+                  **({"settings": settings} if record_of is None else shard_record(settings, record_of))}
     if config.reference_order:
         from official.nlp.data import pretraining_reference
 
         stats = pretraining_reference.create_reference_order(config, files, paths)
-        stats.write(stats_path, {"mode": "reference_order"})
+        stats.write(stats_path, {"mode": "reference_order", **job_record})
         return stats
 
     total_bytes = sum(os.path.getsize(f) for f in files)
@@ -280,7 +270,7 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     total = PretrainingStatistics(config.max_seq_length)
     to_write = []  # Indexes of the shards this run writes units for.
     for s, path in enumerate(paths):
-        if os.path.exists(path) and os.path.exists(path + ".stats.json"):
+        if complete[s]:
             logging.info("shard %s is complete; skipped", path)
             total.merge(PretrainingStatistics.read(path + ".stats.json"))
             continue
@@ -293,7 +283,7 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
             to_write.append(s)
         else:
             open(os.path.join(tmp_dir, "shard"), "wb").close()
-            _finish_shard(path, [], PretrainingStatistics(config.max_seq_length))
+            _finish_shard(path, [], PretrainingStatistics(config.max_seq_length), shard_record(settings, s))
             logging.warning("shard %s is empty: the input has fewer work units than output shards", path)
 
     pending = [(s, units[u]) for s in to_write for u in shards[s]]
@@ -302,12 +292,12 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     logging.info("%d input files, %.1f MB, %d work units, %d shards (%d to write), %d workers",
                  len(files), total_bytes / 2**20, len(units), len(paths), len(to_write), num_workers)
     if pending:
-        _run_units(config, paths, shards, units, pending, num_workers, total)
-    total.write(stats_path, {"output_files": paths})
+        _run_units(config, paths, shards, units, pending, num_workers, total, settings)
+    total.write(stats_path, job_record)
     return total
 
 
-def _run_units(config, paths, shards, units, pending, num_workers, total) -> None:
+def _run_units(config, paths, shards, units, pending, num_workers, total, settings) -> None:
     remaining = {s: len(shards[s]) for s, _ in pending}
     shard_stats = {s: PretrainingStatistics(config.max_seq_length) for s in remaining}
     part = lambda s, u: os.path.join(paths[s] + ".incomplete", f"unit-{u.index:06d}.part")  # noqa: E731
@@ -335,7 +325,8 @@ def _run_units(config, paths, shards, units, pending, num_workers, total) -> Non
             done_bytes += result["bytes"]
             remaining[s] -= 1
             if remaining[s] == 0:
-                _finish_shard(paths[s], [part(s, units[i]) for i in shards[s]], shard_stats.pop(s))
+                _finish_shard(paths[s], [part(s, units[i]) for i in shards[s]], shard_stats.pop(s),
+                              shard_record(settings, s))
                 logging.info("wrote %s", paths[s])
             now = time.time()
             if now - last_log > 10 or remaining[s] == 0:

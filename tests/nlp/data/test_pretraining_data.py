@@ -193,3 +193,51 @@ def test_flags_without_a_problem_pass_and_problems_are_reported_together(shared_
                                             short_seq_prob=1.0, masked_lm_prob=1.0, unit_mb=1e-6))
     with pytest.raises(ValueError, match=r"--dupe_factor=0: .*; --short_seq_prob=2"):
         pretraining_data.validate_config(config(shared_data, tmp_path, dupe_factor=0, short_seq_prob=2))
+    with pytest.raises(ValueError, match="is the statistics file of one shard"):
+        pretraining_data.create_pretraining_data(config(
+            shared_data, tmp_path, output_file=str(tmp_path / "a,") + str(tmp_path / "b"),
+            stats_file=str(tmp_path / "b.stats.json")))
+
+
+def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data, tmp_path, uncased_vocab):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes((shared_data / "bert_sample_text.txt").read_bytes())
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_bytes(uncased_vocab.read_bytes())
+    out = tmp_path / "out"
+    base = dict(input_file=str(corpus), vocab_file=str(vocab), output_file=str(out / "x@2"), dupe_factor=1,
+                unit_mb=0.001)
+    first = pretraining_data.create_pretraining_data(config(shared_data, tmp_path, **base))
+    names = ["x-00000-of-00002", "x-00001-of-00002"]
+    written = {n: (out / n).read_bytes() for n in names}
+    assert all(written.values()) and json.load(open(out / "x.stats.json"))["settings"]["dupe_factor"] == 1
+
+    # Flags that do not change the bytes, and another spelling of the same vocabulary: the shards are kept.
+    same = pretraining_data.create_pretraining_data(config(
+        shared_data, tmp_path, **dict(base, num_workers=2, stats_file=str(tmp_path / "other.json"),
+                                      vocab_file=str(tmp_path / "." / "vocab.txt"))))
+    assert same.to_dict() == first.to_dict()
+
+    def refused(match, **changes):
+        with pytest.raises(ValueError, match=match):
+            pretraining_data.create_pretraining_data(config(shared_data, tmp_path, **dict(base, **changes)))
+        assert {n: (out / n).read_bytes() for n in names} == written  # Nothing touched.
+        assert not list(out.glob("*.incomplete"))
+
+    how = "delete the old outputs .* or choose another --output_file"
+    refused(rf"x-00000-of-00002 was written with other settings than this run's \(--dupe_factor: 1 there, 2 "
+            rf"now\)\. .*{how}", dupe_factor=2)
+    refused(r"--max_seq_length: 128 there, 64 now", max_seq_length=64)
+    refused(r"--reference_order: False there, True now", reference_order=True)
+    with open(vocab, "a") as f:
+        f.write("zzzznewtoken\n")
+    refused(r"--vocab_file \(its content\)")
+    vocab.write_bytes(uncased_vocab.read_bytes())
+    with open(corpus, "a") as f:
+        f.write("\nOne more document.\n")
+    refused(r"--input_file \(the files' names or sizes\): \{'count': 1, 'bytes': 4394")
+    corpus.write_bytes((shared_data / "bert_sample_text.txt").read_bytes())
+    record = json.load(open(out / (names[1] + ".stats.json")))
+    del record["settings"]
+    json.dump(record, open(out / (names[1] + ".stats.json"), "w"))
+    refused(rf"{names[1]} is a complete shard, but .* does not record the settings")
