@@ -15,6 +15,7 @@ of the first copy (all text new) is printed with the baseline.
 import os
 import random
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -63,6 +64,8 @@ def main(_):
     corpus = os.path.join(work, "corpus.txt")
     size = _make_corpus(FLAGS.text_file, corpus, int(FLAGS.corpus_mb * 2**20))
     logging.info("corpus: %s, %.1f MB", corpus, size / 2**20)
+    for previous in ("out", "ref"):  # A rerun in the same --work_dir would skip complete shards or refuse them.
+        shutil.rmtree(os.path.join(work, previous), ignore_errors=True)
 
     start = time.time()
     stats = pretraining_data.create_pretraining_data(

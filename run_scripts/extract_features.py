@@ -9,6 +9,8 @@ google-research/bert's extract_features.py (`--output_format=concat` concatenate
 --init_checkpoint is a model directory or an original TF1 checkpoint prefix; --bert_config_file, --vocab_file
 and --do_lower_case default to the files found with it.
 """
+import sys
+
 from absl import app, flags, logging
 
 from official.nlp.bert import model_dir
@@ -22,8 +24,9 @@ flags.DEFINE_string("init_checkpoint", None, "Model directory or original TF1 ch
 flags.DEFINE_string("bert_config_file", None, "Defaults to bert_config.json next to --init_checkpoint.")
 flags.DEFINE_string("vocab_file", None, "Defaults to vocab.txt next to --init_checkpoint.")
 flags.DEFINE_bool("do_lower_case", None, "Defaults to the model directory's do_lower_case.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum WordPiece tokens per example, [CLS] and [SEP] included.")
-flags.DEFINE_integer("batch_size", 32, "Examples per forward pass.")
+flags.DEFINE_integer("max_seq_length", 128, "Maximum WordPiece tokens per example, [CLS] and [SEP] included.",
+                     lower_bound=3)
+flags.DEFINE_integer("batch_size", 32, "Examples per forward pass.", lower_bound=1)
 flags.DEFINE_enum("output_format", "original", ["original", "concat"],
                   "original: one values list per layer; concat: the chosen layers concatenated per token.")
 flags.DEFINE_string("sentence_vectors_file", None, "Optional .npy with one sentence vector per example.")
@@ -34,21 +37,26 @@ flags.mark_flags_as_required(["input_file", "output_file", "init_checkpoint"])
 
 def main(argv):
     del argv
-    layers = [int(x) for x in FLAGS.layers.split(",")]
-    files = model_dir.resolve_model_files(
-        FLAGS.init_checkpoint, bert_config_file=FLAGS.bert_config_file, vocab_file=FLAGS.vocab_file,
-        do_lower_case=FLAGS.do_lower_case)
-    examples = feature_extraction.read_examples(FLAGS.input_file)
-    results = feature_extraction.extract(
-        files.build_encoder(), files.tokenizer(), examples, layers=layers, max_seq_length=FLAGS.max_seq_length,
-        batch_size=FLAGS.batch_size)
-    written = feature_extraction.write_jsonl(FLAGS.output_file, results, layers=layers,
-                                             output_format=FLAGS.output_format)
-    logging.info("Wrote %d examples to %s", len(written), FLAGS.output_file)
+    try:
+        layers = feature_extraction.parse_layers(FLAGS.layers)
+        files = model_dir.resolve_model_files(
+            FLAGS.init_checkpoint, bert_config_file=FLAGS.bert_config_file, vocab_file=FLAGS.vocab_file,
+            do_lower_case=FLAGS.do_lower_case)
+        examples = feature_extraction.read_examples(FLAGS.input_file)
+        results = feature_extraction.extract(
+            files.build_encoder(), files.tokenizer(), examples, layers=layers, max_seq_length=FLAGS.max_seq_length,
+            batch_size=FLAGS.batch_size)
+    except ValueError as e:  # Bad flags or input: the message names them; a traceback would only hide it.
+        sys.exit(f"extract_features: {e}")
+    vectors = []  # One sentence vector per example, kept while the token vectors stream to the file.
     if FLAGS.sentence_vectors_file:
-        vectors = feature_extraction.write_sentence_vectors(FLAGS.sentence_vectors_file, written,
-                                                            FLAGS.sentence_pooling)
-        logging.info("Wrote sentence vectors %s to %s", vectors.shape, FLAGS.sentence_vectors_file)
+        results = feature_extraction.collect_sentence_vectors(results, FLAGS.sentence_pooling, vectors)
+    count = feature_extraction.write_jsonl(FLAGS.output_file, results, layers=layers,
+                                           output_format=FLAGS.output_format)
+    logging.info("Wrote %d examples to %s", count, FLAGS.output_file)
+    if FLAGS.sentence_vectors_file:
+        array = feature_extraction.write_sentence_vectors(FLAGS.sentence_vectors_file, vectors)
+        logging.info("Wrote sentence vectors %s to %s", array.shape, FLAGS.sentence_vectors_file)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ Each example is `[CLS] A [SEP] B [SEP] [PAD]...` where segment A repeats one ran
 ("B follows A"): B repeats the same word. Label 1 ("random B"): B repeats another word. So a masked token can be
 read off its segment (the masked LM can get far below ln(vocab_size)), and the next-sentence label is visible by
 comparing the two segments.
+
+`parse_records` reads a whole file of pretraining records into numpy arrays, for the tests of the writer.
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import pathlib
 
 import numpy as np
 import tensorflow as tf
+
+from official.nlp.data import pretraining_records
 
 PAD, CLS, SEP, MASK = 0, 1, 2, 3
 FIRST_WORD = 10
@@ -68,8 +72,8 @@ def serialize(example: dict[str, np.ndarray]) -> bytes:
 
 
 def write_records(directory, *, num_files: int = 2, per_file: int = 64, gzip: bool = False, seed: int = 0,
-                  **kwargs) -> list[str]:
-    """Writes `num_files` files of `per_file` examples; returns their paths."""
+                  drop: tuple[str, ...] = (), **kwargs) -> list[str]:
+    """Writes `num_files` files of `per_file` examples, without the features named in `drop`; returns their paths."""
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip else "")
@@ -78,9 +82,18 @@ def write_records(directory, *, num_files: int = 2, per_file: int = 64, gzip: bo
         path = directory / f"part-{f:03d}.tfrecord{'.gz' if gzip else ''}"
         with tf.io.TFRecordWriter(str(path), options) as writer:
             for example in make_examples(per_file, seed=seed * 1000 + f, **kwargs):
-                writer.write(serialize(example))
+                writer.write(serialize({k: v for k, v in example.items() if k not in drop}))
         paths.append(str(path))
     return paths
+
+
+def parse_records(path, compression: str = "", *, seq: int = 128, preds: int | None = 20,
+                  nsp: bool = True) -> dict[str, np.ndarray]:
+    """Every record of a file, feature name -> [num_records, length] array (``preds=None``: unmasked records)."""
+    spec = pretraining_records.feature_spec(seq, preds, nsp)
+    ds = tf.data.TFRecordDataset(str(path), compression_type=compression)
+    ds = ds.map(lambda r: tf.io.parse_single_example(r, spec)).batch(1 << 20)
+    return {k: v.numpy() for k, v in next(iter(ds)).items()}
 
 
 def write_vocab(path, vocab_size: int = 1000) -> str:

@@ -1,5 +1,5 @@
-"""The absl script: a kill mid-run leaves no complete-looking shard and the rerun gives the same bytes; bad input
-fails with a message naming the file."""
+"""The absl script: a kill mid-run leaves no complete-looking shard and the rerun gives the same bytes; a rerun with
+other flags is refused; bad input and bad flags fail with a message naming the file or the flag."""
 import os
 import pathlib
 import signal
@@ -70,3 +70,35 @@ def test_vocabulary_that_does_not_fit_the_flags_is_refused(shared_data, tmp_path
     cased = shared_data / "vocab" / "bert-base-cased-vocab.txt"
     result = subprocess.run(args + [f"--vocab_file={cased}", "--do_lower_case=True"], capture_output=True, text=True)
     assert result.returncode != 0 and f"{cased}: looks cased" in result.stderr
+
+
+def test_rerun_with_another_max_seq_length_is_refused(shared_data, tmp_path):
+    sample = shared_data / "bert_sample_text.txt"
+    out = tmp_path / "out"
+    args = _args(shared_data, sample, out / "x@2", "--num_workers=1", "--unit_mb=0.001")
+    subprocess.run(args, check=True, capture_output=True)
+    shards = sorted(p.name for p in out.iterdir())
+    assert shards == ["x-00000-of-00002", "x-00000-of-00002.stats.json", "x-00001-of-00002",
+                      "x-00001-of-00002.stats.json", "x.stats.json"]
+    before = {name: (out / name).read_bytes() for name in shards}
+
+    result = subprocess.run(args + ["--max_seq_length=64"], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert (f"{out / 'x-00000-of-00002'} was written with other settings than this run's (--max_seq_length: 128 "
+            "there, 64 now)") in result.stderr
+    assert "delete the old outputs" in result.stderr and "or choose another --output_file" in result.stderr
+    assert {name: (out / name).read_bytes() for name in sorted(p.name for p in out.iterdir())} == before
+
+    # The same flags (another worker count) keep the complete shards.
+    result = subprocess.run(args[:-2] + ["--num_workers=2", "--unit_mb=0.001"], check=True, capture_output=True,
+                            text=True)
+    assert result.stderr.count("is complete; skipped") == 2
+    assert {name: (out / name).read_bytes() for name in shards} == before
+
+
+def test_bad_flags_fail_before_any_output(shared_data, tmp_path):
+    result = subprocess.run(_args(shared_data, shared_data / "bert_sample_text.txt", tmp_path / "new" / "x@2",
+                                  "--dupe_factor=0", "--short_seq_prob=1.5"), capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "--dupe_factor=0: must be at least 1" in result.stderr and "--short_seq_prob=1.5" in result.stderr
+    assert not (tmp_path / "new").exists()

@@ -10,13 +10,19 @@ that concatenates the chosen layers in the order given (the paper's best feature
 four layers concatenated), and `write_sentence_vectors` writes one vector per example (the tanh pooler output,
 or the mean over real tokens of the chosen layers concatenated, as sentence-transformers models are used).
 
+`extract` yields results a batch at a time and `write_jsonl` writes each and lets it go, so memory does not grow
+with the input. To keep sentence vectors on the way, pass the results through `collect_sentence_vectors`: it keeps
+one vector per example (a copy, so the batch's token vectors are freed).
+
 Example:
 
     from official.nlp.bert import model_dir
     files = model_dir.resolve_model_files("models/minilm")
     examples = read_examples("data/sentence_pairs.txt")
     results = extract(files.build_encoder(), files.tokenizer(), examples, layers=[-1, -2, -3, -4])
-    write_jsonl("features.jsonl", results, layers=[-1, -2, -3, -4])
+    vectors = []
+    write_jsonl("features.jsonl", collect_sentence_vectors(results, "mean", vectors), layers=[-1, -2, -3, -4])
+    write_sentence_vectors("vectors.npy", vectors)
 """
 from __future__ import annotations
 
@@ -29,6 +35,8 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import tensorflow as tf
 from absl import logging
+
+from official.nlp.data.pretraining_instances import removal_counts
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
 # Batches are padded to a multiple of this many tokens (not always to max_seq_length): real tokens give the same
@@ -95,11 +103,9 @@ def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int) -> None:
     Cutting the longer one keeps the most information: a token of a short segment carries more than one of a
     long segment.
     """
-    while len(tokens_a) + len(tokens_b) > max_length:
-        if len(tokens_a) > len(tokens_b):
-            tokens_a.pop()
-        else:
-            tokens_b.pop()
+    cut_a, cut_b = removal_counts(len(tokens_a), len(tokens_b), max_length)
+    del tokens_a[len(tokens_a) - cut_a:]
+    del tokens_b[len(tokens_b) - cut_b:]
 
 
 def convert_examples_to_features(examples: Iterable[InputExample], seq_length: int, tokenizer) -> list[InputFeatures]:
@@ -142,22 +148,39 @@ def _pad_batch(batch: Sequence[InputFeatures], max_seq_length: int) -> dict[str,
     return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": type_ids}
 
 
-def _check_layers(layers: Sequence[int], num_layers: int) -> None:
+def parse_layers(text: str) -> list[int]:
+    """``"-1,-2,-3,-4"`` (the `--layers` flag) -> ``[-1, -2, -3, -4]``."""
+    try:
+        layers = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--layers={text!r}: write comma-separated layer indexes, such as -1,-2,-3,-4 "
+                         "(-1 is the last layer)") from None
+    return layers
+
+
+def _check_settings(layers: Sequence[int], num_layers: int, max_seq_length: int, max_positions: int,
+                    batch_size: int) -> None:
     bad = [i for i in layers if not -num_layers <= i < num_layers]
     if bad or not layers:
         raise ValueError(f"--layers {list(layers)}: the model has {num_layers} layers, so each index must be in "
                          f"[{-num_layers}, {num_layers - 1}] (-1 is the last layer)")
+    if not 3 <= max_seq_length <= max_positions:
+        raise ValueError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] A [SEP] B [SEP]) and at "
+                         f"most the model's max_position_embeddings={max_positions}")
+    if batch_size < 1:
+        raise ValueError(f"--batch_size={batch_size}: must be at least 1")
 
 
 def extract(encoder, tokenizer, examples: Sequence[InputExample], *, layers: Sequence[int] = (-1, -2, -3, -4),
             max_seq_length: int = 128, batch_size: int = 32) -> Iterator[ExampleResult]:
-    """Runs `encoder` over `examples` and yields one `ExampleResult` per example, in input order."""
-    num_layers = len(encoder.output["encoder_outputs"])
-    _check_layers(layers, num_layers)
-    max_positions = encoder.get_config()["max_position_embeddings"]
-    if max_seq_length > max_positions:
-        raise ValueError(f"max_seq_length={max_seq_length} exceeds the model's max_position_embeddings="
-                         f"{max_positions}")
+    """Runs `encoder` over `examples` and yields one `ExampleResult` per example, in input order.
+
+    The settings are checked at the call (not at the first result). A result's arrays are views into its
+    batch's outputs: keep `sentence_vector`s (copies), not results, to let batches go.
+    """
+    layers = list(layers)
+    _check_settings(layers, len(encoder.output["encoder_outputs"]), max_seq_length,
+                    encoder.get_config()["max_position_embeddings"], batch_size)
     features = convert_examples_to_features(examples, max_seq_length, tokenizer)
 
     @tf.function(reduce_retracing=True)
@@ -165,14 +188,18 @@ def extract(encoder, tokenizer, examples: Sequence[InputExample], *, layers: Seq
         outputs = encoder(inputs, training=False)
         return [outputs["encoder_outputs"][i] for i in layers], outputs["pooled_output"]
 
-    for start in range(0, len(features), batch_size):
-        batch = features[start:start + batch_size]
-        layer_values, pooled = run(_pad_batch(batch, max_seq_length))
-        layer_values = [v.numpy() for v in layer_values]
-        pooled = pooled.numpy()
-        for row, feature in enumerate(batch):
-            n = len(feature.tokens)
-            yield ExampleResult(feature.unique_id, feature.tokens, [v[row, :n] for v in layer_values], pooled[row])
+    def results() -> Iterator[ExampleResult]:
+        for start in range(0, len(features), batch_size):
+            batch = features[start:start + batch_size]
+            layer_values, pooled = run(_pad_batch(batch, max_seq_length))
+            layer_values = [v.numpy() for v in layer_values]
+            pooled = pooled.numpy()
+            for row, feature in enumerate(batch):
+                n = len(feature.tokens)
+                yield ExampleResult(feature.unique_id, feature.tokens, [v[row, :n] for v in layer_values],
+                                    pooled[row])
+
+    return results()
 
 
 def _rounded(values: np.ndarray) -> list[float]:
@@ -180,14 +207,14 @@ def _rounded(values: np.ndarray) -> list[float]:
 
 
 def write_jsonl(output_file: str, results: Iterable[ExampleResult], *, layers: Sequence[int],
-                output_format: str = "original") -> list[ExampleResult]:
+                output_format: str = "original") -> int:
     """Writes JSON lines in the original layout (`"original"`) or with the layers concatenated (`"concat"`).
 
-    Returns the results it wrote, so a caller can also write sentence vectors without a second pass.
+    Streams: each result is written and dropped. Returns the number of examples written.
     """
     if output_format not in ("original", "concat"):
         raise ValueError(f"output_format must be 'original' or 'concat', got {output_format!r}")
-    written = []
+    count = 0
     with tf.io.gfile.GFile(output_file, "w") as writer:
         for result in results:
             features = []
@@ -202,25 +229,53 @@ def write_jsonl(output_file: str, results: Iterable[ExampleResult], *, layers: S
                 features.append(entry)
             line = collections.OrderedDict(linex_index=result.unique_id, features=features)
             writer.write(json.dumps(line) + "\n")
-            written.append(result)
-    return written
+            count += 1
+    return count
 
 
-def sentence_vectors(results: Sequence[ExampleResult], pooling: str = "pooled") -> np.ndarray:
-    """`[num_examples, D]`: the pooler output (`"pooled"`) or the mean over tokens of the chosen layers (`"mean"`).
+def _check_pooling(pooling: str) -> None:
+    if pooling not in ("pooled", "mean"):
+        raise ValueError(f"sentence pooling must be 'pooled' or 'mean', got {pooling!r}")
 
-    `"mean"` averages every token, `[CLS]` and `[SEP]` included, as sentence-transformers' mean pooling does.
+
+def sentence_vector(result: ExampleResult, pooling: str = "pooled") -> np.ndarray:
+    """`[D]`: the pooler output (`"pooled"`) or the mean over tokens of the chosen layers (`"mean"`).
+
+    `"mean"` averages every token, `[CLS]` and `[SEP]` included, as sentence-transformers' mean pooling does. The
+    vector is a new array, so keeping it does not keep the batch's outputs alive.
     """
+    _check_pooling(pooling)
     if pooling == "pooled":
-        return np.stack([r.pooled for r in results])
-    if pooling == "mean":
-        return np.stack([np.concatenate(r.layers, axis=-1).mean(axis=0) for r in results])
-    raise ValueError(f"sentence pooling must be 'pooled' or 'mean', got {pooling!r}")
+        return np.array(result.pooled)
+    return np.concatenate(result.layers, axis=-1).mean(axis=0)
 
 
-def write_sentence_vectors(path: str, results: Sequence[ExampleResult], pooling: str = "pooled") -> np.ndarray:
-    """Saves `sentence_vectors(...)` as `.npy` (row k is the k-th non-blank input line) and returns them."""
-    vectors = sentence_vectors(results, pooling)
+def sentence_vectors(results: Iterable[ExampleResult], pooling: str = "pooled") -> np.ndarray:
+    """`[num_examples, D]`: `sentence_vector` of each result."""
+    _check_pooling(pooling)
+    return np.stack([sentence_vector(r, pooling) for r in results])
+
+
+def collect_sentence_vectors(results: Iterable[ExampleResult], pooling: str,
+                             into: list) -> Iterator[ExampleResult]:
+    """Passes `results` through unchanged, appending the `sentence_vector` of each to `into` on the way.
+
+    With `write_jsonl`, this writes the token vectors and keeps only one vector per example in memory.
+    """
+    _check_pooling(pooling)
+
+    def passed() -> Iterator[ExampleResult]:
+        for result in results:
+            into.append(sentence_vector(result, pooling))
+            yield result
+
+    return passed()
+
+
+def write_sentence_vectors(path: str, vectors: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
+    """Saves the vectors (one per example, e.g. from `collect_sentence_vectors`) as a `[num_examples, D]` `.npy`
+    (row k is the k-th non-blank input line); returns that array."""
+    array = np.stack(vectors) if not isinstance(vectors, np.ndarray) else vectors
     with tf.io.gfile.GFile(path, "wb") as f:
-        np.save(f, vectors)
-    return vectors
+        np.save(f, array)
+    return array

@@ -27,12 +27,9 @@ from absl import logging
 
 from official.nlp.data import masking
 from official.nlp.data.masking import MaskingConfig
+from official.nlp.data.pretraining_records import NSP_FEATURE, PREDICTION_FEATURES, SEQUENCE_FEATURES, feature_spec
 
 _GZIP_MAGIC = b"\x1f\x8b"
-
-SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
-PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
-NSP_FEATURE = "next_sentence_labels"
 
 
 class PretrainDataError(ValueError):
@@ -230,20 +227,9 @@ class PretrainDataLoader:
                 )
         self._record_predictions = prediction_lengths.pop()
 
-    def _feature_spec(self) -> dict:
-        cfg = self.config
-        spec = {name: tf.io.FixedLenFeature([cfg.seq_length], tf.int64) for name in SEQUENCE_FEATURES}
-        if self._record_predictions is not None:
-            p = self._record_predictions
-            spec["masked_lm_positions"] = tf.io.FixedLenFeature([p], tf.int64)
-            spec["masked_lm_ids"] = tf.io.FixedLenFeature([p], tf.int64)
-            spec["masked_lm_weights"] = tf.io.FixedLenFeature([p], tf.float32)
-        if cfg.use_next_sentence_label:
-            spec[NSP_FEATURE] = tf.io.FixedLenFeature([1], tf.int64)
-        return spec
-
     def _parse(self, serialized: tf.Tensor) -> dict:
-        parsed = tf.io.parse_example(serialized, self._feature_spec())
+        spec = feature_spec(self.config.seq_length, self._record_predictions, self.config.use_next_sentence_label)
+        parsed = tf.io.parse_example(serialized, spec)
         features = {
             name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in parsed.items()
         }
@@ -258,12 +244,10 @@ class PretrainDataLoader:
             "input_word_ids": features["input_ids"],
             "input_mask": features["input_mask"],
             "input_type_ids": features["segment_ids"],
-            "masked_lm_positions": tf.cast(features["masked_lm_positions"], tf.int32),
+            "masked_lm_positions": features["masked_lm_positions"],
         }
-        y = {
-            "masked_lm_ids": tf.cast(features["masked_lm_ids"], tf.int32),
-            "masked_lm_weights": tf.cast(features["masked_lm_weights"], tf.float32),
-        }
+        # Already int32 / float32: `_parse` casts the records' int64, and dynamic masking keeps the ids' dtype.
+        y = {"masked_lm_ids": features["masked_lm_ids"], "masked_lm_weights": features["masked_lm_weights"]}
         if self.config.use_next_sentence_label:
             y["next_sentence_labels"] = tf.reshape(features[NSP_FEATURE], [-1])
         return x, y

@@ -23,6 +23,9 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 
 _SCAN_BYTES = 1 << 16
+# The counts `read_documents` keeps (the "input" part of the statistics).
+INPUT_COUNTERS = ("lines", "bytes", "documents", "sentences", "tokens", "single_sentence_documents",
+                  "empty_token_lines", "skipped_invalid_utf8", "skipped_long_lines", "empty_files")
 
 
 class InputError(ValueError):
@@ -54,6 +57,10 @@ class Documents:
     @property
     def num_documents(self) -> int:
         return len(self.document_offsets) - 1
+
+    def single_sentence_documents(self) -> np.ndarray:
+        """Indexes of the documents of one sentence (their chunk always takes a random next segment)."""
+        return np.nonzero(np.diff(self.document_offsets) == 1)[0]
 
 
 def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
@@ -156,14 +163,12 @@ def read_documents(pieces: Iterable[tuple[str, int, int]], tokenize: Callable[[s
       pieces: ``(path, start, end)`` ranges; each start must be a document start.
       tokenize: line (str) -> list of token ids.
       options: limits and the bad-line policy.
-      counters: dict of counts to add to (``lines``, ``bytes``, ``documents``, ``sentences``, ``tokens``,
-        ``empty_token_lines``, ``skipped_invalid_utf8``, ``skipped_long_lines``, ``empty_files``).
+      counters: dict of counts to add to (the names in `INPUT_COUNTERS`).
       files_break_documents: False reproduces the original, where a document runs on into the next file when a
         file does not end with a blank line.
     """
     c = counters if counters is not None else {}
-    for key in ("lines", "bytes", "documents", "sentences", "tokens", "empty_token_lines", "skipped_invalid_utf8",
-                "skipped_long_lines", "empty_files"):
+    for key in INPUT_COUNTERS:
         c.setdefault(key, 0)
     tokens = array.array("i")
     sentence_offsets = [0]
@@ -234,9 +239,11 @@ def read_documents(pieces: Iterable[tuple[str, int, int]], tokenize: Callable[[s
         if files_break_documents:
             close_document()
     close_document()
-    c["documents"] += len(document_offsets) - 1
+    token_array = np.frombuffer(tokens, dtype=np.int32) if tokens else np.zeros(0, np.int32)
+    docs = Documents(tokens=token_array, sentence_offsets=np.asarray(sentence_offsets),
+                     document_offsets=np.asarray(document_offsets), first_lines=first_lines)
+    c["documents"] += docs.num_documents
     c["sentences"] += len(sentence_offsets) - 1
     c["tokens"] += len(tokens)
-    token_array = np.frombuffer(tokens, dtype=np.int32) if tokens else np.zeros(0, np.int32)
-    return Documents(tokens=token_array, sentence_offsets=np.asarray(sentence_offsets),
-                     document_offsets=np.asarray(document_offsets), first_lines=first_lines)
+    c["single_sentence_documents"] += len(docs.single_sentence_documents())
+    return docs

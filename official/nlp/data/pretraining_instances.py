@@ -32,6 +32,29 @@ import numpy as np
 from official.nlp.data.pretraining_documents import Documents
 
 
+def removal_counts(len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
+    """How many tokens the original's ``truncate_seq_pair`` removes from A and from B to fit ``max_num_tokens``.
+
+    It removes one token at a time from the longer segment (B on ties): first the longer one alone until the two
+    are equal, then B and A in turn. Closed form, because the planning loop calls it for every long instance.
+    """
+    excess = len_a + len_b - max_num_tokens
+    if excess <= 0:
+        return 0, 0
+    first = min(excess, abs(len_a - len_b))
+    rest = excess - first
+    from_a = (first if len_a > len_b else 0) + rest // 2
+    return from_a, excess - from_a
+
+
+def removal_steps(len_a: int, len_b: int, max_num_tokens: int) -> list[int]:
+    """The segment of each removal of ``truncate_seq_pair``, in order (0: A, 1: B); see `removal_counts`."""
+    excess = max(len_a + len_b - max_num_tokens, 0)
+    first = min(excess, abs(len_a - len_b))
+    rest = excess - first
+    return [0 if len_a > len_b else 1] * first + [1, 0] * (rest // 2) + [1] * (rest % 2)
+
+
 class FastDraws:
     """Same distributions as the original's calls, fewer and cheaper draws."""
 
@@ -42,9 +65,10 @@ class FastDraws:
     def randint(self, lo: int, hi: int) -> int:
         return lo + int(self.random() * (hi - lo + 1))
 
-    def trim_fronts(self, removed_a: int, removed_b: int, steps: list) -> tuple[int, int]:
-        """How many of the removed tokens of A and of B came off the front (each removal: front w.p. 1/2)."""
-        return self._getrandbits(removed_a).bit_count(), self._getrandbits(removed_b).bit_count()
+    def trim_fronts(self, len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
+        """How many of the removed tokens of A and of B come off the front (each removal: front w.p. 1/2)."""
+        cut_a, cut_b = removal_counts(len_a, len_b, max_num_tokens)
+        return self._getrandbits(cut_a).bit_count(), self._getrandbits(cut_b).bit_count()
 
 
 class ReferenceDraws:
@@ -54,35 +78,12 @@ class ReferenceDraws:
         self.random = rng.random
         self.randint = rng.randint
 
-    def trim_fronts(self, removed_a: int, removed_b: int, steps: list) -> tuple[int, int]:
+    def trim_fronts(self, len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
         front = [0, 0]
-        for which in steps:  # One draw per removed token, in removal order.
+        for which in removal_steps(len_a, len_b, max_num_tokens):  # One draw per removed token, in order.
             if self.random() < 0.5:
                 front[which] += 1
         return front[0], front[1]
-
-
-def _removal_counts(len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
-    """How many tokens `truncate_seq_pair` removes from A and from B (longer one first, B on ties)."""
-    excess = len_a + len_b - max_num_tokens
-    if excess <= 0:
-        return 0, 0
-    first = min(excess, abs(len_a - len_b))
-    rest = excess - first
-    from_a = (first if len_a > len_b else 0) + rest // 2
-    return from_a, excess - from_a
-
-
-def _removal_steps(len_a: int, len_b: int, max_num_tokens: int) -> list:
-    steps = []
-    while len_a + len_b > max_num_tokens:
-        if len_a > len_b:
-            steps.append(0)
-            len_a -= 1
-        else:
-            steps.append(1)
-            len_b -= 1
-    return steps
 
 
 @dataclasses.dataclass
@@ -107,7 +108,7 @@ class InstancePlan:
 
 
 def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: int, short_seq_prob: float,
-                  draws, plan: InstancePlan, exact_trim: bool = False, on_instance=None) -> None:
+                  draws, plan: InstancePlan, on_instance=None) -> None:
     """Plans the instances of document ``order[doc_index]`` (``order`` is the shuffled document list).
 
     ``on_instance(plan_row)`` is called after each instance (the reference mode masks there, as the original does).
@@ -155,9 +156,8 @@ def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: 
                 b0, b1 = a1, sent[i + 1]
             la, lb = a1 - a0, b1 - b0
             if la + lb > max_num_tokens:
-                cut_a, cut_b = _removal_counts(la, lb, max_num_tokens)
-                steps = _removal_steps(la, lb, max_num_tokens) if exact_trim else None
-                front_a, front_b = draws.trim_fronts(cut_a, cut_b, steps)
+                cut_a, cut_b = removal_counts(la, lb, max_num_tokens)
+                front_a, front_b = draws.trim_fronts(la, lb, max_num_tokens)
                 a0, a1 = a0 + front_a, a1 - (cut_a - front_a)
                 b0, b1 = b0 + front_b, b1 - (cut_b - front_b)
             plan.a_start.append(a0)

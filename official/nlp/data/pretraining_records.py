@@ -36,8 +36,9 @@ from typing import Mapping
 
 import numpy as np
 
-INT_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
-                "next_sentence_labels")
+SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")  # [max_seq_length] each
+PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")  # [max_predictions_per_seq]
+NSP_FEATURE = "next_sentence_labels"  # [1]
 FLOAT_FEATURES = ("masked_lm_weights",)
 # Map entry order: protobuf leaves it unspecified (the original's two golden files differ); this is the one its
 # SQuAD-context records have, so identical content gives identical bytes there.
@@ -45,20 +46,22 @@ WIRE_ORDER = ("input_mask", "next_sentence_labels", "segment_ids", "masked_lm_we
               "masked_lm_positions", "masked_lm_ids")
 
 
-def feature_spec(max_seq_length: int, max_predictions_per_seq: int, use_next_sentence_label: bool = True) -> dict:
-    """The `tf.io.parse_single_example` spec of pretraining records (the original reader's spec)."""
+def feature_spec(max_seq_length: int, max_predictions_per_seq: int | None,
+                 use_next_sentence_label: bool = True) -> dict:
+    """The `tf.io.parse_single_example` spec of pretraining records (the original reader's spec).
+
+    ``max_predictions_per_seq=None`` leaves out the ``masked_lm_*`` features (unmasked records, for dynamic
+    masking); ``use_next_sentence_label=False`` leaves out ``next_sentence_labels`` (MLM-only records).
+    """
     import tensorflow as tf  # Local import: the writer side of this module must stay TensorFlow-free.
 
-    spec = {
-        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-        "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
-        "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
-    }
+    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in SEQUENCE_FEATURES}
+    if max_predictions_per_seq is not None:
+        for name in PREDICTION_FEATURES:
+            dtype = tf.float32 if name in FLOAT_FEATURES else tf.int64
+            spec[name] = tf.io.FixedLenFeature([max_predictions_per_seq], dtype)
     if use_next_sentence_label:
-        spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
+        spec[NSP_FEATURE] = tf.io.FixedLenFeature([1], tf.int64)
     return spec
 
 

@@ -26,9 +26,6 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
     from official.nlp.data import pretraining_data as data_lib
     from official.nlp.data.cached_tokenizer import CachedTokenizer
 
-    if config.max_ngram_size != 1:
-        raise ValueError("reference_order reproduces the original script, which has no n-gram masking; "
-                         "use max_ngram_size=1")
     tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
     mask_config = data_lib.masking_config(config, tokenizer.vocab)
     stats = PretrainingStatistics(config.max_seq_length)
@@ -36,7 +33,6 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
         [(f, 0, os.path.getsize(f)) for f in files], CachedTokenizer(tokenizer).ids,
         documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines), stats.input,
         files_break_documents=False)
-    stats.input["single_sentence_documents"] += int(np.sum(np.diff(docs.document_offsets) == 1))
 
     rng = random.Random(config.random_seed)
     instances_lib.prepare(docs)
@@ -76,8 +72,7 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
     for _ in range(config.dupe_factor):
         for doc_index in range(len(order)):
             instances_lib.plan_document(docs, order, doc_index, config.max_seq_length, config.short_seq_prob,
-                                        draws, plan, exact_trim=True,
-                                        on_instance=mask_one if config.static_masking else None)
+                                        draws, plan, on_instance=mask_one if config.static_masking else None)
     stats.document_passes += plan.document_passes
     stats.short_document_passes += plan.short_document_passes
     instance_order = list(range(len(plan)))
@@ -85,29 +80,20 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
     arrays = plan.arrays()
     instance_order = np.asarray(instance_order, dtype=np.int64)
 
-    def masker_for(rows):
-        def masker(batch):
-            selected = np.zeros(batch["input_ids"].shape, dtype=bool)
-            actions, replacement = [], []
-            for i, r in enumerate(rows):
-                positions, acts, repl = masks[r]
-                selected[i, positions] = True
-                actions.extend(acts)
-                replacement.extend(repl)
-            return masking_lib.apply_masking(batch["input_ids"], selected, np.asarray(actions, np.int8),
-                                             np.asarray(replacement, np.int64), mask_config)
-        return masker
+    def masker(batch: dict, rows: np.ndarray) -> dict:
+        selected = np.zeros(batch["input_ids"].shape, dtype=bool)
+        actions, replacement = [], []
+        for i, r in enumerate(rows):
+            positions, acts, repl = masks[r]
+            selected[i, positions] = True
+            actions.extend(acts)
+            replacement.extend(repl)
+        return masking_lib.apply_masking(batch["input_ids"], selected, np.asarray(actions, np.int8),
+                                         np.asarray(replacement, np.int64), mask_config)
 
     for j, path in enumerate(paths):
-        rows_all = instance_order[j::len(paths)]
         tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as raw:
-            out = data_lib.gzip_writer(raw) if config.gzip else raw
-            for begin in range(0, len(rows_all), data_lib.BATCH_SIZE):
-                rows = rows_all[begin:begin + data_lib.BATCH_SIZE]
-                out.write(data_lib.encode_instances(docs.tokens, arrays, rows, config, mask_config,
-                                                    masker_for(rows), stats))
-            if config.gzip:
-                out.close()
+        data_lib.write_instances(tmp, docs.tokens, arrays, instance_order[j::len(paths)], config, mask_config, masker,
+                                 stats)
         os.replace(tmp, path)
     return stats

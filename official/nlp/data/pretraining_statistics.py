@@ -24,8 +24,7 @@ import os
 
 import numpy as np
 
-INPUT_COUNTERS = ("lines", "bytes", "documents", "sentences", "tokens", "single_sentence_documents",
-                  "empty_token_lines", "skipped_invalid_utf8", "skipped_long_lines", "empty_files")
+from official.nlp.data.pretraining_documents import INPUT_COUNTERS
 ACTION_NAMES = ("mask", "keep", "random")
 
 
@@ -63,6 +62,13 @@ class PretrainingStatistics:
             self.actions = [a + int(b) for a, b in zip(self.actions, counts)]
 
     def merge(self, other: "PretrainingStatistics") -> None:
+        """Adds the counts of ``other``, which must count instances of the same ``max_seq_length``."""
+        if (other.max_seq_length != self.max_seq_length
+                or len(other.length_histogram) != len(self.length_histogram)):
+            raise ValueError(
+                f"cannot merge statistics of max_seq_length={other.max_seq_length} (a length histogram of "
+                f"{len(other.length_histogram)} entries) into statistics of max_seq_length={self.max_seq_length} "
+                f"({len(self.length_histogram)} entries)")
         for k, v in other.input.items():
             self.input[k] = self.input.get(k, 0) + v
         for name in ("instances", "real_tokens", "predictions", "random_next", "short_target_instances",
@@ -89,8 +95,9 @@ class PretrainingStatistics:
 
     @classmethod
     def from_dict(cls, d: dict) -> "PretrainingStatistics":
-        d = {k: v for k, v in d.items() if k != "rates"}
-        return cls(**d)
+        """The inverse of `to_dict`; keys that are not fields (``rates``, extras of `write`) are ignored."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
 
     def write(self, path: str, extra: dict | None = None) -> None:
         """Writes the JSON atomically (temporary name, then rename)."""
@@ -105,5 +112,4 @@ class PretrainingStatistics:
     @classmethod
     def read(cls, path: str) -> "PretrainingStatistics":
         with open(path) as f:
-            d = json.load(f)
-        return cls.from_dict({k: v for k, v in d.items() if k in {f.name for f in dataclasses.fields(cls)}})
+            return cls.from_dict(json.load(f))

@@ -71,6 +71,54 @@ def test_read_examples_pairs_blank_lines_and_bad_bytes(tmp_path):
         fe.read_examples(str(path))
 
 
+@pytest.fixture(scope="module")
+def tiny_encoder():
+    from official.nlp.bert.configs import BertConfig
+    from official.nlp.bert.encoder import BertEncoder
+
+    return BertEncoder.from_bert_config(BertConfig.preset("tiny", vocab_size=64, max_position_embeddings=40))
+
+
+def test_extract_checks_its_settings_at_the_call(tiny_encoder):
+    examples = [fe.InputExample(0, "a b c")]
+    tokenizer = _WhitespaceTokenizer()
+    for kwargs, message in (({"batch_size": 0}, r"--batch_size=0: must be at least 1"),
+                            ({"max_seq_length": 64}, r"--max_seq_length=64: .* at most the model's "
+                                                     r"max_position_embeddings=40"),
+                            ({"max_seq_length": 2}, r"--max_seq_length=2: must be at least 3"),
+                            ({"layers": [-1, 2]}, r"--layers \[-1, 2\]: the model has 2 layers"),
+                            ({"layers": []}, r"--layers \[\]: the model has 2 layers")):
+        with pytest.raises(ValueError, match=message):  # At the call, not at the first result.
+            fe.extract(tiny_encoder, tokenizer, examples, **{"layers": [-1], "max_seq_length": 32, **kwargs})
+    assert fe.parse_layers("-1,-2, -3") == [-1, -2, -3]
+    with pytest.raises(ValueError, match=r"--layers='-1,last': write comma-separated layer indexes"):
+        fe.parse_layers("-1,last")
+    with pytest.raises(ValueError, match="sentence pooling must be 'pooled' or 'mean'"):
+        fe.collect_sentence_vectors([], "max", [])
+
+
+def test_writing_streams_and_keeps_one_vector_per_example(tiny_encoder, tmp_path):
+    examples = [fe.InputExample(i, " ".join("w" * (k + 1) for k in range(i + 1))) for i in range(5)]
+    tokenizer = _WhitespaceTokenizer()
+    kwargs = dict(layers=[-1, -2], max_seq_length=32, batch_size=2)
+    held = list(fe.extract(tiny_encoder, tokenizer, examples, **kwargs))
+    vectors = {"mean": [], "pooled": []}
+    results = fe.extract(tiny_encoder, tokenizer, examples, **kwargs)
+    results = fe.collect_sentence_vectors(fe.collect_sentence_vectors(results, "mean", vectors["mean"]), "pooled",
+                                          vectors["pooled"])
+    assert fe.write_jsonl(str(tmp_path / "out.jsonl"), results, layers=[-1, -2]) == 5
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [line["linex_index"] for line in lines] == [0, 1, 2, 3, 4]
+    assert len(lines[4]["features"]) == 7 and len(lines[4]["features"][0]["layers"][0]["values"]) == 128
+    for pooling in ("mean", "pooled"):
+        np.testing.assert_allclose(np.stack(vectors[pooling]), fe.sentence_vectors(held, pooling), rtol=1e-6)
+        assert all(v.base is None for v in vectors[pooling])  # Copies: they do not keep a batch's outputs alive.
+    assert held[4].pooled.base is not None  # (Results themselves are views into their batch.)
+    saved = fe.write_sentence_vectors(str(tmp_path / "v.npy"), vectors["mean"])
+    np.testing.assert_array_equal(np.load(tmp_path / "v.npy"), saved)
+    assert saved.shape == (5, 256)
+
+
 @pytest.mark.slow
 def test_mean_pooled_vectors_match_sentence_transformers(minilm_dir, shared_data):
     """all-MiniLM-L6-v2 is used as mean pooling over the last layer + L2 norm: compare with the reference library."""
@@ -120,3 +168,7 @@ def test_script_writes_original_and_concat_layouts(minilm_dir, tmp_path):
     bad = subprocess.run(common[:-2] + ["--layers=-7", f"--output_file={tmp_path / 'x.jsonl'}"], env=env,
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "the model has 6 layers" in bad.stderr
+    bad = subprocess.run(common[:-2] + ["--layers=-1,last", f"--output_file={tmp_path / 'x.jsonl'}"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "--layers='-1,last': write comma-separated layer indexes" in bad.stderr
+    assert "Traceback" not in bad.stderr and not (tmp_path / "x.jsonl").exists()

@@ -18,10 +18,10 @@ def golden(shared_data):
     return str(shared_data / "pretraining_golden" / "sample_text.uncased.seq128.tfrecord.gz")
 
 
-def _raw_records(path, count):
+def _raw_records(path, count, compression="GZIP"):
     """The first records parsed with tf.train.Example (independent of the loader)."""
     out = []
-    for record in tf.data.TFRecordDataset(path, compression_type="GZIP").take(count):
+    for record in tf.data.TFRecordDataset(path, compression_type=compression).take(count):
         example = tf.train.Example.FromString(record.numpy())
         out.append({name: np.array(getattr(f, f.WhichOneof("kind")).value)
                     for name, f in example.features.feature.items()})
@@ -165,3 +165,33 @@ def test_corruption_inside_a_file_is_traced_to_the_file(tmp_path, golden):
             pass
     error = loader.diagnose(raised.value)
     assert isinstance(error, PretrainDataError) and "truncated.tfrecord.gz is corrupt" in str(error)
+
+
+def test_records_that_lack_features_are_refused_or_read_as_asked(tmp_path):
+    mlm_only = pretraining_records.write_records(tmp_path / "mlm", num_files=1, per_file=8,
+                                                 drop=("next_sentence_labels",))
+    with pytest.raises(PretrainDataError, match=r"part-000.tfrecord lack the feature\(s\) \['next_sentence_labels'\]; "
+                                                r"pretraining records need \['input_ids', "):
+        _loader(mlm_only)
+    _, y = next(iter(_loader(mlm_only, use_next_sentence_label=False).load()))
+    assert sorted(y) == ["masked_lm_ids", "masked_lm_weights"]
+
+    unmasked = pretraining_records.write_records(
+        tmp_path / "unmasked", num_files=1, per_file=8,
+        drop=("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"))
+    with pytest.raises(PretrainDataError, match=r"lack the feature\(s\) \['masked_lm_positions', 'masked_lm_ids', "
+                                                r"'masked_lm_weights'\]"):
+        _loader(unmasked)
+    masking = MaskingConfig(vocab_size=1000, mask_token_id=pretraining_records.MASK,
+                            special_token_ids=(pretraining_records.CLS, pretraining_records.SEP),
+                            max_predictions_per_seq=5)
+    x, y = next(iter(_loader(unmasked, dynamic_masking=masking, is_training=False).load()))
+    raw = _raw_records(unmasked[0], 8, compression="")
+    assert x["masked_lm_positions"].dtype == tf.int32 and y["masked_lm_weights"].dtype == tf.float32
+    for row, record in enumerate(raw):
+        real = y["masked_lm_weights"].numpy()[row] > 0
+        positions = x["masked_lm_positions"].numpy()[row][real]
+        assert real.sum() >= 1
+        np.testing.assert_array_equal(y["masked_lm_ids"].numpy()[row][real], record["input_ids"][positions])
+    np.testing.assert_array_equal(y["next_sentence_labels"].numpy(), [r["next_sentence_labels"][0] for r in raw])
+

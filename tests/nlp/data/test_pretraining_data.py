@@ -8,18 +8,10 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.bert import tokenization
-from official.nlp.data import masking, pretraining_data, pretraining_records
+from official.nlp.data import masking, pretraining_data
+from tests.pretraining_records import parse_records as parse
 
 GOLDEN = "pretraining_golden/squad_contexts.uncased.seq128.dupe5.tfrecord.gz"
-
-
-def parse(path, compression="", nsp=True, masked=True, seq=128, preds=20):
-    spec = pretraining_records.feature_spec(seq, preds, nsp)
-    if not masked:
-        spec = {k: v for k, v in spec.items() if not k.startswith("masked_lm")}
-    ds = tf.data.TFRecordDataset(str(path), compression_type=compression)
-    ds = ds.map(lambda r: tf.io.parse_single_example(r, spec)).batch(1 << 20)
-    return {k: v.numpy() for k, v in next(iter(ds)).items()}
 
 
 def config(shared_data, tmp, **kw):
@@ -147,7 +139,7 @@ def test_mlm_only_unmasked_records_feed_dynamic_masking(shared_data, tmp_path, u
     cfg = config(shared_data, tmp_path, input_file=str(shared_data / "bert_sample_text.txt"),
                  use_next_sentence_label=False, static_masking=False, do_whole_word_mask=True)
     stats = pretraining_data.create_pretraining_data(cfg)
-    rec = parse(cfg.output_file, nsp=False, masked=False)
+    rec = parse(cfg.output_file, preds=None, nsp=False)
     assert set(rec) == {"input_ids", "input_mask", "segment_ids"} and len(rec["input_ids"]) == stats.instances
     vocab = tokenization.load_vocab(str(uncased_vocab))
     mcfg = masking.MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20, whole_word_mask=True)
@@ -168,3 +160,84 @@ def test_worker_side_stays_tensorflow_free(uncased_vocab):
             f"                                        vocab_file={str(uncased_vocab)!r}))\n"
             "assert 'tensorflow' not in sys.modules, 'a worker imported tensorflow'\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(pathlib.Path(__file__).resolve().parents[3]))
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("max_seq_length", 4, "--max_seq_length=4: must be at least 5"),
+    ("max_predictions_per_seq", 0, "--max_predictions_per_seq=0: must be at least 1"),
+    ("dupe_factor", 0, "--dupe_factor=0: must be at least 1"),
+    ("masked_lm_prob", 0.0, r"--masked_lm_prob=0.0: must be in \(0, 1\]"),
+    ("masked_lm_prob", 1.5, r"--masked_lm_prob=1.5: must be in \(0, 1\]"),
+    ("short_seq_prob", 1.5, r"--short_seq_prob=1.5: is a probability, so must be in \[0, 1\]"),
+    ("short_seq_prob", -0.1, r"--short_seq_prob=-0.1: is a probability"),
+    ("unit_mb", 0.0, "--unit_mb=0.0: must be positive"),
+    ("unit_mb", -1.0, "--unit_mb=-1.0: must be positive"),
+    ("max_ngram_size", 0, "--max_ngram_size=0: must be at least 1"),
+    ("max_line_bytes", 0, "--max_line_bytes=0: must be at least 1"),
+    ("num_workers", -1, "--num_workers=-1: must be >= 0"),
+    ("random_seed", -1, "--random_seed=-1: must be >= 0"),
+    ("reference_order", {"max_seq_length": 3}, "--max_seq_length=3: must be at least 5"),
+    ("reference_order", {"max_ngram_size": 2}, "--max_ngram_size=2: --reference_order reproduces the original"),
+])
+def test_bad_flags_are_refused_before_anything_is_made(shared_data, tmp_path, flag, value, message):
+    out = tmp_path / "new"
+    kw = dict(reference_order=True, **value) if flag == "reference_order" else {flag: value}
+    cfg = config(shared_data, tmp_path, output_file=str(out / "x@2"), input_file=str(tmp_path / "none*.txt"), **kw)
+    with pytest.raises(ValueError, match=message):  # Before the input is even looked at.
+        pretraining_data.create_pretraining_data(cfg)
+    assert not out.exists()
+
+
+def test_flags_without_a_problem_pass_and_problems_are_reported_together(shared_data, tmp_path):
+    pretraining_data.validate_config(config(shared_data, tmp_path, random_seed=-1, reference_order=True,
+                                            short_seq_prob=1.0, masked_lm_prob=1.0, unit_mb=1e-6))
+    with pytest.raises(ValueError, match=r"--dupe_factor=0: .*; --short_seq_prob=2"):
+        pretraining_data.validate_config(config(shared_data, tmp_path, dupe_factor=0, short_seq_prob=2))
+    with pytest.raises(ValueError, match="is the statistics file of one shard"):
+        pretraining_data.create_pretraining_data(config(
+            shared_data, tmp_path, output_file=str(tmp_path / "a,") + str(tmp_path / "b"),
+            stats_file=str(tmp_path / "b.stats.json")))
+
+
+def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data, tmp_path, uncased_vocab):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes((shared_data / "bert_sample_text.txt").read_bytes())
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_bytes(uncased_vocab.read_bytes())
+    out = tmp_path / "out"
+    base = dict(input_file=str(corpus), vocab_file=str(vocab), output_file=str(out / "x@2"), dupe_factor=1,
+                unit_mb=0.001)
+    first = pretraining_data.create_pretraining_data(config(shared_data, tmp_path, **base))
+    names = ["x-00000-of-00002", "x-00001-of-00002"]
+    written = {n: (out / n).read_bytes() for n in names}
+    assert all(written.values()) and json.load(open(out / "x.stats.json"))["settings"]["dupe_factor"] == 1
+
+    # Flags that do not change the bytes, and another spelling of the same vocabulary: the shards are kept.
+    same = pretraining_data.create_pretraining_data(config(
+        shared_data, tmp_path, **dict(base, num_workers=2, stats_file=str(tmp_path / "other.json"),
+                                      vocab_file=str(tmp_path / "." / "vocab.txt"))))
+    assert same.to_dict() == first.to_dict()
+
+    def refused(match, **changes):
+        with pytest.raises(ValueError, match=match):
+            pretraining_data.create_pretraining_data(config(shared_data, tmp_path, **dict(base, **changes)))
+        assert {n: (out / n).read_bytes() for n in names} == written  # Nothing touched.
+        assert not list(out.glob("*.incomplete"))
+
+    how = "delete the old outputs .* or choose another --output_file"
+    refused(rf"x-00000-of-00002 was written with other settings than this run's \(--dupe_factor: 1 there, 2 "
+            rf"now\)\. .*{how}", dupe_factor=2)
+    refused(r"--max_seq_length: 128 there, 64 now", max_seq_length=64)
+    refused(r"--reference_order: False there, True now", reference_order=True)
+    with open(vocab, "a") as f:
+        f.write("zzzznewtoken\n")
+    refused(r"--vocab_file \(its content\)")
+    vocab.write_bytes(uncased_vocab.read_bytes())
+    with open(corpus, "a") as f:
+        f.write("\nOne more document.\n")
+    refused(r"--input_file \(the files' names or sizes\): \{'count': 1, 'bytes': 4394")
+    corpus.write_bytes((shared_data / "bert_sample_text.txt").read_bytes())
+    record = json.load(open(out / (names[1] + ".stats.json")))
+    del record["settings"]
+    json.dump(record, open(out / (names[1] + ".stats.json"), "w"))
+    refused(rf"{names[1]} is a complete shard, but .* does not record the settings")

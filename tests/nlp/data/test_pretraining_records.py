@@ -4,13 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from official.nlp.data import pretraining_records, tfrecord_io
-
-
-def _parse_all(path, compression="", seq=128, preds=20, nsp=True):
-    spec = pretraining_records.feature_spec(seq, preds, nsp)
-    ds = tf.data.TFRecordDataset(str(path), compression_type=compression)
-    ds = ds.map(lambda r: tf.io.parse_single_example(r, spec)).batch(1 << 20)
-    return {k: v.numpy() for k, v in next(iter(ds)).items()}
+from tests.pretraining_records import parse_records
 
 
 def test_serialized_examples_equal_tf_train_example():
@@ -42,7 +36,7 @@ def test_serialized_examples_equal_tf_train_example():
 def test_original_records_round_trip_byte_for_byte(shared_data, tmp_path):
     """The original's records parse with our spec; re-serialized, they give the original file's bytes."""
     path = shared_data / "pretraining_golden" / "squad_contexts.uncased.seq128.dupe5.tfrecord.gz"
-    batch = _parse_all(path, "GZIP")
+    batch = parse_records(path, "GZIP")
     assert len(batch["input_ids"]) == 22936
     matrix, lengths = pretraining_records.serialize_examples(batch)
     assert tfrecord_io.frame_records(matrix, lengths) == gzip.open(path).read()
@@ -54,6 +48,15 @@ def test_mlm_only_records_have_no_label(tmp_path):
                  masked_lm_weights=np.ones((2, 2), np.float32))
     path = tmp_path / "mlm.tfrecord"
     path.write_bytes(tfrecord_io.frame_records(*pretraining_records.serialize_examples(batch)))
-    parsed = _parse_all(path, seq=4, preds=2, nsp=False)
+    parsed = parse_records(path, seq=4, preds=2, nsp=False)
     assert "next_sentence_labels" not in parsed
     np.testing.assert_array_equal(parsed["input_ids"], batch["input_ids"])
+
+
+def test_feature_spec_leaves_out_what_the_records_lack():
+    full = pretraining_records.feature_spec(8, 3)
+    assert list(full) == ["input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
+                          "masked_lm_weights", "next_sentence_labels"]
+    assert full["masked_lm_weights"].dtype == tf.float32 and full["masked_lm_ids"].shape == [3]
+    assert full["input_ids"].shape == [8] and full["next_sentence_labels"].shape == [1]
+    assert list(pretraining_records.feature_spec(8, None, False)) == ["input_ids", "input_mask", "segment_ids"]
