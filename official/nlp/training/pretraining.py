@@ -28,16 +28,16 @@ from official.nlp.bert.encoder import BertEncoder
 from official.nlp.bert.models import BertPretrainer
 from official.nlp.data.pretrain_dataloader import PretrainDataConfig, PretrainDataLoader
 from official.nlp.training import distribution, optimization
-from official.nlp.training.objectives import weighted_accuracy
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
 
 POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 
 class PretrainingObjective:
-    """The original objective: masked-LM loss (weighted mean over real predictions) + next-sentence loss.
+    """The original objective for the training loop: masked-LM loss (weighted mean over real predictions) plus
+    next-sentence loss, with MLM and NSP accuracy.
 
-    Per-element losses are the cross entropies that `official.nlp.bert.losses` averages, so the loop's loss equals
+    The terms are `official.nlp.bert.losses`' per-element losses and weights, so the loop's loss equals
     `losses.pretraining_losses` on the same global batch (what `BertPretrainer.fit` minimizes).
     """
 
@@ -45,31 +45,13 @@ class PretrainingObjective:
         self.use_next_sentence_label = use_next_sentence_label
 
     def loss_weights(self, labels: Mapping) -> dict:
-        weights = {"mlm_loss": tf.cast(labels["masked_lm_weights"], tf.float32)}
-        if self.use_next_sentence_label:
-            weights["nsp_loss"] = tf.ones(tf.shape(tf.reshape(labels["next_sentence_labels"], [-1])), tf.float32)
-        return weights
+        return bert_losses.pretraining_loss_weights(labels, self.use_next_sentence_label)
 
     def losses(self, labels: Mapping, outputs: Mapping) -> dict:
-        result = {"mlm_loss": keras.ops.sparse_categorical_crossentropy(
-            tf.cast(labels["masked_lm_ids"], tf.int32), tf.cast(outputs["mlm_logits"], tf.float32), from_logits=True)}
-        if self.use_next_sentence_label:
-            result["nsp_loss"] = keras.ops.sparse_categorical_crossentropy(
-                tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1]),
-                tf.cast(outputs["nsp_logits"], tf.float32), from_logits=True)
-        return result
+        return bert_losses.pretraining_element_losses(labels, outputs, self.use_next_sentence_label)
 
     def metrics(self, labels: Mapping, outputs: Mapping) -> dict:
-        result = {"mlm_accuracy": weighted_accuracy(labels["masked_lm_ids"], outputs["mlm_logits"],
-                                                    labels["masked_lm_weights"])}
-        if self.use_next_sentence_label:
-            result["nsp_accuracy"] = weighted_accuracy(tf.reshape(labels["next_sentence_labels"], [-1]),
-                                                       outputs["nsp_logits"])
-        return result
-
-
-# Keep the names of the model's own objective in sync with ours (fit and the loop report the same names).
-assert set(bert_losses.PRETRAINING_LABELS) == {"masked_lm_ids", "masked_lm_weights", "next_sentence_labels"}
+        return bert_losses.pretraining_metrics(labels, outputs, self.use_next_sentence_label)
 
 
 @dataclasses.dataclass

@@ -5,6 +5,7 @@ import json
 import math
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -63,9 +64,14 @@ def test_objective_matches_the_models_own_losses(data):
     reference = losses.pretraining_losses(y, outputs)
     assert ours["mlm_loss"] == pytest.approx(float(reference["mlm_loss"]), rel=1e-6)
     assert ours["nsp_loss"] == pytest.approx(float(reference["nsp_loss"]), rel=1e-6)
-    accuracy = objective.metrics(y, outputs)["mlm_accuracy"]
-    assert float(accuracy[0] / accuracy[1]) == pytest.approx(
-        float(losses.masked_lm_accuracy(y["masked_lm_ids"], outputs["mlm_logits"], y["masked_lm_weights"])))
+    # Accuracies: what fit reports (Keras' SparseCategoricalAccuracy, weighted by masked_lm_weights).
+    metrics = objective.metrics(y, outputs)
+    reference = keras.metrics.SparseCategoricalAccuracy()
+    reference.update_state(y["masked_lm_ids"], outputs["mlm_logits"], sample_weight=y["masked_lm_weights"])
+    assert float(metrics["mlm_accuracy"][0] / metrics["mlm_accuracy"][1]) == pytest.approx(float(reference.result()))
+    reference = keras.metrics.SparseCategoricalAccuracy()
+    reference.update_state(tf.reshape(y["next_sentence_labels"], [-1]), outputs["nsp_logits"])
+    assert float(metrics["nsp_accuracy"][0] / metrics["nsp_accuracy"][1]) == pytest.approx(float(reference.result()))
 
 
 @pytest.mark.slow
