@@ -30,9 +30,6 @@ from official.nlp.data.pretrain_dataloader import PretrainDataConfig, PretrainDa
 from official.nlp.training import distribution, optimization
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
 
-POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
-
-
 class PretrainingObjective:
     """The original objective for the training loop: masked-LM loss (weighted mean over real predictions) plus
     next-sentence loss, with MLM and NSP accuracy.
@@ -98,36 +95,10 @@ class PretrainingConfig:
 
 
 @dataclasses.dataclass
-class PretrainingResult:
-    step: int
-    metrics: dict[str, float]
-    history: list[dict[str, float]]
-    checkpoint: str | None
-    export_dir: str | None
+class PretrainingResult(TrainResult):
+    """`TrainResult` plus the exported model directory (None on workers other than the chief)."""
 
-
-def resolve_model_files(config: PretrainingConfig) -> model_dir_lib.ModelFiles:
-    """Config, vocabulary, case and initial checkpoint from the flags and `--init_checkpoint` (checked together)."""
-    if config.bert_config is not None and config.init_checkpoint is None:
-        vocab = config.vocab_file
-        if vocab is not None:
-            model_dir_lib.validate_vocab_file(vocab, config.bert_config, config.do_lower_case)
-        return model_dir_lib.ModelFiles(config=config.bert_config, vocab_file=vocab,
-                                        do_lower_case=config.do_lower_case)
-    try:
-        files = model_dir_lib.resolve_model_files(
-            config.init_checkpoint, bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
-            do_lower_case=config.do_lower_case, require_vocab=False)
-    except FileNotFoundError as e:
-        if "No BERT config" in str(e):
-            raise ValueError(f"--bert_config_file is required: {e}") from e
-        raise
-    if config.bert_config is not None:
-        files = dataclasses.replace(files, config=config.bert_config)
-    if files.vocab_file is None:
-        logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning "
-                        "needs")
-    return files
+    export_dir: str | None = None
 
 
 def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
@@ -138,16 +109,37 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
             f"--train_batch_size={config.train_batch_size} must divide by replicas ({replicas}) x "
             f"--gradient_accumulation_steps ({config.gradient_accumulation_steps}) = {per_step}"
         )
-    if config.mixed_precision not in POLICIES:
-        raise ValueError(f"--mixed_precision must be one of {sorted(POLICIES)}, got {config.mixed_precision!r}")
+    optimization.dtype_policy(config.mixed_precision)  # refuses an unknown --mixed_precision
 
 
 def build_pretrainer(bert_config: BertConfig, *, use_next_sentence_label: bool = True,
                      mixed_precision: str = "float32") -> BertPretrainer:
     """A `BertPretrainer` with fresh weights, computing in `mixed_precision` (variables stay float32)."""
-    policy = keras.dtype_policies.get(POLICIES[mixed_precision])
-    encoder = BertEncoder.from_bert_config(bert_config, dtype=policy)
+    encoder = BertEncoder.from_bert_config(bert_config, dtype=optimization.dtype_policy(mixed_precision))
     return BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label)
+
+
+def build_model_and_optimizer(config: PretrainingConfig, bert_config: BertConfig, strategy: tf.distribute.Strategy
+                              ) -> tuple[BertPretrainer, keras.optimizers.Optimizer]:
+    """The fresh `BertPretrainer` and the optimizer of `config`, made in `strategy.scope()` for `Trainer`."""
+    with strategy.scope():
+        model = build_pretrainer(bert_config, use_next_sentence_label=config.use_next_sentence_label,
+                                 mixed_precision=config.mixed_precision)
+        optimizer = optimization.create_optimizer(
+            config.optimizer, learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
+            num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
+            poly_power=config.poly_power, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
+            mixed_precision=config.mixed_precision)
+    return model, optimizer
+
+
+def trainer_config(config: PretrainingConfig) -> TrainerConfig:
+    """The training-loop settings of `config`."""
+    return TrainerConfig(
+        model_dir=config.model_dir, num_train_steps=config.num_train_steps, steps_per_loop=config.steps_per_loop,
+        save_checkpoints_steps=config.save_checkpoints_steps, max_checkpoints_to_keep=config.keep_checkpoint_max,
+        gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile,
+        checkpoint_input=config.checkpoint_input)
 
 
 def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> PretrainDataLoader:
@@ -188,7 +180,12 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
-    files = resolve_model_files(config)
+    files = model_dir_lib.resolve_model_files(
+        config.init_checkpoint, bert_config=config.bert_config, bert_config_file=config.bert_config_file,
+        vocab_file=config.vocab_file, do_lower_case=config.do_lower_case, require_vocab=False)
+    if files.vocab_file is None:
+        logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning "
+                        "needs")
     bert_config = files.config
     loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
     export_dir = config.export_dir or os.path.join(config.model_dir, "export")
@@ -201,37 +198,23 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
         model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
 
-    with strategy.scope():
-        model = build_pretrainer(bert_config, use_next_sentence_label=config.use_next_sentence_label,
-                                 mixed_precision=config.mixed_precision)
-        optimizer = optimization.create_optimizer(
-            config.optimizer, learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
-            num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
-            poly_power=config.poly_power, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
-            mixed_precision=config.mixed_precision)
+    model, optimizer = build_model_and_optimizer(config, bert_config, strategy)
 
     def init_from_checkpoint():
         if files.checkpoint is not None:
             files.restore(model)  # the encoder and, from a pretraining checkpoint, the heads
 
-    trainer = Trainer(
-        model, optimizer, PretrainingObjective(config.use_next_sentence_label), strategy,
-        TrainerConfig(
-            model_dir=config.model_dir, num_train_steps=config.num_train_steps,
-            steps_per_loop=config.steps_per_loop, save_checkpoints_steps=config.save_checkpoints_steps,
-            max_checkpoints_to_keep=config.keep_checkpoint_max,
-            gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile,
-            checkpoint_input=config.checkpoint_input),
-        global_batch_size=config.train_batch_size, init_fn=init_from_checkpoint)
+    trainer = Trainer(model, optimizer, PretrainingObjective(config.use_next_sentence_label), strategy,
+                      trainer_config(config), global_batch_size=config.train_batch_size, init_fn=init_from_checkpoint)
     try:
-        result: TrainResult = trainer.train(loader.load)
+        result = trainer.train(loader.load)
     except tf.errors.DataLossError as e:
         raise loader.diagnose(e) from e
     exported = None
     if is_chief:
         exported = export_model_dir(model, export_dir, vocab_file=files.vocab_file,
                                     do_lower_case=files.do_lower_case)
-    return PretrainingResult(result.step, result.metrics, result.history, result.checkpoint, exported)
+    return PretrainingResult(**vars(result), export_dir=exported)
 
 
 # ---- model directories ----------------------------------------------------------------------------------------
