@@ -149,6 +149,29 @@ def test_bad_settings_stop_early_with_a_message(data, tmp_path):
     assert not os.listdir(tmp_path)
 
 
+@pytest.mark.slow
+def test_running_a_finished_job_again_leaves_its_export_alone(data, phase1):
+    """Relaunching a finished job (e.g. the two-phase launcher after a preemption in phase 2) trains nothing and
+    must not rewrite the export that the next phase or a fine-tuning job may be reading."""
+    config = _config(data, os.path.dirname(phase1.export_dir))
+    export = phase1.export_dir
+    assert os.path.basename(tf.train.latest_checkpoint(export)) == "ckpt-200"  # the export says its step
+
+    def snapshot():
+        return {name: (os.stat(os.path.join(export, name)).st_ino, os.stat(os.path.join(export, name)).st_mtime_ns)
+                for name in os.listdir(export)}
+
+    before = snapshot()
+    again = run_pretraining(config)
+    assert (again.step, again.history, again.export_dir) == (200, [], export)
+    assert snapshot() == before
+    # An export that is missing (a job killed after its last checkpoint, before exporting) is written again.
+    tf.io.gfile.rmtree(export)
+    again = run_pretraining(config)
+    assert again.history == [] and os.path.basename(tf.train.latest_checkpoint(export)) == "ckpt-200"
+    assert {"bert_config.json", "vocab.txt", "do_lower_case"} <= set(os.listdir(export))
+
+
 def test_resuming_with_another_config_is_refused(data, phase1):
     bigger = BertConfig(**dict(TINY, num_hidden_layers=3))
     model_dir = os.path.dirname(phase1.export_dir)
