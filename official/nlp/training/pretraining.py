@@ -1,7 +1,8 @@
 """BERT pretraining: records -> `BertPretrainer` -> the shared training loop -> a model directory.
 
 `run_pretraining(PretrainingConfig(...))` is everything `run_scripts/run_pretraining.py` does, callable from Python.
-Run twice with the same config, the second call resumes from the last checkpoint in `model_dir`.
+Run twice with the same config, the second call resumes from the last checkpoint in `model_dir`; once the run is
+finished, it trains nothing and leaves the export as it is.
 
 Example:
 
@@ -29,6 +30,7 @@ from official.nlp.bert.models import BertPretrainer
 from official.nlp.data.pretrain_dataloader import PretrainDataConfig, PretrainDataLoader
 from official.nlp.training import distribution, optimization
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
+
 
 class PretrainingObjective:
     """The original objective for the training loop: masked-LM loss (weighted mean over real predictions) plus

@@ -13,7 +13,8 @@ steps per call, with:
 - checkpoints of the model, optimizer, step, dropout RNG state and input position (`checkpointing`), resumed
   automatically when `model_dir` has one;
 - a NaN or infinite loss stops training with `TrainingDivergedError`, keeping the last good checkpoint;
-- TensorBoard scalars in `model_dir/summaries` and an absl log line per loop with steps/s and examples/s.
+- TensorBoard scalars in `model_dir/summaries` (`summaries`) and an absl log line per loop with steps/s and
+  examples/s.
 
 Example (fine-tuning a classifier; pretraining does the same with `PretrainingObjective`):
 
