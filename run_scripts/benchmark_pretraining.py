@@ -9,6 +9,7 @@ first loop/epoch (tracing) is not timed. Also times the input pipeline alone, to
 """
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
 
@@ -17,9 +18,9 @@ from absl import app, flags
 
 from official.nlp.bert.configs import BertConfig
 from official.nlp.training import distribution, optimization
-from official.nlp.training.pretraining import POLICIES, PretrainingConfig, PretrainingObjective, build_pretrainer
-from official.nlp.training.pretraining import make_data_loader
-from official.nlp.training.trainer import Trainer, TrainerConfig
+from official.nlp.training.pretraining import (PretrainingConfig, PretrainingObjective, build_model_and_optimizer,
+                                               make_data_loader, trainer_config)
+from official.nlp.training.trainer import Trainer
 
 flags.DEFINE_string("input_file", None, "Pretraining TFRecords (glob).")
 flags.DEFINE_string("preset", "tiny", "BertConfig preset (vocab_size 30522).")
@@ -27,7 +28,7 @@ flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the records.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Predictions per sequence in the records.")
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size.")
 flags.DEFINE_integer("steps", 60, "Timed steps per variant (after one untimed loop/epoch of the same length).")
-flags.DEFINE_enum("mixed_precision", "float32", list(POLICIES), "Compute dtype.")
+flags.DEFINE_enum("mixed_precision", "float32", list(optimization.MIXED_PRECISION), "Compute dtype.")
 flags.DEFINE_bool("jit_compile", False, "XLA for both variants.")
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Our loop only (fit has no working equivalent under "
                      "tf.distribute).")
@@ -35,19 +36,19 @@ FLAGS = flags.FLAGS
 
 
 def _config(model_dir: str) -> PretrainingConfig:
+    """The run both variants share: two loops of --steps (the first one untimed), no checkpoint in between."""
+    steps = FLAGS.steps
     return PretrainingConfig(
         input_file=FLAGS.input_file, model_dir=model_dir, max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq, train_batch_size=FLAGS.train_batch_size,
-        num_train_steps=2 * FLAGS.steps, num_warmup_steps=10, learning_rate=1e-4)
+        num_train_steps=2 * steps, num_warmup_steps=10, learning_rate=1e-4, mixed_precision=FLAGS.mixed_precision,
+        jit_compile=FLAGS.jit_compile, gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        steps_per_loop=steps, save_checkpoints_steps=10**9)
 
 
-def _build(bert_config, strategy, steps):
-    keras.utils.set_random_seed(0)
-    with strategy.scope():
-        model = build_pretrainer(bert_config, mixed_precision=FLAGS.mixed_precision)
-        optimizer = optimization.create_optimizer(learning_rate=1e-4, num_train_steps=steps, num_warmup_steps=10,
-                                                  mixed_precision=FLAGS.mixed_precision)
-    return model, optimizer
+def _build(config: PretrainingConfig, bert_config: BertConfig, strategy):
+    keras.utils.set_random_seed(config.seed)  # the same initial weights for both variants
+    return build_model_and_optimizer(config, bert_config, strategy)
 
 
 def main(argv):
@@ -56,7 +57,7 @@ def main(argv):
     strategy = distribution.get_distribution_strategy("one_device")
     steps = FLAGS.steps
     with tempfile.TemporaryDirectory() as tmp:
-        config = _config(tmp)
+        config = _config(tmp + "/loop")
         loader = make_data_loader(config, bert_config)
 
         # The input pipeline alone.
@@ -69,17 +70,16 @@ def main(argv):
         input_rate = steps * 4 * FLAGS.train_batch_size / (time.perf_counter() - start)
 
         # Our loop: one untimed loop of `steps` (tracing), then one timed loop.
-        model, optimizer = _build(bert_config, strategy, 2 * steps)
-        trainer = Trainer(model, optimizer, PretrainingObjective(), strategy, TrainerConfig(
-            model_dir=tmp + "/loop", num_train_steps=2 * steps, steps_per_loop=steps, save_checkpoints_steps=10**9,
-            jit_compile=FLAGS.jit_compile, gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-            write_summaries=False), global_batch_size=FLAGS.train_batch_size)
+        model, optimizer = _build(config, bert_config, strategy)
+        trainer = Trainer(model, optimizer, PretrainingObjective(), strategy,
+                          dataclasses.replace(trainer_config(config), write_summaries=False),
+                          global_batch_size=config.train_batch_size)
         result = trainer.train(loader.load)
         loop_rate = result.history[-1]["examples_per_second"]
 
         # Keras fit, same model, optimizer and data; steps_per_execution plays the role of steps_per_loop.
-        model, optimizer = _build(bert_config, strategy, 2 * steps)
-        model.compile(optimizer=optimizer, jit_compile=FLAGS.jit_compile, steps_per_execution=steps)
+        model, optimizer = _build(config, bert_config, strategy)
+        model.compile(optimizer=optimizer, jit_compile=config.jit_compile, steps_per_execution=steps)
         times = []
 
         class Timer(keras.callbacks.Callback):

@@ -33,6 +33,8 @@ _TRANSPOSED_IN_TF1 = frozenset({"cls/seq_relationship/output_weights"})
 _TF1_TRAINING_STATE = re.compile(
     r"(^|/)(global_step|good_steps|bad_steps|loss_scale|current_loss_scale)$|/(adam_[mv]|lamb_[mv]|Adam(_1)?|"
     r"Momentum|LAMB(_1)?)$")
+# Our checkpoints are `ckpt-<n>` (model directories, exports, training checkpoints).
+CHECKPOINT_NAME = "ckpt"
 ENCODER_SCOPE = "bert/"
 _MLM_SCOPE = "cls/predictions/"
 _NSP_SCOPE = "cls/seq_relationship/"
@@ -110,14 +112,22 @@ def tf1_variable_map(encoder: BertEncoder, masked_lm=None, next_sentence=None) -
     return names
 
 
-def _split_model(model) -> tuple[BertEncoder, object, object]:
+def _bert_parts(model) -> tuple[BertEncoder, object, object] | None:
+    """`(encoder, masked_lm, next_sentence)` of a BERT model (heads None where absent); None for other models."""
     if isinstance(model, BertEncoder):
         return model, None, None
     if isinstance(model, BertPretrainer):
         return model.encoder, model.masked_lm, model.next_sentence
     if hasattr(model, "encoder"):
         return model.encoder, None, None
-    raise TypeError(f"Expected a BertEncoder or a BERT task model, got {type(model).__name__}")
+    return None
+
+
+def _split_model(model) -> tuple[BertEncoder, object, object]:
+    parts = _bert_parts(model)
+    if parts is None:
+        raise TypeError(f"Expected a BertEncoder or a BERT task model, got {type(model).__name__}")
+    return parts
 
 
 def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "weights",
@@ -184,14 +194,17 @@ def export_weights(model) -> dict[str, np.ndarray]:
     return result
 
 
+def _model_for_heads(config: BertConfig, *, masked_lm: bool, next_sentence: bool):
+    """The model that a checkpoint with these heads describes: a `BertPretrainer` when it has the masked-LM head
+    (with NSP when it has that head too), else a `BertEncoder`."""
+    encoder = BertEncoder.from_bert_config(config)
+    return BertPretrainer(encoder, use_next_sentence_label=next_sentence) if masked_lm else encoder
+
+
 def model_from_weights(weights: Mapping[str, np.ndarray], config: BertConfig, *, source: str = "weights"):
     """Builds the model the weights describe: a `BertPretrainer` when MLM weights are present, else an encoder."""
-    encoder = BertEncoder.from_bert_config(config)
-    if any(name.startswith(_MLM_SCOPE) for name in weights):
-        has_nsp = any(name.startswith(_NSP_SCOPE) for name in weights)
-        model = BertPretrainer(encoder, use_next_sentence_label=has_nsp)
-    else:
-        model = encoder
+    model = _model_for_heads(config, masked_lm=any(name.startswith(_MLM_SCOPE) for name in weights),
+                             next_sentence=any(name.startswith(_NSP_SCOPE) for name in weights))
     assign_weights(weights, model, source=source)
     return model
 
@@ -243,6 +256,14 @@ def is_tf1_checkpoint(prefix: str) -> bool:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Our format
+
+
+def training_checkpoint_root(model, **training_state) -> tf.train.Checkpoint:
+    """The root a training loop saves: `checkpoint_root` for a BERT model, so that every training checkpoint is
+    also a valid `--init_checkpoint` for the next job; any other Keras model goes under `model`."""
+    if _bert_parts(model) is None:
+        return tf.train.Checkpoint(model=model, **training_state)
+    return checkpoint_root(model, **training_state)
 
 
 def checkpoint_root(model, **training_state) -> tf.train.Checkpoint:
@@ -370,6 +391,19 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
                                       hint="Check that bert_config.json belongs to this checkpoint.")
     for key, variable in matched.items():
         variable.assign(reader.get_tensor(key))
+
+
+def model_from_checkpoint(prefix: str, config: BertConfig):
+    """Builds the model one of our checkpoints holds (the rule of `model_from_weights`) and restores it.
+
+    The heads are found in the checkpoint's object graph (`model/masked_lm`, `model/next_sentence`), which holds
+    them whatever keys TF chose for their variables.
+    """
+    saved = _SavedGraph(tf.train.load_checkpoint(prefix))
+    model = _model_for_heads(config, masked_lm=saved.node(("model", "masked_lm")) is not None,
+                             next_sentence=saved.node(("model", "next_sentence")) is not None)
+    restore_checkpoint(model, prefix)
+    return model
 
 
 def save_checkpoint(model, prefix: str) -> str:

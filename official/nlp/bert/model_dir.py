@@ -38,7 +38,7 @@ CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
 DO_LOWER_CASE_FILE = "do_lower_case"
 TF1_CHECKPOINT_NAME = "bert_model.ckpt"
-CHECKPOINT_NAME = "ckpt"
+CHECKPOINT_NAME = checkpoints.CHECKPOINT_NAME
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,9 +112,10 @@ def write_model_files(model_dir: str, config: BertConfig, vocab_file: str | None
 
 
 def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_case: bool | None,
-                   checkpoint_format: str = "ours") -> ModelFiles:
+                   checkpoint_format: str = "ours", checkpoint_number: int | None = None) -> ModelFiles:
     """Writes `model` (encoder or BERT task model) with its config, vocabulary and case as a model directory.
 
+    Our checkpoint is `ckpt-<checkpoint_number>` (default `ckpt-1`), e.g. the training step of an export.
     `checkpoint_format="tf1"` writes `bert_model.ckpt` with the original variable names (encoder, plus the
     pretraining heads of a `BertPretrainer`) instead of our checkpoint. Refuses a directory that already holds
     a checkpoint.
@@ -133,7 +134,9 @@ def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_ca
         prefix = checkpoints.write_tf1_checkpoint(os.path.join(model_dir, TF1_CHECKPOINT_NAME),
                                                   checkpoints.export_weights(model))
     else:
-        prefix = checkpoints.checkpoint_root(model).save(os.path.join(model_dir, CHECKPOINT_NAME))
+        prefix = tf.train.CheckpointManager(checkpoints.checkpoint_root(model), model_dir, max_to_keep=None,
+                                            checkpoint_name=CHECKPOINT_NAME).save(
+            1 if checkpoint_number is None else checkpoint_number)
     return ModelFiles(config=config, vocab_file=os.path.join(model_dir, VOCAB_FILE) if vocab_file else None,
                       do_lower_case=do_lower_case, checkpoint=prefix, checkpoint_format=checkpoint_format)
 
@@ -175,43 +178,73 @@ def find_checkpoint(path: str) -> tuple[str, str]:
                      "an original TF1 one (`bert/...` variables). Convert it with run_scripts/convert_checkpoint.py")
 
 
-def infer_do_lower_case(directory: str | None, vocab_file: str | None) -> bool | None:
-    """Guesses the case from Google's directory names (`uncased_L-12_...`, `cased_L-12_...`) or the vocabulary."""
+def _case_from_directory_name(directory: str | None) -> bool | None:
     if directory:
         name = os.path.basename(os.path.normpath(directory)).lower()
         if re.search(r"(^|[_\-])uncased([_\-]|$)", name):
             return True
         if re.search(r"(^|[_\-])cased([_\-]|$)", name):
             return False
-    if vocab_file:
-        from official.nlp.bert import tokenization
-
-        vocab = tokenization.load_vocab(vocab_file)
-        verdicts = []
-        for value in (True, False):
-            try:
-                tokenization.validate_vocab(vocab, do_lower_case=value)
-                verdicts.append(value)
-            except tokenization.VocabularyError:
-                pass
-        if len(verdicts) == 1:
-            return verdicts[0]
     return None
+
+
+def _case_from_vocab(vocab) -> bool | None:
+    """The one case the vocabulary's case rule accepts (`tokenization.validate_vocab` judges it), else None."""
+    from official.nlp.bert import tokenization
+
+    verdicts = []
+    for value in (True, False):
+        try:
+            tokenization.validate_vocab(vocab, do_lower_case=value)
+            verdicts.append(value)
+        except tokenization.VocabularyError:
+            pass
+    return verdicts[0] if len(verdicts) == 1 else None
 
 
 def validate_vocab_file(vocab_file: str, config: BertConfig, do_lower_case: bool | None) -> None:
     """Refuses a vocabulary whose size differs from `config.vocab_size` or whose case contradicts `do_lower_case`."""
+    _check_vocab(vocab_file, config, do_lower_case)
+
+
+def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None, *, infer_case: bool = False,
+                 infer_from: str | None = None, require_case: bool = False) -> bool | None:
+    """Reads `vocab_file` once and checks it against `config` and the case; returns the case.
+
+    With `infer_case`, a case left None is inferred first: from Google's name of the directory `infer_from`
+    (`uncased_L-12_H-768_A-12`), else from the vocabulary. With `require_case`, a case that stays unknown is an
+    error.
+    """
     from official.nlp.bert import tokenization
 
     if not tf.io.gfile.exists(vocab_file):
         raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
-    tokenization.validate_vocab(tokenization.load_vocab(vocab_file), vocab_size=config.vocab_size,
-                                do_lower_case=do_lower_case, source=vocab_file)
+    vocab = tokenization.load_vocab(vocab_file)
+    if do_lower_case is None and infer_case:
+        do_lower_case = _case_from_directory_name(infer_from)
+        if do_lower_case is None:
+            do_lower_case = _case_from_vocab(vocab)
+        if do_lower_case is None and require_case:
+            raise ValueError(f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass "
+                             "--do_lower_case")
+        if do_lower_case is not None:
+            logging.info("do_lower_case=%s inferred for %s", do_lower_case, infer_from or vocab_file)
+    tokenization.validate_vocab(vocab, vocab_size=config.vocab_size, do_lower_case=do_lower_case, source=vocab_file)
+    return do_lower_case
+
+
+def _merge_case(do_lower_case: bool | None, stored: bool | None, source: str) -> bool | None:
+    """The `--do_lower_case` flag, else the case stored with the model; refuses a flag that contradicts it."""
+    if do_lower_case is not None and stored is not None and do_lower_case != stored:
+        raise ValueError(f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
+                         "with the latter. Drop the flag or fix the file.")
+    return stored if do_lower_case is None else do_lower_case
 
 
 def resolve_model_files(
     init_checkpoint: str | None = None,
     *,
+    bert_config: BertConfig | None = None,
     bert_config_file: str | None = None,
     vocab_file: str | None = None,
     do_lower_case: bool | None = None,
@@ -222,11 +255,14 @@ def resolve_model_files(
     Arguments left as None come from the model directory (or, for a checkpoint prefix, its folder): the config
     from `bert_config.json`, the vocabulary from `vocab.txt`, the case from `do_lower_case`, else from Google's
     folder names (`uncased_L-12_H-768_A-12`), else from the vocabulary itself. Pass absl flags as None when the
-    user did not set them (`FLAGS["do_lower_case"].present`), so that the directory's values apply.
+    user did not set them (`FLAGS["do_lower_case"].present`), so that the directory's values apply. From Python,
+    `bert_config` gives the config itself instead of `bert_config_file`.
 
     Raises (at start-up, naming the file and what to change): a missing file; a vocabulary whose size is not
     the config's `vocab_size`; a `do_lower_case` that contradicts the directory's file or the vocabulary.
     """
+    if bert_config is not None and bert_config_file is not None:
+        raise ValueError("Pass bert_config or --bert_config_file, not both")
     prefix = fmt = None
     directory = None
     if init_checkpoint:
@@ -239,11 +275,16 @@ def resolve_model_files(
         path = os.path.join(directory, name)
         return path if tf.io.gfile.exists(path) else None
 
-    config_file = bert_config_file or beside(CONFIG_FILE)
-    if config_file is None:
-        where = f" and {directory} has no {CONFIG_FILE}" if directory else ""
-        raise FileNotFoundError(f"No BERT config: --bert_config_file is not set{where}")
-    config = BertConfig.from_json_file(config_file)
+    config = bert_config
+    if config is None:
+        config_file = bert_config_file or beside(CONFIG_FILE)
+        if config_file is None:
+            if directory is None:
+                raise ValueError(f"--bert_config_file is required (there is no --init_checkpoint to take "
+                                 f"{CONFIG_FILE} from)")
+            raise FileNotFoundError(f"No BERT config: --bert_config_file is not set and {directory} has no "
+                                    f"{CONFIG_FILE}")
+        config = BertConfig.from_json_file(config_file)
 
     vocab_file = vocab_file or beside(VOCAB_FILE)
     if vocab_file is None and require_vocab:
@@ -251,29 +292,17 @@ def resolve_model_files(
         raise FileNotFoundError(f"No vocabulary: --vocab_file is not set{where}")
 
     case_file = beside(DO_LOWER_CASE_FILE)
-    stored_case = read_do_lower_case(case_file) if case_file else None
-    if do_lower_case is not None and stored_case is not None and do_lower_case != stored_case:
-        raise ValueError(f"--do_lower_case={do_lower_case} contradicts {case_file} ({stored_case}); the model was "
-                         "trained with the latter. Drop the flag or fix the file.")
-    if do_lower_case is None:
-        do_lower_case = stored_case
-    if do_lower_case is None:
-        do_lower_case = infer_do_lower_case(directory, vocab_file)
-        if do_lower_case is None and vocab_file is not None:
-            raise ValueError(f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass "
-                             "--do_lower_case")
-        if do_lower_case is not None:
-            logging.info("do_lower_case=%s inferred for %s", do_lower_case, directory or vocab_file)
+    if case_file:
+        do_lower_case = _merge_case(do_lower_case, read_do_lower_case(case_file), case_file)
     if vocab_file is not None:
-        validate_vocab_file(vocab_file, config, do_lower_case)
+        do_lower_case = _check_vocab(vocab_file, config, do_lower_case, infer_case=True, infer_from=directory,
+                                     require_case=True)
+    elif do_lower_case is None:
+        do_lower_case = _case_from_directory_name(directory)
+        if do_lower_case is not None:
+            logging.info("do_lower_case=%s inferred for %s", do_lower_case, directory)
     return ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=prefix,
                       checkpoint_format=fmt)
-
-
-def load_encoder(init_checkpoint: str, **kwargs) -> tuple[BertEncoder, ModelFiles]:
-    """`resolve_model_files(init_checkpoint, **kwargs)` and an encoder with the restored weights."""
-    files = resolve_model_files(init_checkpoint, **kwargs)
-    return files.build_encoder(), files
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -320,14 +349,9 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
         if vocab_file is None:
             raise FileNotFoundError(f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass "
                                     "--vocab_file")
-        stored = _hf_do_lower_case(directory)
-        if do_lower_case is not None and stored is not None and do_lower_case != stored:
-            raise ValueError(f"--do_lower_case={do_lower_case} contradicts {directory}/tokenizer_config.json "
-                             f"(do_lower_case={stored})")
-        do_lower_case = do_lower_case if do_lower_case is not None else stored
-        if do_lower_case is None:
-            do_lower_case = infer_do_lower_case(None, vocab_file)
-        validate_vocab_file(vocab_file, config, do_lower_case)
+        do_lower_case = _merge_case(do_lower_case, _hf_do_lower_case(directory),
+                                    f"{directory}/tokenizer_config.json's do_lower_case")
+        do_lower_case = _check_vocab(vocab_file, config, do_lower_case, infer_case=True)
         model = checkpoints.model_from_weights(hf_weights.read_hf_weights(path), config, source=path)
         return model, ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case)
     if input_format not in ("tf1", "ours"):
@@ -340,14 +364,7 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
         weights = checkpoints.read_tf1_checkpoint(files.checkpoint)
         model = checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)
     else:
-        saved = tf.train.load_checkpoint(files.checkpoint).get_variable_to_shape_map()
-        encoder = BertEncoder.from_bert_config(files.config)
-        if any(name.startswith("model/masked_lm/") for name in saved):
-            model = BertPretrainer(encoder, use_next_sentence_label=any(
-                name.startswith("model/next_sentence/") for name in saved))
-        else:
-            model = encoder
-        checkpoints.restore_checkpoint(model, files.checkpoint)
+        model = checkpoints.model_from_checkpoint(files.checkpoint, files.config)
     return model, files
 
 

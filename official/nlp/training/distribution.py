@@ -24,7 +24,6 @@ def get_distribution_strategy(
     *,
     num_gpus: int | None = None,
     tpu: str | None = None,
-    devices: Sequence[str] | None = None,
     all_reduce_alg: str | None = None,
 ) -> tf.distribute.Strategy:
     """Builds a `tf.distribute.Strategy`.
@@ -34,7 +33,6 @@ def get_distribution_strategy(
       num_gpus: GPUs to use on this host. None uses every visible GPU; 0 forces the CPU. For "mirrored" with no
         GPU, every logical CPU device is a replica (useful for testing replica logic on a CPU).
       tpu: the TPU name or address for "tpu" ("local" on a TPU VM, a name or grpc:// address otherwise).
-      devices: explicit device list for "mirrored" (overrides num_gpus).
       all_reduce_alg: "nccl" or "ring" for multi_worker_mirrored; "nccl" or "hierarchical_copy" for mirrored.
     """
     name = distribution_strategy.lower()
@@ -50,8 +48,7 @@ def get_distribution_strategy(
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy("/gpu:0" if use_gpus else "/cpu:0")
     if name == "mirrored":
-        if devices is None:
-            devices = use_gpus or [d.name for d in tf.config.list_logical_devices("CPU")]
+        devices = use_gpus or [d.name for d in tf.config.list_logical_devices("CPU")]
         cross_device_ops = None
         if all_reduce_alg == "nccl":
             cross_device_ops = tf.distribute.NcclAllReduce()

@@ -7,7 +7,9 @@ global batch before the forward pass. That makes a step on k micro-batches of b 
 same step as one on a batch of k*b (or r*b) examples: no mean-of-means bias when micro-batches hold different
 numbers of masked tokens.
 
-Metrics are (numerator, denominator) sums, so that means over replicas and steps are exact too.
+Metrics are (numerator, denominator) sums, so that means over replicas and steps are exact too. The per-element
+functions (`cross_entropy`, `weighted_accuracy`) are those of `official.nlp.bert.losses`, which the models' own
+`fit` objectives use as well.
 
 Example (a fine-tuning objective):
 
@@ -21,6 +23,8 @@ from typing import Mapping, Protocol
 
 import tensorflow as tf
 
+from official.nlp.bert.losses import cross_entropy, weighted_accuracy
+
 
 class Objective(Protocol):
     """The interface `Trainer` needs from a task."""
@@ -33,20 +37,6 @@ class Objective(Protocol):
 
     def metrics(self, labels, outputs) -> Mapping[str, tuple[tf.Tensor, tf.Tensor]]:
         """Extra metrics as (sum, count) pairs over this batch, e.g. (correct predictions, predictions)."""
-
-
-def sparse_cross_entropy(labels: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
-    """Per-element cross entropy from logits, in float32 whatever the compute dtype."""
-    return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=tf.cast(labels, tf.int32),
-                                                          logits=tf.cast(logits, tf.float32))
-
-
-def weighted_accuracy(labels: tf.Tensor, logits: tf.Tensor, weights: tf.Tensor | None = None):
-    """(weighted count of correct argmax predictions, total weight)."""
-    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), tf.cast(labels, tf.int32)),
-                      tf.float32)
-    weights = tf.ones_like(correct) if weights is None else tf.cast(weights, tf.float32)
-    return tf.reduce_sum(correct * weights), tf.reduce_sum(weights)
 
 
 class SparseCategoricalObjective:
@@ -71,7 +61,7 @@ class SparseCategoricalObjective:
         return {"loss": tf.ones(tf.shape(self._labels(labels)), tf.float32)}
 
     def losses(self, labels, outputs):
-        return {"loss": sparse_cross_entropy(self._labels(labels), self._logits(outputs))}
+        return {"loss": cross_entropy(self._labels(labels), self._logits(outputs))}
 
     def metrics(self, labels, outputs):
         return {"accuracy": weighted_accuracy(self._labels(labels), self._logits(outputs))}

@@ -21,7 +21,8 @@ from typing import Sequence
 import keras
 
 OPTIMIZERS = ("adamw", "lamb")
-MIXED_PRECISION = ("float32", "bfloat16", "float16")
+# `--mixed_precision` values and the Keras dtype policy each one computes in (variables stay float32).
+MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 # Keras matches these with `re.search` against each variable's short name: Keras' LayerNormalization names its
 # weights `gamma` and `beta`, dense layers `bias`; the CamelCase and snake_case spellings cover custom layers.
@@ -127,7 +128,7 @@ def create_optimizer(
     if optimizer_type not in OPTIMIZERS:
         raise ValueError(f"optimizer_type must be one of {OPTIMIZERS}, got {optimizer_type!r}")
     if mixed_precision not in MIXED_PRECISION:
-        raise ValueError(f"mixed_precision must be one of {MIXED_PRECISION}, got {mixed_precision!r}")
+        raise ValueError(f"mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
     if num_warmup_steps > num_train_steps:
         raise ValueError(
             f"num_warmup_steps ({num_warmup_steps}) is larger than num_train_steps ({num_train_steps}); "
@@ -159,6 +160,13 @@ def create_optimizer(
             optimizer, initial_scale=initial_loss_scale, dynamic_growth_steps=loss_scale_growth_steps
         )
     return optimizer
+
+
+def dtype_policy(mixed_precision: str = "float32") -> keras.DTypePolicy:
+    """The Keras dtype policy of a `--mixed_precision` value (see `MIXED_PRECISION`)."""
+    if mixed_precision not in MIXED_PRECISION:
+        raise ValueError(f"--mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
+    return keras.dtype_policies.get(MIXED_PRECISION[mixed_precision])
 
 
 def current_learning_rate(optimizer: keras.optimizers.Optimizer) -> float:

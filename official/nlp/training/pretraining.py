@@ -1,7 +1,8 @@
 """BERT pretraining: records -> `BertPretrainer` -> the shared training loop -> a model directory.
 
 `run_pretraining(PretrainingConfig(...))` is everything `run_scripts/run_pretraining.py` does, callable from Python.
-Run twice with the same config, the second call resumes from the last checkpoint in `model_dir`.
+Run twice with the same config, the second call resumes from the last checkpoint in `model_dir`; once the run is
+finished, it trains nothing and leaves the export as it is.
 
 Example:
 
@@ -28,16 +29,14 @@ from official.nlp.bert.encoder import BertEncoder
 from official.nlp.bert.models import BertPretrainer
 from official.nlp.data.pretrain_dataloader import PretrainDataConfig, PretrainDataLoader
 from official.nlp.training import distribution, optimization
-from official.nlp.training.objectives import weighted_accuracy
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
-
-POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 
 class PretrainingObjective:
-    """The original objective: masked-LM loss (weighted mean over real predictions) + next-sentence loss.
+    """The original objective for the training loop: masked-LM loss (weighted mean over real predictions) plus
+    next-sentence loss, with MLM and NSP accuracy.
 
-    Per-element losses are the cross entropies that `official.nlp.bert.losses` averages, so the loop's loss equals
+    The terms are `official.nlp.bert.losses`' per-element losses and weights, so the loop's loss equals
     `losses.pretraining_losses` on the same global batch (what `BertPretrainer.fit` minimizes).
     """
 
@@ -45,31 +44,13 @@ class PretrainingObjective:
         self.use_next_sentence_label = use_next_sentence_label
 
     def loss_weights(self, labels: Mapping) -> dict:
-        weights = {"mlm_loss": tf.cast(labels["masked_lm_weights"], tf.float32)}
-        if self.use_next_sentence_label:
-            weights["nsp_loss"] = tf.ones(tf.shape(tf.reshape(labels["next_sentence_labels"], [-1])), tf.float32)
-        return weights
+        return bert_losses.pretraining_loss_weights(labels, self.use_next_sentence_label)
 
     def losses(self, labels: Mapping, outputs: Mapping) -> dict:
-        result = {"mlm_loss": keras.ops.sparse_categorical_crossentropy(
-            tf.cast(labels["masked_lm_ids"], tf.int32), tf.cast(outputs["mlm_logits"], tf.float32), from_logits=True)}
-        if self.use_next_sentence_label:
-            result["nsp_loss"] = keras.ops.sparse_categorical_crossentropy(
-                tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1]),
-                tf.cast(outputs["nsp_logits"], tf.float32), from_logits=True)
-        return result
+        return bert_losses.pretraining_element_losses(labels, outputs, self.use_next_sentence_label)
 
     def metrics(self, labels: Mapping, outputs: Mapping) -> dict:
-        result = {"mlm_accuracy": weighted_accuracy(labels["masked_lm_ids"], outputs["mlm_logits"],
-                                                    labels["masked_lm_weights"])}
-        if self.use_next_sentence_label:
-            result["nsp_accuracy"] = weighted_accuracy(tf.reshape(labels["next_sentence_labels"], [-1]),
-                                                       outputs["nsp_logits"])
-        return result
-
-
-# Keep the names of the model's own objective in sync with ours (fit and the loop report the same names).
-assert set(bert_losses.PRETRAINING_LABELS) == {"masked_lm_ids", "masked_lm_weights", "next_sentence_labels"}
+        return bert_losses.pretraining_metrics(labels, outputs, self.use_next_sentence_label)
 
 
 @dataclasses.dataclass
@@ -116,36 +97,10 @@ class PretrainingConfig:
 
 
 @dataclasses.dataclass
-class PretrainingResult:
-    step: int
-    metrics: dict[str, float]
-    history: list[dict[str, float]]
-    checkpoint: str | None
-    export_dir: str | None
+class PretrainingResult(TrainResult):
+    """`TrainResult` plus the exported model directory (None on workers other than the chief)."""
 
-
-def resolve_model_files(config: PretrainingConfig) -> model_dir_lib.ModelFiles:
-    """Config, vocabulary, case and initial checkpoint from the flags and `--init_checkpoint` (checked together)."""
-    if config.bert_config is not None and config.init_checkpoint is None:
-        vocab = config.vocab_file
-        if vocab is not None:
-            model_dir_lib.validate_vocab_file(vocab, config.bert_config, config.do_lower_case)
-        return model_dir_lib.ModelFiles(config=config.bert_config, vocab_file=vocab,
-                                        do_lower_case=config.do_lower_case)
-    try:
-        files = model_dir_lib.resolve_model_files(
-            config.init_checkpoint, bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
-            do_lower_case=config.do_lower_case, require_vocab=False)
-    except FileNotFoundError as e:
-        if "No BERT config" in str(e):
-            raise ValueError(f"--bert_config_file is required: {e}") from e
-        raise
-    if config.bert_config is not None:
-        files = dataclasses.replace(files, config=config.bert_config)
-    if files.vocab_file is None:
-        logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning "
-                        "needs")
-    return files
+    export_dir: str | None = None
 
 
 def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
@@ -156,16 +111,37 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
             f"--train_batch_size={config.train_batch_size} must divide by replicas ({replicas}) x "
             f"--gradient_accumulation_steps ({config.gradient_accumulation_steps}) = {per_step}"
         )
-    if config.mixed_precision not in POLICIES:
-        raise ValueError(f"--mixed_precision must be one of {sorted(POLICIES)}, got {config.mixed_precision!r}")
+    optimization.dtype_policy(config.mixed_precision)  # refuses an unknown --mixed_precision
 
 
 def build_pretrainer(bert_config: BertConfig, *, use_next_sentence_label: bool = True,
                      mixed_precision: str = "float32") -> BertPretrainer:
     """A `BertPretrainer` with fresh weights, computing in `mixed_precision` (variables stay float32)."""
-    policy = keras.dtype_policies.get(POLICIES[mixed_precision])
-    encoder = BertEncoder.from_bert_config(bert_config, dtype=policy)
+    encoder = BertEncoder.from_bert_config(bert_config, dtype=optimization.dtype_policy(mixed_precision))
     return BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label)
+
+
+def build_model_and_optimizer(config: PretrainingConfig, bert_config: BertConfig, strategy: tf.distribute.Strategy
+                              ) -> tuple[BertPretrainer, keras.optimizers.Optimizer]:
+    """The fresh `BertPretrainer` and the optimizer of `config`, made in `strategy.scope()` for `Trainer`."""
+    with strategy.scope():
+        model = build_pretrainer(bert_config, use_next_sentence_label=config.use_next_sentence_label,
+                                 mixed_precision=config.mixed_precision)
+        optimizer = optimization.create_optimizer(
+            config.optimizer, learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
+            num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
+            poly_power=config.poly_power, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
+            mixed_precision=config.mixed_precision)
+    return model, optimizer
+
+
+def trainer_config(config: PretrainingConfig) -> TrainerConfig:
+    """The training-loop settings of `config`."""
+    return TrainerConfig(
+        model_dir=config.model_dir, num_train_steps=config.num_train_steps, steps_per_loop=config.steps_per_loop,
+        save_checkpoints_steps=config.save_checkpoints_steps, max_checkpoints_to_keep=config.keep_checkpoint_max,
+        gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile,
+        checkpoint_input=config.checkpoint_input)
 
 
 def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> PretrainDataLoader:
@@ -206,7 +182,12 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
-    files = resolve_model_files(config)
+    files = model_dir_lib.resolve_model_files(
+        config.init_checkpoint, bert_config=config.bert_config, bert_config_file=config.bert_config_file,
+        vocab_file=config.vocab_file, do_lower_case=config.do_lower_case, require_vocab=False)
+    if files.vocab_file is None:
+        logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning "
+                        "needs")
     bert_config = files.config
     loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
     export_dir = config.export_dir or os.path.join(config.model_dir, "export")
@@ -219,54 +200,53 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
         model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
 
-    with strategy.scope():
-        model = build_pretrainer(bert_config, use_next_sentence_label=config.use_next_sentence_label,
-                                 mixed_precision=config.mixed_precision)
-        optimizer = optimization.create_optimizer(
-            config.optimizer, learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
-            num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
-            poly_power=config.poly_power, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
-            mixed_precision=config.mixed_precision)
+    model, optimizer = build_model_and_optimizer(config, bert_config, strategy)
 
     def init_from_checkpoint():
         if files.checkpoint is not None:
             files.restore(model)  # the encoder and, from a pretraining checkpoint, the heads
 
-    trainer = Trainer(
-        model, optimizer, PretrainingObjective(config.use_next_sentence_label), strategy,
-        TrainerConfig(
-            model_dir=config.model_dir, num_train_steps=config.num_train_steps,
-            steps_per_loop=config.steps_per_loop, save_checkpoints_steps=config.save_checkpoints_steps,
-            max_checkpoints_to_keep=config.keep_checkpoint_max,
-            gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile,
-            checkpoint_input=config.checkpoint_input),
-        global_batch_size=config.train_batch_size, init_fn=init_from_checkpoint)
+    trainer = Trainer(model, optimizer, PretrainingObjective(config.use_next_sentence_label), strategy,
+                      trainer_config(config), global_batch_size=config.train_batch_size, init_fn=init_from_checkpoint)
     try:
-        result: TrainResult = trainer.train(loader.load)
+        result = trainer.train(loader.load)
     except tf.errors.DataLossError as e:
         raise loader.diagnose(e) from e
     exported = None
     if is_chief:
-        exported = export_model_dir(model, export_dir, vocab_file=files.vocab_file,
-                                    do_lower_case=files.do_lower_case)
-    return PretrainingResult(result.step, result.metrics, result.history, result.checkpoint, exported)
+        if result.history or not export_is_current(export_dir, result.step):
+            exported = export_model_dir(model, export_dir, vocab_file=files.vocab_file,
+                                        do_lower_case=files.do_lower_case, step=result.step)
+        else:
+            # A finished job run again (e.g. a relaunched two-phase script): nothing trained, nothing to rewrite.
+            logging.info("%s already holds the model of step %d", export_dir, result.step)
+            exported = export_dir
+    return PretrainingResult(**vars(result), export_dir=exported)
 
 
 # ---- model directories ----------------------------------------------------------------------------------------
 
 def export_model_dir(model: BertPretrainer, export_dir: str, *, vocab_file: str | None,
-                     do_lower_case: bool | None) -> str:
+                     do_lower_case: bool | None, step: int | None = None) -> str:
     """Writes the pretrained model (weights only) as a model directory, replacing an earlier export.
 
-    Written next to `export_dir` first and renamed into place, so a job killed while exporting leaves either the
-    previous export or none, never half of one.
+    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). Written next to
+    `export_dir` first and renamed into place, so a job killed while exporting leaves either the previous export
+    or none, never half of one.
     """
     staging = export_dir.rstrip("/") + ".partial"
     if tf.io.gfile.exists(staging):
         tf.io.gfile.rmtree(staging)
-    model_dir_lib.save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case)
+    model_dir_lib.save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case,
+                                 checkpoint_number=step)
     if tf.io.gfile.exists(export_dir):
         tf.io.gfile.rmtree(export_dir)
     tf.io.gfile.rename(staging, export_dir)  # the checkpoint state file holds relative paths
     logging.info("Exported the model directory %s", export_dir)
     return export_dir
+
+
+def export_is_current(export_dir: str, step: int) -> bool:
+    """Whether `export_dir` holds the export of training step `step` (written by `export_model_dir`)."""
+    latest = tf.train.latest_checkpoint(export_dir) if tf.io.gfile.isdir(export_dir) else None
+    return latest is not None and os.path.basename(latest) == f"{model_dir_lib.CHECKPOINT_NAME}-{step}"

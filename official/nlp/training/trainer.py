@@ -13,7 +13,8 @@ steps per call, with:
 - checkpoints of the model, optimizer, step, dropout RNG state and input position (`checkpointing`), resumed
   automatically when `model_dir` has one;
 - a NaN or infinite loss stops training with `TrainingDivergedError`, keeping the last good checkpoint;
-- TensorBoard scalars in `model_dir/summaries` and an absl log line per loop with steps/s and examples/s.
+- TensorBoard scalars in `model_dir/summaries` (`summaries`) and an absl log line per loop with steps/s and
+  examples/s.
 
 Example (fine-tuning a classifier; pretraining does the same with `PretrainingObjective`):
 
@@ -36,11 +37,9 @@ from typing import Callable
 import keras
 import tensorflow as tf
 from absl import logging
-from tensorflow.core.framework import summary_pb2
 
 from official.nlp.bert import checkpoints
-from official.nlp.bert.encoder import BertEncoder
-from official.nlp.training import distribution
+from official.nlp.training import distribution, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
 from official.nlp.training.objectives import Objective
 from official.nlp.training.optimization import current_learning_rate
@@ -120,17 +119,6 @@ def _rng_state_variables(model: keras.Model) -> list:
     return [v for v in model.non_trainable_variables if v.name == "seed_generator_state"]
 
 
-# What TensorBoard's scalar plugin writes; `tf.summary.scalar` would need the tensorboard package installed.
-_SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
-    data_class=summary_pb2.DATA_CLASS_SCALAR,
-).SerializeToString()
-
-
-def _write_scalar(name: str, value: float) -> None:
-    tf.summary.write(name, tf.constant(value, tf.float32), metadata=_SCALAR_METADATA)
-
-
 def _with_nones(grads: list, present: list[bool]) -> list:
     """Puts the Nones (variables without a gradient) back in place."""
     grads = list(reversed(grads))
@@ -148,9 +136,9 @@ class Trainer:
       config: `TrainerConfig`.
       global_batch_size: examples per step over all replicas (for examples/s).
       init_fn: called when `model_dir` has no checkpoint yet, e.g. to load `--init_checkpoint`.
-      checkpoint_items: more trackables to save with each checkpoint. BERT models (an encoder or a model with
-        `.encoder`) are saved in the library's layout (`official.nlp.bert.checkpoints.checkpoint_root`), other
-        models under `model`.
+
+    Checkpoints hold a BERT model in the library's layout (`checkpoints.training_checkpoint_root`), so that every
+    training checkpoint is also a valid `--init_checkpoint` for the next job.
     """
 
     def __init__(
@@ -163,7 +151,6 @@ class Trainer:
         *,
         global_batch_size: int,
         init_fn: Callable[[], None] | None = None,
-        checkpoint_items: dict | None = None,
     ):
         if config.num_train_steps <= 0:
             raise ValueError(f"num_train_steps must be positive, got {config.num_train_steps}")
@@ -188,14 +175,9 @@ class Trainer:
                                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
             if not optimizer.built:
                 optimizer.build(model.trainable_variables)
-        state = dict(optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps,
-                     rng_state=_rng_state_variables(model), **(checkpoint_items or {}))
-        if isinstance(model, BertEncoder) or hasattr(model, "encoder"):
-            # The library's checkpoint layout (`encoder` + `model`): every training checkpoint of a BERT model is
-            # also a valid --init_checkpoint for the next job.
-            self._checkpoint = checkpoints.checkpoint_root(model, **state)
-        else:
-            self._checkpoint = tf.train.Checkpoint(model=model, **state)
+        self._checkpoint = checkpoints.training_checkpoint_root(
+            model, optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps,
+            rng_state=_rng_state_variables(model))
         self._micro_step_fn = (
             tf.function(self._micro_step, jit_compile=True) if config.jit_compile else self._micro_step
         )
@@ -314,7 +296,7 @@ class Trainer:
 
     # ---- the loop ---------------------------------------------------------------------------------------------
 
-    def _metrics(self, total, num_steps: int) -> dict[str, float]:
+    def _metrics(self, total) -> dict[str, float]:
         values = total.numpy().tolist()
         metrics: dict[str, float] = {}
         loss_names = list(self._loss_names)
@@ -382,11 +364,8 @@ class Trainer:
                          last_step)
             return TrainResult(step, {}, [], self.keeper.latest_checkpoint)
 
-        writer = (
-            tf.summary.create_file_writer(os.path.join(cfg.model_dir, "summaries"))
-            if cfg.write_summaries and self.worker.is_chief
-            else tf.summary.create_noop_writer()
-        )
+        writer = summaries.summary_writer(
+            os.path.join(cfg.model_dir, "summaries") if cfg.write_summaries and self.worker.is_chief else None)
         loop = self._make_loop(iterator, distributed=not cfg.checkpoint_input)
         history: list[dict[str, float]] = []
         metrics: dict[str, float] = {}
@@ -398,16 +377,14 @@ class Trainer:
             num_steps = min(cfg.steps_per_loop, next_save - step, last_step - step)
             start = time.monotonic()
             total = loop(tf.constant(num_steps))
-            metrics = self._metrics(total, num_steps)  # reading the result waits for the loop to finish
+            metrics = self._metrics(total)  # reading the result waits for the loop to finish
             elapsed = max(time.monotonic() - start, 1e-9)
             step = int(self.step.numpy())
             metrics["steps_per_second"] = num_steps / elapsed
             metrics["examples_per_second"] = num_steps * self.global_batch_size / elapsed
             history.append({"step": step, **metrics})
             self._check_finite(metrics["loss"], step, num_steps)
-            with writer.as_default(step=step):
-                for name, value in metrics.items():
-                    _write_scalar(name, value)
+            summaries.write_scalars(writer, step, metrics)
             logging.info(
                 "step %d/%d: %s | %.2f steps/s, %.1f examples/s", step, cfg.num_train_steps,
                 ", ".join(f"{n}={v:.4g}" for n, v in metrics.items() if not n.endswith("per_second")),

@@ -168,3 +168,20 @@ def test_checkpoint_with_training_state_restores_into_the_encoder(tmp_path):
     fresh = BertPretrainer(BertEncoder.from_bert_config(CONFIG))
     checkpoints.restore_checkpoint(fresh, prefix)
     _assert_same_outputs(model, fresh, x)
+    # The heads are found in the object graph whatever the keys: the model is rebuilt with both of them.
+    rebuilt = checkpoints.model_from_checkpoint(prefix, CONFIG)
+    assert isinstance(rebuilt, BertPretrainer) and rebuilt.use_next_sentence_label
+    _assert_same_outputs(model, rebuilt, x)
+
+
+def test_training_checkpoint_root_keeps_the_bert_layout():
+    import keras
+
+    classifier = BertClassifier(BertEncoder.from_bert_config(CONFIG), 2)
+    step = tf.Variable(3, dtype=tf.int64)
+    root = checkpoints.training_checkpoint_root(classifier, step=step)
+    assert root.encoder is classifier.encoder and root.model is classifier and root.step is step
+    # Any other Keras model goes under `model` alone.
+    other = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    root = checkpoints.training_checkpoint_root(other, step=step)
+    assert root.model is other and not hasattr(root, "encoder")

@@ -105,3 +105,35 @@ def test_missing_pieces_are_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="has no vocab.txt"):
         model_dir.resolve_model_files(prefix)
     assert model_dir.resolve_model_files(prefix, require_vocab=False).vocab_file is None
+
+
+def test_explicit_config_replaces_the_config_file(tmp_path, uncased_vocab):
+    folder = str(tmp_path / "m")
+    model_dir.save_model_dir(folder, _encoder(), vocab_file=str(uncased_vocab), do_lower_case=True)
+    # From Python: the config object itself; the case is inferred as with a config file.
+    files = model_dir.resolve_model_files(None, bert_config=CONFIG, vocab_file=str(uncased_vocab))
+    assert (files.config, files.do_lower_case, files.checkpoint) == (CONFIG, True, None)
+    # The vocabulary is checked against the config given, not against the checkpoint's bert_config.json.
+    other = BertConfig(**{**CONFIG.to_dict(), "vocab_size": 28996})
+    with pytest.raises(VocabularyError, match="30522 tokens but the model config says vocab_size=28996"):
+        model_dir.resolve_model_files(folder, bert_config=other)
+    assert model_dir.resolve_model_files(folder, bert_config=CONFIG).checkpoint.endswith("ckpt-1")
+    with pytest.raises(ValueError, match="not both"):
+        model_dir.resolve_model_files(folder, bert_config=CONFIG, bert_config_file=str(tmp_path / "m" /
+                                                                                         "bert_config.json"))
+    with pytest.raises(ValueError, match="--bert_config_file is required"):
+        model_dir.resolve_model_files(None, vocab_file=str(uncased_vocab))
+
+
+@pytest.mark.parametrize("kind", ["encoder", "pretrainer", "pretrainer_without_nsp"])
+def test_load_model_rebuilds_what_the_directory_holds(tmp_path, uncased_vocab, kind):
+    encoder = _encoder()
+    model = encoder if kind == "encoder" else BertPretrainer(encoder, use_next_sentence_label=kind == "pretrainer")
+    model_dir.save_model_dir(str(tmp_path / "m"), model, vocab_file=str(uncased_vocab), do_lower_case=True,
+                             checkpoint_number=7)
+    assert (tmp_path / "m" / "ckpt-7.index").exists()
+    loaded, files = model_dir.load_model(str(tmp_path / "m"))
+    assert type(loaded) is type(model) and files.checkpoint_format == "ours"
+    if kind != "encoder":
+        assert loaded.use_next_sentence_label == model.use_next_sentence_label
+    assert _same_weights(loaded, model)

@@ -5,6 +5,7 @@ import json
 import math
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -63,9 +64,14 @@ def test_objective_matches_the_models_own_losses(data):
     reference = losses.pretraining_losses(y, outputs)
     assert ours["mlm_loss"] == pytest.approx(float(reference["mlm_loss"]), rel=1e-6)
     assert ours["nsp_loss"] == pytest.approx(float(reference["nsp_loss"]), rel=1e-6)
-    accuracy = objective.metrics(y, outputs)["mlm_accuracy"]
-    assert float(accuracy[0] / accuracy[1]) == pytest.approx(
-        float(losses.masked_lm_accuracy(y["masked_lm_ids"], outputs["mlm_logits"], y["masked_lm_weights"])))
+    # Accuracies: what fit reports (Keras' SparseCategoricalAccuracy, weighted by masked_lm_weights).
+    metrics = objective.metrics(y, outputs)
+    reference = keras.metrics.SparseCategoricalAccuracy()
+    reference.update_state(y["masked_lm_ids"], outputs["mlm_logits"], sample_weight=y["masked_lm_weights"])
+    assert float(metrics["mlm_accuracy"][0] / metrics["mlm_accuracy"][1]) == pytest.approx(float(reference.result()))
+    reference = keras.metrics.SparseCategoricalAccuracy()
+    reference.update_state(tf.reshape(y["next_sentence_labels"], [-1]), outputs["nsp_logits"])
+    assert float(metrics["nsp_accuracy"][0] / metrics["nsp_accuracy"][1]) == pytest.approx(float(reference.result()))
 
 
 @pytest.mark.slow
@@ -138,7 +144,32 @@ def test_bad_settings_stop_early_with_a_message(data, tmp_path):
         run_pretraining(_config(data, tmp_path, max_seq_length=128, input_file=str(data[0] / "seq64" / "*")))
     with pytest.raises(ValueError, match="--bert_config_file is required"):
         run_pretraining(_config(data, tmp_path, bert_config_file=None))
-    assert not tf.io.gfile.glob(str(tmp_path / "ckpt-*"))  # nothing was trained
+    # Refused at start-up, before --model_dir is touched: a bert_config.json written there would lock the directory
+    # to the config of a run that never started.
+    assert not os.listdir(tmp_path)
+
+
+@pytest.mark.slow
+def test_running_a_finished_job_again_leaves_its_export_alone(data, phase1):
+    """Relaunching a finished job (e.g. the two-phase launcher after a preemption in phase 2) trains nothing and
+    must not rewrite the export that the next phase or a fine-tuning job may be reading."""
+    config = _config(data, os.path.dirname(phase1.export_dir))
+    export = phase1.export_dir
+    assert os.path.basename(tf.train.latest_checkpoint(export)) == "ckpt-200"  # the export says its step
+
+    def snapshot():
+        return {name: (os.stat(os.path.join(export, name)).st_ino, os.stat(os.path.join(export, name)).st_mtime_ns)
+                for name in os.listdir(export)}
+
+    before = snapshot()
+    again = run_pretraining(config)
+    assert (again.step, again.history, again.export_dir) == (200, [], export)
+    assert snapshot() == before
+    # An export that is missing (a job killed after its last checkpoint, before exporting) is written again.
+    tf.io.gfile.rmtree(export)
+    again = run_pretraining(config)
+    assert again.history == [] and os.path.basename(tf.train.latest_checkpoint(export)) == "ckpt-200"
+    assert {"bert_config.json", "vocab.txt", "do_lower_case"} <= set(os.listdir(export))
 
 
 def test_resuming_with_another_config_is_refused(data, phase1):

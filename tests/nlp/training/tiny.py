@@ -38,7 +38,7 @@ def build(strategy, *, learning_rate: float = 1e-2, num_train_steps: int = 20, d
     from official.nlp.training import optimization
 
     keras.utils.set_random_seed(seed)
-    policy = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}[mixed_precision]
+    policy = optimization.dtype_policy(mixed_precision)
     with strategy.scope():
         inputs = keras.Input((FEATURES,), name="x")
         h = keras.layers.Dense(32, activation="gelu", dtype=policy)(inputs)
