@@ -16,9 +16,9 @@ import time
 import keras
 from absl import app, flags
 
-from official.nlp.bert.configs import BertConfig
+from official.nlp.modeling.configs import BertConfig
 from official.nlp.training import distribution, optimization
-from official.nlp.training.pretraining import (PretrainingConfig, PretrainingObjective, build_model_and_optimizer,
+from official.nlp.tasks.pretraining import (PretrainingConfig, PretrainingObjective, build_model_and_optimizer,
                                                make_data_loader, trainer_config)
 from official.nlp.training.trainer import Trainer
 

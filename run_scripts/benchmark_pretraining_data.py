@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags, logging  # noqa: E402
 
-from official.nlp.data import pretraining_data  # noqa: E402
+from official.nlp.data.pretraining import generator as pretraining_data  # noqa: E402
 
 flags.DEFINE_string("text_file", None, "Real text, one sentence per line, blank lines between documents.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary.")

@@ -42,7 +42,7 @@ def main(_):
     import tensorflow as tf
     import tensorflow_text as tf_text
 
-    from official.nlp.bert import text_layers, tokenization
+    from official.nlp.tokenizers import text_layers, tokenization
 
     with open(FLAGS.text_file, encoding="utf-8") as f:
         lines = [line for line in f.read().split("\n") if line.strip()]

@@ -5,11 +5,11 @@ r"""Learns a WordPiece vocabulary (vocab.txt) from text, with BERT's reserved to
 
 Words are counted with the library's BasicTokenizer (the original BERT rules), so the vocabulary matches how
 `FullTokenizer` / `BertTokenizer` split text; pieces are learned by tensorflow-text's WordPiece learner.
-See `official.nlp.bert.wordpiece_vocab`.
+See `official.nlp.tokenizers.wordpiece_vocab`.
 """
 from absl import app, flags, logging
 
-from official.nlp.bert import wordpiece_vocab
+from official.nlp.tokenizers import wordpiece_vocab
 
 flags.DEFINE_string("input_file", None, "Input text files: a comma-separated list of paths and glob patterns.")
 flags.DEFINE_string("output_file", None, "Where to write vocab.txt.")

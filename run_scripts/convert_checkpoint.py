@@ -8,7 +8,7 @@ script takes as --init_checkpoint. --output_format=tf1 writes bert_model.ckpt wi
 """
 from absl import app, flags, logging
 
-from official.nlp.bert import model_dir
+from official.nlp.checkpoints import model_dir
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input", None, "TF1 checkpoint prefix or folder, Hugging Face model folder, or model directory.")

@@ -6,7 +6,7 @@ r"""Creates masked-LM / next-sentence pretraining TFRecords from text (the origi
       --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5 --short_seq_prob=0.1
 
 Input: one sentence per line, blank lines between documents. Output: the original record schema; statistics go
-to a JSON file next to the output. See `official.nlp.data.pretraining_data` for how work is split and resumed.
+to a JSON file next to the output. See `official.nlp.data.pretraining.generator` for how work is split and resumed.
 """
 import os
 import sys
@@ -15,8 +15,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags, logging  # noqa: E402
 
-from official.nlp.data import pretraining_data  # noqa: E402
-from official.nlp.data.pretraining_documents import InputError  # noqa: E402
+from official.nlp.data.pretraining import generator as pretraining_data  # noqa: E402
+from official.nlp.common.input_files import InputError  # noqa: E402
 
 flags.DEFINE_string("input_file", None, "Input text files: a comma-separated list of paths and glob patterns.")
 flags.DEFINE_string("output_file", None,

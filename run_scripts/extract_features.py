@@ -13,8 +13,8 @@ import sys
 
 from absl import app, flags, logging
 
-from official.nlp.bert import model_dir
-from official.nlp.data import feature_extraction
+from official.nlp.checkpoints import model_dir
+from official.nlp.tasks import feature_extraction
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None, "Text file: `text_a` or `text_a ||| text_b` per line.")

@@ -17,7 +17,7 @@ import dataclasses
 from absl import app, flags, logging
 
 from official.nlp.training import distribution, optimization
-from official.nlp.training.pretraining import PretrainingConfig, run_pretraining
+from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
 
 FLAGS = flags.FLAGS
 # Every default is PretrainingConfig's, so the script and the Python API cannot drift apart.

@@ -14,7 +14,7 @@ import pathlib
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.data import pretraining_records
+from official.nlp.data.pretraining import records as pretraining_records
 
 PAD, CLS, SEP, MASK = 0, 1, 2, 3
 FIRST_WORD = 10

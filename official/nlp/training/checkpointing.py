@@ -21,7 +21,7 @@ import re
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.bert.checkpoints import CHECKPOINT_NAME
+from official.nlp.checkpoints.tf_checkpoints import CHECKPOINT_NAME
 from official.nlp.training.distribution import WorkerInfo
 
 _CKPT_FILE = re.compile(rf"^{CHECKPOINT_NAME}-(\d+)(\.index|\.data-\d+-of-\d+|_temp.*)$")

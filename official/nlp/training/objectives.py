@@ -8,7 +8,7 @@ same step as one on a batch of k*b (or r*b) examples: no mean-of-means bias when
 numbers of masked tokens.
 
 Metrics are (numerator, denominator) sums, so that means over replicas and steps are exact too. The per-element
-functions (`cross_entropy`, `weighted_accuracy`) are those of `official.nlp.bert.losses`, which the models' own
+functions (`cross_entropy`, `weighted_accuracy`) are those of `official.nlp.modeling.losses`, which the models' own
 `fit` objectives use as well.
 
 Example (a fine-tuning objective):
@@ -23,7 +23,7 @@ from typing import Mapping, Protocol
 
 import tensorflow as tf
 
-from official.nlp.bert.losses import cross_entropy, weighted_accuracy
+from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 
 
 class Objective(Protocol):

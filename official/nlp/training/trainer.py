@@ -38,7 +38,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.bert import checkpoints
+from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.training import distribution, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
 from official.nlp.training.objectives import Objective
@@ -137,7 +137,7 @@ class Trainer:
       global_batch_size: examples per step over all replicas (for examples/s).
       init_fn: called when `model_dir` has no checkpoint yet, e.g. to load `--init_checkpoint`.
 
-    Checkpoints hold a BERT model in the library's layout (`checkpoints.training_checkpoint_root`), so that every
+    Checkpoints hold a BERT model in the library's layout (`tf_checkpoints.training_checkpoint_root`), so that every
     training checkpoint is also a valid `--init_checkpoint` for the next job.
     """
 
@@ -175,7 +175,7 @@ class Trainer:
                                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
             if not optimizer.built:
                 optimizer.build(model.trainable_variables)
-        self._checkpoint = checkpoints.training_checkpoint_root(
+        self._checkpoint = tf_checkpoints.training_checkpoint_root(
             model, optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps,
             rng_state=_rng_state_variables(model))
         self._micro_step_fn = (

@@ -11,7 +11,7 @@ if __name__ == "__main__":
     from official.nlp.training import distribution
 
     os.environ["TF_CONFIG"] = distribution.tf_config_for_local_workers(ports, index)
-    from official.nlp.training.pretraining import PretrainingConfig, run_pretraining
+    from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
 
     result = run_pretraining(PretrainingConfig(**json.loads(config_json)))
     print("RESULTS " + json.dumps({"losses": [h["loss"] for h in result.history], "step": result.step,

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.training.pretraining import PretrainingConfig, run_pretraining
+from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
 from tests import pretraining_records
 from tests.conftest import REPO_ROOT
-from tests.nlp.training.test_pretraining import TINY
+from tests.nlp.tasks.test_pretraining import TINY
 
 
 def _free_ports(count):

@@ -5,9 +5,9 @@ import keras
 import numpy as np
 import pytest
 
-from official.nlp.bert.configs import BertConfig
-from official.nlp.bert.encoder import BertEncoder
-from official.nlp.bert.models import BertPretrainer
+from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.models import BertPretrainer
 from official.nlp.training import optimization
 
 

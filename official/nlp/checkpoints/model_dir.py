@@ -1,0 +1,385 @@
+"""Model directories: a checkpoint together with the config, vocabulary and case that belong to it.
+
+A model directory holds
+
+    bert_config.json   the BertConfig
+    vocab.txt          the WordPiece vocabulary
+    do_lower_case      "true" or "false"
+    checkpoint, ckpt-N.index, ckpt-N.data-*    our checkpoint (tf.train.Checkpoint, see tf_checkpoints.py)
+      or bert_model.ckpt.index/.data-*         an original TF1 checkpoint (--output_format=tf1)
+
+Every script's `--init_checkpoint` goes through `resolve_model_files`, which accepts a model directory, an
+original TF1 checkpoint prefix (with `bert_config.json`/`vocab.txt` looked up next to it, as in Google's released
+zips) or one of our checkpoint prefixes, fills in what the flags did not give and refuses contradictions at
+start-up.
+
+Example:
+
+    files = resolve_model_files("/models/uncased_L-12_H-768_A-12/bert_model.ckpt")
+    encoder = files.build_encoder()            # weights restored
+    tokenizer = files.tokenizer()              # FullTokenizer(vocab.txt, do_lower_case)
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.checkpoints import tf_checkpoints, hf_weights
+from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.models import BertPretrainer
+
+CONFIG_FILE = "bert_config.json"
+VOCAB_FILE = "vocab.txt"
+DO_LOWER_CASE_FILE = "do_lower_case"
+TF1_CHECKPOINT_NAME = "bert_model.ckpt"
+CHECKPOINT_NAME = tf_checkpoints.CHECKPOINT_NAME
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFiles:
+    """Everything a script needs to rebuild a model: checkpoint, config, vocabulary, case.
+
+    `checkpoint` is a checkpoint prefix (None when training from scratch) and `checkpoint_format` is `"ours"`
+    or `"tf1"`.
+    """
+
+    config: BertConfig
+    vocab_file: str | None
+    do_lower_case: bool | None
+    checkpoint: str | None = None
+    checkpoint_format: str | None = None
+
+    def build_encoder(self, **kwargs) -> BertEncoder:
+        """A `BertEncoder` for `config`, with the checkpoint's weights when there is a checkpoint."""
+        encoder = BertEncoder.from_bert_config(self.config, **kwargs)
+        if self.checkpoint is not None:
+            self.restore(encoder)
+        return encoder
+
+    def restore(self, model, *, encoder_only: bool = False) -> None:
+        """Loads the checkpoint into `model`: the encoder, plus the pretraining heads for a `BertPretrainer`.
+
+        Other task models get the encoder only (their heads start fresh, as in fine-tuning). To resume a whole
+        fine-tuned model from our format use `tf_checkpoints.restore_checkpoint(model, prefix)`.
+        """
+        if self.checkpoint is None:
+            raise ValueError("No checkpoint to restore (the model directory was resolved without one)")
+        heads = isinstance(model, BertPretrainer) and not encoder_only
+        target = model if heads else (model if isinstance(model, BertEncoder) else model.encoder)
+        if self.checkpoint_format == "tf1":
+            tf_checkpoints.assign_weights(tf_checkpoints.read_tf1_checkpoint(self.checkpoint), target,
+                                       source=self.checkpoint)
+        else:
+            tf_checkpoints.restore_checkpoint(target, self.checkpoint, encoder_only=not heads)
+        logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
+                     self.checkpoint, self.checkpoint_format)
+
+    def tokenizer(self):
+        """The pure-Python `FullTokenizer` for this vocabulary and case."""
+        from official.nlp.tokenizers.tokenization import FullTokenizer
+
+        if self.vocab_file is None or self.do_lower_case is None:
+            raise ValueError("No vocabulary or case: pass --vocab_file and --do_lower_case, or use a model "
+                             "directory that has vocab.txt and do_lower_case")
+        return FullTokenizer(self.vocab_file, do_lower_case=self.do_lower_case)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing
+
+
+def write_model_files(model_dir: str, config: BertConfig, vocab_file: str | None, do_lower_case: bool | None) -> None:
+    """Writes `bert_config.json`, `vocab.txt` and `do_lower_case` into `model_dir` (checked against each other).
+
+    A training job calls this once for its `--model_dir`; its checkpoints then land next to these files.
+    """
+    tf.io.gfile.makedirs(model_dir)
+    if vocab_file is not None:
+        validate_vocab_file(vocab_file, config, do_lower_case)
+        target = os.path.join(model_dir, VOCAB_FILE)
+        if not (os.path.exists(target) and os.path.samefile(vocab_file, target)):
+            shutil.copyfile(vocab_file, target)
+    config.to_json_file(os.path.join(model_dir, CONFIG_FILE))
+    if do_lower_case is not None:
+        with open(os.path.join(model_dir, DO_LOWER_CASE_FILE), "w", encoding="utf-8") as f:
+            f.write("true\n" if do_lower_case else "false\n")
+
+
+def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_case: bool | None,
+                   checkpoint_format: str = "ours", checkpoint_number: int | None = None) -> ModelFiles:
+    """Writes `model` (encoder or BERT task model) with its config, vocabulary and case as a model directory.
+
+    Our checkpoint is `ckpt-<checkpoint_number>` (default `ckpt-1`), e.g. the training step of an export.
+    `checkpoint_format="tf1"` writes `bert_model.ckpt` with the original variable names (encoder, plus the
+    pretraining heads of a `BertPretrainer`) instead of our checkpoint. Refuses a directory that already holds
+    a checkpoint.
+    """
+    if checkpoint_format not in ("ours", "tf1"):
+        raise ValueError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
+    if tf.io.gfile.isdir(model_dir) and (tf.train.latest_checkpoint(model_dir) or tf.io.gfile.glob(
+            os.path.join(model_dir, "*.index"))):
+        raise FileExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
+    config = model.config if isinstance(model, BertEncoder) else model.encoder.config
+    write_model_files(model_dir, config, vocab_file, do_lower_case)
+    if checkpoint_format == "tf1":
+        if config.hidden_act not in ("gelu", "relu", "tanh", "linear"):
+            logging.warning("hidden_act=%r: the original TF1 BERT code has no such activation; only this "
+                            "library reads bert_config.json correctly for this checkpoint", config.hidden_act)
+        prefix = tf_checkpoints.write_tf1_checkpoint(os.path.join(model_dir, TF1_CHECKPOINT_NAME),
+                                                  tf_checkpoints.export_weights(model))
+    else:
+        prefix = tf.train.CheckpointManager(tf_checkpoints.checkpoint_root(model), model_dir, max_to_keep=None,
+                                            checkpoint_name=CHECKPOINT_NAME).save(
+            1 if checkpoint_number is None else checkpoint_number)
+    return ModelFiles(config=config, vocab_file=os.path.join(model_dir, VOCAB_FILE) if vocab_file else None,
+                      do_lower_case=do_lower_case, checkpoint=prefix, checkpoint_format=checkpoint_format)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading
+
+
+def read_do_lower_case(path: str) -> bool:
+    with open(path, encoding="utf-8") as f:
+        text = f.read().strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"{path}: expected 'true' or 'false', found {text!r}")
+
+
+def find_checkpoint(path: str) -> tuple[str, str]:
+    """`(prefix, format)` for a model directory or a checkpoint prefix; format is `"ours"` or `"tf1"`."""
+    if tf.io.gfile.isdir(path):
+        prefix = tf.train.latest_checkpoint(path)
+        if prefix is None:
+            indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
+            if len(indexes) != 1:
+                found = ", ".join(os.path.basename(i) for i in indexes) or "none"
+                raise FileNotFoundError(f"{path}: cannot tell which checkpoint to use (no `checkpoint` state file; "
+                                        f"*.index files: {found}); pass the checkpoint prefix instead")
+            prefix = indexes[0][:-len(".index")]
+    elif tf.io.gfile.exists(path + ".index"):
+        prefix = path
+    else:
+        raise FileNotFoundError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
+    if tf_checkpoints.is_our_checkpoint(prefix):
+        return prefix, "ours"
+    if tf_checkpoints.is_tf1_checkpoint(prefix):
+        return prefix, "tf1"
+    raise ValueError(f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
+                     "an original TF1 one (`bert/...` variables). Convert it with run_scripts/convert_checkpoint.py")
+
+
+def _case_from_directory_name(directory: str | None) -> bool | None:
+    if directory:
+        name = os.path.basename(os.path.normpath(directory)).lower()
+        if re.search(r"(^|[_\-])uncased([_\-]|$)", name):
+            return True
+        if re.search(r"(^|[_\-])cased([_\-]|$)", name):
+            return False
+    return None
+
+
+def _case_from_vocab(vocab) -> bool | None:
+    """The one case the vocabulary's case rule accepts (`tokenization.validate_vocab` judges it), else None."""
+    from official.nlp.tokenizers import tokenization
+
+    verdicts = []
+    for value in (True, False):
+        try:
+            tokenization.validate_vocab(vocab, do_lower_case=value)
+            verdicts.append(value)
+        except tokenization.VocabularyError:
+            pass
+    return verdicts[0] if len(verdicts) == 1 else None
+
+
+def validate_vocab_file(vocab_file: str, config: BertConfig, do_lower_case: bool | None) -> None:
+    """Refuses a vocabulary whose size differs from `config.vocab_size` or whose case contradicts `do_lower_case`."""
+    _check_vocab(vocab_file, config, do_lower_case)
+
+
+def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None, *, infer_case: bool = False,
+                 infer_from: str | None = None, require_case: bool = False) -> bool | None:
+    """Reads `vocab_file` once and checks it against `config` and the case; returns the case.
+
+    With `infer_case`, a case left None is inferred first: from Google's name of the directory `infer_from`
+    (`uncased_L-12_H-768_A-12`), else from the vocabulary. With `require_case`, a case that stays unknown is an
+    error.
+    """
+    from official.nlp.tokenizers import tokenization
+
+    if not tf.io.gfile.exists(vocab_file):
+        raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
+    vocab = tokenization.load_vocab(vocab_file)
+    if do_lower_case is None and infer_case:
+        do_lower_case = _case_from_directory_name(infer_from)
+        if do_lower_case is None:
+            do_lower_case = _case_from_vocab(vocab)
+        if do_lower_case is None and require_case:
+            raise ValueError(f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass "
+                             "--do_lower_case")
+        if do_lower_case is not None:
+            logging.info("do_lower_case=%s inferred for %s", do_lower_case, infer_from or vocab_file)
+    tokenization.validate_vocab(vocab, vocab_size=config.vocab_size, do_lower_case=do_lower_case, source=vocab_file)
+    return do_lower_case
+
+
+def _merge_case(do_lower_case: bool | None, stored: bool | None, source: str) -> bool | None:
+    """The `--do_lower_case` flag, else the case stored with the model; refuses a flag that contradicts it."""
+    if do_lower_case is not None and stored is not None and do_lower_case != stored:
+        raise ValueError(f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
+                         "with the latter. Drop the flag or fix the file.")
+    return stored if do_lower_case is None else do_lower_case
+
+
+def resolve_model_files(
+    init_checkpoint: str | None = None,
+    *,
+    bert_config: BertConfig | None = None,
+    bert_config_file: str | None = None,
+    vocab_file: str | None = None,
+    do_lower_case: bool | None = None,
+    require_vocab: bool = True,
+) -> ModelFiles:
+    """Resolves a script's `--init_checkpoint`, `--bert_config_file`, `--vocab_file`, `--do_lower_case`.
+
+    Arguments left as None come from the model directory (or, for a checkpoint prefix, its folder): the config
+    from `bert_config.json`, the vocabulary from `vocab.txt`, the case from `do_lower_case`, else from Google's
+    folder names (`uncased_L-12_H-768_A-12`), else from the vocabulary itself. Pass absl flags as None when the
+    user did not set them (`FLAGS["do_lower_case"].present`), so that the directory's values apply. From Python,
+    `bert_config` gives the config itself instead of `bert_config_file`.
+
+    Raises (at start-up, naming the file and what to change): a missing file; a vocabulary whose size is not
+    the config's `vocab_size`; a `do_lower_case` that contradicts the directory's file or the vocabulary.
+    """
+    if bert_config is not None and bert_config_file is not None:
+        raise ValueError("Pass bert_config or --bert_config_file, not both")
+    prefix = fmt = None
+    directory = None
+    if init_checkpoint:
+        prefix, fmt = find_checkpoint(init_checkpoint)
+        directory = init_checkpoint if tf.io.gfile.isdir(init_checkpoint) else os.path.dirname(prefix)
+
+    def beside(name):
+        if directory is None:
+            return None
+        path = os.path.join(directory, name)
+        return path if tf.io.gfile.exists(path) else None
+
+    config = bert_config
+    if config is None:
+        config_file = bert_config_file or beside(CONFIG_FILE)
+        if config_file is None:
+            if directory is None:
+                raise ValueError(f"--bert_config_file is required (there is no --init_checkpoint to take "
+                                 f"{CONFIG_FILE} from)")
+            raise FileNotFoundError(f"No BERT config: --bert_config_file is not set and {directory} has no "
+                                    f"{CONFIG_FILE}")
+        config = BertConfig.from_json_file(config_file)
+
+    vocab_file = vocab_file or beside(VOCAB_FILE)
+    if vocab_file is None and require_vocab:
+        where = f" and {directory} has no {VOCAB_FILE}" if directory else ""
+        raise FileNotFoundError(f"No vocabulary: --vocab_file is not set{where}")
+
+    case_file = beside(DO_LOWER_CASE_FILE)
+    if case_file:
+        do_lower_case = _merge_case(do_lower_case, read_do_lower_case(case_file), case_file)
+    if vocab_file is not None:
+        do_lower_case = _check_vocab(vocab_file, config, do_lower_case, infer_case=True, infer_from=directory,
+                                     require_case=True)
+    elif do_lower_case is None:
+        do_lower_case = _case_from_directory_name(directory)
+        if do_lower_case is not None:
+            logging.info("do_lower_case=%s inferred for %s", do_lower_case, directory)
+    return ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=prefix,
+                      checkpoint_format=fmt)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Conversion
+
+
+def _hf_do_lower_case(directory: str) -> bool | None:
+    import json
+
+    path = os.path.join(directory, "tokenizer_config.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f).get("do_lower_case")
+        if isinstance(value, bool):
+            return value
+    return None
+
+
+def detect_format(path: str) -> str:
+    """`"hf"` for a Hugging Face model folder or `.safetensors` file, else `"ours"` or `"tf1"` (see find_checkpoint)."""
+    if path.endswith(".safetensors") or (tf.io.gfile.isdir(path) and (
+            tf.io.gfile.exists(os.path.join(path, "model.safetensors"))
+            or tf.io.gfile.exists(os.path.join(path, "pytorch_model.bin")))):
+        return "hf"
+    return find_checkpoint(path)[1]
+
+
+def load_model(path: str, *, input_format: str = "auto", bert_config_file: str | None = None,
+               vocab_file: str | None = None, do_lower_case: bool | None = None):
+    """Loads any supported checkpoint as `(model, ModelFiles)`; the model is a `BertPretrainer` when the source
+    has the masked-LM head (with NSP when it has that head), else a `BertEncoder`.
+
+    `input_format` is `auto`, `tf1` (original checkpoint prefix or folder), `hf` (Hugging Face folder with
+    `config.json` + `model.safetensors`) or `ours` (model directory or prefix).
+    """
+    if input_format == "auto":
+        input_format = detect_format(path)
+    if input_format == "hf":
+        directory = os.path.dirname(path) if path.endswith(".safetensors") else path
+        config_file = bert_config_file or os.path.join(directory, "config.json")
+        config = BertConfig.from_json_file(config_file)
+        vocab_file = vocab_file or (os.path.join(directory, VOCAB_FILE)
+                                    if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None)
+        if vocab_file is None:
+            raise FileNotFoundError(f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass "
+                                    "--vocab_file")
+        do_lower_case = _merge_case(do_lower_case, _hf_do_lower_case(directory),
+                                    f"{directory}/tokenizer_config.json's do_lower_case")
+        do_lower_case = _check_vocab(vocab_file, config, do_lower_case, infer_case=True)
+        model = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(path), config, source=path)
+        return model, ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case)
+    if input_format not in ("tf1", "ours"):
+        raise ValueError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
+    files = resolve_model_files(path, bert_config_file=bert_config_file, vocab_file=vocab_file,
+                                do_lower_case=do_lower_case)
+    if files.checkpoint_format != input_format:
+        raise ValueError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
+    if input_format == "tf1":
+        weights = tf_checkpoints.read_tf1_checkpoint(files.checkpoint)
+        model = tf_checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)
+    else:
+        model = tf_checkpoints.model_from_checkpoint(files.checkpoint, files.config)
+    return model, files
+
+
+def convert_checkpoint(input_path: str, output_dir: str, *, input_format: str = "auto",
+                       output_format: str = "ours", bert_config_file: str | None = None,
+                       vocab_file: str | None = None, do_lower_case: bool | None = None) -> ModelFiles:
+    """Converts a TF1, Hugging Face or our checkpoint into a model directory (`output_format` ours or tf1).
+
+    The model keeps the source's activation (`hidden_act`), its pretraining heads when present, and travels
+    with its config, vocabulary and case. Returns the written directory's `ModelFiles`.
+    """
+    model, files = load_model(input_path, input_format=input_format, bert_config_file=bert_config_file,
+                              vocab_file=vocab_file, do_lower_case=do_lower_case)
+    written = save_model_dir(output_dir, model, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
+                             checkpoint_format=output_format)
+    logging.info("Wrote %s (%s, %s) to %s", type(model).__name__, output_format, tf_checkpoints._describe(
+        files.config), output_dir)
+    return written

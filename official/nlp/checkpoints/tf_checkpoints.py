@@ -1,0 +1,411 @@
+"""Checkpoints: our format, and converters for original TF1 BERT checkpoints (Hugging Face: hf_weights.py).
+
+**Our format** is a `tf.train.Checkpoint` whose root has the child `encoder` (the `BertEncoder`) and, for a task
+model, `model` (the whole model), plus whatever training state the caller adds (`optimizer`, `step`, ...).
+`checkpoint_root(model, **state)` builds that root, so that any checkpoint can give back the encoder alone
+(`restore_checkpoint(encoder, prefix)`), e.g. to fine-tune from a pretraining run.
+
+**Converters** go through one intermediate: a dict of NumPy arrays under the original TF1 variable names and
+layouts (`bert/encoder/layer_3/attention/self/query/kernel`, ...). `read_tf1_checkpoint` and
+`hf_weights.read_hf_weights` produce it, `assign_weights` loads it into our models, `export_weights` +
+`write_tf1_checkpoint` write it back. Any disagreement between weights and model raises
+`CheckpointMismatchError`, which lists what is missing, unexpected and of the wrong shape.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import re
+from typing import Mapping
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.models import BertPretrainer
+
+# Stored [2, H] in TF1 (used with transpose_b) and in PyTorch; a Keras Dense kernel is [H, 2].
+_TRANSPOSED_IN_TF1 = frozenset({"cls/seq_relationship/output_weights"})
+# Training state in original checkpoints (Adam/LAMB slots, step, loss scale) that conversion drops.
+_TF1_TRAINING_STATE = re.compile(
+    r"(^|/)(global_step|good_steps|bad_steps|loss_scale|current_loss_scale)$|/(adam_[mv]|lamb_[mv]|Adam(_1)?|"
+    r"Momentum|LAMB(_1)?)$")
+# Our checkpoints are `ckpt-<n>` (model directories, exports, training checkpoints).
+CHECKPOINT_NAME = "ckpt"
+ENCODER_SCOPE = "bert/"
+_MLM_SCOPE = "cls/predictions/"
+_NSP_SCOPE = "cls/seq_relationship/"
+
+
+class CheckpointMismatchError(ValueError):
+    """Weights and model disagree. `missing`, `unexpected` and `wrong_shape` hold the details."""
+
+    def __init__(self, source: str, model_desc: str, missing: list, unexpected: list, wrong_shape: list,
+                 hint: str = ""):
+        self.missing, self.unexpected, self.wrong_shape = missing, unexpected, wrong_shape
+        lines = [f"{source} does not match the model ({model_desc}):"]
+        for title, items in (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong_shape)):
+            if items:
+                lines.append(f"  {title} ({len(items)}):")
+                lines.extend(f"    {item}" for item in items[:20])
+                if len(items) > 20:
+                    lines.append(f"    ... and {len(items) - 20} more")
+        if hint:
+            lines.append(hint)
+        super().__init__("\n".join(lines))
+
+
+def _shape(shape) -> str:
+    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
+
+
+def _describe(config: BertConfig) -> str:
+    return (f"{config.num_hidden_layers} layers, hidden {config.hidden_size}, {config.num_attention_heads} heads, "
+            f"intermediate {config.intermediate_size}, vocab {config.vocab_size}, "
+            f"{config.max_position_embeddings} positions, {config.type_vocab_size} token types")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# TF1 names <-> our variables
+
+
+def tf1_variable_map(encoder: BertEncoder, masked_lm=None, next_sentence=None) -> dict[str, keras.Variable]:
+    """Our variables under their original TF1 names (`next_sentence` kernel is stored transposed there)."""
+    names: dict[str, keras.Variable] = {}
+
+    def dense(prefix, layer):
+        names[f"{prefix}/kernel"] = layer.kernel
+        names[f"{prefix}/bias"] = layer.bias
+
+    def layer_norm(prefix, layer):
+        names[f"{prefix}/gamma"] = layer.gamma
+        names[f"{prefix}/beta"] = layer.beta
+
+    emb = encoder.embeddings
+    names["bert/embeddings/word_embeddings"] = emb.word_embeddings.embeddings
+    names["bert/embeddings/token_type_embeddings"] = emb.token_type_embeddings.embeddings
+    names["bert/embeddings/position_embeddings"] = emb.position_embeddings
+    layer_norm("bert/embeddings/LayerNorm", emb.layer_norm)
+    for i, block in enumerate(encoder.transformer_layers):
+        prefix = f"bert/encoder/layer_{i}"
+        dense(f"{prefix}/attention/self/query", block.attention.query)
+        dense(f"{prefix}/attention/self/key", block.attention.key)
+        dense(f"{prefix}/attention/self/value", block.attention.value)
+        dense(f"{prefix}/attention/output/dense", block.attention_output_dense)
+        layer_norm(f"{prefix}/attention/output/LayerNorm", block.attention_layer_norm)
+        dense(f"{prefix}/intermediate/dense", block.intermediate_dense)
+        dense(f"{prefix}/output/dense", block.output_dense)
+        layer_norm(f"{prefix}/output/LayerNorm", block.output_layer_norm)
+    dense("bert/pooler/dense", encoder.pooler)
+    if masked_lm is not None:
+        if masked_lm.embedding_layer is None:
+            raise ValueError("Only a MaskedLMHead tied to the word embeddings has a TF1 equivalent")
+        dense("cls/predictions/transform/dense", masked_lm.dense)
+        layer_norm("cls/predictions/transform/LayerNorm", masked_lm.layer_norm)
+        names["cls/predictions/output_bias"] = masked_lm.output_bias
+    if next_sentence is not None:
+        names["cls/seq_relationship/output_weights"] = next_sentence.kernel
+        names["cls/seq_relationship/output_bias"] = next_sentence.bias
+    return names
+
+
+def _bert_parts(model) -> tuple[BertEncoder, object, object] | None:
+    """`(encoder, masked_lm, next_sentence)` of a BERT model (heads None where absent); None for other models."""
+    if isinstance(model, BertEncoder):
+        return model, None, None
+    if isinstance(model, BertPretrainer):
+        return model.encoder, model.masked_lm, model.next_sentence
+    if hasattr(model, "encoder"):
+        return model.encoder, None, None
+    return None
+
+
+def _split_model(model) -> tuple[BertEncoder, object, object]:
+    parts = _bert_parts(model)
+    if parts is None:
+        raise TypeError(f"Expected a BertEncoder or a BERT task model, got {type(model).__name__}")
+    return parts
+
+
+def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "weights",
+                   allow_missing_pooler: bool = True) -> list[str]:
+    """Loads TF1-named, TF1-layout arrays into `model` (a `BertEncoder`, a `BertPretrainer`, or a task model).
+
+    Every variable of the encoder (and of the pretraining heads, for a `BertPretrainer`) must be present with the
+    right shape. Names in the scopes the model covers (`bert/`, plus `cls/predictions/` and
+    `cls/seq_relationship/` for a pretrainer) that the model does not have are unexpected (e.g. a layer more than
+    the config says). Either raises `CheckpointMismatchError`; nothing is assigned then.
+
+    Sources without a pooler (Hugging Face `BertForMaskedLM`) are accepted with a warning when
+    `allow_missing_pooler`: the pooler keeps its fresh initialization, as transformers does.
+
+    Returns:
+      the names that were ignored because the model does not cover them (e.g. the pretraining heads when loading
+      an encoder, or a fine-tuned classifier's `output_weights`).
+    """
+    encoder, masked_lm, next_sentence = _split_model(model)
+    variables = tf1_variable_map(encoder, masked_lm, next_sentence)
+    scopes = [ENCODER_SCOPE] + ([_MLM_SCOPE] if masked_lm is not None else []) + (
+        [_NSP_SCOPE] if next_sentence is not None else [])
+    missing, wrong_shape, values = [], [], {}
+    for name, variable in variables.items():
+        if name not in weights:
+            missing.append(f"{name} {_shape(variable.shape)}")
+            continue
+        value = np.asarray(weights[name])
+        if name in _TRANSPOSED_IN_TF1:
+            value = value.T
+        if tuple(value.shape) != tuple(variable.shape):
+            shown = value.T.shape if name in _TRANSPOSED_IN_TF1 else value.shape
+            expected = tuple(variable.shape)[::-1] if name in _TRANSPOSED_IN_TF1 else variable.shape
+            wrong_shape.append(f"{name}: checkpoint {_shape(shown)}, model {_shape(expected)}")
+            continue
+        values[name] = value
+    unexpected, ignored = [], []
+    for name in sorted(set(weights) - set(variables)):
+        (unexpected if name.startswith(tuple(scopes)) else ignored).append(name)
+    unexpected = [f"{name} {_shape(np.shape(weights[name]))}" for name in unexpected]
+    pooler = [m for m in missing if m.startswith("bert/pooler/")]
+    if allow_missing_pooler and len(pooler) == 2 and len(missing) == 2 and not (unexpected or wrong_shape):
+        logging.warning("%s has no pooler (bert/pooler/dense): pooled_output comes from a freshly initialized "
+                        "layer; fine-tune before using it", source)
+        missing = []
+    if missing or unexpected or wrong_shape:
+        raise CheckpointMismatchError(source, _describe(encoder.config), missing, unexpected, wrong_shape,
+                                      hint="Check that bert_config.json belongs to this checkpoint.")
+    for name, value in values.items():
+        variables[name].assign(value.astype(np.float32))
+    if ignored:
+        logging.info("%s: ignored %d weights the model does not use: %s", source, len(ignored),
+                     ", ".join(ignored[:10]) + (" ..." if len(ignored) > 10 else ""))
+    return ignored
+
+
+def export_weights(model) -> dict[str, np.ndarray]:
+    """The weights of `model` (encoder, plus pretraining heads) under TF1 names, in TF1 layout."""
+    encoder, masked_lm, next_sentence = _split_model(model)
+    result = {}
+    for name, variable in tf1_variable_map(encoder, masked_lm, next_sentence).items():
+        value = np.asarray(variable.numpy(), np.float32)
+        result[name] = value.T if name in _TRANSPOSED_IN_TF1 else value
+    return result
+
+
+def _model_for_heads(config: BertConfig, *, masked_lm: bool, next_sentence: bool):
+    """The model that a checkpoint with these heads describes: a `BertPretrainer` when it has the masked-LM head
+    (with NSP when it has that head too), else a `BertEncoder`."""
+    encoder = BertEncoder.from_bert_config(config)
+    return BertPretrainer(encoder, use_next_sentence_label=next_sentence) if masked_lm else encoder
+
+
+def model_from_weights(weights: Mapping[str, np.ndarray], config: BertConfig, *, source: str = "weights"):
+    """Builds the model the weights describe: a `BertPretrainer` when MLM weights are present, else an encoder."""
+    model = _model_for_heads(config, masked_lm=any(name.startswith(_MLM_SCOPE) for name in weights),
+                             next_sentence=any(name.startswith(_NSP_SCOPE) for name in weights))
+    assign_weights(weights, model, source=source)
+    return model
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Original TF1 checkpoints
+
+
+def read_tf1_checkpoint(prefix: str) -> dict[str, np.ndarray]:
+    """All weights of an original TF1 checkpoint (`bert_model.ckpt`), without optimizer slots and step counters."""
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as e:
+        raise FileNotFoundError(f"Cannot read a TF checkpoint at {prefix} ({type(e).__name__}); expected the "
+                                "prefix, e.g. uncased_L-12_H-768_A-12/bert_model.ckpt") from None
+    names = reader.get_variable_to_shape_map()
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
+        raise ValueError(f"{prefix} is an object-based TF2 checkpoint, not an original TF1 BERT checkpoint")
+    weights, dropped = {}, 0
+    for name in names:
+        if _TF1_TRAINING_STATE.search(name):
+            dropped += 1
+            continue
+        weights[name] = reader.get_tensor(name)
+    if dropped:
+        logging.info("%s: dropped %d optimizer/step variables", prefix, dropped)
+    return weights
+
+
+def write_tf1_checkpoint(prefix: str, weights: Mapping[str, np.ndarray]) -> str:
+    """Writes `weights` (TF1 names and layouts) as a checkpoint that TF1 code and `tf.train.load_checkpoint` read."""
+    directory = os.path.dirname(prefix)
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    names = sorted(weights)
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(np.asarray(weights[name], np.float32)) for name in names])
+    return prefix
+
+
+def is_tf1_checkpoint(prefix: str) -> bool:
+    """Whether `prefix` is a checkpoint with the original `bert/...` variable names."""
+    try:
+        names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError):
+        return False
+    return "_CHECKPOINTABLE_OBJECT_GRAPH" not in names and any(n.startswith(ENCODER_SCOPE) for n in names)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Our format
+
+
+def training_checkpoint_root(model, **training_state) -> tf.train.Checkpoint:
+    """The root a training loop saves: `checkpoint_root` for a BERT model, so that every training checkpoint is
+    also a valid `--init_checkpoint` for the next job; any other Keras model goes under `model`."""
+    if _bert_parts(model) is None:
+        return tf.train.Checkpoint(model=model, **training_state)
+    return checkpoint_root(model, **training_state)
+
+
+def checkpoint_root(model, **training_state) -> tf.train.Checkpoint:
+    """The root object of our checkpoints: `encoder`, the task `model` (if not the encoder), training state.
+
+    Example (a training loop):
+
+        manager = tf.train.CheckpointManager(
+            checkpoint_root(pretrainer, optimizer=optimizer, step=step), model_dir, max_to_keep=3)
+    """
+    encoder, _, _ = _split_model(model)
+    children = {"encoder": encoder}
+    if model is not encoder:
+        children["model"] = model
+    return tf.train.Checkpoint(**children, **training_state)
+
+
+def _live_variable_paths(root) -> dict[tuple[str, ...], object]:
+    """One object-graph path (attribute names from `root`) for every variable under `root`, breadth first."""
+    view = tf.train.TrackableView(root)
+    paths, seen = {}, {id(root)}
+    queue = collections.deque([(root, ())])
+    while queue:
+        obj, path = queue.popleft()
+        for name, child in view.children(obj).items():
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            if isinstance(child, (keras.Variable, tf.Variable)):
+                paths[path + (name,)] = child
+            queue.append((child, path + (name,)))
+    return paths
+
+
+class _SavedGraph:
+    """The object graph stored in one of our checkpoints: follows attribute names to checkpoint keys.
+
+    A variable is stored once, under the first path TF's breadth-first walk found (with an optimizer in the root
+    that may be `optimizer/_trainable_variables/3`), but the graph keeps every edge; so following the model's
+    own attribute names finds it whatever the key.
+    """
+
+    def __init__(self, reader):
+        from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+        self.graph = trackable_object_graph_pb2.TrackableObjectGraph()
+        self.graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+        self.children = [{c.local_name: c.node_id for c in node.children} for node in self.graph.nodes]
+
+    def node(self, path) -> int | None:
+        node = 0
+        for name in path:
+            node = self.children[node].get(name)
+            if node is None:
+                return None
+        return node
+
+    def variable_key(self, node: int) -> str | None:
+        for attribute in self.graph.nodes[node].attributes:
+            if attribute.name == "VARIABLE_VALUE":
+                return attribute.checkpoint_key
+        return None
+
+    def keys_under(self, node: int) -> set[str]:
+        """Variable keys reachable from `node`, not entering an `optimizer` (a compiled Keras model tracks its
+        optimizer, whose slots are training state, not weights)."""
+        keys, stack, seen = set(), [node], set()
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            key = self.variable_key(current)
+            if key is not None:
+                keys.add(key)
+            stack.extend(child for name, child in self.children[current].items() if name != "optimizer")
+        return keys
+
+
+def is_our_checkpoint(prefix: str) -> bool:
+    try:
+        reader = tf.train.load_checkpoint(prefix)
+        if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+            return False
+        return _SavedGraph(reader).node(("encoder",)) is not None
+    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError):
+        return False
+
+
+def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> None:
+    """Restores `model` (or, with `encoder_only` or a plain encoder, its encoder) from one of our checkpoints.
+
+    Partial restore is the point: a classifier takes the encoder out of a pretraining checkpoint, which may also
+    hold an optimizer and a step. Raises `CheckpointMismatchError` listing missing, unexpected and wrong-shape
+    variables; nothing is assigned then.
+    """
+    encoder, _, _ = _split_model(model)
+    root = tf.train.Checkpoint(encoder=encoder) if encoder_only or model is encoder else checkpoint_root(model)
+    reader = tf.train.load_checkpoint(prefix)
+    if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+        raise ValueError(f"{prefix} is not one of our checkpoints (no object graph); for an original TF1 "
+                         "checkpoint use read_tf1_checkpoint + assign_weights")
+    saved = _SavedGraph(reader)
+    children = [name for name in ("encoder", "model") if getattr(root, name, None) is not None]
+    for name in children:
+        if saved.node((name,)) is None:
+            raise ValueError(f"{prefix} has no `{name}` object; write checkpoints with "
+                             "official.nlp.checkpoints.tf_checkpoints.checkpoint_root(model, ...)")
+    shapes = reader.get_variable_to_shape_map()
+    missing, wrong_shape, matched = [], [], {}
+    for path, variable in _live_variable_paths(root).items():
+        node = saved.node(path)
+        key = saved.variable_key(node) if node is not None else None
+        shown = "/".join(path)
+        if key is None:
+            missing.append(f"{shown} {_shape(variable.shape)}")
+        elif tuple(shapes[key]) != tuple(variable.shape):
+            wrong_shape.append(f"{shown}: checkpoint {_shape(shapes[key])}, model {_shape(variable.shape)}")
+        else:
+            matched[key] = variable
+    reachable = set().union(*(saved.keys_under(saved.node((name,))) for name in children))
+    unexpected = [f"{key} {_shape(shapes[key])}" for key in sorted(reachable - set(matched))]
+    if missing or unexpected or wrong_shape:
+        raise CheckpointMismatchError(prefix, _describe(encoder.config), missing, unexpected, wrong_shape,
+                                      hint="Check that bert_config.json belongs to this checkpoint.")
+    for key, variable in matched.items():
+        variable.assign(reader.get_tensor(key))
+
+
+def model_from_checkpoint(prefix: str, config: BertConfig):
+    """Builds the model one of our checkpoints holds (the rule of `model_from_weights`) and restores it.
+
+    The heads are found in the checkpoint's object graph (`model/masked_lm`, `model/next_sentence`), which holds
+    them whatever keys TF chose for their variables.
+    """
+    saved = _SavedGraph(tf.train.load_checkpoint(prefix))
+    model = _model_for_heads(config, masked_lm=saved.node(("model", "masked_lm")) is not None,
+                             next_sentence=saved.node(("model", "next_sentence")) is not None)
+    restore_checkpoint(model, prefix)
+    return model
+
+
+def save_checkpoint(model, prefix: str) -> str:
+    """Writes `model`'s weights (our format, no training state) to `prefix`; returns the written prefix."""
+    return checkpoint_root(model).write(prefix)

@@ -1,0 +1,325 @@
+"""tf.data input for BERT pretraining from TFRecords with the original feature names.
+
+Reads records written by the original google-research/bert `create_pretraining_data.py` (plain or gzip, detected
+per file) and by our generator. Files are read in parallel with `interleave`, shuffled with a seed, sharded per
+input worker, parsed a batch at a time and prefetched. Before anything is read for training, the first record of
+every file is checked, so that a missing file, a corrupt file or a `max_seq_length` / `max_predictions_per_seq`
+that contradicts the records stops the job with a message naming the file.
+
+Elements are `(x, y)` pairs: `x` = {input_word_ids, input_mask, input_type_ids, masked_lm_positions} and
+`y` = {masked_lm_ids, masked_lm_weights, next_sentence_labels}, all int32 but `masked_lm_weights` (float32),
+which is what `BertPretrainer` takes in `fit` and what the training loop feeds it.
+
+Example (a notebook):
+
+    loader = PretrainDataLoader(PretrainDataConfig(
+        input_patterns="data/pretrain/*.tfrecord", seq_length=128, max_predictions_per_seq=20,
+        global_batch_size=32))
+    pretrainer.fit(loader.load(), steps_per_epoch=1000, epochs=1)
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.data.pretraining import masking
+from official.nlp.data.pretraining.masking import MaskingConfig
+from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATURES, SEQUENCE_FEATURES, feature_spec
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class PretrainDataError(ValueError):
+    """Pretraining records that cannot be read with the requested settings; the message names the file."""
+
+
+@dataclasses.dataclass
+class PretrainDataConfig:
+    """Settings of the pretraining input pipeline.
+
+    Attributes:
+      input_patterns: file globs, a list or one comma-separated string (the original `--input_file`).
+      seq_length: `--max_seq_length`; must equal the length the records were written with.
+      max_predictions_per_seq: `--max_predictions_per_seq`; must equal the records' (with `dynamic_masking`, the
+        masking config's value is used and the records' own predictions may have any length).
+      global_batch_size: examples per step over all replicas (for `fit`: the batch size).
+      is_training: shuffle and repeat forever; otherwise one pass in file order.
+      use_next_sentence_label: keep `next_sentence_labels` in `y`.
+      shuffle_buffer_size: records in the shuffle buffer (0 turns record shuffling off). The buffer is part of
+        every input checkpoint, so it is kept moderate.
+      cycle_length: files read at once (default: min(8, files per worker)).
+      seed: seed of the file and record shuffles; with the same seed the order is the same on every run.
+      max_position_embeddings: when given, `seq_length` must not exceed it.
+      dynamic_masking: a `masking.MaskingConfig` to draw new masks on every pass (RoBERTa-style) with the same
+        rule as the offline generator. Records that were masked offline are unmasked first (their
+        `masked_lm_ids` go back into `input_ids`), so any pretraining records work; records without predictions
+        work too.
+      dynamic_masking_seed: seed of the masks (offset per input worker); None draws a random one.
+      shard_policy: "auto" (by file when each input worker gets at least one file, else by record), "file", or
+        "data" (every worker reads every file and keeps every n-th record after the shuffle).
+    """
+
+    input_patterns: str | Sequence[str]
+    seq_length: int
+    max_predictions_per_seq: int
+    global_batch_size: int
+    is_training: bool = True
+    use_next_sentence_label: bool = True
+    shuffle_buffer_size: int = 1000
+    cycle_length: int | None = None
+    seed: int | None = 12345
+    max_position_embeddings: int | None = None
+    dynamic_masking: MaskingConfig | None = None
+    dynamic_masking_seed: int | None = 12345
+    shard_policy: str = "auto"
+
+
+def resolve_files(input_patterns: str | Sequence[str]) -> list[str]:
+    """Expands comma-separated globs; a pattern that matches nothing is an error that names it."""
+    if isinstance(input_patterns, str):
+        input_patterns = [input_patterns]
+    patterns = [p.strip() for item in input_patterns for p in item.split(",") if p.strip()]
+    if not patterns:
+        raise PretrainDataError("no input files given (--input_file is empty)")
+    files: list[str] = []
+    for pattern in patterns:
+        matched = sorted(tf.io.gfile.glob(pattern))
+        if not matched:
+            raise PretrainDataError(f"input file not found: no file matches {pattern!r} (--input_file)")
+        files.extend(matched)
+    return list(dict.fromkeys(files))  # keep order, drop duplicates from overlapping globs
+
+
+def detect_compression(path: str) -> str:
+    """"GZIP" for gzip files (by the magic bytes, so the suffix does not matter), "" for plain TFRecords."""
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            head = f.read(2)
+    except (tf.errors.OpError, OSError) as e:
+        raise PretrainDataError(f"cannot read input file {path}: {e}") from e
+    return "GZIP" if head == _GZIP_MAGIC else ""
+
+
+def _first_record(path: str, compression: str) -> bytes:
+    try:
+        for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
+            return record.numpy()
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.OutOfRangeError) as e:
+        raise PretrainDataError(f"input file {path} is corrupt or not a TFRecord file: {e.message}") from e
+    raise PretrainDataError(f"input file {path} is empty: it holds no records")
+
+
+def _feature_lengths(path: str, record: bytes) -> dict[str, int]:
+    try:
+        example = tf.train.Example.FromString(record)
+    except Exception as e:  # protobuf's DecodeError does not share a base class with anything useful
+        raise PretrainDataError(f"input file {path} does not hold tf.train.Example records: {e}") from e
+    lengths = {}
+    for name, feature in example.features.feature.items():
+        kind = feature.WhichOneof("kind")
+        lengths[name] = len(getattr(feature, kind).value) if kind else 0
+    return lengths
+
+
+def _unmask(features: dict) -> tf.Tensor:
+    """The original token ids of records masked offline: each real prediction's id goes back to its position."""
+    ids = features["input_ids"]
+    positions = features["masked_lm_positions"]
+    real = features["masked_lm_weights"] > 0
+    rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(positions))
+    indices = tf.stack([tf.boolean_mask(rows, real), tf.boolean_mask(positions, real)], axis=-1)
+    return tf.tensor_scatter_nd_update(ids, indices, tf.boolean_mask(features["masked_lm_ids"], real))
+
+
+def find_corrupt_file(files: Sequence[str]) -> tuple[str, str] | None:
+    """Reads every file to the end; returns (path, error) for the first that fails, else None.
+
+    Used after a `DataLossError` in training, whose TensorFlow message does not name the file.
+    """
+    for path in files:
+        try:
+            for _ in tf.data.TFRecordDataset(path, compression_type=detect_compression(path)).batch(4096):
+                pass
+        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+            return path, e.message
+    return None
+
+
+class PretrainDataLoader:
+    """Builds the pretraining `tf.data.Dataset` (see the module docstring)."""
+
+    def __init__(self, config: PretrainDataConfig, *, validate: bool = True):
+        self.config = config
+        if config.global_batch_size <= 0:
+            raise ValueError(f"global_batch_size must be positive, got {config.global_batch_size}")
+        if config.shard_policy not in ("auto", "file", "data"):
+            raise ValueError(f"shard_policy must be 'auto', 'file' or 'data', got {config.shard_policy!r}")
+        if config.max_position_embeddings is not None and config.seq_length > config.max_position_embeddings:
+            raise PretrainDataError(
+                f"max_seq_length={config.seq_length} is larger than the model's max_position_embeddings="
+                f"{config.max_position_embeddings}; use records of at most that length or a config with more "
+                "position embeddings"
+            )
+        self.files = resolve_files(config.input_patterns)
+        compressions = {path: detect_compression(path) for path in self.files}
+        kinds = set(compressions.values())
+        if len(kinds) > 1:
+            gz = [p for p, c in compressions.items() if c][0]
+            plain = [p for p, c in compressions.items() if not c][0]
+            raise PretrainDataError(
+                f"input files mix gzip ({gz}) and uncompressed ({plain}) TFRecords; pass one kind per run"
+            )
+        self.compression = kinds.pop()
+        if config.dynamic_masking is not None and (
+                config.dynamic_masking.max_predictions_per_seq != config.max_predictions_per_seq):
+            raise ValueError(
+                f"max_predictions_per_seq={config.max_predictions_per_seq} differs from the dynamic masking "
+                f"config's {config.dynamic_masking.max_predictions_per_seq}"
+            )
+        # Length of the predictions in the records (None: they have none); checked against the first record.
+        self._record_predictions: int | None = config.max_predictions_per_seq
+        if validate:
+            self._validate()
+
+    def _validate(self) -> None:
+        """Checks the first record of every file against the configured lengths."""
+        cfg = self.config
+        expected = {name: cfg.seq_length for name in SEQUENCE_FEATURES}
+        prediction_names = PREDICTION_FEATURES
+        prediction_lengths = set()
+        for path in self.files:
+            lengths = _feature_lengths(path, _first_record(path, self.compression))
+            required = list(SEQUENCE_FEATURES) + ([NSP_FEATURE] if cfg.use_next_sentence_label else [])
+            has_predictions = all(name in lengths for name in prediction_names)
+            if cfg.dynamic_masking is None:
+                required += list(prediction_names)
+            missing = [name for name in required if name not in lengths]
+            if missing:
+                raise PretrainDataError(
+                    f"records in {path} lack the feature(s) {missing}; pretraining records need "
+                    f"{sorted(required)} (the names written by create_pretraining_data.py)"
+                )
+            for name, want in expected.items():
+                if lengths[name] != want:
+                    raise PretrainDataError(
+                        f"records in {path} have {name} of length {lengths[name]} but max_seq_length={want}; "
+                        f"pass --max_seq_length={lengths[name]} or use records written with {want}"
+                    )
+            if has_predictions and cfg.dynamic_masking is None:
+                for name in prediction_names:
+                    if lengths[name] != cfg.max_predictions_per_seq:
+                        raise PretrainDataError(
+                            f"records in {path} have {name} of length {lengths[name]} but "
+                            f"max_predictions_per_seq={cfg.max_predictions_per_seq}; pass "
+                            f"--max_predictions_per_seq={lengths[name]} or use records written with "
+                            f"{cfg.max_predictions_per_seq}"
+                        )
+            if cfg.use_next_sentence_label and lengths[NSP_FEATURE] != 1:
+                raise PretrainDataError(f"records in {path} have {lengths[NSP_FEATURE]} next_sentence_labels, not 1")
+            prediction_lengths.add(lengths["masked_lm_ids"] if has_predictions else None)
+            if len(prediction_lengths) > 1:
+                raise PretrainDataError(
+                    f"records in {path} differ from those in {self.files[0]} in their masked_lm features; "
+                    "use records written with the same --max_predictions_per_seq"
+                )
+        self._record_predictions = prediction_lengths.pop()
+
+    def _parse(self, serialized: tf.Tensor) -> dict:
+        spec = feature_spec(self.config.seq_length, self._record_predictions, self.config.use_next_sentence_label)
+        parsed = tf.io.parse_example(serialized, spec)
+        features = {
+            name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in parsed.items()
+        }
+        if self.config.dynamic_masking is not None and "masked_lm_ids" in features:
+            features["input_ids"] = _unmask(features)
+            for name in PREDICTION_FEATURES:
+                del features[name]
+        return features
+
+    def _to_inputs_and_labels(self, features: dict) -> tuple[dict, dict]:
+        x = {
+            "input_word_ids": features["input_ids"],
+            "input_mask": features["input_mask"],
+            "input_type_ids": features["segment_ids"],
+            "masked_lm_positions": features["masked_lm_positions"],
+        }
+        # Already int32 / float32: `_parse` casts the records' int64, and dynamic masking keeps the ids' dtype.
+        y = {"masked_lm_ids": features["masked_lm_ids"], "masked_lm_weights": features["masked_lm_weights"]}
+        if self.config.use_next_sentence_label:
+            y["next_sentence_labels"] = tf.reshape(features[NSP_FEATURE], [-1])
+        return x, y
+
+    def batch_size(self, input_context: tf.distribute.InputContext | None = None) -> int:
+        """The batch size of one element: per replica with an input context, global without."""
+        if input_context is None:
+            return self.config.global_batch_size
+        return input_context.get_per_replica_batch_size(self.config.global_batch_size)
+
+    def load(self, input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+        """The dataset of `(x, y)` batches.
+
+        With an `input_context` (the training loop passes one), batches are per replica and this worker keeps
+        its shard; we shard ourselves and turn tf.distribute's auto-sharding off. Without one (`model.fit`),
+        batches are global and tf.distribute's AUTO policy shards by file where it can.
+        """
+        cfg = self.config
+        files = list(self.files)
+        num_pipelines = input_context.num_input_pipelines if input_context else 1
+        pipeline_id = input_context.input_pipeline_id if input_context else 0
+        policy = cfg.shard_policy
+        if policy == "auto":
+            policy = "file" if len(files) >= num_pipelines else "data"
+        if num_pipelines > 1 and policy == "file":
+            if len(files) < num_pipelines:
+                raise PretrainDataError(
+                    f"shard_policy='file' needs at least one file per input worker: {len(files)} file(s) for "
+                    f"{num_pipelines} workers"
+                )
+            files = files[pipeline_id::num_pipelines]
+        elif num_pipelines > 1:
+            logging.info("Input worker %d of %d reads all %d files and keeps every %d-th record",
+                         pipeline_id, num_pipelines, len(files), num_pipelines)
+
+        dataset = tf.data.Dataset.from_tensor_slices(files)
+        if cfg.is_training:
+            dataset = dataset.shuffle(len(files), seed=cfg.seed, reshuffle_each_iteration=True).repeat()
+        compression = self.compression
+        cycle_length = cfg.cycle_length or min(8, len(files))
+        dataset = dataset.interleave(
+            lambda path: tf.data.TFRecordDataset(path, compression_type=compression, buffer_size=8 << 20),
+            cycle_length=cycle_length,
+            block_length=1,
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,  # the same flags give the same order, which resuming relies on
+        )
+        if cfg.is_training and cfg.shuffle_buffer_size > 1:
+            dataset = dataset.shuffle(cfg.shuffle_buffer_size, seed=cfg.seed, reshuffle_each_iteration=True)
+        if num_pipelines > 1 and policy == "data":
+            # After the shuffle: every worker draws the same stream, so the global batch is the one a single
+            # worker would see.
+            dataset = dataset.shard(num_pipelines, pipeline_id)
+        # Parsing a batch at a time is several times faster than one record at a time.
+        dataset = dataset.batch(self.batch_size(input_context), drop_remainder=cfg.is_training)
+        dataset = dataset.map(self._parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        if cfg.dynamic_masking is not None:
+            seed = None if cfg.dynamic_masking_seed is None else cfg.dynamic_masking_seed + 1_000_003 * pipeline_id
+            dataset = masking.dynamic_masking(dataset, cfg.dynamic_masking, seed=seed)
+        dataset = dataset.map(self._to_inputs_and_labels, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        options = tf.data.Options()
+        options.deterministic = True
+        options.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.OFF if input_context else tf.data.experimental.AutoShardPolicy.AUTO
+        )
+        dataset = dataset.with_options(options)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+    def diagnose(self, error: Exception) -> Exception:
+        """Turns a read error raised during training into one that names the corrupt file."""
+        found = find_corrupt_file(self.files)
+        if found is None:
+            return error
+        path, message = found
+        return PretrainDataError(f"input file {path} is corrupt: {message}; remove or regenerate it")

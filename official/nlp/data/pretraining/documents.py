@@ -1,0 +1,227 @@
+"""Reading pretraining text: input files, work units (byte ranges cut at blank lines), documents of token ids.
+
+Input format (the original one): one sentence per line, a blank line between documents. A line that is empty
+after ``strip()`` ends a document; a line that tokenizes to nothing is ignored; a file's end also ends a document.
+
+The corpus is cut into *work units* of about ``unit_bytes`` each, at empty lines, so a unit always starts at a
+document start and units can be read independently by different processes (seek, then read lines up to the end
+offset). Cut points depend only on the files and ``unit_bytes``, never on the number of workers.
+
+Bad input is reported with file and line: a missing file or a pattern matching nothing is an error; an empty file is
+a counted skip; a line that is not UTF-8 or is longer than ``max_line_bytes`` is an error, or a counted skip with
+``skip_bad_lines``. Line numbers are 1-based and computed only when needed.
+"""
+from __future__ import annotations
+
+import array
+import dataclasses
+import logging
+import os
+from typing import Callable, Iterable, Optional, Sequence
+
+import numpy as np
+
+from official.nlp.common.input_files import InputError
+
+_SCAN_BYTES = 1 << 16
+# The counts `read_documents` keeps (the "input" part of the statistics).
+INPUT_COUNTERS = ("lines", "bytes", "documents", "sentences", "tokens", "single_sentence_documents",
+                  "empty_token_lines", "skipped_invalid_utf8", "skipped_long_lines", "empty_files")
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkUnit:
+    """Byte ranges ``(path, start, end)`` of one or more files; ``start`` is always a document start."""
+
+    index: int
+    pieces: tuple[tuple[str, int, int], ...]
+
+    @property
+    def num_bytes(self) -> int:
+        return sum(end - start for _, start, end in self.pieces)
+
+
+@dataclasses.dataclass
+class Documents:
+    """Token ids of a set of documents, flat: sentence ``s`` is ``tokens[sentence_offsets[s]:sentence_offsets[s+1]]``
+    and document ``d`` holds sentences ``document_offsets[d]`` to ``document_offsets[d+1]``."""
+
+    tokens: np.ndarray
+    sentence_offsets: np.ndarray
+    document_offsets: np.ndarray
+    first_lines: list = dataclasses.field(default_factory=list)  # (path, byte offset) of each document's first line.
+
+    @property
+    def num_documents(self) -> int:
+        return len(self.document_offsets) - 1
+
+    def single_sentence_documents(self) -> np.ndarray:
+        """Indexes of the documents of one sentence (their chunk always takes a random next segment)."""
+        return np.nonzero(np.diff(self.document_offsets) == 1)[0]
+
+
+
+
+def _next_cut(f, position: int, end: int) -> int:
+    """First offset >= position that starts a line following an empty line (or ``end`` if there is none)."""
+    f.seek(max(position - 2, 0))
+    base = f.tell()
+    carry = b""
+    while base < end:
+        chunk = f.read(_SCAN_BYTES)
+        if not chunk:
+            return end
+        data = carry + chunk
+        offset = base - len(carry)
+        found = [i for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0]
+        while found:
+            i = min(found)
+            cut = offset + i + (2 if data[i + 1:i + 2] == b"\n" else 3)
+            if cut >= position:
+                return min(cut, end)
+            found = [j for j in (data.find(b"\n\n", i + 1), data.find(b"\n\r\n", i + 1)) if j >= 0]
+        carry = data[-2:]
+        base += len(chunk)
+    return end
+
+
+def plan_units(files: Sequence[str], unit_bytes: int) -> list[WorkUnit]:
+    """Cuts the files into work units of about ``unit_bytes`` (a unit may span several small files)."""
+    if unit_bytes < 1:
+        raise ValueError(f"unit_bytes must be positive, got {unit_bytes}")
+    units: list[WorkUnit] = []
+    pieces: list[tuple[str, int, int]] = []
+    size = 0
+    for path in files:
+        file_size = os.path.getsize(path)
+        start = 0
+        with open(path, "rb") as f:
+            while start < file_size:
+                want = start + (unit_bytes - size)
+                cut = file_size if want >= file_size else _next_cut(f, want, file_size)
+                pieces.append((path, start, cut))
+                size += cut - start
+                start = cut
+                if size >= unit_bytes:
+                    units.append(WorkUnit(len(units), tuple(pieces)))
+                    pieces, size = [], 0
+        if file_size == 0:
+            pieces.append((path, 0, 0))  # Kept so that reading reports the empty file.
+    if pieces:
+        units.append(WorkUnit(len(units), tuple(pieces)))
+    return units
+
+
+def line_number(path: str, offset: int) -> int:
+    """1-based number of the line that starts at byte ``offset``."""
+    count = 0
+    with open(path, "rb") as f:
+        remaining = offset
+        while remaining > 0:
+            chunk = f.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            remaining -= len(chunk)
+    return count + 1
+
+
+@dataclasses.dataclass
+class ReadOptions:
+    max_line_bytes: int = 1 << 20
+    skip_bad_lines: bool = False
+
+
+def read_documents(pieces: Iterable[tuple[str, int, int]], tokenize: Callable[[str], list],
+                   options: ReadOptions = ReadOptions(), counters: Optional[dict] = None,
+                   files_break_documents: bool = True) -> Documents:
+    """Reads and tokenizes the documents of some byte ranges.
+
+    Args:
+      pieces: ``(path, start, end)`` ranges; each start must be a document start.
+      tokenize: line (str) -> list of token ids.
+      options: limits and the bad-line policy.
+      counters: dict of counts to add to (the names in `INPUT_COUNTERS`).
+      files_break_documents: False reproduces the original, where a document runs on into the next file when a
+        file does not end with a blank line.
+    """
+    c = counters if counters is not None else {}
+    for key in INPUT_COUNTERS:
+        c.setdefault(key, 0)
+    tokens = array.array("i")
+    sentence_offsets = [0]
+    document_offsets = [0]
+    first_lines = []
+    current_doc_start = None  # (path, offset) of the first line of the open document, if it has a sentence.
+
+    def close_document():
+        nonlocal current_doc_start
+        if len(sentence_offsets) - 1 > document_offsets[-1]:
+            document_offsets.append(len(sentence_offsets) - 1)
+            first_lines.append(current_doc_start)
+        current_doc_start = None
+
+    limit = options.max_line_bytes
+    for path, start, end in pieces:
+        if start == 0 and end == 0 and os.path.getsize(path) == 0:
+            logging.warning("input file %s is empty; skipped", path)
+            c["empty_files"] += 1
+            continue
+        with open(path, "rb") as f:
+            f.seek(start)
+            pos = start
+            while pos < end:
+                raw = f.readline(limit + 1)
+                if not raw:
+                    break
+                line_start = pos
+                pos += len(raw)
+                c["lines"] += 1
+                if len(raw) > limit and not raw.endswith(b"\n"):
+                    while True:  # Skip the rest of the over-long line without holding it in memory.
+                        more = f.readline(limit + 1)
+                        pos += len(more)
+                        if not more or more.endswith(b"\n"):
+                            break
+                    where = f"{path}:{line_number(path, line_start)}"
+                    if not options.skip_bad_lines:
+                        raise InputError(f"{where}: line longer than max_line_bytes={limit} bytes "
+                                         f"({pos - line_start} bytes). Put one sentence per line, raise "
+                                         f"--max_line_bytes, or pass --skip_bad_lines to count and skip such lines.")
+                    logging.warning("%s: skipped a line of %d bytes (over max_line_bytes)", where, pos - line_start)
+                    c["skipped_long_lines"] += 1
+                    continue
+                try:
+                    line = raw.decode("utf-8").strip()
+                except UnicodeDecodeError as e:
+                    where = f"{path}:{line_number(path, line_start)}"
+                    if not options.skip_bad_lines:
+                        raise InputError(f"{where}: not valid UTF-8 ({e.reason} at byte {e.start} of the line). "
+                                         f"Re-encode the file as UTF-8, or pass --skip_bad_lines to count and skip "
+                                         f"such lines.") from None
+                    logging.warning("%s: skipped a line that is not valid UTF-8", where)
+                    c["skipped_invalid_utf8"] += 1
+                    continue
+                if not line:
+                    close_document()
+                    continue
+                ids = tokenize(line)
+                if not ids:
+                    c["empty_token_lines"] += 1
+                    continue
+                if current_doc_start is None:
+                    current_doc_start = (path, line_start)
+                tokens.extend(ids)
+                sentence_offsets.append(len(tokens))
+            c["bytes"] += pos - start
+        if files_break_documents:
+            close_document()
+    close_document()
+    token_array = np.frombuffer(tokens, dtype=np.int32) if tokens else np.zeros(0, np.int32)
+    docs = Documents(tokens=token_array, sentence_offsets=np.asarray(sentence_offsets),
+                     document_offsets=np.asarray(document_offsets), first_lines=first_lines)
+    c["documents"] += docs.num_documents
+    c["sentences"] += len(sentence_offsets) - 1
+    c["tokens"] += len(tokens)
+    c["single_sentence_documents"] += len(docs.single_sentence_documents())
+    return docs

@@ -1,0 +1,238 @@
+"""Creates masked-LM / next-sentence pretraining TFRecords from text: streaming, parallel, resumable.
+
+The semantics are the original google-research/bert `create_pretraining_data.py` (see `instances` and
+`masking`), applied per *work unit*: the corpus is cut into units of about ``unit_mb`` at blank lines, and each
+unit is processed on its own exactly as the original processes the whole corpus (shuffle its documents,
+``dupe_factor`` passes, random-next documents drawn from the unit, instances shuffled within the unit). Memory per
+worker is bounded by the unit size, whatever the corpus size. The original draws the random next document and
+shuffles instances over the whole corpus; here both stay within a unit of a few MB (thousands of documents).
+
+Output shards are contiguous runs of units. A worker writes its unit to a part file inside
+``<shard>.incomplete/``; when all units of a shard are done, the parts are joined, the shard's statistics and the
+settings that shaped its bytes (see `outputs`) are written to ``<shard>.stats.json`` and the shard is renamed to
+its final name. A shard file under its final name is therefore always complete, and a rerun with the same settings
+skips it; a rerun with other settings is refused before anything is touched, since keeping the old shards would mix
+two datasets. Each unit draws from its own seed (``random_seed``, unit index), so the output bytes depend on the
+flags and the input only, not on the number of workers or on interruptions.
+
+Example:
+
+  >>> config = PretrainingDataConfig(input_file="corpus/*.txt", output_file="out/train.tfrecord@8",
+  ...                                vocab_file="vocab.txt", dupe_factor=5)            # doctest: +SKIP
+  >>> stats = create_pretraining_data(config)                                        # doctest: +SKIP
+  >>> stats.to_dict()["rates"]["masked_fraction"]                                    # doctest: +SKIP
+  0.153
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import multiprocessing
+import os
+import random
+import shutil
+import time
+
+import numpy as np
+
+from official.nlp.data.pretraining import masking as masking_lib
+from official.nlp.data.pretraining import documents as documents_lib
+from official.nlp.data.pretraining import instances as instances_lib
+from official.nlp.data.pretraining.outputs import (default_stats_path, is_complete, output_paths, output_settings,
+                                                    shard_record)
+from official.nlp.common.input_files import expand_input_files
+from official.nlp.data.pretraining.settings import PretrainingDataConfig, load_checked_vocab, masking_config, validate_config
+from official.nlp.data.pretraining.statistics import PretrainingStatistics
+from official.nlp.data.pretraining.writer import write_instances
+
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Worker side (spawned processes; no TensorFlow).
+
+_WORKER: dict = {}
+
+
+def _worker_init(config: PretrainingDataConfig) -> None:
+    from official.nlp.tokenizers import tokenization
+    from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer
+
+    tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
+    _WORKER.update(config=config, tokenizer=CachedTokenizer(tokenizer),
+                   mask_config=masking_config(config, tokenizer.vocab))
+
+
+def unit_seeds(random_seed: int, unit_index: int) -> tuple[random.Random, np.random.Generator]:
+    seq = np.random.SeedSequence([random_seed, unit_index])
+    py_seed = int.from_bytes(seq.generate_state(4, np.uint32).tobytes(), "little")
+    return random.Random(py_seed), np.random.Generator(np.random.PCG64(seq))
+
+
+def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
+    """Turns one work unit into a part file of framed records; returns its statistics (as a dict)."""
+    config: PretrainingDataConfig = _WORKER["config"]
+    start = time.time()
+    stats = PretrainingStatistics(config.max_seq_length)
+    docs = documents_lib.read_documents(
+        unit.pieces, _WORKER["tokenizer"].ids,
+        documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines), stats.input)
+    single = docs.single_sentence_documents()
+    first_single = docs.first_lines[single[0]] if len(single) else None
+    py_rng, np_rng = unit_seeds(config.random_seed, unit.index)
+    plan = instances_lib.plan_instances(docs, config.max_seq_length, config.short_seq_prob, config.dupe_factor,
+                                        py_rng)
+    stats.document_passes += plan.document_passes
+    stats.short_document_passes += plan.short_document_passes
+    order = np_rng.permutation(len(plan))
+    mask_config = _WORKER["mask_config"]
+
+    def masker(batch: dict, rows: np.ndarray) -> dict:
+        return masking_lib.mask_batch(batch["input_ids"], batch["input_mask"], np_rng, mask_config)
+
+    write_instances(part_path, docs.tokens, plan.arrays(), order, config, mask_config, masker, stats)
+    return {"unit": unit.index, "stats": dataclasses.asdict(stats), "seconds": time.time() - start,
+            "bytes": unit.num_bytes, "first_single_sentence_document": first_single}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Main process.
+
+
+def _assign_units(num_units: int, num_shards: int) -> list[range]:
+    return [range(s * num_units // num_shards, (s + 1) * num_units // num_shards) for s in range(num_shards)]
+
+
+def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics, record: dict) -> None:
+    tmp_dir = path + ".incomplete"
+    joined = os.path.join(tmp_dir, "shard")
+    if len(parts) == 1:
+        os.replace(parts[0], joined)
+    else:
+        with open(joined, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out, 1 << 22)
+    stats.write(path + ".stats.json", record)
+    os.replace(joined, path)  # The shard gets its final name only now, complete.
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatistics:
+    """Runs the whole job; returns the merged statistics (also written to the statistics file)."""
+    validate_config(config)
+    files = expand_input_files(config.input_file)
+    vocab = load_checked_vocab(config)
+    masking_config(config, vocab)  # Fails early on a vocabulary without [CLS], [SEP] or [MASK].
+    paths = output_paths(config.output_file)
+    stats_path = config.stats_file or default_stats_path(config.output_file, paths)
+    records = {os.path.abspath(p + ".stats.json"): s for s, p in enumerate(paths)}
+    if len(paths) > 1 and os.path.abspath(stats_path) in records:
+        raise ValueError(f"--stats_file={stats_path} is the statistics file of one shard; name another file")
+    settings = output_settings(config, files, len(paths))
+    # Before anything is written: a shard of other settings stops the job here.
+    complete = [is_complete(path, settings, s) for s, path in enumerate(paths)]
+    for path in paths:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    # With a single shard, the job's statistics file is also the shard's record.
+    record_of = records.get(os.path.abspath(stats_path))
+    job_record = {"output_files": paths,
+                  **({"settings": settings} if record_of is None else shard_record(settings, record_of))}
+    if config.reference_order:
+        from official.nlp.data.pretraining import reference_order
+
+        stats = reference_order.create_reference_order(config, files, paths)
+        stats.write(stats_path, {"mode": "reference_order", **job_record})
+        return stats
+
+    total_bytes = sum(os.path.getsize(f) for f in files)
+    unit_bytes = max(1, min(int(config.unit_mb * 2**20), math.ceil(total_bytes / len(paths))))
+    units = documents_lib.plan_units(files, unit_bytes)
+    shards = _assign_units(len(units), len(paths))
+    total = PretrainingStatistics(config.max_seq_length)
+    to_write = []  # Indexes of the shards this run writes units for.
+    for s, path in enumerate(paths):
+        if complete[s]:
+            logging.info("shard %s is complete; skipped", path)
+            total.merge(PretrainingStatistics.read(path + ".stats.json"))
+            continue
+        if os.path.exists(path):
+            os.remove(path)  # A final name without statistics was not written by us; redo it.
+        tmp_dir = path + ".incomplete"
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        os.makedirs(tmp_dir)
+        if shards[s]:
+            to_write.append(s)
+        else:
+            open(os.path.join(tmp_dir, "shard"), "wb").close()
+            _finish_shard(path, [], PretrainingStatistics(config.max_seq_length), shard_record(settings, s))
+            logging.warning("shard %s is empty: the input has fewer work units than output shards", path)
+
+    pending = [(s, units[u]) for s in to_write for u in shards[s]]
+    num_workers = config.num_workers or os.cpu_count() or 1
+    num_workers = max(1, min(num_workers, len(pending)))
+    logging.info("%d input files, %.1f MB, %d work units, %d shards (%d to write), %d workers",
+                 len(files), total_bytes / 2**20, len(units), len(paths), len(to_write), num_workers)
+    if pending:
+        _run_units(config, paths, shards, units, pending, num_workers, total, settings)
+    total.write(stats_path, job_record)
+    return total
+
+
+def _run_units(config, paths, shards, units, pending, num_workers, total, settings) -> None:
+    remaining = {s: len(shards[s]) for s, _ in pending}
+    shard_stats = {s: PretrainingStatistics(config.max_seq_length) for s in remaining}
+    part = lambda s, u: os.path.join(paths[s] + ".incomplete", f"unit-{u.index:06d}.part")  # noqa: E731
+    start = time.time()
+    done_bytes = 0
+    last_log = start
+    ctx = multiprocessing.get_context("spawn")  # Never fork: the parent may hold TF or other threads.
+    if num_workers == 1:
+        _worker_init(config)
+        results = (process_unit(u, part(s, u)) for s, u in pending)
+        pool = None
+    else:
+        pool = ctx.Pool(num_workers, initializer=_worker_init, initargs=(config,))
+        results = _windowed(pool, [(u, part(s, u)) for s, u in pending], 2 * num_workers)
+    try:
+        for (s, u), result in zip(pending, results):
+            unit_stats = PretrainingStatistics.from_dict(result["stats"])
+            if result["first_single_sentence_document"] and not total.input["single_sentence_documents"]:
+                path, offset = result["first_single_sentence_document"]
+                logging.warning("%s:%d: a document of a single sentence (the first of those counted in the "
+                                "statistics); as in the original, it always takes a random next segment",
+                                path, documents_lib.line_number(path, offset))
+            shard_stats[s].merge(unit_stats)
+            total.merge(unit_stats)
+            done_bytes += result["bytes"]
+            remaining[s] -= 1
+            if remaining[s] == 0:
+                _finish_shard(paths[s], [part(s, units[i]) for i in shards[s]], shard_stats.pop(s),
+                              shard_record(settings, s))
+                logging.info("wrote %s", paths[s])
+            now = time.time()
+            if now - last_log > 10 or remaining[s] == 0:
+                elapsed = max(now - start, 1e-9)
+                logging.info("documents %d, instances %d, %.2f MB/s of text, %.0f instances/s",
+                             total.input["documents"], total.instances, done_bytes / 2**20 / elapsed,
+                             total.instances / elapsed)
+                last_log = now
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+
+
+def _windowed(pool, tasks, window):
+    """`pool.apply_async` over tasks in order, at most ``window`` in flight (bounds buffered results)."""
+    in_flight = []
+    it = iter(tasks)
+    for task in it:
+        in_flight.append(pool.apply_async(process_unit, task))
+        if len(in_flight) >= window:
+            break
+    for task in it:
+        yield in_flight.pop(0).get()
+        in_flight.append(pool.apply_async(process_unit, task))
+    while in_flight:
+        yield in_flight.pop(0).get()

@@ -1,0 +1,218 @@
+"""Instance creation with the original semantics: sentence-pair chunks, random next, truncation.
+
+This follows google-research/bert `create_instances_from_document`, step by step:
+
+* Each document gets a target length of ``max_seq_length - 3`` tokens (room for ``[CLS]``, ``[SEP]``, ``[SEP]``);
+  with probability ``short_seq_prob`` it gets a random target in ``[2, max_num_tokens]`` instead, so the model also
+  sees the short sequences that fine-tuning feeds it. The target is a soft goal; ``max_seq_length`` is the hard one.
+* Whole sentences are gathered into a chunk until the target is reached or the document ends. Segment A is a random
+  number of the chunk's first sentences (at least one), so that next-sentence prediction splits at real sentence
+  boundaries rather than at an arbitrary token, which would make the task too easy.
+* B is the rest of the chunk, or (always when the chunk holds a single sentence, else with probability 0.5) a run of
+  sentences from a random start in a random *other* document, grown to the remaining target length; the chunk's
+  sentences that B did not use are put back, so they start the next chunk.
+* The pair is cut to ``max_num_tokens`` by removing one token at a time from the longer segment (B on ties), from the
+  front or the back with equal probability, to avoid a positional bias.
+
+The planning loop runs per sentence in Python and records each instance as two token ranges into the flat token
+array of `pretraining_documents.Documents` (A and B are contiguous runs of sentences, and truncation keeps them
+contiguous). `build_batch` then assembles many instances at once in numpy.
+
+Randomness comes from a `random.Random`. `Draws` holds the calls the loop makes; `ReferenceDraws` makes exactly the
+original's calls (``randint``, one ``random()`` per truncation step) so that the original's random stream is
+consumed in its order; `FastDraws` makes cheaper calls with the same distributions.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import numpy as np
+
+from official.nlp.data.pretraining.documents import Documents
+
+
+def removal_counts(len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
+    """How many tokens the original's ``truncate_seq_pair`` removes from A and from B to fit ``max_num_tokens``.
+
+    It removes one token at a time from the longer segment (B on ties): first the longer one alone until the two
+    are equal, then B and A in turn. Closed form, because the planning loop calls it for every long instance.
+    """
+    excess = len_a + len_b - max_num_tokens
+    if excess <= 0:
+        return 0, 0
+    first = min(excess, abs(len_a - len_b))
+    rest = excess - first
+    from_a = (first if len_a > len_b else 0) + rest // 2
+    return from_a, excess - from_a
+
+
+def removal_steps(len_a: int, len_b: int, max_num_tokens: int) -> list[int]:
+    """The segment of each removal of ``truncate_seq_pair``, in order (0: A, 1: B); see `removal_counts`."""
+    excess = max(len_a + len_b - max_num_tokens, 0)
+    first = min(excess, abs(len_a - len_b))
+    rest = excess - first
+    return [0 if len_a > len_b else 1] * first + [1, 0] * (rest // 2) + [1] * (rest % 2)
+
+
+class FastDraws:
+    """Same distributions as the original's calls, fewer and cheaper draws."""
+
+    def __init__(self, rng: random.Random):
+        self.random = rng.random
+        self._getrandbits = rng.getrandbits
+
+    def randint(self, lo: int, hi: int) -> int:
+        return lo + int(self.random() * (hi - lo + 1))
+
+    def trim_fronts(self, len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
+        """How many of the removed tokens of A and of B come off the front (each removal: front w.p. 1/2)."""
+        cut_a, cut_b = removal_counts(len_a, len_b, max_num_tokens)
+        return self._getrandbits(cut_a).bit_count(), self._getrandbits(cut_b).bit_count()
+
+
+class ReferenceDraws:
+    """The original's exact calls on a `random.Random`, in its order."""
+
+    def __init__(self, rng: random.Random):
+        self.random = rng.random
+        self.randint = rng.randint
+
+    def trim_fronts(self, len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
+        front = [0, 0]
+        for which in removal_steps(len_a, len_b, max_num_tokens):  # One draw per removed token, in order.
+            if self.random() < 0.5:
+                front[which] += 1
+        return front[0], front[1]
+
+
+@dataclasses.dataclass
+class InstancePlan:
+    """Instances as token ranges: A = ``tokens[a_start:a_end]``, B = ``tokens[b_start:b_end]``."""
+
+    a_start: list = dataclasses.field(default_factory=list)
+    a_end: list = dataclasses.field(default_factory=list)
+    b_start: list = dataclasses.field(default_factory=list)
+    b_end: list = dataclasses.field(default_factory=list)
+    is_random_next: list = dataclasses.field(default_factory=list)
+    short_target: list = dataclasses.field(default_factory=list)
+    document_passes: int = 0
+    short_document_passes: int = 0
+
+    def __len__(self) -> int:
+        return len(self.a_start)
+
+    def arrays(self) -> dict:
+        return {f.name: np.asarray(getattr(self, f.name), dtype=np.int64) for f in dataclasses.fields(self)
+                if f.type == "list"}
+
+
+def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: int, short_seq_prob: float,
+                  draws, plan: InstancePlan, on_instance=None) -> None:
+    """Plans the instances of document ``order[doc_index]`` (``order`` is the shuffled document list).
+
+    ``on_instance(plan_row)`` is called after each instance (the reference mode masks there, as the original does).
+    """
+    sent = docs.sentence_offsets_list
+    doc_off = docs.document_offsets_list
+    d = order[doc_index]
+    first, last = doc_off[d], doc_off[d + 1]
+    max_num_tokens = max_seq_length - 3
+    target = max_num_tokens
+    short = False
+    if draws.random() < short_seq_prob:
+        target = draws.randint(2, max_num_tokens)
+        short = True
+        plan.short_document_passes += 1
+    plan.document_passes += 1
+    num_docs = len(order)
+    chunk_start = first
+    length = 0
+    i = first
+    while i < last:
+        length += sent[i + 1] - sent[i]
+        if i == last - 1 or length >= target:
+            n_chunk = i - chunk_start + 1
+            a_sentences = draws.randint(1, n_chunk - 1) if n_chunk >= 2 else 1
+            a0 = sent[chunk_start]
+            a1 = sent[chunk_start + a_sentences]
+            if n_chunk == 1 or draws.random() < 0.5:
+                is_random = 1
+                target_b = target - (a1 - a0)
+                for _ in range(10):
+                    r = draws.randint(0, num_docs - 1)
+                    if r != doc_index:
+                        break
+                rd = order[r]
+                j = doc_off[rd] + draws.randint(0, doc_off[rd + 1] - doc_off[rd] - 1)
+                r_last = doc_off[rd + 1] - 1
+                b0 = sent[j]
+                while sent[j + 1] - b0 < target_b and j < r_last:
+                    j += 1
+                b1 = sent[j + 1]
+                i -= n_chunk - a_sentences  # Put the unused sentences back.
+            else:
+                is_random = 0
+                b0, b1 = a1, sent[i + 1]
+            la, lb = a1 - a0, b1 - b0
+            if la + lb > max_num_tokens:
+                cut_a, cut_b = removal_counts(la, lb, max_num_tokens)
+                front_a, front_b = draws.trim_fronts(la, lb, max_num_tokens)
+                a0, a1 = a0 + front_a, a1 - (cut_a - front_a)
+                b0, b1 = b0 + front_b, b1 - (cut_b - front_b)
+            plan.a_start.append(a0)
+            plan.a_end.append(a1)
+            plan.b_start.append(b0)
+            plan.b_end.append(b1)
+            plan.is_random_next.append(is_random)
+            plan.short_target.append(short)
+            if on_instance is not None:
+                on_instance(len(plan) - 1)
+            chunk_start = i + 1
+            length = 0
+        i += 1
+
+
+def plan_instances(docs: Documents, max_seq_length: int, short_seq_prob: float, dupe_factor: int,
+                   rng: random.Random) -> InstancePlan:
+    """All instances of a set of documents: shuffle the documents, then ``dupe_factor`` passes over them."""
+    if max_seq_length < 5:
+        raise ValueError(f"max_seq_length must be >= 5 (room for [CLS] A [SEP] B [SEP]), got {max_seq_length}")
+    prepare(docs)
+    order = list(range(docs.num_documents))
+    rng.shuffle(order)
+    draws = FastDraws(rng)
+    plan = InstancePlan()
+    for _ in range(dupe_factor):
+        for doc_index in range(len(order)):
+            plan_document(docs, order, doc_index, max_seq_length, short_seq_prob, draws, plan)
+    return plan
+
+
+def prepare(docs: Documents) -> None:
+    """Python lists of the offsets: the planning loop indexes them per sentence, and list indexing is fastest."""
+    if not hasattr(docs, "sentence_offsets_list"):
+        docs.sentence_offsets_list = docs.sentence_offsets.tolist()
+        docs.document_offsets_list = docs.document_offsets.tolist()
+
+
+def build_batch(tokens: np.ndarray, plan: dict, rows: np.ndarray, max_seq_length: int, cls_id: int,
+                sep_id: int) -> dict:
+    """``[CLS] A [SEP] B [SEP]`` + padding for the instances ``rows`` of a plan (from `InstancePlan.arrays`).
+
+    Returns int32 ``input_ids``, ``input_mask``, ``segment_ids`` [len(rows), max_seq_length] and the int64
+    ``lengths`` (real tokens per row).
+    """
+    a0, a1 = plan["a_start"][rows], plan["a_end"][rows]
+    b0, b1 = plan["b_start"][rows], plan["b_end"][rows]
+    la, lb = (a1 - a0)[:, None], (b1 - b0)[:, None]
+    p = np.arange(max_seq_length)[None, :]
+    source = np.where(p <= la, a0[:, None] + p - 1, b0[:, None] + p - la - 2)
+    ids = tokens[np.clip(source, 0, max(len(tokens) - 1, 0))] if len(tokens) else np.zeros(source.shape, np.int32)
+    length = la + lb + 3
+    ids = np.where((p == 0), cls_id, ids)
+    ids = np.where((p == la + 1) | (p == length - 1), sep_id, ids)
+    ids = np.where(p < length, ids, 0).astype(np.int32)
+    segment_ids = ((p >= la + 2) & (p < length)).astype(np.int32)
+    input_mask = (p < length).astype(np.int32)
+    return {"input_ids": ids, "input_mask": input_mask, "segment_ids": segment_ids, "lengths": length[:, 0]}

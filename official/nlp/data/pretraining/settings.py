@@ -1,0 +1,83 @@
+"""The settings of a `create_pretraining_data` run: the flags, their checks, and what they derive (vocabulary,
+masking). The generator, the writer, the output bookkeeping and the reference order all read them."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Sequence
+
+from official.nlp.data.pretraining import masking as masking_lib
+
+
+@dataclasses.dataclass
+class PretrainingDataConfig:
+    """Flags of `create_pretraining_data` (the original script's, plus the ones below the line).
+
+    ``output_file`` is a comma-separated list of shard paths, or ``PATH@N`` for the N shards
+    ``PATH-00000-of-0000N`` ... ``PATH-0000{N-1}-of-0000N``.
+    """
+
+    input_file: str | Sequence[str]
+    output_file: str | Sequence[str]
+    vocab_file: str
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    random_seed: int = 12345
+    dupe_factor: int = 10
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    do_whole_word_mask: bool = False
+    # ---
+    max_ngram_size: int = 1
+    use_next_sentence_label: bool = True
+    static_masking: bool = True  # False writes unmasked records for `masking.dynamic_masking`.
+    gzip: bool = False
+    num_workers: int = 0  # 0: all cores.
+    unit_mb: float = 4.0
+    max_line_bytes: int = 1 << 20
+    skip_bad_lines: bool = False
+    stats_file: Optional[str] = None
+    reference_order: bool = False  # Single process, whole corpus, the original's exact random stream.
+
+
+def validate_config(config: PretrainingDataConfig) -> None:
+    """Refuses flags that cannot give correct records, naming each; runs before any file or folder is made."""
+    c = config
+    problems = []
+
+    def check(ok: bool, flag: str, value, why: str) -> None:
+        if not ok:
+            problems.append(f"--{flag}={value}: {why}")
+
+    check(c.max_seq_length >= 5, "max_seq_length", c.max_seq_length,
+          "must be at least 5 ([CLS] A [SEP] B [SEP] with one token in each segment)")
+    check(c.max_predictions_per_seq >= 1, "max_predictions_per_seq", c.max_predictions_per_seq, "must be at least 1")
+    check(c.dupe_factor >= 1, "dupe_factor", c.dupe_factor,
+          "must be at least 1 (the number of passes over the input; 0 would write empty files)")
+    check(0 < c.masked_lm_prob <= 1, "masked_lm_prob", c.masked_lm_prob, "must be in (0, 1]")
+    check(0 <= c.short_seq_prob <= 1, "short_seq_prob", c.short_seq_prob, "is a probability, so must be in [0, 1]")
+    check(c.max_ngram_size >= 1, "max_ngram_size", c.max_ngram_size, "must be at least 1 (1: no n-gram masking)")
+    check(c.unit_mb > 0, "unit_mb", c.unit_mb, "must be positive (the size of a work unit in MB)")
+    check(c.max_line_bytes >= 1, "max_line_bytes", c.max_line_bytes, "must be at least 1")
+    check(c.num_workers >= 0, "num_workers", c.num_workers, "must be >= 0 (0: all cores)")
+    if c.reference_order:
+        check(c.max_ngram_size == 1, "max_ngram_size", c.max_ngram_size,
+              "--reference_order reproduces the original script, which has no n-gram masking; use 1")
+    else:
+        check(c.random_seed >= 0, "random_seed", c.random_seed, "must be >= 0 (it seeds numpy's SeedSequence)")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def load_checked_vocab(config: PretrainingDataConfig) -> dict:
+    from official.nlp.tokenizers import tokenization
+
+    vocab = tokenization.load_vocab(config.vocab_file)
+    tokenization.validate_vocab(vocab, do_lower_case=config.do_lower_case, source=config.vocab_file)
+    return vocab
+
+
+def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_lib.MaskingConfig:
+    return masking_lib.MaskingConfig.from_vocab(
+        vocab, max_predictions_per_seq=config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
+        whole_word_mask=config.do_whole_word_mask, max_ngram_size=config.max_ngram_size)

@@ -1,0 +1,163 @@
+"""`BertConfig`: the hyperparameters of a BERT encoder, compatible with the original `bert_config.json`.
+
+Example:
+
+>>> from official.nlp.modeling.configs import BertConfig
+>>> config = BertConfig.preset("tiny", vocab_size=1000)
+>>> (config.num_hidden_layers, config.hidden_size, config.intermediate_size)
+(2, 128, 512)
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Mapping
+
+from absl import logging
+
+from official.nlp.modeling.activations import ACTIVATION_NAMES, HF_ACTIVATIONS
+
+# (num_hidden_layers, hidden_size, num_attention_heads) of the public Google BERT sizes.
+PRESETS = {
+    "tiny": (2, 128, 2),
+    "mini": (4, 256, 4),
+    "small": (4, 512, 8),
+    "medium": (8, 512, 8),
+    "base": (12, 768, 12),
+    "large": (24, 1024, 16),
+}
+
+# Keys a bert_config.json must hold; the others have the original defaults. Requiring these catches a config
+# file that is not a BERT config at all (or has a typo in a key) before it silently builds a default model.
+_REQUIRED_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+
+
+@dataclasses.dataclass
+class BertConfig:
+    """Hyperparameters of a BERT encoder; the fields and meanings of the original `bert_config.json`.
+
+    `hidden_act` is `"gelu"` (the original TF1 tanh approximation), `"gelu_exact"` (the erf form, Hugging Face's
+    `"gelu"`), `"relu"`, `"tanh"` or `"linear"`. `layer_norm_eps` is not in the original files; its default is
+    the original code's 1e-12.
+    """
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    initializer_range: float = 0.02
+    layer_norm_eps: float = 1e-12
+
+    def __post_init__(self):
+        for name in _REQUIRED_KEYS + ("max_position_embeddings", "type_vocab_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range", "layer_norm_eps"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"BertConfig.{name} must be a number, got {value!r}")
+            setattr(self, name, float(value))
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(f"BertConfig.{name} must be in [0, 1), got {getattr(self, name)!r}")
+        if self.initializer_range <= 0 or self.layer_norm_eps <= 0:
+            raise ValueError("BertConfig.initializer_range and layer_norm_eps must be positive, got "
+                             f"{self.initializer_range!r} and {self.layer_norm_eps!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"BertConfig.hidden_size ({self.hidden_size}) is not divisible by num_attention_heads "
+                             f"({self.num_attention_heads}); each head gets hidden_size / num_attention_heads units")
+        if self.hidden_act not in ACTIVATION_NAMES:
+            hint = ""
+            if self.hidden_act in HF_ACTIVATIONS:
+                hint = (f" (a Hugging Face name? there it means {HF_ACTIVATIONS[self.hidden_act]!r}; "
+                        "BertConfig.from_json_file maps it when the file has `model_type`)")
+            raise ValueError(f"BertConfig.hidden_act {self.hidden_act!r} is not one of "
+                             f"{', '.join(ACTIVATION_NAMES)}{hint}")
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> "BertConfig":
+        """A published BERT size (`tiny`, `mini`, `small`, `medium`, `base`, `large`), with fields overridden.
+
+        `intermediate_size` is 4 * `hidden_size` unless given.
+        """
+        if name not in PRESETS:
+            raise ValueError(f"Unknown BERT preset {name!r}; expected one of {', '.join(PRESETS)}")
+        layers, hidden, heads = PRESETS[name]
+        fields = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads)
+        fields.update(overrides)
+        fields.setdefault("intermediate_size", 4 * fields["hidden_size"])
+        return cls(**fields)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "BertConfig":
+        """Builds a config from the contents of a `bert_config.json` or a Hugging Face BERT `config.json`.
+
+        A Hugging Face config is recognized by its `model_type` key; its activation names are mapped to ours
+        (`"gelu"` -> `"gelu_exact"`, `"gelu_new"` -> `"gelu"`). Keys that are not config fields are ignored.
+        """
+        values = dict(values)
+        if "model_type" in values:
+            values = _from_hf(values)
+        missing = [key for key in _REQUIRED_KEYS if key not in values]
+        if missing:
+            raise ValueError(f"BERT config lacks {', '.join(missing)}; a bert_config.json defines "
+                             f"{', '.join(_REQUIRED_KEYS)}")
+        names = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            logging.info("BERT config: ignoring keys that are not BertConfig fields: %s", ", ".join(unknown))
+        return cls(**{key: value for key, value in values.items() if key in names})
+
+    @classmethod
+    def from_json_file(cls, path: str | os.PathLike) -> "BertConfig":
+        """Reads a `bert_config.json` (or a Hugging Face BERT `config.json`)."""
+        path = os.fspath(path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                values = json.load(f)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"BERT config file not found: {path}") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not valid JSON: {e}") from None
+        if not isinstance(values, dict):
+            raise ValueError(f"{path}: expected a JSON object of BERT config fields")
+        try:
+            return cls.from_dict(values)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json_string(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_json_file(self, path: str | os.PathLike) -> None:
+        """Writes the original `bert_config.json` layout (plus `layer_norm_eps`, which the original ignores)."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(self.to_json_string())
+
+
+def _from_hf(values: dict[str, Any]) -> dict[str, Any]:
+    """Maps a Hugging Face `config.json` onto `bert_config.json` fields."""
+    model_type = values.get("model_type")
+    if model_type != "bert":
+        raise ValueError(f"model_type {model_type!r} is not a BERT model (expected 'bert'); other architectures "
+                         "differ in ways this converter does not cover")
+    position_type = values.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise ValueError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
+    act = values.get("hidden_act", "gelu")
+    if act not in HF_ACTIVATIONS:
+        raise ValueError(f"Hugging Face hidden_act {act!r} has no equivalent here; known: "
+                         f"{', '.join(HF_ACTIVATIONS)}")
+    values["hidden_act"] = HF_ACTIVATIONS[act]
+    return values

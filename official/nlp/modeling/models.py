@@ -1,0 +1,276 @@
+"""BERT task models: pretraining, classification/regression, span labeling, token classification, multiple choice.
+
+Every model wraps a `BertEncoder` (`model.encoder`), takes the encoder's input dict (plus
+`masked_lm_positions` for the pretrainer), is a functional Keras model (so `summary()`, `.keras` saving,
+`fit` and SavedModel export work) and returns float32 logits.
+"""
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from official.nlp.modeling import losses
+from official.nlp.modeling.encoder import BertEncoder, encoder_inputs
+from official.nlp.modeling.heads import MaskedLMHead
+
+
+def _float32_dense(units: int, initializer_range: float, name: str) -> keras.layers.Dense:
+    # Logits are float32 under any policy; these heads are one small matmul, so they run in float32 too.
+    return keras.layers.Dense(units, kernel_initializer=keras.initializers.TruncatedNormal(
+        stddev=initializer_range), dtype="float32", name=name)
+
+
+class _BertTask(keras.Model):
+    """Shared plumbing: holds `encoder`, serializes it inside `get_config`, rebuilds it in `from_config`."""
+
+    def _finish_init(self, encoder: BertEncoder, **config):
+        self.encoder = encoder
+        self._task_config = config
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "encoder": keras.saving.serialize_keras_object(self.encoder), **self._task_config}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
+
+
+def _initializer_range(encoder: BertEncoder, value: float | None) -> float:
+    return encoder.config.initializer_range if value is None else value
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class BertPretrainer(_BertTask):
+    """BERT pretraining: the masked-LM head (tied to the word embeddings) and, optionally, next-sentence prediction.
+
+    Inputs: the encoder inputs plus `masked_lm_positions` int32 `[batch, P]`. Outputs: a dict with float32
+    `mlm_logits` `[batch, P, vocab_size]` and, when `use_next_sentence_label`, `nsp_logits` `[batch, 2]`.
+
+    The model knows its objective (`official.nlp.modeling.losses.pretraining_losses`), so it trains after a plain
+    `compile(optimizer=...)` on a dataset of `(x, y)` where `y` holds `masked_lm_ids`, `masked_lm_weights` and
+    `next_sentence_labels`. `fit` reports `loss`, `mlm_loss`, `mlm_accuracy` (over real predictions) and, with
+    NSP, `nsp_loss` and `nsp_accuracy`.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from official.nlp.modeling.configs import BertConfig
+    >>> encoder = BertEncoder.from_bert_config(BertConfig.preset("tiny", vocab_size=100))
+    >>> pretrainer = BertPretrainer(encoder)
+    >>> x = {"input_word_ids": np.full((4, 8), 5, "int32"), "input_mask": np.ones((4, 8), "int32"),
+    ...      "input_type_ids": np.zeros((4, 8), "int32"), "masked_lm_positions": np.ones((4, 2), "int32")}
+    >>> y = {"masked_lm_ids": np.full((4, 2), 7, "int32"), "masked_lm_weights": np.ones((4, 2), "float32"),
+    ...      "next_sentence_labels": np.zeros((4, 1), "int32")}
+    >>> pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3))
+    >>> history = pretrainer.fit(x, y, epochs=1, verbose=0)
+    >>> sorted(history.history)
+    ['loss', 'mlm_accuracy', 'mlm_loss', 'nsp_accuracy', 'nsp_loss']
+    """
+
+    def __init__(
+        self,
+        encoder: BertEncoder,
+        use_next_sentence_label: bool = True,
+        mlm_activation: str | None = None,
+        initializer_range: float | None = None,
+        **kwargs,
+    ):
+        config = encoder.config
+        mlm_activation = config.hidden_act if mlm_activation is None else mlm_activation
+        initializer_range = _initializer_range(encoder, initializer_range)
+
+        # === Layers ===
+        masked_lm = MaskedLMHead(
+            vocab_size=config.vocab_size, hidden_act=mlm_activation, initializer_range=initializer_range,
+            layer_norm_eps=config.layer_norm_eps, embedding_layer=encoder.embeddings.word_embeddings,
+            dtype=encoder.dtype_policy, name="masked_lm")
+        next_sentence = _float32_dense(2, initializer_range, "next_sentence") if use_next_sentence_label else None
+
+        # === Functional model ===
+        inputs = encoder_inputs()
+        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
+        encoder_outputs = encoder({key: inputs[key] for key in ("input_word_ids", "input_mask", "input_type_ids")})
+        outputs = {"mlm_logits": masked_lm(encoder_outputs["sequence_output"], inputs["masked_lm_positions"])}
+        if next_sentence is not None:
+            outputs["nsp_logits"] = next_sentence(encoder_outputs["pooled_output"])
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Attributes ===
+        self._finish_init(encoder, use_next_sentence_label=use_next_sentence_label, mlm_activation=mlm_activation,
+                          initializer_range=initializer_range)
+        self.use_next_sentence_label = use_next_sentence_label
+        self.masked_lm = masked_lm
+        self.next_sentence = next_sentence
+        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
+        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        if use_next_sentence_label:
+            self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
+            self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
+
+    def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
+        """`keras.Model.compile` without `loss`/`metrics`: the pretrainer brings its own (see the class doc)."""
+        if loss is not None or metrics is not None:
+            raise ValueError("BertPretrainer computes its own losses and metrics (official.nlp.modeling.losses); "
+                             "call compile(optimizer=...) without `loss` or `metrics`")
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def compile_from_config(self, config):
+        # Keras skips overridden compile() methods when loading a .keras file; ours is safe to call.
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**config)
+        if self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if y is None:
+            raise ValueError("BertPretrainer needs labels: fit/evaluate on (x, y) with y = "
+                             f"{{{', '.join(losses.PRETRAINING_LABELS)}}}")
+        if sample_weight is not None:
+            raise ValueError("BertPretrainer weighs predictions by y['masked_lm_weights']; do not pass "
+                             "sample_weight")
+        terms = losses.pretraining_losses(y, y_pred, self.use_next_sentence_label)
+        self.mlm_loss_tracker.update_state(terms["mlm_loss"], sample_weight=ops.sum(
+            ops.cast(y["masked_lm_weights"], "float32")))
+        if self.use_next_sentence_label:
+            self.nsp_loss_tracker.update_state(terms["nsp_loss"])
+        loss = terms["loss"]
+        if self.losses:
+            loss = loss + ops.sum(self.losses)
+        # Keras sums gradients over replicas; scale as its own losses do (a no-op without tf.distribute).
+        import tensorflow as tf
+        replicas = tf.distribute.get_strategy().num_replicas_in_sync
+        return loss / replicas if replicas > 1 else loss
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        self.mlm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"],
+                                       sample_weight=y["masked_lm_weights"])
+        if self.use_next_sentence_label:
+            self.nsp_accuracy.update_state(ops.reshape(y["next_sentence_labels"], (-1,)), y_pred["nsp_logits"])
+        return self.get_metrics_result()
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class BertClassifier(_BertTask):
+    """Sentence (pair) classification on the pooled `[CLS]` output; `num_classes=1` is regression (STS-B).
+
+    Outputs float32 logits `[batch, num_classes]` (a tensor, so `compile(loss=...)` takes any Keras loss).
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from official.nlp.modeling.configs import BertConfig
+    >>> model = BertClassifier(BertEncoder.from_bert_config(BertConfig.preset("tiny", vocab_size=100)), 3)
+    >>> model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    >>> x = {k: np.ones((2, 8), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    >>> model.predict(x, verbose=0).shape
+    (2, 3)
+    """
+
+    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
+                 initializer_range: float | None = None, **kwargs):
+        if num_classes < 1:
+            raise ValueError(f"num_classes must be >= 1 (1 means regression), got {num_classes}")
+        initializer_range = _initializer_range(encoder, initializer_range)
+        dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
+        classifier = _float32_dense(num_classes, initializer_range, "classifier")
+
+        inputs = encoder_inputs()
+        logits = classifier(dropout(encoder(inputs)["pooled_output"]))
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        self._finish_init(encoder, num_classes=num_classes, dropout_rate=dropout_rate,
+                          initializer_range=initializer_range)
+        self.num_classes = num_classes
+        self.classifier = classifier
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class BertSpanLabeler(_BertTask):
+    """Extractive QA (SQuAD): start and end logits for every token.
+
+    Outputs a dict of float32 `start_logits` and `end_logits`, each `[batch, seq]`. Padding positions are not
+    masked (as in the original `run_squad.py`); answer post-processing only looks at real context tokens.
+
+    TF1 names of the dense layer: `cls/squad/output_weights` `[2, H]` and `cls/squad/output_bias`.
+    """
+
+    def __init__(self, encoder: BertEncoder, initializer_range: float | None = None, **kwargs):
+        initializer_range = _initializer_range(encoder, initializer_range)
+        span = _float32_dense(2, initializer_range, "span_logits")
+
+        inputs = encoder_inputs()
+        logits = span(encoder(inputs)["sequence_output"])
+        super().__init__(inputs=inputs, outputs={"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]},
+                         **kwargs)
+
+        self._finish_init(encoder, initializer_range=initializer_range)
+        self.span_logits = span
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class BertTokenClassifier(_BertTask):
+    """Token classification (NER): float32 logits `[batch, seq, num_classes]` for every token."""
+
+    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
+                 initializer_range: float | None = None, **kwargs):
+        if num_classes < 1:
+            raise ValueError(f"num_classes must be >= 1, got {num_classes}")
+        initializer_range = _initializer_range(encoder, initializer_range)
+        dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
+        classifier = _float32_dense(num_classes, initializer_range, "classifier")
+
+        inputs = encoder_inputs()
+        logits = classifier(dropout(encoder(inputs)["sequence_output"]))
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        self._finish_init(encoder, num_classes=num_classes, dropout_rate=dropout_rate,
+                          initializer_range=initializer_range)
+        self.num_classes = num_classes
+        self.classifier = classifier
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class _FlattenChoices(keras.layers.Layer):
+    """`[batch, choices, seq]` -> `[batch * choices, seq]` for each input (the choice count stays dynamic)."""
+
+    def call(self, inputs):
+        return {key: ops.reshape(value, (-1, ops.shape(value)[-1])) for key, value in inputs.items()}
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class _UnflattenChoices(keras.layers.Layer):
+    """`[batch * choices, 1]` scores -> `[batch, choices]`, taking the shape from the `[batch, choices, seq]` ids."""
+
+    def call(self, scores, input_word_ids):
+        return ops.reshape(scores, (ops.shape(input_word_ids)[0], ops.shape(input_word_ids)[1]))
+
+    def compute_output_spec(self, scores, input_word_ids):
+        return keras.KerasTensor(tuple(input_word_ids.shape[:2]), dtype=scores.dtype)
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class BertMultipleChoice(_BertTask):
+    """Multiple choice (SWAG): each `[CLS] context [SEP] ending [SEP]` gets a score from the pooled output.
+
+    Inputs: the encoder input names, each int32 `[batch, num_choices, seq]`. Outputs float32 logits
+    `[batch, num_choices]` (softmax over choices; train with sparse categorical cross-entropy on the answer
+    index).
+    """
+
+    def __init__(self, encoder: BertEncoder, dropout_rate: float = 0.1, initializer_range: float | None = None,
+                 **kwargs):
+        initializer_range = _initializer_range(encoder, initializer_range)
+        dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
+        classifier = _float32_dense(1, initializer_range, "classifier")
+
+        inputs = encoder_inputs(batch_shape=(None, None))
+        flat = _FlattenChoices(name="flatten_choices")(inputs)
+        scores = classifier(dropout(encoder(flat)["pooled_output"]))
+        logits = _UnflattenChoices(name="unflatten_choices")(scores, inputs["input_word_ids"])
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+
+        self._finish_init(encoder, dropout_rate=dropout_rate, initializer_range=initializer_range)
+        self.classifier = classifier

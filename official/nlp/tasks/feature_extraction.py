@@ -1,0 +1,281 @@
+"""Feature extraction: per-token vectors from chosen encoder layers, and sentence vectors.
+
+The input and the JSON-lines output follow google-research/bert `extract_features.py`: one example per line,
+`text_a ||| text_b` for a pair; the output line `i` is
+
+    {"linex_index": i, "features": [{"token": "[CLS]", "layers": [{"index": -1, "values": [...]}, ...]}, ...]}
+
+with values rounded to 6 decimals. Two additions: `output_format="concat"` writes one `"values"` list per token
+that concatenates the chosen layers in the order given (the paper's best feature-based NER input is the last
+four layers concatenated), and `write_sentence_vectors` writes one vector per example (the tanh pooler output,
+or the mean over real tokens of the chosen layers concatenated, as sentence-transformers models are used).
+
+`extract` yields results a batch at a time and `write_jsonl` writes each and lets it go, so memory does not grow
+with the input. To keep sentence vectors on the way, pass the results through `collect_sentence_vectors`: it keeps
+one vector per example (a copy, so the batch's token vectors are freed).
+
+Example:
+
+    from official.nlp.checkpoints import model_dir
+    files = model_dir.resolve_model_files("models/minilm")
+    examples = read_examples("data/sentence_pairs.txt")
+    results = extract(files.build_encoder(), files.tokenizer(), examples, layers=[-1, -2, -3, -4])
+    vectors = []
+    write_jsonl("features.jsonl", collect_sentence_vectors(results, "mean", vectors), layers=[-1, -2, -3, -4])
+    write_sentence_vectors("vectors.npy", vectors)
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import re
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.data.pretraining.instances import removal_counts
+
+_PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
+# Batches are padded to a multiple of this many tokens (not always to max_seq_length): real tokens give the same
+# vectors whatever the padding, and a few bucket sizes keep the number of traced graphs small.
+_LENGTH_BUCKET = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class InputExample:
+    """One input line; `unique_id` is its 0-based line number (the original's `linex_index`)."""
+
+    unique_id: int
+    text_a: str
+    text_b: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class InputFeatures:
+    unique_id: int
+    tokens: list[str]
+    input_ids: list[int]
+    input_type_ids: list[int]
+
+
+@dataclasses.dataclass
+class ExampleResult:
+    """Vectors of one example: `layers[k]` is `[num_tokens, H]` for the k-th requested layer."""
+
+    unique_id: int
+    tokens: list[str]
+    layers: list[np.ndarray]
+    pooled: np.ndarray
+
+
+def read_examples(input_file: str) -> list[InputExample]:
+    """Reads `text_a` or `text_a ||| text_b` lines. Blank lines are skipped but keep their line number as id."""
+    examples = []
+    skipped = 0
+    with tf.io.gfile.GFile(input_file, "rb") as f:
+        for line_number, raw in enumerate(f):
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{input_file}, line {line_number + 1}: not valid UTF-8 ({e}); re-encode the "
+                                 "file as UTF-8") from None
+            if not line:
+                skipped += 1
+                continue
+            match = _PAIR_SEPARATOR.match(line)
+            if match is None:
+                examples.append(InputExample(line_number, line))
+            else:
+                examples.append(InputExample(line_number, match.group(1), match.group(2)))
+    if not examples:
+        raise ValueError(f"{input_file} holds no text: write one example per line, `text_a` or `text_a ||| text_b`")
+    if skipped:
+        logging.info("%s: skipped %d blank line(s)", input_file, skipped)
+    return examples
+
+
+def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int) -> None:
+    """Truncates in place, one token at a time from the end of the longer list (B on a tie), as the original.
+
+    Cutting the longer one keeps the most information: a token of a short segment carries more than one of a
+    long segment.
+    """
+    cut_a, cut_b = removal_counts(len(tokens_a), len(tokens_b), max_length)
+    del tokens_a[len(tokens_a) - cut_a:]
+    del tokens_b[len(tokens_b) - cut_b:]
+
+
+def convert_examples_to_features(examples: Iterable[InputExample], seq_length: int, tokenizer) -> list[InputFeatures]:
+    """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated to `seq_length` as in the original."""
+    if seq_length < 3:
+        raise ValueError(f"max_seq_length must be at least 3 for [CLS] A [SEP] B [SEP], got {seq_length}")
+    features = []
+    truncated = 0
+    for example in examples:
+        tokens_a = tokenizer.tokenize(example.text_a)
+        tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else []
+        before = len(tokens_a) + len(tokens_b)
+        if tokens_b:
+            truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
+        else:
+            tokens_a = tokens_a[: seq_length - 2]
+        truncated += len(tokens_a) + len(tokens_b) < before
+        tokens = ["[CLS]", *tokens_a, "[SEP]"]
+        type_ids = [0] * len(tokens)
+        if tokens_b:
+            tokens += [*tokens_b, "[SEP]"]
+            type_ids += [1] * (len(tokens_b) + 1)
+        features.append(InputFeatures(example.unique_id, tokens, tokenizer.convert_tokens_to_ids(tokens), type_ids))
+    if truncated:
+        logging.warning("%d example(s) were truncated to max_seq_length=%d", truncated, seq_length)
+    return features
+
+
+def _pad_batch(batch: Sequence[InputFeatures], max_seq_length: int) -> dict[str, np.ndarray]:
+    longest = max(len(f.input_ids) for f in batch)
+    length = min(max_seq_length, -(-longest // _LENGTH_BUCKET) * _LENGTH_BUCKET)
+    ids = np.zeros([len(batch), length], np.int32)
+    type_ids = np.zeros_like(ids)
+    mask = np.zeros_like(ids)
+    for row, feature in enumerate(batch):
+        n = len(feature.input_ids)
+        ids[row, :n] = feature.input_ids
+        type_ids[row, :n] = feature.input_type_ids
+        mask[row, :n] = 1
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": type_ids}
+
+
+def parse_layers(text: str) -> list[int]:
+    """``"-1,-2,-3,-4"`` (the `--layers` flag) -> ``[-1, -2, -3, -4]``."""
+    try:
+        layers = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--layers={text!r}: write comma-separated layer indexes, such as -1,-2,-3,-4 "
+                         "(-1 is the last layer)") from None
+    return layers
+
+
+def _check_settings(layers: Sequence[int], num_layers: int, max_seq_length: int, max_positions: int,
+                    batch_size: int) -> None:
+    bad = [i for i in layers if not -num_layers <= i < num_layers]
+    if bad or not layers:
+        raise ValueError(f"--layers {list(layers)}: the model has {num_layers} layers, so each index must be in "
+                         f"[{-num_layers}, {num_layers - 1}] (-1 is the last layer)")
+    if not 3 <= max_seq_length <= max_positions:
+        raise ValueError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] A [SEP] B [SEP]) and at "
+                         f"most the model's max_position_embeddings={max_positions}")
+    if batch_size < 1:
+        raise ValueError(f"--batch_size={batch_size}: must be at least 1")
+
+
+def extract(encoder, tokenizer, examples: Sequence[InputExample], *, layers: Sequence[int] = (-1, -2, -3, -4),
+            max_seq_length: int = 128, batch_size: int = 32) -> Iterator[ExampleResult]:
+    """Runs `encoder` over `examples` and yields one `ExampleResult` per example, in input order.
+
+    The settings are checked at the call (not at the first result). A result's arrays are views into its
+    batch's outputs: keep `sentence_vector`s (copies), not results, to let batches go.
+    """
+    layers = list(layers)
+    _check_settings(layers, len(encoder.output["encoder_outputs"]), max_seq_length,
+                    encoder.get_config()["max_position_embeddings"], batch_size)
+    features = convert_examples_to_features(examples, max_seq_length, tokenizer)
+
+    @tf.function(reduce_retracing=True)
+    def run(inputs):
+        outputs = encoder(inputs, training=False)
+        return [outputs["encoder_outputs"][i] for i in layers], outputs["pooled_output"]
+
+    def results() -> Iterator[ExampleResult]:
+        for start in range(0, len(features), batch_size):
+            batch = features[start:start + batch_size]
+            layer_values, pooled = run(_pad_batch(batch, max_seq_length))
+            layer_values = [v.numpy() for v in layer_values]
+            pooled = pooled.numpy()
+            for row, feature in enumerate(batch):
+                n = len(feature.tokens)
+                yield ExampleResult(feature.unique_id, feature.tokens, [v[row, :n] for v in layer_values],
+                                    pooled[row])
+
+    return results()
+
+
+def _rounded(values: np.ndarray) -> list[float]:
+    return [round(float(x), 6) for x in values]
+
+
+def write_jsonl(output_file: str, results: Iterable[ExampleResult], *, layers: Sequence[int],
+                output_format: str = "original") -> int:
+    """Writes JSON lines in the original layout (`"original"`) or with the layers concatenated (`"concat"`).
+
+    Streams: each result is written and dropped. Returns the number of examples written.
+    """
+    if output_format not in ("original", "concat"):
+        raise ValueError(f"output_format must be 'original' or 'concat', got {output_format!r}")
+    count = 0
+    with tf.io.gfile.GFile(output_file, "w") as writer:
+        for result in results:
+            features = []
+            for position, token in enumerate(result.tokens):
+                entry = collections.OrderedDict(token=token)
+                if output_format == "original":
+                    entry["layers"] = [collections.OrderedDict(index=index, values=_rounded(values[position]))
+                                       for index, values in zip(layers, result.layers)]
+                else:
+                    entry["layers"] = list(layers)
+                    entry["values"] = _rounded(np.concatenate([values[position] for values in result.layers]))
+                features.append(entry)
+            line = collections.OrderedDict(linex_index=result.unique_id, features=features)
+            writer.write(json.dumps(line) + "\n")
+            count += 1
+    return count
+
+
+def _check_pooling(pooling: str) -> None:
+    if pooling not in ("pooled", "mean"):
+        raise ValueError(f"sentence pooling must be 'pooled' or 'mean', got {pooling!r}")
+
+
+def sentence_vector(result: ExampleResult, pooling: str = "pooled") -> np.ndarray:
+    """`[D]`: the pooler output (`"pooled"`) or the mean over tokens of the chosen layers (`"mean"`).
+
+    `"mean"` averages every token, `[CLS]` and `[SEP]` included, as sentence-transformers' mean pooling does. The
+    vector is a new array, so keeping it does not keep the batch's outputs alive.
+    """
+    _check_pooling(pooling)
+    if pooling == "pooled":
+        return np.array(result.pooled)
+    return np.concatenate(result.layers, axis=-1).mean(axis=0)
+
+
+def sentence_vectors(results: Iterable[ExampleResult], pooling: str = "pooled") -> np.ndarray:
+    """`[num_examples, D]`: `sentence_vector` of each result."""
+    _check_pooling(pooling)
+    return np.stack([sentence_vector(r, pooling) for r in results])
+
+
+def collect_sentence_vectors(results: Iterable[ExampleResult], pooling: str,
+                             into: list) -> Iterator[ExampleResult]:
+    """Passes `results` through unchanged, appending the `sentence_vector` of each to `into` on the way.
+
+    With `write_jsonl`, this writes the token vectors and keeps only one vector per example in memory.
+    """
+    _check_pooling(pooling)
+
+    def passed() -> Iterator[ExampleResult]:
+        for result in results:
+            into.append(sentence_vector(result, pooling))
+            yield result
+
+    return passed()
+
+
+def write_sentence_vectors(path: str, vectors: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
+    """Saves the vectors (one per example, e.g. from `collect_sentence_vectors`) as a `[num_examples, D]` `.npy`
+    (row k is the k-th non-blank input line); returns that array."""
+    array = np.stack(vectors) if not isinstance(vectors, np.ndarray) else vectors
+    with tf.io.gfile.GFile(path, "wb") as f:
+        np.save(f, array)
+    return array

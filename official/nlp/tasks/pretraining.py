@@ -1,0 +1,252 @@
+"""BERT pretraining: records -> `BertPretrainer` -> the shared training loop -> a model directory.
+
+`run_pretraining(PretrainingConfig(...))` is everything `run_scripts/run_pretraining.py` does, callable from Python.
+Run twice with the same config, the second call resumes from the last checkpoint in `model_dir`; once the run is
+finished, it trains nothing and leaves the export as it is.
+
+Example:
+
+    result = run_pretraining(PretrainingConfig(
+        input_file="data/pretrain/*.tfrecord", bert_config_file="bert_config.json", vocab_file="vocab.txt",
+        model_dir="/tmp/pretrain", max_seq_length=128, max_predictions_per_seq=20, train_batch_size=32,
+        num_train_steps=1000, num_warmup_steps=100, learning_rate=1e-4))
+    result.export_dir   # a model directory: the fine-tuning scripts take it as --init_checkpoint
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Mapping
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.modeling import losses as bert_losses
+from official.nlp.checkpoints import model_dir as model_dir_lib
+from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.models import BertPretrainer
+from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
+from official.nlp.training import distribution, optimization
+from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
+
+
+class PretrainingObjective:
+    """The original objective for the training loop: masked-LM loss (weighted mean over real predictions) plus
+    next-sentence loss, with MLM and NSP accuracy.
+
+    The terms are `official.nlp.modeling.losses`' per-element losses and weights, so the loop's loss equals
+    `losses.pretraining_losses` on the same global batch (what `BertPretrainer.fit` minimizes).
+    """
+
+    def __init__(self, use_next_sentence_label: bool = True):
+        self.use_next_sentence_label = use_next_sentence_label
+
+    def loss_weights(self, labels: Mapping) -> dict:
+        return bert_losses.pretraining_loss_weights(labels, self.use_next_sentence_label)
+
+    def losses(self, labels: Mapping, outputs: Mapping) -> dict:
+        return bert_losses.pretraining_element_losses(labels, outputs, self.use_next_sentence_label)
+
+    def metrics(self, labels: Mapping, outputs: Mapping) -> dict:
+        return bert_losses.pretraining_metrics(labels, outputs, self.use_next_sentence_label)
+
+
+@dataclasses.dataclass
+class PretrainingConfig:
+    """Every setting of a pretraining run; the field names are the script's flags (see the README)."""
+
+    input_file: str
+    model_dir: str
+    bert_config_file: str | None = None
+    bert_config: BertConfig | None = None  # instead of bert_config_file, from Python
+    init_checkpoint: str | None = None
+    vocab_file: str | None = None
+    do_lower_case: bool | None = None
+    export_dir: str | None = None  # default: model_dir/export
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    train_batch_size: int = 32
+    num_train_steps: int = 100000
+    num_warmup_steps: int = 10000
+    learning_rate: float = 5e-5
+    end_learning_rate: float = 0.0
+    poly_power: float = 1.0
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    steps_per_loop: int = 100
+    gradient_accumulation_steps: int = 1
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    distribution_strategy: str = "one_device"
+    num_gpus: int | None = None
+    tpu: str | None = None
+    all_reduce_alg: str | None = None
+    use_next_sentence_label: bool = True
+    dynamic_masking: bool = False
+    masked_lm_prob: float = 0.15
+    whole_word_mask: bool = False
+    shuffle_buffer_size: int = 1000
+    seed: int = 12345
+    deterministic: bool = False
+    checkpoint_input: bool = True
+
+
+@dataclasses.dataclass
+class PretrainingResult(TrainResult):
+    """`TrainResult` plus the exported model directory (None on workers other than the chief)."""
+
+    export_dir: str | None = None
+
+
+def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
+    replicas = strategy.num_replicas_in_sync
+    per_step = replicas * config.gradient_accumulation_steps
+    if config.train_batch_size % per_step:
+        raise ValueError(
+            f"--train_batch_size={config.train_batch_size} must divide by replicas ({replicas}) x "
+            f"--gradient_accumulation_steps ({config.gradient_accumulation_steps}) = {per_step}"
+        )
+    optimization.dtype_policy(config.mixed_precision)  # refuses an unknown --mixed_precision
+
+
+def build_pretrainer(bert_config: BertConfig, *, use_next_sentence_label: bool = True,
+                     mixed_precision: str = "float32") -> BertPretrainer:
+    """A `BertPretrainer` with fresh weights, computing in `mixed_precision` (variables stay float32)."""
+    encoder = BertEncoder.from_bert_config(bert_config, dtype=optimization.dtype_policy(mixed_precision))
+    return BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label)
+
+
+def build_model_and_optimizer(config: PretrainingConfig, bert_config: BertConfig, strategy: tf.distribute.Strategy
+                              ) -> tuple[BertPretrainer, keras.optimizers.Optimizer]:
+    """The fresh `BertPretrainer` and the optimizer of `config`, made in `strategy.scope()` for `Trainer`."""
+    with strategy.scope():
+        model = build_pretrainer(bert_config, use_next_sentence_label=config.use_next_sentence_label,
+                                 mixed_precision=config.mixed_precision)
+        optimizer = optimization.create_optimizer(
+            config.optimizer, learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
+            num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
+            poly_power=config.poly_power, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
+            mixed_precision=config.mixed_precision)
+    return model, optimizer
+
+
+def trainer_config(config: PretrainingConfig) -> TrainerConfig:
+    """The training-loop settings of `config`."""
+    return TrainerConfig(
+        model_dir=config.model_dir, num_train_steps=config.num_train_steps, steps_per_loop=config.steps_per_loop,
+        save_checkpoints_steps=config.save_checkpoints_steps, max_checkpoints_to_keep=config.keep_checkpoint_max,
+        gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile,
+        checkpoint_input=config.checkpoint_input)
+
+
+def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> PretrainDataLoader:
+    """The input pipeline of `config` (validates the records against the flags and the model config)."""
+    masking_config = None
+    if config.dynamic_masking:
+        if not config.vocab_file:
+            raise ValueError("--dynamic_masking needs --vocab_file (for the [MASK], [CLS] and [SEP] ids)")
+        from official.nlp.tokenizers import tokenization
+        from official.nlp.data.pretraining.masking import MaskingConfig
+
+        masking_config = MaskingConfig.from_vocab(
+            tokenization.load_vocab(config.vocab_file), max_predictions_per_seq=config.max_predictions_per_seq,
+            masked_lm_prob=config.masked_lm_prob, whole_word_mask=config.whole_word_mask)
+    return PretrainDataLoader(PretrainDataConfig(
+        input_patterns=config.input_file,
+        seq_length=config.max_seq_length,
+        max_predictions_per_seq=config.max_predictions_per_seq,
+        global_batch_size=config.train_batch_size,
+        is_training=True,
+        use_next_sentence_label=config.use_next_sentence_label,
+        shuffle_buffer_size=config.shuffle_buffer_size,
+        seed=config.seed,
+        max_position_embeddings=bert_config.max_position_embeddings,
+        dynamic_masking=masking_config,
+        dynamic_masking_seed=config.seed,
+    ))
+
+
+def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strategy | None = None) -> PretrainingResult:
+    """Pretrains (or resumes pretraining) and exports the final model directory. See the module docstring."""
+    if strategy is None:
+        # First: multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it.
+        strategy = distribution.get_distribution_strategy(
+            config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu,
+            all_reduce_alg=config.all_reduce_alg)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
+    _validate(config, strategy)
+    files = model_dir_lib.resolve_model_files(
+        config.init_checkpoint, bert_config=config.bert_config, bert_config_file=config.bert_config_file,
+        vocab_file=config.vocab_file, do_lower_case=config.do_lower_case, require_vocab=False)
+    if files.vocab_file is None:
+        logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning "
+                        "needs")
+    bert_config = files.config
+    loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
+    export_dir = config.export_dir or os.path.join(config.model_dir, "export")
+    is_chief = distribution.worker_info(strategy).is_chief
+    existing = os.path.join(config.model_dir, model_dir_lib.CONFIG_FILE)
+    if tf.io.gfile.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
+        raise ValueError(f"{existing} differs from the model config of this run; resuming needs the same config "
+                         "(or use a new --model_dir)")
+    if is_chief:
+        # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
+        model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
+
+    model, optimizer = build_model_and_optimizer(config, bert_config, strategy)
+
+    def init_from_checkpoint():
+        if files.checkpoint is not None:
+            files.restore(model)  # the encoder and, from a pretraining checkpoint, the heads
+
+    trainer = Trainer(model, optimizer, PretrainingObjective(config.use_next_sentence_label), strategy,
+                      trainer_config(config), global_batch_size=config.train_batch_size, init_fn=init_from_checkpoint)
+    try:
+        result = trainer.train(loader.load)
+    except tf.errors.DataLossError as e:
+        raise loader.diagnose(e) from e
+    exported = None
+    if is_chief:
+        if result.history or not export_is_current(export_dir, result.step):
+            exported = export_model_dir(model, export_dir, vocab_file=files.vocab_file,
+                                        do_lower_case=files.do_lower_case, step=result.step)
+        else:
+            # A finished job run again (e.g. a relaunched two-phase script): nothing trained, nothing to rewrite.
+            logging.info("%s already holds the model of step %d", export_dir, result.step)
+            exported = export_dir
+    return PretrainingResult(**vars(result), export_dir=exported)
+
+
+# ---- model directories ----------------------------------------------------------------------------------------
+
+def export_model_dir(model: BertPretrainer, export_dir: str, *, vocab_file: str | None,
+                     do_lower_case: bool | None, step: int | None = None) -> str:
+    """Writes the pretrained model (weights only) as a model directory, replacing an earlier export.
+
+    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). Written next to
+    `export_dir` first and renamed into place, so a job killed while exporting leaves either the previous export
+    or none, never half of one.
+    """
+    staging = export_dir.rstrip("/") + ".partial"
+    if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
+    model_dir_lib.save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case,
+                                 checkpoint_number=step)
+    if tf.io.gfile.exists(export_dir):
+        tf.io.gfile.rmtree(export_dir)
+    tf.io.gfile.rename(staging, export_dir)  # the checkpoint state file holds relative paths
+    logging.info("Exported the model directory %s", export_dir)
+    return export_dir
+
+
+def export_is_current(export_dir: str, step: int) -> bool:
+    """Whether `export_dir` holds the export of training step `step` (written by `export_model_dir`)."""
+    latest = tf.train.latest_checkpoint(export_dir) if tf.io.gfile.isdir(export_dir) else None
+    return latest is not None and os.path.basename(latest) == f"{model_dir_lib.CHECKPOINT_NAME}-{step}"

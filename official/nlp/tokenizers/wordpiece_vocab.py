@@ -1,0 +1,130 @@
+"""Learning a WordPiece vocabulary (`vocab.txt`) from text, consistent with our tokenizers.
+
+Words are counted after our `BasicTokenizer` (the original BERT rules: cleaning, CJK splitting, punctuation
+splitting, and lower-casing/accent stripping when uncased), so every learned piece is something the tokenizer can
+produce. The pieces are then learned by tensorflow-text's WordPiece learner
+(`tensorflow_text.tools.wordpiece_vocab.wordpiece_tokenizer_learner_lib.learn`, the algorithm behind
+`bert_vocab_from_dataset`), fed with those word counts instead of tf-text's own (ICU-based) basic tokenizer.
+
+Example:
+
+>>> vocab = build_vocab(["corpus.txt"], vocab_size=8000, do_lower_case=True)   # doctest: +SKIP
+>>> write_vocab(vocab, "vocab.txt")                                            # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import collections
+import os
+from typing import Iterable, List, Mapping, Optional, Sequence
+
+from absl import logging
+
+from official.nlp.tokenizers import tokenization
+from official.nlp.common import input_files
+
+
+def reserved_tokens(num_unused: int = 0) -> List[str]:
+    """`[PAD]`, `[unused0]`..`[unused{n-1}]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`: the original BERT layout (there
+    `[PAD]` is id 0 and the unused slots come before `[UNK]`), so `[PAD]` is always id 0."""
+    return ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def expand_input_files(input_file: str) -> List[str]:
+    """Comma-separated paths and glob patterns -> the files (each pattern's matches sorted), as
+    `create_pretraining_data` reads them; a path or pattern that names no file raises `FileNotFoundError`."""
+    try:
+        return input_files.expand_input_files(input_file)
+    except input_files.InputError as e:
+        raise FileNotFoundError(str(e)) from None
+
+
+def iter_lines(files: Sequence[str]) -> Iterable[str]:
+    """The lines of the files (UTF-8; invalid bytes dropped as the tokenizer does), split at "\\n" only."""
+    for path in files:
+        with open(path, "rb") as f:
+            for raw in f:
+                yield tokenization.convert_to_unicode(raw)
+
+
+def count_words(lines: Iterable[str], do_lower_case: bool, max_lines: Optional[int] = None) -> collections.Counter:
+    """Counts the basic tokens (words and split-off characters) of `lines`."""
+    basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+    counts: collections.Counter = collections.Counter()
+    for i, line in enumerate(lines):
+        if max_lines is not None and i >= max_lines:
+            break
+        counts.update(basic.tokenize(line))
+        if i and i % 1_000_000 == 0:
+            logging.info("Counted %d lines, %d distinct words", i, len(counts))
+    return counts
+
+
+def learn_vocab(
+    word_counts: Mapping[str, int],
+    vocab_size: int,
+    *,
+    num_unused: int = 0,
+    lower_thresh: int = 10,
+    max_token_length: int = 50,
+    max_unique_chars: int = 1000,
+    slack_ratio: float = 0.05,
+) -> List[str]:
+    """Learns at most `vocab_size` tokens (reserved tokens included) from word counts.
+
+    Args:
+      word_counts: basic token -> count (see `count_words`).
+      vocab_size: the maximum vocabulary size; the learner aims for `vocab_size * (1 - slack_ratio)` or more.
+      num_unused: `[unusedN]` slots to reserve (room for task-specific tokens later).
+      lower_thresh, max_token_length, max_unique_chars, slack_ratio: tf-text learner parameters (a word's
+        minimum count to be a candidate, the longest token, the alphabet size, the size tolerance).
+    """
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    reserved = reserved_tokens(num_unused)
+    if vocab_size <= len(reserved):
+        raise ValueError(f"vocab_size={vocab_size} leaves no room after {len(reserved)} reserved tokens")
+    learned = learner.learn(
+        dict(word_counts),
+        vocab_size=vocab_size,
+        reserved_tokens=reserved,
+        lower_thresh=lower_thresh,
+        max_token_length=max_token_length,
+        max_unique_chars=max_unique_chars,
+        slack_ratio=slack_ratio,
+        include_joiner_token=True,  # learn "##" suffix pieces
+    )
+    # Reserved tokens first, in our order, then the learned pieces; the learner may repeat a reserved token.
+    seen = set(reserved)
+    vocab = list(reserved)
+    for token in learned:
+        if token not in seen and token.strip() == token and token:
+            seen.add(token)
+            vocab.append(token)
+    return vocab[:vocab_size]
+
+
+def build_vocab(
+    input_files: Sequence[str],
+    vocab_size: int,
+    do_lower_case: bool,
+    *,
+    num_unused: int = 0,
+    max_lines: Optional[int] = None,
+    **learn_params,
+) -> List[str]:
+    """Counts words in `input_files` and learns a vocabulary; the result passes `validate_vocab`."""
+    counts = count_words(iter_lines(input_files), do_lower_case, max_lines=max_lines)
+    if not counts:
+        raise ValueError(f"no words in {', '.join(input_files)}")
+    logging.info("%d distinct words, %d in total", len(counts), sum(counts.values()))
+    vocab = learn_vocab(counts, vocab_size, num_unused=num_unused, **learn_params)
+    tokenization.validate_vocab(vocab, do_lower_case=do_lower_case, source="learned vocabulary")
+    return vocab
+
+
+def write_vocab(vocab: Sequence[str], path: str) -> None:
+    """Writes one token per line (the `vocab.txt` format), atomically."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        f.writelines(token + "\n" for token in vocab)
+    os.replace(tmp, path)

@@ -1,0 +1,139 @@
+import shutil
+
+import numpy as np
+import pytest
+
+from official.nlp.checkpoints import tf_checkpoints, model_dir
+from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.models import BertClassifier, BertPretrainer
+from official.nlp.tokenizers.tokenization import VocabularyError
+
+# vocab_size matches the real uncased vocabulary so the size check passes; the model stays tiny otherwise.
+CONFIG = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                    intermediate_size=32, max_position_embeddings=16)
+
+
+def _encoder(seed=0):
+    encoder = BertEncoder.from_bert_config(CONFIG)
+    rng = np.random.default_rng(seed)
+    for w in encoder.weights:
+        w.assign(rng.normal(size=w.shape).astype("float32"))
+    return encoder
+
+
+def _same_weights(a, b):
+    return all(np.array_equal(x.numpy(), y.numpy()) for x, y in zip(a.weights, b.weights))
+
+
+def test_model_dir_round_trip(tmp_path, uncased_vocab):
+    encoder = _encoder()
+    written = model_dir.save_model_dir(str(tmp_path / "m"), encoder, vocab_file=str(uncased_vocab),
+                                       do_lower_case=True)
+    assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [
+        "bert_config.json", "checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index", "do_lower_case",
+        "vocab.txt"]
+    assert (tmp_path / "m" / "do_lower_case").read_text() == "true\n"
+    files = model_dir.resolve_model_files(str(tmp_path / "m"))
+    assert files == written
+    assert (files.config, files.do_lower_case, files.checkpoint_format) == (CONFIG, True, "ours")
+    assert _same_weights(files.build_encoder(), encoder)
+    assert files.tokenizer().tokenize("Hello world") == ["hello", "world"]
+    # A prefix works as well as the directory.
+    assert model_dir.resolve_model_files(files.checkpoint) == files
+    with pytest.raises(FileExistsError, match="already holds a checkpoint"):
+        model_dir.save_model_dir(str(tmp_path / "m"), encoder, vocab_file=str(uncased_vocab), do_lower_case=True)
+
+
+def test_google_zip_layout_tf1_prefix(tmp_path, uncased_vocab):
+    """An unzipped Google release: bert_model.ckpt + bert_config.json + vocab.txt, no do_lower_case file."""
+    pretrainer = BertPretrainer(_encoder())
+    folder = tmp_path / "uncased_L-1_H-16_A-2"
+    folder.mkdir()
+    tf_checkpoints.write_tf1_checkpoint(str(folder / "bert_model.ckpt"), tf_checkpoints.export_weights(pretrainer))
+    CONFIG.to_json_file(folder / "bert_config.json")
+    shutil.copy(uncased_vocab, folder / "vocab.txt")
+    for path in (folder / "bert_model.ckpt", folder):
+        files = model_dir.resolve_model_files(str(path))
+        assert files.checkpoint_format == "tf1" and files.do_lower_case is True  # from the folder name
+        assert files.vocab_file == str(folder / "vocab.txt")
+    classifier = BertClassifier(BertEncoder.from_bert_config(files.config), 2)
+    files.restore(classifier)  # encoder only; the cls/ heads are ignored
+    assert _same_weights(classifier.encoder, pretrainer.encoder)
+    other = BertPretrainer(BertEncoder.from_bert_config(files.config))
+    files.restore(other)
+    assert _same_weights(other, pretrainer)
+
+
+def test_case_inferred_from_vocab_when_folder_says_nothing(tmp_path, cased_vocab):
+    folder = tmp_path / "my_model"
+    config = BertConfig(**{**CONFIG.to_dict(), "vocab_size": 28996})
+    model_dir.write_model_files(str(folder), config, str(cased_vocab), None)
+    tf_checkpoints.write_tf1_checkpoint(str(folder / "bert_model.ckpt"),
+                                     tf_checkpoints.export_weights(BertEncoder.from_bert_config(config)))
+    assert model_dir.resolve_model_files(str(folder)).do_lower_case is False
+
+
+def test_flags_override_and_contradictions(tmp_path, uncased_vocab, cased_vocab):
+    folder = str(tmp_path / "m")
+    model_dir.save_model_dir(folder, _encoder(), vocab_file=str(uncased_vocab), do_lower_case=True)
+    with pytest.raises(ValueError, match=r"--do_lower_case=False contradicts .*do_lower_case \(True\)"):
+        model_dir.resolve_model_files(folder, do_lower_case=False)
+    with pytest.raises(VocabularyError, match="28996 tokens but the model config says vocab_size=30522"):
+        model_dir.resolve_model_files(folder, vocab_file=str(cased_vocab))
+    other_config = tmp_path / "other_config.json"
+    BertConfig(**{**CONFIG.to_dict(), "vocab_size": 28996}).to_json_file(other_config)
+    with pytest.raises(VocabularyError, match="looks cased"):
+        model_dir.resolve_model_files(None, bert_config_file=str(other_config), vocab_file=str(cased_vocab),
+                                      do_lower_case=True)
+    files = model_dir.resolve_model_files(None, bert_config_file=str(other_config), vocab_file=str(cased_vocab),
+                                          do_lower_case=False)
+    assert files.checkpoint is None and files.do_lower_case is False
+
+
+def test_missing_pieces_are_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="neither a model directory nor a checkpoint prefix"):
+        model_dir.resolve_model_files(str(tmp_path / "nothing"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="cannot tell which checkpoint"):
+        model_dir.resolve_model_files(str(empty))
+    prefix = tf_checkpoints.save_checkpoint(_encoder(), str(tmp_path / "bare" / "ckpt"))
+    with pytest.raises(FileNotFoundError, match="has no bert_config.json"):
+        model_dir.resolve_model_files(prefix)
+    CONFIG.to_json_file(tmp_path / "bare" / "bert_config.json")
+    with pytest.raises(FileNotFoundError, match="has no vocab.txt"):
+        model_dir.resolve_model_files(prefix)
+    assert model_dir.resolve_model_files(prefix, require_vocab=False).vocab_file is None
+
+
+def test_explicit_config_replaces_the_config_file(tmp_path, uncased_vocab):
+    folder = str(tmp_path / "m")
+    model_dir.save_model_dir(folder, _encoder(), vocab_file=str(uncased_vocab), do_lower_case=True)
+    # From Python: the config object itself; the case is inferred as with a config file.
+    files = model_dir.resolve_model_files(None, bert_config=CONFIG, vocab_file=str(uncased_vocab))
+    assert (files.config, files.do_lower_case, files.checkpoint) == (CONFIG, True, None)
+    # The vocabulary is checked against the config given, not against the checkpoint's bert_config.json.
+    other = BertConfig(**{**CONFIG.to_dict(), "vocab_size": 28996})
+    with pytest.raises(VocabularyError, match="30522 tokens but the model config says vocab_size=28996"):
+        model_dir.resolve_model_files(folder, bert_config=other)
+    assert model_dir.resolve_model_files(folder, bert_config=CONFIG).checkpoint.endswith("ckpt-1")
+    with pytest.raises(ValueError, match="not both"):
+        model_dir.resolve_model_files(folder, bert_config=CONFIG, bert_config_file=str(tmp_path / "m" /
+                                                                                         "bert_config.json"))
+    with pytest.raises(ValueError, match="--bert_config_file is required"):
+        model_dir.resolve_model_files(None, vocab_file=str(uncased_vocab))
+
+
+@pytest.mark.parametrize("kind", ["encoder", "pretrainer", "pretrainer_without_nsp"])
+def test_load_model_rebuilds_what_the_directory_holds(tmp_path, uncased_vocab, kind):
+    encoder = _encoder()
+    model = encoder if kind == "encoder" else BertPretrainer(encoder, use_next_sentence_label=kind == "pretrainer")
+    model_dir.save_model_dir(str(tmp_path / "m"), model, vocab_file=str(uncased_vocab), do_lower_case=True,
+                             checkpoint_number=7)
+    assert (tmp_path / "m" / "ckpt-7.index").exists()
+    loaded, files = model_dir.load_model(str(tmp_path / "m"))
+    assert type(loaded) is type(model) and files.checkpoint_format == "ours"
+    if kind != "encoder":
+        assert loaded.use_next_sentence_label == model.use_next_sentence_label
+    assert _same_weights(loaded, model)

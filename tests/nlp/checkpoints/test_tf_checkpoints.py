@@ -1,0 +1,187 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.models import BertClassifier, BertPretrainer
+
+CONFIG = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+                    intermediate_size=32, max_position_embeddings=16)
+# The variable names and shapes of an original google-research/bert checkpoint (run_pretraining.py), for a
+# 2-layer model with H=16, I=32, V=40; written out by hand from modeling.py and run_pretraining.py.
+ORIGINAL_NAMES = {
+    "bert/embeddings/word_embeddings": [40, 16],
+    "bert/embeddings/token_type_embeddings": [2, 16],
+    "bert/embeddings/position_embeddings": [16, 16],
+    "bert/embeddings/LayerNorm/gamma": [16], "bert/embeddings/LayerNorm/beta": [16],
+    **{f"bert/encoder/layer_{i}/{name}": shape for i in range(2) for name, shape in {
+        "attention/self/query/kernel": [16, 16], "attention/self/query/bias": [16],
+        "attention/self/key/kernel": [16, 16], "attention/self/key/bias": [16],
+        "attention/self/value/kernel": [16, 16], "attention/self/value/bias": [16],
+        "attention/output/dense/kernel": [16, 16], "attention/output/dense/bias": [16],
+        "attention/output/LayerNorm/gamma": [16], "attention/output/LayerNorm/beta": [16],
+        "intermediate/dense/kernel": [16, 32], "intermediate/dense/bias": [32],
+        "output/dense/kernel": [32, 16], "output/dense/bias": [16],
+        "output/LayerNorm/gamma": [16], "output/LayerNorm/beta": [16]}.items()},
+    "bert/pooler/dense/kernel": [16, 16], "bert/pooler/dense/bias": [16],
+    "cls/predictions/transform/dense/kernel": [16, 16], "cls/predictions/transform/dense/bias": [16],
+    "cls/predictions/transform/LayerNorm/gamma": [16], "cls/predictions/transform/LayerNorm/beta": [16],
+    "cls/predictions/output_bias": [40],
+    "cls/seq_relationship/output_weights": [2, 16], "cls/seq_relationship/output_bias": [2],
+}
+
+
+def _randomized(model, seed=0):
+    """Fills every weight with distinct random values, so a swapped or transposed weight cannot go unnoticed."""
+    rng = np.random.default_rng(seed)
+    for w in model.weights:
+        w.assign(rng.normal(scale=0.5, size=w.shape).astype("float32"))
+    return model
+
+
+def _pretraining_inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    mask = np.ones((3, 9), "int32")
+    mask[1, 6:] = 0
+    return {"input_word_ids": (rng.integers(1, 40, (3, 9)) * mask).astype("int32"), "input_mask": mask,
+            "input_type_ids": (np.arange(9)[None] >= 4).astype("int32").repeat(3, 0) * mask,
+            "masked_lm_positions": np.array([[1, 4, 0], [2, 3, 5], [8, 0, 0]], "int32")}
+
+
+def _pretrainer(config=CONFIG, nsp=True, seed=0):
+    return _randomized(BertPretrainer(BertEncoder.from_bert_config(config), use_next_sentence_label=nsp), seed)
+
+
+def _assert_same_outputs(a, b, inputs):
+    out_a, out_b = a(inputs), b(inputs)
+    for key in out_a:
+        if isinstance(out_a[key], list):
+            continue
+        np.testing.assert_array_equal(np.asarray(out_a[key]), np.asarray(out_b[key]), err_msg=key)
+
+
+def test_tf1_checkpoint_has_the_original_names_and_round_trips(tmp_path):
+    model = _pretrainer()
+    prefix = tf_checkpoints.write_tf1_checkpoint(str(tmp_path / "bert_model.ckpt"), tf_checkpoints.export_weights(model))
+    # Readable by TF's generic reader with exactly the original names and shapes.
+    assert dict(tf.train.list_variables(prefix)) == ORIGINAL_NAMES
+    assert tf_checkpoints.is_tf1_checkpoint(prefix) and not tf_checkpoints.is_our_checkpoint(prefix)
+    weights = tf_checkpoints.read_tf1_checkpoint(prefix)
+    # NSP weights are [2, H] in TF1: row k scores class k.
+    np.testing.assert_array_equal(weights["cls/seq_relationship/output_weights"], model.next_sentence.kernel.numpy().T)
+    restored = tf_checkpoints.model_from_weights(weights, CONFIG)
+    assert isinstance(restored, BertPretrainer) and restored.use_next_sentence_label
+    _assert_same_outputs(model, restored, _pretraining_inputs())
+
+
+def test_tf1_training_state_is_dropped_and_task_heads_are_ignored(tmp_path):
+    weights = tf_checkpoints.export_weights(_randomized(BertEncoder.from_bert_config(CONFIG)))
+    extra = {"global_step": np.array(7.0), "bert/pooler/dense/kernel/adam_m": np.zeros((16, 16)),
+             "bert/pooler/dense/kernel/adam_v": np.zeros((16, 16)), "output_weights": np.zeros((3, 16))}
+    prefix = tf_checkpoints.write_tf1_checkpoint(str(tmp_path / "model.ckpt-10"), {**weights, **extra})
+    read = tf_checkpoints.read_tf1_checkpoint(prefix)
+    assert set(read) == set(weights) | {"output_weights"}
+    classifier = BertClassifier(BertEncoder.from_bert_config(CONFIG), 3)
+    assert tf_checkpoints.assign_weights(read, classifier) == ["output_weights"]
+
+
+@pytest.mark.parametrize("change, kind, needle", [
+    (dict(num_hidden_layers=1), "unexpected", "bert/encoder/layer_1/attention/self/query/kernel [16, 16]"),
+    (dict(num_hidden_layers=3), "missing", "bert/encoder/layer_2/output/LayerNorm/beta [16]"),
+    (dict(vocab_size=41), "wrong_shape",
+     "bert/embeddings/word_embeddings: checkpoint [40, 16], model [41, 16]"),
+    (dict(intermediate_size=64), "wrong_shape",
+     "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint [16, 32], model [16, 64]"),
+])
+def test_mismatches_are_listed(change, kind, needle):
+    weights = tf_checkpoints.export_weights(_pretrainer())
+    other = BertPretrainer(BertEncoder.from_bert_config(BertConfig(**{**CONFIG.to_dict(), **change})))
+    before = [w.numpy().copy() for w in other.weights]
+    with pytest.raises(tf_checkpoints.CheckpointMismatchError) as info:
+        tf_checkpoints.assign_weights(weights, other, source="ckpt/bert_model.ckpt")
+    assert needle in getattr(info.value, kind)
+    message = str(info.value)
+    assert message.startswith("ckpt/bert_model.ckpt does not match the model (")
+    assert {"missing": "missing (", "unexpected": "unexpected (", "wrong_shape": "wrong shape ("}[kind] in message
+    assert needle in message
+    # Nothing was assigned.
+    assert all(np.array_equal(b, w.numpy()) for b, w in zip(before, other.weights))
+
+
+def test_pretrainer_needs_its_heads():
+    weights = tf_checkpoints.export_weights(_randomized(BertEncoder.from_bert_config(CONFIG)))
+    with pytest.raises(tf_checkpoints.CheckpointMismatchError, match="cls/predictions/output_bias"):
+        tf_checkpoints.assign_weights(weights, BertPretrainer(BertEncoder.from_bert_config(CONFIG)))
+
+
+def test_our_checkpoint_keys_partial_restore_and_mismatch(tmp_path):
+    model = _pretrainer()
+    prefix = tf_checkpoints.save_checkpoint(model, str(tmp_path / "ckpt"))
+    names = dict(tf.train.list_variables(prefix))
+    # Keys follow attribute names, not positions in the functional graph.
+    assert "encoder/transformer_layer_1/attention/query/_kernel/.ATTRIBUTES/VARIABLE_VALUE" in names
+    assert "model/masked_lm/output_bias/.ATTRIBUTES/VARIABLE_VALUE" in names
+    assert tf_checkpoints.is_our_checkpoint(prefix) and not tf_checkpoints.is_tf1_checkpoint(prefix)
+
+    # The encoder alone out of a pretraining checkpoint (fine-tuning).
+    classifier = BertClassifier(BertEncoder.from_bert_config(CONFIG), 2)
+    tf_checkpoints.restore_checkpoint(classifier, prefix, encoder_only=True)
+    for a, b in zip(classifier.encoder.weights, model.encoder.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+    # The whole pretrainer.
+    other = BertPretrainer(BertEncoder.from_bert_config(CONFIG))
+    tf_checkpoints.restore_checkpoint(other, prefix)
+    _assert_same_outputs(model, other, _pretraining_inputs())
+
+    deeper = BertEncoder.from_bert_config(BertConfig(**{**CONFIG.to_dict(), "num_hidden_layers": 3}))
+    with pytest.raises(tf_checkpoints.CheckpointMismatchError, match=r"missing \(16\)"):
+        tf_checkpoints.restore_checkpoint(deeper, prefix)
+    shallower = BertEncoder.from_bert_config(BertConfig(**{**CONFIG.to_dict(), "num_hidden_layers": 1}))
+    with pytest.raises(tf_checkpoints.CheckpointMismatchError, match="unexpected .*\n.*transformer_layer_1"):
+        tf_checkpoints.restore_checkpoint(shallower, prefix)
+
+
+@pytest.mark.slow
+def test_checkpoint_with_training_state_restores_into_the_encoder(tmp_path):
+    import keras
+
+    model = _pretrainer()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    x = _pretraining_inputs()
+    y = {"masked_lm_ids": np.ones((3, 3), "int32"), "masked_lm_weights": np.ones((3, 3), "float32"),
+         "next_sentence_labels": np.zeros((3, 1), "int32")}
+    model.fit(x, y, epochs=1, verbose=0)
+    step = tf.Variable(12, dtype=tf.int64)
+    manager = tf.train.CheckpointManager(
+        tf_checkpoints.checkpoint_root(model, optimizer=model.optimizer, step=step), str(tmp_path), max_to_keep=1)
+    prefix = manager.save()
+    # The optimizer's variable list gives TF a shorter path than the encoder's attributes, so the keys are
+    # `optimizer/_trainable_variables/N/...`; restoring follows the object graph, not the key names.
+    assert any(n.startswith("optimizer/_trainable_variables/") for n, _ in tf.train.list_variables(prefix))
+    encoder = BertEncoder.from_bert_config(CONFIG)
+    tf_checkpoints.restore_checkpoint(encoder, prefix)
+    for a, b in zip(encoder.weights, model.encoder.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    fresh = BertPretrainer(BertEncoder.from_bert_config(CONFIG))
+    tf_checkpoints.restore_checkpoint(fresh, prefix)
+    _assert_same_outputs(model, fresh, x)
+    # The heads are found in the object graph whatever the keys: the model is rebuilt with both of them.
+    rebuilt = tf_checkpoints.model_from_checkpoint(prefix, CONFIG)
+    assert isinstance(rebuilt, BertPretrainer) and rebuilt.use_next_sentence_label
+    _assert_same_outputs(model, rebuilt, x)
+
+
+def test_training_checkpoint_root_keeps_the_bert_layout():
+    import keras
+
+    classifier = BertClassifier(BertEncoder.from_bert_config(CONFIG), 2)
+    step = tf.Variable(3, dtype=tf.int64)
+    root = tf_checkpoints.training_checkpoint_root(classifier, step=step)
+    assert root.encoder is classifier.encoder and root.model is classifier and root.step is step
+    # Any other Keras model goes under `model` alone.
+    other = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    root = tf_checkpoints.training_checkpoint_root(other, step=step)
+    assert root.model is other and not hasattr(root, "encoder")

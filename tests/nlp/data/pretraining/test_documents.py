@@ -1,0 +1,81 @@
+import json
+
+import pytest
+
+from official.nlp.tokenizers import tokenization
+from official.nlp.data.pretraining import documents as docs_lib
+from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer
+
+
+def _doc_texts(docs):
+    out = []
+    for d in range(docs.num_documents):
+        s0, s1 = docs.document_offsets[d], docs.document_offsets[d + 1]
+        out.append(tuple(tuple(docs.tokens[docs.sentence_offsets[s]:docs.sentence_offsets[s + 1]].tolist())
+                         for s in range(s0, s1)))
+    return out
+
+
+def _split(line):  # A stand-in tokenizer: one id per character code of each word.
+    return [len(w) for w in line.split()]
+
+
+@pytest.mark.parametrize("unit_bytes", [1, 50, 333, 10**6])
+def test_units_cover_every_document_once(tmp_path, unit_bytes):
+    text = "".join(f"doc {d} sentence {s} {'x' * (d % 7)}\n" + ("\n" if s == d % 4 else "")
+                   for d in range(60) for s in range(d % 4 + 1))
+    text = text.replace("\n\n", "\n \t\n", 3).replace("\n\n", "\r\n\r\n", 2)  # Blank-ish lines too.
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(text)
+    b.write_text("tail doc\nno blank line at the end")
+    files = [str(a), str(b)]
+    whole = _doc_texts(docs_lib.read_documents([(f, 0, (tmp_path / f).stat().st_size) for f in files], _split))
+    units = docs_lib.plan_units(files, unit_bytes)
+    pieces = [p for u in units for p in u.pieces]
+    got = [d for u in units for d in _doc_texts(docs_lib.read_documents(u.pieces, _split))]
+    assert got == whole and len(whole) == 61
+    assert sum(e - s for _, s, e in pieces) == len(text.encode()) + len(b.read_bytes())
+    if unit_bytes == 50:
+        assert len(units) > 10
+
+
+def test_bad_input_messages_name_file_and_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine line\n\nanother\nbroken \xff\xfe bytes\n")
+    with pytest.raises(docs_lib.InputError, match=r"bad\.txt:4: not valid UTF-8"):
+        docs_lib.read_documents([(str(bad), 0, bad.stat().st_size)], _split)
+    counters = {}
+    docs = docs_lib.read_documents([(str(bad), 0, bad.stat().st_size)], _split,
+                                   docs_lib.ReadOptions(skip_bad_lines=True), counters)
+    assert counters["skipped_invalid_utf8"] == 1 and docs.num_documents == 2
+
+    long = tmp_path / "long.txt"
+    long.write_bytes(b"short\n" + b"y" * 5000 + b"\nafter\n")
+    with pytest.raises(docs_lib.InputError, match=r"long\.txt:2: line longer than max_line_bytes=1000"):
+        docs_lib.read_documents([(str(long), 0, long.stat().st_size)], _split, docs_lib.ReadOptions(1000))
+    counters = {}
+    docs = docs_lib.read_documents([(str(long), 0, long.stat().st_size)], _split,
+                                   docs_lib.ReadOptions(1000, skip_bad_lines=True), counters)
+    assert counters["skipped_long_lines"] == 1 and counters["sentences"] == 2
+
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    counters = {}
+    units = docs_lib.plan_units([str(empty)], 100)
+    docs_lib.read_documents(units[0].pieces, _split, counters=counters)
+    assert counters["empty_files"] == 1
+
+
+@pytest.mark.parametrize("case", ["uncased", "cased"])
+def test_cached_tokenizer_equals_full_tokenizer(shared_data, case):
+    vocab = shared_data / "vocab" / f"bert-base-{case}-vocab.txt"
+    full = tokenization.FullTokenizer(str(vocab), do_lower_case=case == "uncased")
+    cached = CachedTokenizer(full, max_entries=50)  # Small: the cache also gets emptied on the way.
+    strings = [line.encode("ascii").decode("unicode_escape") for line in
+               (shared_data / "tokenizer_golden" / "strings.escaped.txt").read_text().rstrip("\n").split("\n")]
+    golden = [json.loads(line)["ids"] for line in (shared_data / "tokenizer_golden" / f"{case}.jsonl").open()]
+    joiners = ["ab\x0bcd", "x\x1cy z", "p\x85q", "l\u2028m", "e\x0c\x0cf"]
+    for text in strings + joiners + strings:
+        assert cached.ids(text) == full.convert_tokens_to_ids(full.tokenize(text)), repr(text)
+    assert [cached.ids(s) for s in strings] == golden
+    assert cached.misses < cached.lookups

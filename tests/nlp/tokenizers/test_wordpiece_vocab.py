@@ -1,0 +1,73 @@
+"""Tests for learning a WordPiece vocabulary (library and absl script)."""
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from official.nlp.tokenizers import char_rules
+from official.nlp.tokenizers import text_layers
+from official.nlp.tokenizers import tokenization
+from official.nlp.tokenizers import wordpiece_vocab
+from tests.conftest import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "run_scripts" / "build_vocab.py"
+
+
+@pytest.fixture(scope="module")
+def corpus_file(shared_data, tmp_path_factory):
+    lines = (shared_data / "pretraining_golden" / "squad_contexts.txt").read_text(encoding="utf-8").split("\n")
+    path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    path.write_text("\n".join(lines[:800]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("do_lower_case", [True, False], ids=["uncased", "cased"])
+def test_learned_vocab_loads_validates_and_covers_its_text(corpus_file, tmp_path, do_lower_case):
+    vocab = wordpiece_vocab.build_vocab(
+        [str(corpus_file)], vocab_size=1000, do_lower_case=do_lower_case, num_unused=3, lower_thresh=2
+    )
+    assert 800 <= len(vocab) <= 1000
+    assert vocab[:8] == ["[PAD]", "[unused0]", "[unused1]", "[unused2]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    path = tmp_path / "vocab.txt"
+    wordpiece_vocab.write_vocab(vocab, str(path))
+    tokenizer = tokenization.FullTokenizer(path, do_lower_case=do_lower_case)  # loads and validates (case too)
+    assert list(tokenizer.vocab) == vocab
+    lines = [l for l in corpus_file.read_text(encoding="utf-8").split("\n") if l.strip()]
+    tokens = [t for line in lines for t in tokenizer.tokenize(line)]
+    assert tokens.count("[UNK]") / len(tokens) < 0.01  # rare characters fall outside a small vocabulary
+    assert any(t.startswith("##") for t in vocab)
+    # Every piece is something the tokenizer can produce: uncased pieces are lower-case without accents.
+    if do_lower_case:
+        assert all(t == char_rules.uncased(t) for t in vocab[8:])
+    # The in-graph tokenizer takes it too and agrees.
+    layer = text_layers.BertTokenizer(path, do_lower_case=do_lower_case)
+    got = layer(tf.constant(lines[:200])).to_list()
+    assert got == [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(l)) for l in lines[:200]]
+
+
+def test_bad_arguments_are_refused(tmp_path):
+    with pytest.raises(FileNotFoundError, match="matches no file"):
+        wordpiece_vocab.expand_input_files(str(tmp_path / "missing*.txt"))
+    with pytest.raises(ValueError, match="leaves no room"):
+        wordpiece_vocab.learn_vocab({"a": 100}, vocab_size=5)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(ValueError, match="no words"):
+        wordpiece_vocab.build_vocab([str(empty)], vocab_size=100, do_lower_case=True)
+
+
+@pytest.mark.slow
+def test_script(corpus_file, tmp_path):
+    out = tmp_path / "vocab.txt"
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), f"--input_file={corpus_file}", f"--output_file={out}", "--vocab_size=400",
+         "--min_count=2", "--max_lines=300", "--do_lower_case=False"],
+        cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    vocab = tokenization.load_vocab(out)
+    tokenization.validate_vocab(vocab, do_lower_case=False)
+    assert 300 <= len(vocab) <= 400

@@ -1,0 +1,139 @@
+"""The layout rule of DESIGN.md, kept true: imports only go down the layers, there are no import circles, and no
+folder holds more than about a dozen modules. Every import counts, including those inside functions."""
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "official"
+# Lower rank = lower layer. A package may import its own modules and any package of a lower rank.
+LAYERS = {
+    "common": 0,
+    "modeling": 1, "tokenizers": 1,
+    "checkpoints": 2, "data": 2, "metrics": 2,
+    "training": 3,
+    "tasks": 4,
+    "serving": 5,
+}
+MAX_MODULES_PER_FOLDER = 12
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(path: pathlib.Path, name: str, known: set[str]) -> set[str]:
+    """The official.* modules that ``path`` imports (``from pkg import mod`` resolves to the module when it is one)."""
+    found = set()
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("official"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")[: len(name.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join(anchor + ([base] if base else []))
+            if not base.startswith("official"):
+                continue
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if candidate in known else base)
+    return {m for m in found if m in known and m != name}
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(path, name, set(modules)) for name, path in modules.items()}
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["official", "nlp"] else None
+
+
+def test_every_package_has_a_layer():
+    folders = {p.name for p in (PACKAGE / "nlp").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders <= set(LAYERS), f"add {sorted(folders - set(LAYERS))} to LAYERS (and to DESIGN.md's layering)"
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    upward = []
+    for module, targets in graph.items():
+        source = _layer(module)
+        for target in targets:
+            dest = _layer(target)
+            if source is None or dest is None or source == dest:
+                continue
+            if LAYERS[dest] >= LAYERS[source]:
+                upward.append(f"{module} imports {target} ({source} may not import {dest})")
+    return sorted(upward)
+
+
+def test_imports_only_go_down():
+    upward = _upward_imports(_graph())
+    assert not upward, "\n".join(upward)
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    # Tarjan's strongly connected components: any component of more than one module is a circle.
+    index, low, on_stack, stack, circles, counter = {}, {}, set(), [], [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_import_circles():
+    circles = _circles(_graph())
+    assert not circles, f"import circles: {circles}"
+
+
+def test_folders_stay_small():
+    crowded = {}
+    for folder in [PACKAGE, *[p for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__"]]:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > MAX_MODULES_PER_FOLDER:
+            crowded[str(folder.relative_to(ROOT))] = len(modules)
+    assert not crowded, f"folders over {MAX_MODULES_PER_FOLDER} modules (split the concept): {crowded}"
+
+
+@pytest.mark.parametrize("higher", ["tasks", "training"])
+def test_the_checks_see_a_violation(higher):
+    """The rules are not vacuous: a modeling module importing a higher layer, or a circle, is reported."""
+    graph = _graph()
+    target = next(m for m in sorted(graph) if _layer(m) == higher)
+    graph["official.nlp.modeling.encoder"] = graph["official.nlp.modeling.encoder"] | {target}
+    assert any(f"modeling may not import {higher}" in line for line in _upward_imports(graph))
+    graph = _graph()
+    graph["official.nlp.modeling.configs"] = graph["official.nlp.modeling.configs"] | {"official.nlp.modeling.encoder"}
+    assert ["official.nlp.modeling.configs", "official.nlp.modeling.encoder"] in _circles(graph)
