@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app, flags, logging  # noqa: E402
 
 from official.nlp.data.pretraining import generator as pretraining_data  # noqa: E402
-from official.nlp.common.input_files import InputError  # noqa: E402
+from official.nlp.common.errors import InputError  # noqa: E402
 
 flags.DEFINE_string("input_file", None, "Input text files: a comma-separated list of paths and glob patterns.")
 flags.DEFINE_string("output_file", None,

@@ -6,9 +6,7 @@ import glob
 import os
 from typing import Sequence
 
-
-class InputError(ValueError):
-    """Bad user input, with the file and line (or flag) in the message; scripts print it as one line."""
+from official.nlp.common.errors import InputError
 
 
 def expand_input_files(input_file: str | Sequence[str]) -> list[str]:

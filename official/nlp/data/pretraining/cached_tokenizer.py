@@ -10,7 +10,7 @@ by construction; the tests check it on the tokenizer golden strings and on real 
 
 Example:
 
-  >>> from official.nlp.bert import tokenization
+  >>> from official.nlp.tokenizers import tokenization
   >>> tok = CachedTokenizer(tokenization.FullTokenizer("vocab.txt", do_lower_case=True))  # doctest: +SKIP
   >>> tok.ids("Hello, world!")  # doctest: +SKIP
   [7592, 1010, 2088, 999]

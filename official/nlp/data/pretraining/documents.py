@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 
-from official.nlp.common.input_files import InputError
+from official.nlp.common.errors import InputError
 
 _SCAN_BYTES = 1 << 16
 # The counts `read_documents` keeps (the "input" part of the statistics).

@@ -155,11 +155,11 @@ def test_worker_side_stays_tensorflow_free(uncased_vocab):
     import subprocess
     import sys
 
-    code = ("import sys\nfrom official.nlp.data import pretraining_data as pd\n"
+    code = ("import sys\nfrom official.nlp.data.pretraining import generator as pd\n"
             "pd._worker_init(pd.PretrainingDataConfig(input_file='x', output_file='y',\n"
             f"                                        vocab_file={str(uncased_vocab)!r}))\n"
             "assert 'tensorflow' not in sys.modules, 'a worker imported tensorflow'\n")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(pathlib.Path(__file__).resolve().parents[3]))
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(pathlib.Path(__file__).resolve().parents[4]))
 
 
 @pytest.mark.parametrize("flag, value, message", [
