@@ -45,7 +45,7 @@ PYEOF
 $PY run_scripts/create_pretraining_data.py --input_file=data/sample_text.txt \
   --output_file="$OUT/pretraining/sample.tfrecord" --vocab_file="$OUT/minilm/vocab.txt" --do_lower_case=True \
   --max_seq_length=128 --max_predictions_per_seq=20 --masked_lm_prob=0.15 --dupe_factor=5 --random_seed=12345
-$PY - "$OUT/pretraining/sample.tfrecord.stats.json" <<'PYEOF'
+$PY - "$OUT/pretraining/stats/sample.tfrecord.json" <<'PYEOF'
 import json, sys
 stats = json.load(open(sys.argv[1]))
 print("\nPretraining records from data/sample_text.txt:", json.dumps(

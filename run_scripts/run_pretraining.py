@@ -1,4 +1,4 @@
-"""Pretrain BERT (masked LM + next sentence prediction) on TFRecords from create_pretraining_data.
+r"""Pretrain BERT (masked LM + next sentence prediction) on TFRecords from create_pretraining_data.
 
 The flags of the original `run_pretraining.py`, plus distribution, mixed precision, gradient accumulation,
 LAMB and dynamic masking. Re-running the same command resumes from the last checkpoint in --model_dir. The
@@ -13,6 +13,8 @@ script takes as --init_checkpoint.
 from __future__ import annotations
 
 import dataclasses
+
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 
 from absl import app, flags, logging
 
@@ -99,4 +101,4 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_file", "model_dir"])
-    app.run(main)
+    cli.run(main)

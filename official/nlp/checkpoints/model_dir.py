@@ -29,6 +29,7 @@ import shutil
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
 from official.nlp.checkpoints import tf_checkpoints, hf_weights
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -85,7 +86,7 @@ class ModelFiles:
         from official.nlp.tokenizers.tokenization import FullTokenizer
 
         if self.vocab_file is None or self.do_lower_case is None:
-            raise ValueError("No vocabulary or case: pass --vocab_file and --do_lower_case, or use a model "
+            raise InputError("No vocabulary or case: pass --vocab_file and --do_lower_case, or use a model "
                              "directory that has vocab.txt and do_lower_case")
         return FullTokenizer(self.vocab_file, do_lower_case=self.do_lower_case)
 
@@ -121,7 +122,7 @@ def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_ca
     a checkpoint.
     """
     if checkpoint_format not in ("ours", "tf1"):
-        raise ValueError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
+        raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
     if tf.io.gfile.isdir(model_dir) and (tf.train.latest_checkpoint(model_dir) or tf.io.gfile.glob(
             os.path.join(model_dir, "*.index"))):
         raise FileExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
@@ -152,7 +153,7 @@ def read_do_lower_case(path: str) -> bool:
         return True
     if text in ("false", "0", "no"):
         return False
-    raise ValueError(f"{path}: expected 'true' or 'false', found {text!r}")
+    raise InputError(f"{path}: expected 'true' or 'false', found {text!r}")
 
 
 def find_checkpoint(path: str) -> tuple[str, str]:
@@ -174,7 +175,7 @@ def find_checkpoint(path: str) -> tuple[str, str]:
         return prefix, "ours"
     if tf_checkpoints.is_tf1_checkpoint(prefix):
         return prefix, "tf1"
-    raise ValueError(f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
+    raise InputError(f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
                      "an original TF1 one (`bert/...` variables). Convert it with run_scripts/convert_checkpoint.py")
 
 
@@ -225,7 +226,7 @@ def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None
         if do_lower_case is None:
             do_lower_case = _case_from_vocab(vocab)
         if do_lower_case is None and require_case:
-            raise ValueError(f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass "
+            raise InputError(f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass "
                              "--do_lower_case")
         if do_lower_case is not None:
             logging.info("do_lower_case=%s inferred for %s", do_lower_case, infer_from or vocab_file)
@@ -236,7 +237,7 @@ def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None
 def _merge_case(do_lower_case: bool | None, stored: bool | None, source: str) -> bool | None:
     """The `--do_lower_case` flag, else the case stored with the model; refuses a flag that contradicts it."""
     if do_lower_case is not None and stored is not None and do_lower_case != stored:
-        raise ValueError(f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
+        raise InputError(f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
                          "with the latter. Drop the flag or fix the file.")
     return stored if do_lower_case is None else do_lower_case
 
@@ -280,7 +281,7 @@ def resolve_model_files(
         config_file = bert_config_file or beside(CONFIG_FILE)
         if config_file is None:
             if directory is None:
-                raise ValueError(f"--bert_config_file is required (there is no --init_checkpoint to take "
+                raise InputError(f"--bert_config_file is required (there is no --init_checkpoint to take "
                                  f"{CONFIG_FILE} from)")
             raise FileNotFoundError(f"No BERT config: --bert_config_file is not set and {directory} has no "
                                     f"{CONFIG_FILE}")
@@ -355,11 +356,11 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
         model = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(path), config, source=path)
         return model, ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case)
     if input_format not in ("tf1", "ours"):
-        raise ValueError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
+        raise InputError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
     files = resolve_model_files(path, bert_config_file=bert_config_file, vocab_file=vocab_file,
                                 do_lower_case=do_lower_case)
     if files.checkpoint_format != input_format:
-        raise ValueError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
+        raise InputError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
     if input_format == "tf1":
         weights = tf_checkpoints.read_tf1_checkpoint(files.checkpoint)
         model = tf_checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)

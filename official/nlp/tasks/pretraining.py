@@ -22,6 +22,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
 from official.nlp.modeling import losses as bert_losses
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.modeling.configs import BertConfig
@@ -107,7 +108,7 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
     replicas = strategy.num_replicas_in_sync
     per_step = replicas * config.gradient_accumulation_steps
     if config.train_batch_size % per_step:
-        raise ValueError(
+        raise InputError(
             f"--train_batch_size={config.train_batch_size} must divide by replicas ({replicas}) x "
             f"--gradient_accumulation_steps ({config.gradient_accumulation_steps}) = {per_step}"
         )
@@ -149,7 +150,7 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
     masking_config = None
     if config.dynamic_masking:
         if not config.vocab_file:
-            raise ValueError("--dynamic_masking needs --vocab_file (for the [MASK], [CLS] and [SEP] ids)")
+            raise InputError("--dynamic_masking needs --vocab_file (for the [MASK], [CLS] and [SEP] ids)")
         from official.nlp.tokenizers import tokenization
         from official.nlp.data.pretraining.masking import MaskingConfig
 
@@ -194,7 +195,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     is_chief = distribution.worker_info(strategy).is_chief
     existing = os.path.join(config.model_dir, model_dir_lib.CONFIG_FILE)
     if tf.io.gfile.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
-        raise ValueError(f"{existing} differs from the model config of this run; resuming needs the same config "
+        raise InputError(f"{existing} differs from the model config of this run; resuming needs the same config "
                          "(or use a new --model_dir)")
     if is_chief:
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.

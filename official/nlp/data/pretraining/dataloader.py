@@ -25,6 +25,7 @@ from typing import Sequence
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import masking
 from official.nlp.data.pretraining.masking import MaskingConfig
 from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATURES, SEQUENCE_FEATURES, feature_spec
@@ -32,7 +33,7 @@ from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATUR
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
-class PretrainDataError(ValueError):
+class PretrainDataError(InputError):
     """Pretraining records that cannot be read with the requested settings; the message names the file."""
 
 
@@ -154,9 +155,9 @@ class PretrainDataLoader:
     def __init__(self, config: PretrainDataConfig, *, validate: bool = True):
         self.config = config
         if config.global_batch_size <= 0:
-            raise ValueError(f"global_batch_size must be positive, got {config.global_batch_size}")
+            raise InputError(f"global_batch_size must be positive, got {config.global_batch_size}")
         if config.shard_policy not in ("auto", "file", "data"):
-            raise ValueError(f"shard_policy must be 'auto', 'file' or 'data', got {config.shard_policy!r}")
+            raise InputError(f"shard_policy must be 'auto', 'file' or 'data', got {config.shard_policy!r}")
         if config.max_position_embeddings is not None and config.seq_length > config.max_position_embeddings:
             raise PretrainDataError(
                 f"max_seq_length={config.seq_length} is larger than the model's max_position_embeddings="
@@ -175,7 +176,7 @@ class PretrainDataLoader:
         self.compression = kinds.pop()
         if config.dynamic_masking is not None and (
                 config.dynamic_masking.max_predictions_per_seq != config.max_predictions_per_seq):
-            raise ValueError(
+            raise InputError(
                 f"max_predictions_per_seq={config.max_predictions_per_seq} differs from the dynamic masking "
                 f"config's {config.dynamic_masking.max_predictions_per_seq}"
             )
