@@ -63,23 +63,32 @@ class ModelFiles:
             self.restore(encoder)
         return encoder
 
-    def restore(self, model, *, encoder_only: bool = False) -> None:
+    def restore(self, model, *, encoder_only: bool = False, _quiet: bool = False) -> None:
         """Loads the checkpoint into `model`: the encoder, plus the pretraining heads for a `BertPretrainer`.
 
-        Other task models get the encoder only (their heads start fresh, as in fine-tuning). To resume a whole
-        fine-tuned model from our format use `tf_checkpoints.restore_checkpoint(model, prefix)`.
+        Other task models get the encoder only (their heads start fresh, as in fine-tuning). A `BertPretrainer`
+        from a checkpoint without pretraining heads (a converted Hugging Face encoder, a TF1 checkpoint without
+        `cls/*`) gets the encoder, and its heads keep their fresh initial values. To resume a whole fine-tuned
+        model from our format use `tf_checkpoints.restore_checkpoint(model, prefix)`.
         """
         if self.checkpoint is None:
             raise ValueError("No checkpoint to restore (the model directory was resolved without one)")
         heads = isinstance(model, BertPretrainer) and not encoder_only
+        if heads and not tf_checkpoints.has_masked_lm_head(self.checkpoint):
+            logging.info("Restored the encoder from %s (%s format); it has no pretraining heads, so the masked-LM "
+                         "and next-sentence heads start from fresh initial values", self.checkpoint,
+                         self.checkpoint_format)
+            self.restore(model, encoder_only=True, _quiet=True)
+            return
         target = model if heads else (model if isinstance(model, BertEncoder) else model.encoder)
         if self.checkpoint_format == "tf1":
             tf_checkpoints.assign_weights(tf_checkpoints.read_tf1_checkpoint(self.checkpoint), target,
                                        source=self.checkpoint)
         else:
             tf_checkpoints.restore_checkpoint(target, self.checkpoint, encoder_only=not heads)
-        logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
-                     self.checkpoint, self.checkpoint_format)
+        if not _quiet:
+            logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
+                         self.checkpoint, self.checkpoint_format)
 
     def tokenizer(self):
         """The pure-Python `FullTokenizer` for this vocabulary and case."""

@@ -394,6 +394,15 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
         variable.assign(reader.get_tensor(key))
 
 
+def has_masked_lm_head(prefix: str) -> bool:
+    """Whether a checkpoint (ours or an original TF1 one) holds the masked-LM head; public encoder-only
+    checkpoints (converted Hugging Face models, TF1 without ``cls/*``) do not."""
+    reader = tf.train.load_checkpoint(prefix)
+    if reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+        return _SavedGraph(reader).node(("model", "masked_lm")) is not None
+    return any(name.startswith(_MLM_SCOPE) for name in reader.get_variable_to_shape_map())
+
+
 def model_from_checkpoint(prefix: str, config: BertConfig):
     """Builds the model one of our checkpoints holds (the rule of `model_from_weights`) and restores it.
 

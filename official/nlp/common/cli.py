@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import logging
 import os
 import re
 import select
@@ -164,8 +165,31 @@ def _describe_os_error(e: OSError) -> str | None:
     return f"{path}: {reason}; {fix}"
 
 
+class _DropTensorFlowChatter(logging.Filter):
+    """TensorFlow's Python INFO lines that report internals, not events of the job."""
+
+    PREFIXES = ("Sharding callback duration",)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno <= logging.INFO and str(record.msg).startswith(self.PREFIXES))
+
+
+def _one_line_per_event() -> None:
+    """Inside `app.run`: TensorFlow's own stderr handler (added when it was imported before absl set up logging)
+    printed each of its lines a second time (``INFO:tensorflow:Using MirroredStrategy`` and the absl line);
+    absl's handler on the root logger shows them once."""
+    tf_logger = logging.getLogger("tensorflow")
+    for handler in list(tf_logger.handlers):
+        if type(handler) is logging.StreamHandler:
+            tf_logger.removeHandler(handler)
+    if _filter is not None:
+        for name in ("tensorflow", "absl"):  # TF logs through both
+            logging.getLogger(name).addFilter(_DropTensorFlowChatter())
+
+
 def _guarded(main: Callable, script: str) -> Callable:
     def wrapped(argv):
+        _one_line_per_event()
         try:
             return main(argv)
         except InputError as e:
