@@ -19,7 +19,7 @@ from typing import Iterable, List, Mapping, Optional, Sequence
 
 from absl import logging
 
-from official.nlp.common.errors import InputError
+from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.tokenizers import tokenization
 from official.nlp.common import input_files
 
@@ -36,7 +36,7 @@ def expand_input_files(input_file: str) -> List[str]:
     try:
         return input_files.expand_input_files(input_file)
     except input_files.InputError as e:
-        raise FileNotFoundError(str(e)) from None
+        raise MissingInputError(str(e)) from None
 
 
 def iter_lines(files: Sequence[str]) -> Iterable[str]:
