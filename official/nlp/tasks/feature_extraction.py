@@ -94,7 +94,7 @@ def read_examples(input_file: str) -> list[InputExample]:
                 continue
             text_a, text_b = match.group(1).strip(), match.group(2).strip()
             if not text_a or not text_b:
-                side = "both sides" if not (text_a or text_b) else ("before" if not text_a else "after") + " it"
+                side = "on either side" if not (text_a or text_b) else ("before" if not text_a else "after") + " it"
                 raise InputError(f"{input_file}, line {line_number + 1}: {line!r} has the pair separator ' ||| ' "
                                  f"but no text {side}; write `text_a ||| text_b`, or `text_a` alone")
             examples.append(InputExample(line_number, text_a, text_b))
