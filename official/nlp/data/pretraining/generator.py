@@ -86,7 +86,7 @@ def process_unit(unit: documents_lib.WorkUnit, part_paths: list) -> dict:
     first_single = docs.first_lines[single[0]] if len(single) else None
     py_rng, np_rng = unit_seeds(config.random_seed, unit.index)
     plan = instances_lib.plan_instances(docs, config.max_seq_length, config.short_seq_prob, config.dupe_factor,
-                                        py_rng)
+                                        py_rng, contiguous=not config.use_next_sentence_label)
     stats.document_passes += plan.document_passes
     stats.short_document_passes += plan.short_document_passes
     stats.same_document_random_next += plan.same_document_random_next

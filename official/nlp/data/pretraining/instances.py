@@ -17,6 +17,11 @@ This follows google-research/bert `create_instances_from_document`, step by step
 * The pair is cut to ``max_num_tokens`` by removing one token at a time from the longer segment (B on ties), from the
   front or the back with equal probability, to avoid a positional bias.
 
+``contiguous=True`` (for MLM-only data, ``--use_next_sentence_label=false``; the original has no such mode) packs
+contiguous text instead: B is always the rest of the chunk, a chunk of a single sentence is split inside it at a
+random token (a one-token chunk is dropped), and an over-long pair loses tokens from B's end (then A's start) so
+that A + B stays one run of the document.
+
 The planning loop runs per sentence in Python and records each instance as two token ranges into the flat token
 array of `pretraining_documents.Documents` (A and B are contiguous runs of sentences, and truncation keeps them
 contiguous). `build_batch` then assembles many instances at once in numpy.
@@ -127,7 +132,7 @@ class InstancePlan:
 
 
 def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: int, short_seq_prob: float,
-                  draws, plan: InstancePlan, on_instance=None) -> None:
+                  draws, plan: InstancePlan, on_instance=None, contiguous: bool = False) -> None:
     """Plans the instances of document ``order[doc_index]`` (``order`` is the shuffled document list).
 
     ``on_instance(plan_row)`` is called after each instance (the reference mode masks there, as the original does).
@@ -155,7 +160,22 @@ def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: 
             a_sentences = draws.randint(1, n_chunk - 1) if n_chunk >= 2 else 1
             a0 = sent[chunk_start]
             a1 = sent[chunk_start + a_sentences]
-            if n_chunk == 1 or draws.random() < 0.5:
+            if contiguous:
+                if n_chunk == 1 and a1 - a0 < 2:  # One token: nothing to split into A and B.
+                    chunk_start, length = i + 1, 0
+                    i += 1
+                    continue
+                is_random = 0
+                b1 = sent[i + 1]
+                if n_chunk == 1:
+                    a1 = a0 + draws.randint(1, a1 - a0 - 1)
+                b0 = a1
+                excess = (b1 - a0) - max_num_tokens
+                if excess > 0:
+                    cut_b = min(excess, b1 - b0 - 1)
+                    b1 -= cut_b
+                    a0 += excess - cut_b
+            elif n_chunk == 1 or draws.random() < 0.5:
                 is_random = 1
                 target_b = target - (a1 - a0)
                 r = draws.other_document(doc_index, num_docs)
@@ -191,8 +211,9 @@ def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: 
 
 
 def plan_instances(docs: Documents, max_seq_length: int, short_seq_prob: float, dupe_factor: int,
-                   rng: random.Random) -> InstancePlan:
-    """All instances of a set of documents: shuffle the documents, then ``dupe_factor`` passes over them."""
+                   rng: random.Random, contiguous: bool = False) -> InstancePlan:
+    """All instances of a set of documents: shuffle the documents, then ``dupe_factor`` passes over them
+    (``contiguous``: see the module docstring)."""
     if max_seq_length < 5:
         raise ValueError(f"max_seq_length must be >= 5 (room for [CLS] A [SEP] B [SEP]), got {max_seq_length}")
     prepare(docs)
@@ -202,7 +223,7 @@ def plan_instances(docs: Documents, max_seq_length: int, short_seq_prob: float, 
     plan = InstancePlan()
     for _ in range(dupe_factor):
         for doc_index in range(len(order)):
-            plan_document(docs, order, doc_index, max_seq_length, short_seq_prob, draws, plan)
+            plan_document(docs, order, doc_index, max_seq_length, short_seq_prob, draws, plan, contiguous=contiguous)
     return plan
 
 

@@ -340,3 +340,33 @@ def test_more_shards_than_instances_is_refused(shared_data, tmp_path):
         pretraining_data.create_pretraining_data(config(shared_data, tmp_path, input_file=str(corpus),
                                                         output_file=str(tmp_path / "x@64"), dupe_factor=1))
     assert not [p for p in tmp_path.glob("x-*-of-00064") if p.stat().st_size == 0]
+
+
+def _contains(haystack: np.ndarray, needle: np.ndarray) -> bool:
+    data, want = haystack.astype(np.int32).tobytes(), needle.astype(np.int32).tobytes()
+    at = data.find(want)
+    while at >= 0 and at % 4:
+        at = data.find(want, at + 1)
+    return at >= 0
+
+
+def test_mlm_only_data_packs_contiguous_text(shared_data, tmp_path, disjoint_corpus, uncased_vocab):
+    corpus, _ = disjoint_corpus
+    stats = pretraining_data.create_pretraining_data(config(
+        shared_data, tmp_path, input_file=str(corpus), use_next_sentence_label=False, static_masking=False,
+        dupe_factor=1, short_seq_prob=0.3))
+    rec = parse(tmp_path / "squad.tfrecord", preds=None, nsp=False)
+    tokenizer = tokenization.FullTokenizer(str(uncased_vocab), do_lower_case=True)
+    streams = [np.concatenate([tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in doc.split("\n")
+                               if line.strip()]) for doc in corpus.read_text().split("\n\n")]
+    assert len(streams) == DOCS and stats.random_next == 0
+    lengths = rec["input_mask"].sum(1)
+    for ids, segments, length in zip(rec["input_ids"], rec["segment_ids"], lengths):
+        first_sep = int(np.argmax(segments)) - 1
+        a, b = ids[1:first_sep], ids[first_sep + 1:length - 1]
+        assert len(a) and len(b)
+        # A then B is one run of tokens of one document: the text continues across [SEP].
+        assert any(_contains(stream, np.concatenate([a, b])) for stream in streams)
+    assert (lengths == 128).mean() > 0.5  # packed to full length, but for short targets and document ends
+    # Nearly every token of the text is used once (dupe_factor=1); only over-long ends are cut.
+    assert (lengths - 3).sum() > 0.95 * sum(len(s) for s in streams)
