@@ -7,8 +7,8 @@ bias weights; gradients clipped to global norm 1.0.
 The optimizers are Keras 3's own `AdamW` and `Lamb`, each changed in one place to match the reference:
 
 - `BertAdamW` takes `bias_correction`. False (our default) is the original `AdamWeightDecayOptimizer`, which has
-  no Adam bias correction: its first steps are larger by (1 - beta_1^t) / sqrt(1 - beta_2^t), 3.1x at step 1 and
-  still 1.24x at step 1000, and the paper's fine-tuning learning rates were tuned with it. True is Keras' own
+  no Adam bias correction: its first steps are larger by (1 - beta_1^t) / sqrt(1 - beta_2^t), 3.16x at step 1 and
+  still 1.26x at step 1000, and the paper's fine-tuning learning rates were tuned with it. True is Keras' own
   `AdamW`, which is PyTorch's `torch.optim.AdamW` and the Hugging Face recipes (up to where epsilon enters).
 - `BertLamb` leaves LayerNorm and bias variables out of the layer adaptation (trust ratio), as the LAMB paper's
   BERT recipe and the reference implementations do: a zero-initialized bias has norm 0, so the trust ratio would
