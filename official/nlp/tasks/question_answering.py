@@ -246,10 +246,16 @@ def write_predictions(result: SquadPredictions, output_dir: str, version_2_with_
             f.write(json.dumps(value, indent=4) + "\n")
 
 
-def predict(config: SquadConfig, model: keras.Model, tokenizer, do_lower_case: bool, step: int = 0) -> dict:
+def read_predict_file(config: SquadConfig) -> tuple[list[squad.SquadExample], squad.ReadReport]:
+    """The checked examples of `config.predict_file` (read before any training, so a bad file fails fast)."""
+    return squad.read_squad_examples(config.predict_file, is_training=False,
+                                     version_2_with_negative=config.version_2_with_negative)
+
+
+def predict(config: SquadConfig, model: keras.Model, tokenizer, do_lower_case: bool, step: int = 0,
+            predict_examples: tuple[list[squad.SquadExample], squad.ReadReport] | None = None) -> dict:
     """Predicts `config.predict_file`, writes the prediction files and, when it has answers, evaluates."""
-    examples, report = squad.read_squad_examples(config.predict_file, is_training=False,
-                                                 version_2_with_negative=config.version_2_with_negative)
+    examples, report = predict_examples or read_predict_file(config)
     features, stats = squad.convert_examples_to_features(
         examples, tokenizer, max_seq_length=config.max_seq_length, doc_stride=config.doc_stride,
         max_query_length=config.max_query_length, is_training=False)
@@ -299,6 +305,7 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
     model_dir_lib.write_model_files(config.output_dir, files.config, files.vocab_file, files.do_lower_case)
     info: dict = {}
     model, step = None, 0
+    predict_examples = read_predict_file(config) if config.do_predict else None
     if config.do_train:
         model, train_info = train(config, files, tokenizer, strategy)
         info.update(train_info)
@@ -314,5 +321,5 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
                 logging.warning("No checkpoint in --output_dir or --init_checkpoint: predicting with random weights")
         else:
             step = info.get("num_train_steps", 0)
-        info.update(predict(config, model, tokenizer, files.do_lower_case, step))
+        info.update(predict(config, model, tokenizer, files.do_lower_case, step, predict_examples))
     return info
