@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.data import squad, squad_records
+from official.nlp.data import feature_cache, squad, squad_records
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertSpanLabeler
@@ -35,7 +35,7 @@ def slice_features(shared_data, uncased_vocab, tmp_path_factory):
     features, _ = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=SEQ, doc_stride=24,
                                                      max_query_length=16, is_training=True)
     record = str(path.with_suffix(".tf_record"))
-    squad_records.write_features(features, record)
+    feature_cache.cached_records(record, {"test": 1}, lambda: squad_records.records(features))
     return tokenizer, examples, features, record
 
 
