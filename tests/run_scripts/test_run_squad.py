@@ -60,6 +60,8 @@ def test_train_predict_evaluate_and_predict_again(tmp_path, tiny_model_dir, squa
     assert results["total"] == len(ids) and {"HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh"} <= set(results)
     events = os.listdir(os.path.join(out, "summaries", "eval"))
     assert events and events[0].startswith("events.out.tfevents")
+    # The fine-tuned model directory, marked as a SQuAD head for later jobs.
+    assert json.load(open(os.path.join(out, "best_model", "finetuning.json")))["task"] == "squad_v2.0"
 
     # Predicting again restores the fine-tuned model from --output_dir: the same answers.
     first = outputs["predictions.json"]

@@ -190,3 +190,28 @@ def test_oracle_v2_subset_full_marks(shared_data, tokenizer):
     assert metrics["NoAns_exact"] == 100.0 and metrics["NoAns_f1"] == 100.0
     assert metrics["exact"] == 100.0 and metrics["f1"] == 100.0
     assert metrics["best_f1"] == 100.0
+
+
+def test_postprocess_best_span_matches_exhaustive_search(tokenizer):
+    # With n_best_size covering every position, the answer is the best-scoring valid span of an exhaustive search
+    # over all windows (start with max context, both ends in the context, end >= start, length limit).
+    context = ("Tesla was born in Smiljan, in the Austrian Empire, in 1856. He moved to the United States in 1884 "
+               "and worked for Edison before founding his own laboratory in New York City.")
+    examples, features = _one_window(tokenizer, "Where was Tesla born?", context, seq=32)
+    assert len(features) > 2
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        starts = rng.normal(size=(len(features), 32)).astype(np.float32)
+        ends = rng.normal(size=(len(features), 32)).astype(np.float32)
+        settings = pp.PostprocessSettings(n_best_size=32, max_answer_length=5)
+        got = pp.postprocess(examples, features, starts, ends, settings).predictions["0"]
+        best = None
+        for row, f in enumerate(features):
+            for s in f.token_to_orig_map:
+                for e in f.token_to_orig_map:
+                    if f.token_is_max_context[s] and s <= e < s + 5:
+                        score = starts[row, s] + ends[row, e]
+                        if best is None or score > best[0]:
+                            best = (score, row, s, e)
+        _, row, s, e = best
+        assert got == pp._span_text(examples[0], features[row], s, e, True), trial
