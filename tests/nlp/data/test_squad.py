@@ -215,3 +215,16 @@ def test_postprocess_best_span_matches_exhaustive_search(tokenizer):
                             best = (score, row, s, e)
         _, row, s, e = best
         assert got == pp._span_text(examples[0], features[row], s, e, True), trial
+
+
+def test_question_without_windows_answers_empty(tokenizer):
+    # An empty context (counted when read) has no window: "" (the original would write "empty"), and abstains.
+    examples = squad.examples_from_strings([("who?", "   ")])
+    features, _ = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=16, doc_stride=4,
+                                                     max_query_length=4, is_training=False)
+    assert features == []
+    empty = np.zeros((0, 16), np.float32)
+    for v2 in (False, True):
+        result = pp.postprocess(examples, features, empty, empty, pp.PostprocessSettings(version_2_with_negative=v2))
+        assert result.predictions == {"0": ""}
+        assert result.null_odds == ({"0": pp.NO_SPAN_ODDS} if v2 else {})
