@@ -250,7 +250,7 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
                                        do_eval=evaluate, strategy=strategy)
     info = dict(task.info)
     if config.do_train:
-        info.update(train_seconds=time.monotonic() - started, step=result.step,
+        info.update(seconds=time.monotonic() - started, step=result.step,
                     **{f"train_{k}": v for k, v in result.train_metrics.items()})
     if evaluate:
         info.update({k: v for k, v in result.eval_history[-1].items() if k not in ("epoch", "step")})
