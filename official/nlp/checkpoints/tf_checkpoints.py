@@ -171,7 +171,7 @@ def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "w
     unexpected, ignored = [], []
     for name in sorted(set(weights) - set(variables)):
         (unexpected if name.startswith(tuple(scopes)) else ignored).append(name)
-    unexpected = [f"{name} {_shape(np.shape(weights[name]))}" for name in unexpected]
+    unexpected = [f"{shown(name)} {_shape(np.shape(weights[name]))}" for name in unexpected]
     pooler = [m for m in missing if m.startswith("bert/pooler/")]
     if allow_missing_pooler and len(pooler) == 2 and len(missing) == 2 and not (unexpected or wrong_shape):
         logging.warning("%s has no pooler (bert/pooler/dense): pooled_output comes from a freshly initialized "

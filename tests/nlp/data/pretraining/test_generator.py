@@ -283,6 +283,7 @@ def _segment_documents(rec, document_of):
     return np.array(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unit_mb, shards", [(4.0, 8), (0.01, 2)])
 def test_random_next_never_comes_from_its_own_document_and_every_shard_loads(
         shared_data, tmp_path, disjoint_corpus, unit_mb, shards):
@@ -310,6 +311,7 @@ def test_random_next_never_comes_from_its_own_document_and_every_shard_loads(
     assert stats.same_document_random_next == 0 and stats.random_next == random_next.sum()
 
 
+@pytest.mark.slow
 def test_the_shard_count_does_not_change_the_instances(shared_data, tmp_path, disjoint_corpus):
     corpus, _ = disjoint_corpus
     rows = {}
