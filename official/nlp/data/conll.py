@@ -206,14 +206,15 @@ class TaggingFeatures:
         return {k: self.arrays[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
 
 
-def convert_sentences(sentences: Sequence[Sentence], tokenizer, labels: Sequence[str], max_seq_length: int,
+def convert_sentences(sentences: Sequence[Sentence], tokenizer, labels: Sequence[str] | None, max_seq_length: int,
                       *, window_stride: int | None = None) -> TaggingFeatures:
     """Tokenizes every word and packs `[CLS] sub-tokens [SEP]` windows (see the module doc).
 
     Args:
       sentences: from `read_conll` (their tags checked with `check_labels`).
       tokenizer: a `FullTokenizer` (`tokenize`, `convert_tokens_to_ids`, `vocab`).
-      labels: the tag list; a tag's id is its index.
+      labels: the tag list; a tag's id is its index. None for prediction: every `label_ids` is -1 (the words
+        still get their `word_index`).
       max_seq_length: tokens per window, `[CLS]` and `[SEP]` included.
       window_stride: sub-tokens between the starts of two windows of one long sentence (default: half a window).
     """
@@ -223,7 +224,7 @@ def convert_sentences(sentences: Sequence[Sentence], tokenizer, labels: Sequence
     stride = window_stride or max(budget // 2, 1)
     if stride < 1 or stride > budget:
         raise InputError(f"window stride {stride} must be between 1 and max_seq_length - 2 = {budget}")
-    label_id = {tag: i for i, tag in enumerate(labels)}
+    label_id = {tag: i for i, tag in enumerate(labels or ())}
     cls_id, sep_id = tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
     unk = tokenizer.convert_tokens_to_ids(["[UNK]"])[0]
     rows: dict[str, list] = {name: [] for name in FEATURE_NAMES}
@@ -241,7 +242,8 @@ def convert_sentences(sentences: Sequence[Sentence], tokenizer, labels: Sequence
                 truncated += len(piece) < len(pieces[i])
                 mine = owner[i] == w
                 ids += piece
-                label_ids += [label_id[sentence.labels[i]] if mine else IGNORE] + [IGNORE] * (len(piece) - 1)
+                tag = label_id[sentence.labels[i]] if mine and labels is not None else IGNORE
+                label_ids += [tag] + [IGNORE] * (len(piece) - 1)
                 word_index += [i if mine else -1] + [-1] * (len(piece) - 1)
             ids.append(sep_id)
             label_ids.append(IGNORE)

@@ -135,4 +135,8 @@ class BertFeatureTagger(_BertTask):
                           num_lstm_layers=num_lstm_layers, dropout_rate=dropout_rate,
                           initializer_range=initializer_range)
         self.num_classes = num_classes
+        # Attributes, not just graph nodes: tf.train.Checkpoint (the training loop's checkpoints and model
+        # directories) saves what attributes reach.
+        self.layer_combination = combination
+        self.bilstms = lstms
         self.classifier = classifier
