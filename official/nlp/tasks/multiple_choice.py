@@ -183,7 +183,8 @@ def run_swag(config: finetuning.FineTuningConfig, choice: MultipleChoiceConfig, 
     """Trains (or resumes), evaluates after each epoch and predicts; see the module docstring."""
     if not (do_train or do_eval or do_predict):
         raise InputError("Nothing to do: give at least one of --do_train, --do_eval, --do_predict")
-    task = make_task(config, choice)
-    result = finetuning.run_finetuning(config, task, do_train=do_train, do_eval=do_eval)
+    files = finetuning.resolve_model_files(config)
+    task = make_task(config, choice, files)
+    result = finetuning.run_finetuning(config, task, do_train=do_train, do_eval=do_eval, files=files)
     predictions = task.predict(result.model) if do_predict else None
     return SwagResult(result, result.eval_history, predictions, dict(task.bad_rows))

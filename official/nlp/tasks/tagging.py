@@ -311,8 +311,9 @@ def run_ner(config: finetuning.FineTuningConfig, tagging: TaggingConfig, *, do_t
     """Trains (or resumes), evaluates after each epoch and tags `predict_file`; see the module docstring."""
     if not (do_train or do_eval or do_predict):
         raise InputError("Nothing to do: give at least one of --do_train, --do_eval, --do_predict")
-    task = make_task(config, tagging)
-    result = finetuning.run_finetuning(config, task, do_train=do_train, do_eval=do_eval)
+    files = finetuning.resolve_model_files(config)
+    task = make_task(config, tagging, files)
+    result = finetuning.run_finetuning(config, task, do_train=do_train, do_eval=do_eval, files=files)
     predictions_file = scores = None
     if do_predict:
         predictions_file, scores = task.predict(result.model)
