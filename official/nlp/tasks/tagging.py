@@ -18,6 +18,7 @@ From Python with `fit` instead of the loop: build the features with `data.conll.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import Sequence
 
@@ -98,8 +99,6 @@ class TokenClassificationObjective:
 
 def _recorded_labels(output_dir: str, init_checkpoint: str | None) -> list[str] | None:
     """The labels of an earlier run in `output_dir`, or of a fine-tuned `init_checkpoint`."""
-    import json
-
     path = os.path.join(output_dir, finetuning.SETTINGS_FILE)
     if tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path) as f:
