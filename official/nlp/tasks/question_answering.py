@@ -1,0 +1,263 @@
+"""SQuAD v1.1 / v2.0 question answering: fine-tune a `BertSpanLabeler`, predict, post-process, evaluate.
+
+`run_squad(SquadConfig(...))` is everything `run_scripts/run_squad.py` does, on the shared fine-tuning base
+(`tasks.finetuning`: model loading, optimizer, training loop with resume, per-epoch evaluation, best model):
+
+- both files are read and checked before anything is built (`official.nlp.data.squad`);
+- `do_train`: windowed features of `train_file` are cached as `output_dir/train.tf_record` (rebuilt only when
+  a setting they depend on changes) and the span labeler is trained from `init_checkpoint` for
+  `num_train_epochs` passes over the features (one epoch = every window once; the original counted examples);
+- `do_predict`: the model (just trained, else the newest checkpoint in `output_dir`, else an `init_checkpoint`
+  fine-tuned for SQuAD) predicts `predict_file`; `predictions.json`, `nbest_predictions.json` and, for v2.0,
+  `null_odds.json` are written. When the file has answers it is also evaluated as the official scripts do
+  (`official.nlp.metrics.squad`): `eval_results.json`, plus the base's `eval_results.txt` and TensorBoard scalars
+  (`summaries/eval`).
+
+From Python, `model.fit` works on the same cached features, and `answer_questions` turns strings into answers:
+
+    files = model_dir.resolve_model_files("models/minilm")
+    model = BertSpanLabeler(files.build_encoder())         # encoder weights restored, fresh span head
+    model.compile(keras.optimizers.Adam(5e-5), loss=span_losses(), loss_weights=SPAN_LOSS_WEIGHTS)
+    model.fit(squad_records.training_dataset("out/train.tf_record", seq_length=384, batch_size=16),
+              steps_per_epoch=100)
+    answer_questions(model, files.tokenizer(), [("Who wrote it?", "It was written by Ann Smith in 1900.")])
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from typing import Iterable, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.common.errors import InputError
+from official.nlp.data import feature_cache, squad, squad_records
+from official.nlp.data.squad_postprocessing import PostprocessSettings, SquadPredictions, postprocess
+from official.nlp.metrics import squad as squad_metrics
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
+from official.nlp.modeling.models import BertSpanLabeler
+from official.nlp.tasks import finetuning
+from official.nlp.training import summaries
+
+SPAN_LOSS_WEIGHTS = {"start_logits": 0.5, "end_logits": 0.5}
+
+
+def span_losses() -> dict:
+    """Keras losses for `BertSpanLabeler.compile`: cross entropy of the start and of the end position."""
+    return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for name in SPAN_LOSS_WEIGHTS}
+
+
+class SpanObjective:
+    """The original loss for the training loop: the mean of the start and end cross entropies; and accuracies."""
+
+    def loss_weights(self, labels):
+        return {"loss": tf.ones(tf.shape(labels["start_logits"]), tf.float32)}
+
+    def losses(self, labels, outputs):
+        return {"loss": 0.5 * (cross_entropy(labels["start_logits"], outputs["start_logits"])
+                               + cross_entropy(labels["end_logits"], outputs["end_logits"]))}
+
+    def metrics(self, labels, outputs):
+        return {f"{name[:-7]}_accuracy": weighted_accuracy(labels[name], outputs[name]) for name in SPAN_LOSS_WEIGHTS}
+
+
+@dataclasses.dataclass
+class SquadConfig(finetuning.FineTuningConfig):
+    """The shared fine-tuning settings plus the original `run_squad.py` flags."""
+
+    max_seq_length: int = 384
+    train_file: str | None = None
+    predict_file: str | None = None
+    do_train: bool = False
+    do_predict: bool = False
+    doc_stride: int = 128
+    max_query_length: int = 64
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    version_2_with_negative: bool = False
+    null_score_diff_threshold: float = 0.0
+
+    def finetuning_config(self) -> finetuning.FineTuningConfig:
+        """The shared part (what the base records and checks when resuming)."""
+        return finetuning.FineTuningConfig(**{f.name: getattr(self, f.name)
+                                              for f in dataclasses.fields(finetuning.FineTuningConfig)})
+
+
+def _check_config(config: SquadConfig) -> None:
+    if not (config.do_train or config.do_predict):
+        raise InputError("nothing to do: pass --do_train and/or --do_predict")
+    if config.do_train and not config.train_file:
+        raise InputError("--do_train needs --train_file")
+    if config.do_predict and not config.predict_file:
+        raise InputError("--do_predict needs --predict_file")
+    if config.n_best_size <= 0 or config.max_answer_length <= 0:
+        raise InputError("--n_best_size and --max_answer_length must be positive")
+    squad.check_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
+
+
+class SquadTask:
+    """SQuAD as a `finetuning.FineTuningTask`; reads and checks both files when made."""
+
+    labels: Sequence[str] = ()
+    metric_name = "f1"
+
+    def __init__(self, config: SquadConfig, tokenizer, do_lower_case: bool):
+        self.config = config
+        self.tokenizer = tokenizer
+        self.name = "squad_v2.0" if config.version_2_with_negative else "squad_v1.1"
+        self.settings_ = PostprocessSettings(config.n_best_size, config.max_answer_length, do_lower_case,
+                                             config.version_2_with_negative, config.null_score_diff_threshold)
+        v2 = config.version_2_with_negative
+        self.train_examples = (squad.read_squad_examples(config.train_file, is_training=True,
+                                                         version_2_with_negative=v2)[0]
+                               if config.do_train else None)
+        self.predict_examples = (squad.read_squad_examples(config.predict_file, is_training=False,
+                                                           version_2_with_negative=v2)[0]
+                                 if config.do_predict else None)
+        self.has_answers = bool(self.predict_examples) and any(e.answers for e in self.predict_examples)
+        self.record_file = os.path.join(config.output_dir, "train.tf_record")
+        self.info: dict = {}
+
+    # ---- FineTuningTask ----
+    def build_model(self, encoder: BertEncoder) -> keras.Model:
+        return BertSpanLabeler(encoder)
+
+    def objective(self) -> SpanObjective:
+        return SpanObjective()
+
+    def settings(self) -> dict:
+        c = self.config
+        return {"train_file_sha256": feature_cache.file_digest([c.train_file]) if c.train_file else None,
+                "doc_stride": c.doc_stride, "max_query_length": c.max_query_length,
+                "version_2_with_negative": c.version_2_with_negative}
+
+    def num_train_examples(self) -> int:
+        """Training features (windows), built and cached on first use."""
+        c = self.config
+        key = {"task": self.name, "vocab_sha256": feature_cache.file_digest([self.tokenizer.vocab_file]),
+               "do_lower_case": self.tokenizer.do_lower_case, "max_seq_length": c.max_seq_length, **self.settings()}
+
+        def build():
+            started = time.monotonic()
+            features, stats = squad.convert_examples_to_features(
+                self.train_examples, self.tokenizer, max_seq_length=c.max_seq_length, doc_stride=c.doc_stride,
+                max_query_length=c.max_query_length, is_training=True)
+            logging.info("%d training examples -> %d features in %.1fs (%d windows without the answer point at "
+                         "[CLS])", len(self.train_examples), len(features), time.monotonic() - started,
+                         stats.out_of_window)
+            return squad_records.records(features)
+
+        count = feature_cache.cached_records(self.record_file, key, build)
+        self.info.update(train_examples=len(self.train_examples), train_features=count)
+        return count
+
+    def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
+        return squad_records.training_dataset(self.record_file, seq_length=self.config.max_seq_length,
+                                              batch_size=batch_size, seed=seed, input_context=input_context)
+
+    def evaluate(self, model: keras.Model) -> dict[str, float]:
+        """Predicts, writes the prediction files and returns the official metrics (plus features/s)."""
+        result, info = self.predict(model)
+        with tf.io.gfile.GFile(self.config.predict_file) as f:
+            dataset = json.load(f)["data"]
+        metrics = squad_metrics.evaluate(dataset, result.predictions, result.null_odds or None,
+                                         version_2_with_negative=self.config.version_2_with_negative)
+        metrics.update(info)
+        with tf.io.gfile.GFile(os.path.join(self.config.output_dir, "eval_results.json"), "w") as f:
+            f.write(json.dumps(metrics, indent=2) + "\n")
+        return metrics
+
+    # ---- prediction ----
+    def predict(self, model: keras.Model) -> tuple[SquadPredictions, dict]:
+        """Answers for `predict_file`, written to `output_dir`; and the prediction statistics."""
+        c = self.config
+        features, stats = squad.convert_examples_to_features(
+            self.predict_examples, self.tokenizer, max_seq_length=c.max_seq_length, doc_stride=c.doc_stride,
+            max_query_length=c.max_query_length, is_training=False)
+        started = time.monotonic()
+        starts, ends = predict_logits(model, features, c.predict_batch_size)
+        elapsed = max(time.monotonic() - started, 1e-9)
+        result = postprocess(self.predict_examples, features, starts, ends, self.settings_)
+        write_predictions(result, c.output_dir, c.version_2_with_negative)
+        info = {"predict_examples": len(self.predict_examples), "predict_features": len(features),
+                "predict_features_per_second": len(features) / elapsed,
+                "predict_truncated_questions": len(stats.truncated_questions)}
+        logging.info("Predicted %d features at %.1f features/s -> %s", len(features),
+                     info["predict_features_per_second"], c.output_dir)
+        return result, info
+
+
+def predict_logits(model: keras.Model, features: Sequence[squad.SquadFeature], batch_size: int = 8
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end logits `[num_features, seq]`, in feature order."""
+    if not features:
+        return np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32)
+    step = tf.function(lambda x: model(x, training=False))
+    starts, ends = [], []
+    for x in squad_records.prediction_dataset(features, batch_size):
+        out = step(x)
+        starts.append(out["start_logits"].numpy())
+        ends.append(out["end_logits"].numpy())
+    return np.concatenate(starts), np.concatenate(ends)
+
+
+def answer_questions(model: keras.Model, tokenizer, pairs: Iterable[tuple[str, str]], *, max_seq_length: int = 384,
+                     doc_stride: int = 128, max_query_length: int = 64,
+                     settings: PostprocessSettings | None = None, batch_size: int = 8) -> list[str]:
+    """Answers for `(question, context)` strings with a trained span labeler ("" = no answer, v2.0 settings).
+
+    >>> answer_questions(model, tokenizer, [("Who wrote it?", "It was written by Ann Smith.")])  # doctest: +SKIP
+    ['Ann Smith']
+    """
+    settings = settings or PostprocessSettings(do_lower_case=tokenizer.do_lower_case)
+    examples = squad.examples_from_strings(pairs)
+    features, _ = squad.convert_examples_to_features(
+        examples, tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride,
+        max_query_length=max_query_length, is_training=False)
+    starts, ends = predict_logits(model, features, batch_size)
+    predictions = postprocess(examples, features, starts, ends, settings).predictions
+    return [predictions[e.qas_id] for e in examples]
+
+
+def write_predictions(result: SquadPredictions, output_dir: str, version_2_with_negative: bool) -> None:
+    """predictions.json, nbest_predictions.json and (v2.0) null_odds.json, as the original writes them."""
+    tf.io.gfile.makedirs(output_dir)
+    outputs = {"predictions.json": result.predictions, "nbest_predictions.json": result.nbest}
+    if version_2_with_negative:
+        outputs["null_odds.json"] = result.null_odds
+    for name, value in outputs.items():
+        with tf.io.gfile.GFile(os.path.join(output_dir, name), "w") as f:
+            f.write(json.dumps(value, indent=4) + "\n")
+
+
+def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = None) -> dict:
+    """Trains and/or predicts as `config` says (see the module docstring); returns statistics and metrics."""
+    _check_config(config)
+    files = finetuning.resolve_model_files(config)
+    if files.config.max_position_embeddings < config.max_seq_length:
+        raise InputError(f"--max_seq_length={config.max_seq_length} exceeds the model's max_position_embeddings="
+                         f"{files.config.max_position_embeddings}")
+    task = SquadTask(config, files.tokenizer(), files.do_lower_case)
+    evaluate = config.do_predict and task.has_answers
+    started = time.monotonic()
+    result = finetuning.run_finetuning(config.finetuning_config(), task, do_train=config.do_train,
+                                       do_eval=evaluate, strategy=strategy)
+    info = dict(task.info)
+    if config.do_train:
+        info.update(seconds=time.monotonic() - started, step=result.step,
+                    **{f"train_{k}": v for k, v in result.train_metrics.items()})
+    if evaluate:
+        info.update({k: v for k, v in result.eval_history[-1].items() if k not in ("epoch", "step")})
+        if not config.do_train:
+            writer = summaries.summary_writer(os.path.join(config.output_dir, "summaries", "eval"))
+            summaries.write_scalars(writer, 0, {k: v for k, v in info.items() if isinstance(v, float)})
+            writer.flush()
+    elif config.do_predict:
+        info.update(task.predict(result.model)[1])
+    return info
