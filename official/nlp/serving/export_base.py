@@ -149,7 +149,7 @@ class ServingModule(tf.Module):
 
     # -- writing ------------------------------------------------------------------------------------------------
 
-    def _write_assets(self, directory: str) -> Dict[str, tf.saved_model.Asset]:
+    def write_assets(self, directory: str) -> Dict[str, tf.saved_model.Asset]:
         shutil.copyfile(self.vocab_path, os.path.join(directory, "vocab.txt"))
         self.bert_config.to_json_file(os.path.join(directory, "bert_config.json"))
         contents = {"do_lower_case": "true\n" if bool(self.do_lower_case.numpy()) else "false\n",
@@ -172,7 +172,7 @@ class ServingModule(tf.Module):
                              "or leave it out to take the next one")
         signatures = self.signature_functions()
         with tempfile.TemporaryDirectory() as asset_dir:
-            self.assets = self._write_assets(asset_dir)
+            self.assets = self.write_assets(asset_dir)
             _save_atomically(self, target, signatures)
             if token_ids_model:
                 _save_atomically(_TokenIdModule(self), os.path.join(export_dir, TOKEN_IDS_DIR, str(version)),
