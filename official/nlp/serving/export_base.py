@@ -131,10 +131,11 @@ class ServingModule(tf.Module):
     def serve_token_ids(self, features):
         return self.token_id_outputs(features, self._run(features))
 
-    def serve_examples(self, examples):
+    def serve_examples(self, examples, serve_text=None):
+        """`serve_text` on the parsed features (`serve_text`: a traced version of it, so tracing happens once)."""
         parsed = tf.io.parse_example(examples, self.example_spec())
         parsed = {k: tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor) else v for k, v in parsed.items()}
-        return self.serve_text(parsed)
+        return (serve_text or self.serve_text)(parsed)
 
     def tokenize_packed(self, *segments):
         """Tokenizes one or two string batches and packs them as in training (the original truncation)."""
@@ -143,7 +144,8 @@ class ServingModule(tf.Module):
     def signature_functions(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
         text = tf.function(self.serve_text, input_signature=[self.text_spec()])
         ids = tf.function(self.serve_token_ids, input_signature=[self.token_id_spec()])
-        examples = tf.function(self.serve_examples, input_signature=[string_spec("examples")])
+        examples = tf.function(lambda examples: self.serve_examples(examples, text),
+                               input_signature=[string_spec("examples")])
         return {"serving_default": text.get_concrete_function(), "serve_token_ids": ids.get_concrete_function(),
                 "serve_examples": examples.get_concrete_function()}
 

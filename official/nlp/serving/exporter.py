@@ -116,13 +116,14 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
                  label_names: Sequence[str] | None = None, text_pair: bool | None = None,
                  version: int | None = None, bert_config_file: str | None = None, vocab_file: str | None = None,
                  do_lower_case: bool | None = None, squad_settings: dict | None = None, keras_file: bool = True,
-                 hub_pair: bool = True) -> dict:
+                 hub_pair: bool = True, tokenizer=None) -> dict:
     """Exports `init_checkpoint` for `task`; returns the written paths (`saved_model`, `token_ids`, `keras`, and
     `hub_preprocessor`/`hub_encoder` for the encoder).
 
     Unset arguments come from the fine-tuning record next to the checkpoint, else: `max_seq_length` 128,
     `label_names` "0", "1", ..., `text_pair` False (True for GLUE pair tasks), SQuAD settings `run_squad.py`'s
-    defaults. Raises `InputError` for a checkpoint, label list or setting that does not fit.
+    defaults. `tokenizer` reuses a `BertTokenizer` of the same vocabulary and case (building one takes seconds).
+    Raises `InputError` for a checkpoint, label list or setting that does not fit.
     """
     if task not in TASKS:
         raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
@@ -144,7 +145,7 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
     settings.update(squad_settings or {})
     export = build_export(task, model, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
                           max_seq_length=max_seq_length, label_names=label_names, text_pair=text_pair,
-                          squad_settings=settings if task == "squad" else None)
+                          squad_settings=settings if task == "squad" else None, tokenizer=tokenizer)
     saved = export.save(export_dir, version)
     version = int(os.path.basename(saved))
     paths = {"saved_model": saved, "token_ids": os.path.join(export_dir, "token_ids", str(version))}
