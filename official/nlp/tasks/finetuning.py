@@ -30,7 +30,7 @@ import dataclasses
 import json
 import math
 import os
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import ClassVar, Mapping, Protocol, Sequence
 
 import keras
 import tensorflow as tf
@@ -86,11 +86,11 @@ class FineTuningConfig:
     seed: int = 12345
     deterministic: bool = False
 
-
-# Fields that do not change what is trained: a resumed run may change them.
-NOT_TRAINING_SETTINGS = ("output_dir", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
-                         "steps_per_loop", "keep_checkpoint_max", "distribution_strategy", "num_gpus", "tpu",
-                         "all_reduce_alg", "deterministic", "jit_compile")
+    # Fields that do not change what is trained: a resumed run may change them. Subclasses add theirs.
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
+        "output_dir", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps", "steps_per_loop",
+        "keep_checkpoint_max", "distribution_strategy", "num_gpus", "tpu", "all_reduce_alg", "deterministic",
+        "jit_compile")
 
 
 class FineTuningTask(Protocol):
@@ -203,7 +203,7 @@ def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> Non
 def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask) -> dict:
     """What a resumed run must share with the run that wrote `output_dir`."""
     settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
-                if f.name not in NOT_TRAINING_SETTINGS}
+                if f.name not in config.NOT_TRAINING_SETTINGS}
     settings["do_lower_case"] = files.do_lower_case
     settings["bert_config"] = files.config.to_dict()
     settings["task"] = task.name
@@ -269,9 +269,13 @@ def make_strategy(config: FineTuningConfig) -> tf.distribute.Strategy:
 
 
 def eval_points(train_steps: int, steps_per_epoch: int) -> list[int]:
-    """The steps after which to evaluate: the end of each (whole) epoch, and the last step."""
-    points = list(range(steps_per_epoch, train_steps, steps_per_epoch)) + [train_steps]
-    return sorted(set(points))
+    """The steps after which to evaluate: the end of each epoch, the last one at the last step.
+
+    `int(examples / batch * epochs)` can put the last step a little past the last whole epoch; a leftover of
+    less than a tenth of an epoch is rounding, not an epoch of its own.
+    """
+    epochs = max(1, math.ceil(train_steps / steps_per_epoch - 0.1))
+    return [e * steps_per_epoch for e in range(1, epochs)] + [train_steps]
 
 
 def _read_history(output_dir: str) -> list[dict]:
@@ -306,18 +310,20 @@ def export_best(model: keras.Model, files: model_dir_lib.ModelFiles, task: FineT
 
 
 def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: bool = True, do_eval: bool = True,
-                   strategy: tf.distribute.Strategy | None = None) -> FineTuningResult:
+                   strategy: tf.distribute.Strategy | None = None,
+                   files: model_dir_lib.ModelFiles | None = None) -> FineTuningResult:
     """Fine-tunes `task` (or resumes doing so), evaluating after each epoch; see the module docstring.
 
     With `do_train=False` the model comes from the last checkpoint in `output_dir`, else from an
-    `--init_checkpoint` that holds a fine-tuned head for the task's labels.
+    `--init_checkpoint` that holds a fine-tuned head for the task's labels. `files`: the resolved
+    `--init_checkpoint` when the caller has it already.
     """
     strategy = strategy or make_strategy(config)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
-    files = resolve_model_files(config)
+    files = files or resolve_model_files(config)
     model = build_model(config, files, task, strategy)
     if not do_train:
         _restore_for_inference(model, files, task, config)
@@ -434,33 +440,40 @@ _HELP = {
 }
 
 
-def define_flags(flag_values: flags.FlagValues = flags.FLAGS, **defaults) -> None:
-    """Defines the `FineTuningConfig` flags (original names); `defaults` override the config's defaults."""
-    for field in dataclasses.fields(FineTuningConfig):
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS, *, config_class: type = FineTuningConfig,
+                 help_texts: Mapping[str, str] | None = None, **defaults) -> None:
+    """Defines a flag for every field of `config_class` (`FineTuningConfig` or a subclass; original names).
+
+    `help_texts` gives the help of a subclass's own fields; `defaults` override the config's defaults (e.g. a
+    task's usual `max_seq_length`).
+    """
+    helps = {**_HELP, **(help_texts or {})}
+    for field in dataclasses.fields(config_class):
         name = field.name
         default = defaults.get(name, None if field.default is dataclasses.MISSING else field.default)
-        help_text = _HELP[name]
+        help_text = helps[name]
+        kind = str(field.type).replace(" | None", "")
         if name == "optimizer":
             flags.DEFINE_enum(name, default, list(optimization.OPTIMIZERS), help_text, flag_values=flag_values)
         elif name == "mixed_precision":
             flags.DEFINE_enum(name, default, list(optimization.MIXED_PRECISION), help_text, flag_values=flag_values)
         elif name == "distribution_strategy":
             flags.DEFINE_enum(name, default, list(distribution.STRATEGIES), help_text, flag_values=flag_values)
-        elif field.type in ("bool", "bool | None"):
+        elif kind == "bool":
             flags.DEFINE_bool(name, default, help_text, flag_values=flag_values)
-        elif field.type in ("int", "int | None"):
+        elif kind == "int":
             flags.DEFINE_integer(name, default, help_text, flag_values=flag_values)
-        elif field.type == "float":
+        elif kind == "float":
             flags.DEFINE_float(name, default, help_text, flag_values=flag_values)
         else:
             flags.DEFINE_string(name, default, help_text, flag_values=flag_values)
 
 
-def config_from_flags(flag_values: flags.FlagValues = flags.FLAGS) -> FineTuningConfig:
-    """The `FineTuningConfig` of parsed flags; `--do_lower_case` left unset stays None (the model's case applies)."""
-    values = {f.name: flag_values[f.name].value for f in dataclasses.fields(FineTuningConfig)}
+def config_from_flags(flag_values: flags.FlagValues = flags.FLAGS, *, config_class: type = FineTuningConfig):
+    """The `config_class` of parsed flags; `--do_lower_case` left unset stays None (the model's case applies)."""
+    values = {f.name: flag_values[f.name].value for f in dataclasses.fields(config_class)}
     if not flag_values["do_lower_case"].present:
         values["do_lower_case"] = None
     if not values["output_dir"]:
         raise InputError("--output_dir is required")
-    return FineTuningConfig(**values)
+    return config_class(**values)
