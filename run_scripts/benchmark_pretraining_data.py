@@ -16,15 +16,14 @@ import os
 import random
 import resource
 import shutil
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging
 
-from official.nlp.data.pretraining import generator as pretraining_data  # noqa: E402
+from official.nlp.data.pretraining import generator as pretraining_data
 
 flags.DEFINE_string("text_file", None, "Real text, one sentence per line, blank lines between documents.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary.")
@@ -96,4 +95,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["text_file", "vocab_file"])
-    app.run(main)
+    cli.run(main)

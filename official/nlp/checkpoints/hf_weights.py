@@ -10,6 +10,8 @@ import os
 import re
 import struct
 
+from official.nlp.common.errors import InputError
+
 import numpy as np
 
 _SAFETENSORS_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
@@ -29,7 +31,7 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
         (header_size,) = struct.unpack("<Q", data[:8])
         header = json.loads(data[8:8 + header_size])
     except (struct.error, ValueError) as e:
-        raise ValueError(f"{path} is not a safetensors file ({e})") from None
+        raise InputError(f"{path} is not a safetensors file ({e})") from None
     start = 8 + header_size
     buffer = memoryview(data)  # slices of a memoryview share the bytes; slices of bytes would copy them
     tensors = {}
@@ -44,7 +46,7 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
         elif info["dtype"] in _SAFETENSORS_DTYPES:
             array = np.frombuffer(raw, np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<"))
         else:
-            raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
+            raise InputError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
         tensors[name] = array.reshape(info["shape"])
     return tensors
 

@@ -29,6 +29,7 @@ import shutil
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
 from official.nlp.checkpoints import tf_checkpoints, hf_weights
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -62,30 +63,39 @@ class ModelFiles:
             self.restore(encoder)
         return encoder
 
-    def restore(self, model, *, encoder_only: bool = False) -> None:
+    def restore(self, model, *, encoder_only: bool = False, _quiet: bool = False) -> None:
         """Loads the checkpoint into `model`: the encoder, plus the pretraining heads for a `BertPretrainer`.
 
-        Other task models get the encoder only (their heads start fresh, as in fine-tuning). To resume a whole
-        fine-tuned model from our format use `tf_checkpoints.restore_checkpoint(model, prefix)`.
+        Other task models get the encoder only (their heads start fresh, as in fine-tuning). A `BertPretrainer`
+        from a checkpoint without pretraining heads (a converted Hugging Face encoder, a TF1 checkpoint without
+        `cls/*`) gets the encoder, and its heads keep their fresh initial values. To resume a whole fine-tuned
+        model from our format use `tf_checkpoints.restore_checkpoint(model, prefix)`.
         """
         if self.checkpoint is None:
             raise ValueError("No checkpoint to restore (the model directory was resolved without one)")
         heads = isinstance(model, BertPretrainer) and not encoder_only
+        if heads and not tf_checkpoints.has_masked_lm_head(self.checkpoint):
+            logging.info("Restored the encoder from %s (%s format); it has no pretraining heads, so the masked-LM "
+                         "and next-sentence heads start from fresh initial values", self.checkpoint,
+                         self.checkpoint_format)
+            self.restore(model, encoder_only=True, _quiet=True)
+            return
         target = model if heads else (model if isinstance(model, BertEncoder) else model.encoder)
         if self.checkpoint_format == "tf1":
             tf_checkpoints.assign_weights(tf_checkpoints.read_tf1_checkpoint(self.checkpoint), target,
                                        source=self.checkpoint)
         else:
             tf_checkpoints.restore_checkpoint(target, self.checkpoint, encoder_only=not heads)
-        logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
-                     self.checkpoint, self.checkpoint_format)
+        if not _quiet:
+            logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
+                         self.checkpoint, self.checkpoint_format)
 
     def tokenizer(self):
         """The pure-Python `FullTokenizer` for this vocabulary and case."""
         from official.nlp.tokenizers.tokenization import FullTokenizer
 
         if self.vocab_file is None or self.do_lower_case is None:
-            raise ValueError("No vocabulary or case: pass --vocab_file and --do_lower_case, or use a model "
+            raise InputError("No vocabulary or case: pass --vocab_file and --do_lower_case, or use a model "
                              "directory that has vocab.txt and do_lower_case")
         return FullTokenizer(self.vocab_file, do_lower_case=self.do_lower_case)
 
@@ -121,7 +131,7 @@ def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_ca
     a checkpoint.
     """
     if checkpoint_format not in ("ours", "tf1"):
-        raise ValueError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
+        raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
     if tf.io.gfile.isdir(model_dir) and (tf.train.latest_checkpoint(model_dir) or tf.io.gfile.glob(
             os.path.join(model_dir, "*.index"))):
         raise FileExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
@@ -152,7 +162,7 @@ def read_do_lower_case(path: str) -> bool:
         return True
     if text in ("false", "0", "no"):
         return False
-    raise ValueError(f"{path}: expected 'true' or 'false', found {text!r}")
+    raise InputError(f"{path}: expected 'true' or 'false', found {text!r}")
 
 
 def find_checkpoint(path: str) -> tuple[str, str]:
@@ -174,7 +184,7 @@ def find_checkpoint(path: str) -> tuple[str, str]:
         return prefix, "ours"
     if tf_checkpoints.is_tf1_checkpoint(prefix):
         return prefix, "tf1"
-    raise ValueError(f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
+    raise InputError(f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
                      "an original TF1 one (`bert/...` variables). Convert it with run_scripts/convert_checkpoint.py")
 
 
@@ -225,7 +235,7 @@ def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None
         if do_lower_case is None:
             do_lower_case = _case_from_vocab(vocab)
         if do_lower_case is None and require_case:
-            raise ValueError(f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass "
+            raise InputError(f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass "
                              "--do_lower_case")
         if do_lower_case is not None:
             logging.info("do_lower_case=%s inferred for %s", do_lower_case, infer_from or vocab_file)
@@ -236,7 +246,7 @@ def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None
 def _merge_case(do_lower_case: bool | None, stored: bool | None, source: str) -> bool | None:
     """The `--do_lower_case` flag, else the case stored with the model; refuses a flag that contradicts it."""
     if do_lower_case is not None and stored is not None and do_lower_case != stored:
-        raise ValueError(f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
+        raise InputError(f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
                          "with the latter. Drop the flag or fix the file.")
     return stored if do_lower_case is None else do_lower_case
 
@@ -280,7 +290,7 @@ def resolve_model_files(
         config_file = bert_config_file or beside(CONFIG_FILE)
         if config_file is None:
             if directory is None:
-                raise ValueError(f"--bert_config_file is required (there is no --init_checkpoint to take "
+                raise InputError(f"--bert_config_file is required (there is no --init_checkpoint to take "
                                  f"{CONFIG_FILE} from)")
             raise FileNotFoundError(f"No BERT config: --bert_config_file is not set and {directory} has no "
                                     f"{CONFIG_FILE}")
@@ -355,11 +365,11 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
         model = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(path), config, source=path)
         return model, ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case)
     if input_format not in ("tf1", "ours"):
-        raise ValueError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
+        raise InputError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
     files = resolve_model_files(path, bert_config_file=bert_config_file, vocab_file=vocab_file,
                                 do_lower_case=do_lower_case)
     if files.checkpoint_format != input_format:
-        raise ValueError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
+        raise InputError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
     if input_format == "tf1":
         weights = tf_checkpoints.read_tf1_checkpoint(files.checkpoint)
         model = tf_checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)

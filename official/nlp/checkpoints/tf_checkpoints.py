@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
@@ -40,7 +41,7 @@ _MLM_SCOPE = "cls/predictions/"
 _NSP_SCOPE = "cls/seq_relationship/"
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(InputError):
     """Weights and model disagree. `missing`, `unexpected` and `wrong_shape` hold the details."""
 
     def __init__(self, source: str, model_desc: str, missing: list, unexpected: list, wrong_shape: list,
@@ -222,7 +223,7 @@ def read_tf1_checkpoint(prefix: str) -> dict[str, np.ndarray]:
                                 "prefix, e.g. uncased_L-12_H-768_A-12/bert_model.ckpt") from None
     names = reader.get_variable_to_shape_map()
     if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
-        raise ValueError(f"{prefix} is an object-based TF2 checkpoint, not an original TF1 BERT checkpoint")
+        raise InputError(f"{prefix} is an object-based TF2 checkpoint, not an original TF1 BERT checkpoint")
     weights, dropped = {}, 0
     for name in names:
         if _TF1_TRAINING_STATE.search(name):
@@ -364,13 +365,13 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
     root = tf.train.Checkpoint(encoder=encoder) if encoder_only or model is encoder else checkpoint_root(model)
     reader = tf.train.load_checkpoint(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
-        raise ValueError(f"{prefix} is not one of our checkpoints (no object graph); for an original TF1 "
+        raise InputError(f"{prefix} is not one of our checkpoints (no object graph); for an original TF1 "
                          "checkpoint use read_tf1_checkpoint + assign_weights")
     saved = _SavedGraph(reader)
     children = [name for name in ("encoder", "model") if getattr(root, name, None) is not None]
     for name in children:
         if saved.node((name,)) is None:
-            raise ValueError(f"{prefix} has no `{name}` object; write checkpoints with "
+            raise InputError(f"{prefix} has no `{name}` object; write checkpoints with "
                              "official.nlp.checkpoints.tf_checkpoints.checkpoint_root(model, ...)")
     shapes = reader.get_variable_to_shape_map()
     missing, wrong_shape, matched = [], [], {}
@@ -391,6 +392,15 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
                                       hint="Check that bert_config.json belongs to this checkpoint.")
     for key, variable in matched.items():
         variable.assign(reader.get_tensor(key))
+
+
+def has_masked_lm_head(prefix: str) -> bool:
+    """Whether a checkpoint (ours or an original TF1 one) holds the masked-LM head; public encoder-only
+    checkpoints (converted Hugging Face models, TF1 without ``cls/*``) do not."""
+    reader = tf.train.load_checkpoint(prefix)
+    if reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+        return _SavedGraph(reader).node(("model", "masked_lm")) is not None
+    return any(name.startswith(_MLM_SCOPE) for name in reader.get_variable_to_shape_map())
 
 
 def model_from_checkpoint(prefix: str, config: BertConfig):

@@ -19,6 +19,7 @@ from typing import Iterable, List, Mapping, Optional, Sequence
 
 from absl import logging
 
+from official.nlp.common.errors import InputError
 from official.nlp.tokenizers import tokenization
 from official.nlp.common import input_files
 
@@ -82,7 +83,7 @@ def learn_vocab(
 
     reserved = reserved_tokens(num_unused)
     if vocab_size <= len(reserved):
-        raise ValueError(f"vocab_size={vocab_size} leaves no room after {len(reserved)} reserved tokens")
+        raise InputError(f"vocab_size={vocab_size} leaves no room after {len(reserved)} reserved tokens")
     learned = learner.learn(
         dict(word_counts),
         vocab_size=vocab_size,
@@ -115,7 +116,7 @@ def build_vocab(
     """Counts words in `input_files` and learns a vocabulary; the result passes `validate_vocab`."""
     counts = count_words(iter_lines(input_files), do_lower_case, max_lines=max_lines)
     if not counts:
-        raise ValueError(f"no words in {', '.join(input_files)}")
+        raise InputError(f"no words in {', '.join(input_files)}")
     logging.info("%d distinct words, %d in total", len(counts), sum(counts.values()))
     vocab = learn_vocab(counts, vocab_size, num_unused=num_unused, **learn_params)
     tokenization.validate_vocab(vocab, do_lower_case=do_lower_case, source="learned vocabulary")

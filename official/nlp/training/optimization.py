@@ -20,6 +20,8 @@ from typing import Sequence
 
 import keras
 
+from official.nlp.common.errors import InputError
+
 OPTIMIZERS = ("adamw", "lamb")
 # `--mixed_precision` values and the Keras dtype policy each one computes in (variables stay float32).
 MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
@@ -56,9 +58,9 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     ):
         super().__init__()
         if decay_steps <= 0:
-            raise ValueError(f"decay_steps must be positive (the number of training steps), got {decay_steps}")
+            raise InputError(f"decay_steps must be positive (the number of training steps), got {decay_steps}")
         if warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+            raise InputError(f"warmup_steps must be >= 0, got {warmup_steps}")
         self.initial_learning_rate = float(initial_learning_rate)
         self.decay_steps = int(decay_steps)
         self.warmup_steps = int(warmup_steps)
@@ -126,11 +128,11 @@ def create_optimizer(
     """
     optimizer_type = optimizer_type.lower()
     if optimizer_type not in OPTIMIZERS:
-        raise ValueError(f"optimizer_type must be one of {OPTIMIZERS}, got {optimizer_type!r}")
+        raise InputError(f"optimizer_type must be one of {OPTIMIZERS}, got {optimizer_type!r}")
     if mixed_precision not in MIXED_PRECISION:
-        raise ValueError(f"mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
+        raise InputError(f"mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
     if num_warmup_steps > num_train_steps:
-        raise ValueError(
+        raise InputError(
             f"num_warmup_steps ({num_warmup_steps}) is larger than num_train_steps ({num_train_steps}); "
             "the learning rate would never reach its peak"
         )
@@ -165,7 +167,7 @@ def create_optimizer(
 def dtype_policy(mixed_precision: str = "float32") -> keras.DTypePolicy:
     """The Keras dtype policy of a `--mixed_precision` value (see `MIXED_PRECISION`)."""
     if mixed_precision not in MIXED_PRECISION:
-        raise ValueError(f"--mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
+        raise InputError(f"--mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
     return keras.dtype_policies.get(MIXED_PRECISION[mixed_precision])
 
 

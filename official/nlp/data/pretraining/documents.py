@@ -88,7 +88,7 @@ def _next_cut(f, position: int, end: int) -> int:
 def plan_units(files: Sequence[str], unit_bytes: int) -> list[WorkUnit]:
     """Cuts the files into work units of about ``unit_bytes`` (a unit may span several small files)."""
     if unit_bytes < 1:
-        raise ValueError(f"unit_bytes must be positive, got {unit_bytes}")
+        raise InputError(f"unit_bytes must be positive, got {unit_bytes}")
     units: list[WorkUnit] = []
     pieces: list[tuple[str, int, int]] = []
     size = 0
