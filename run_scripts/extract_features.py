@@ -3,7 +3,8 @@ r"""Extracts per-token vectors (and optionally sentence vectors) from a BERT mod
     python run_scripts/extract_features.py --input_file=data/sentence_pairs.txt \
         --init_checkpoint=models/minilm --layers=-1,-2,-3,-4 --output_file=features.jsonl
 
-Input: one example per line, `text_a` or `text_a ||| text_b`. Output: JSON lines in the layout of
+Input: one example per line, `text_a` or `text_a ||| text_b` (a line with the separator but no text on one side
+is refused, naming the line; the original tokenized the bars as text). Output: JSON lines in the layout of
 google-research/bert's extract_features.py (`--output_format=concat` concatenates the layers per token), and with
 `--sentence_vectors_file` an `.npy` of one vector per non-blank line.
 --init_checkpoint is a model directory or an original TF1 checkpoint prefix; --bert_config_file, --vocab_file
@@ -38,10 +39,10 @@ flags.mark_flags_as_required(["input_file", "output_file", "init_checkpoint"])
 def main(argv):
     del argv
     layers = feature_extraction.parse_layers(FLAGS.layers)
+    examples = feature_extraction.read_examples(FLAGS.input_file)  # first: bad input fails before any model work
     files = model_dir.resolve_model_files(
         FLAGS.init_checkpoint, bert_config_file=FLAGS.bert_config_file, vocab_file=FLAGS.vocab_file,
         do_lower_case=FLAGS.do_lower_case)
-    examples = feature_extraction.read_examples(FLAGS.input_file)
     results = feature_extraction.extract(
         files.build_encoder(), files.tokenizer(), examples, layers=layers, max_seq_length=FLAGS.max_seq_length,
         batch_size=FLAGS.batch_size)

@@ -10,7 +10,7 @@ import os
 import re
 import struct
 
-from official.nlp.common.errors import InputError
+from official.nlp.common.errors import InputError, MissingInputError
 
 import numpy as np
 
@@ -83,6 +83,25 @@ def hf_name_to_tf1(name: str) -> tuple[str | None, bool]:
     return joined, False
 
 
+_TF1_HEAD_NAMES = {tf1: hf for hf, tf1 in _HF_HEAD_NAMES.items()}
+
+
+def tf1_name_to_hf(name: str) -> str:
+    """The Hugging Face key of a TF1 BERT weight name (the inverse of `hf_name_to_tf1`), so that errors about a
+    Hugging Face file name the tensors as the user's file does; `BertForPreTraining` files add a `bert.` prefix."""
+    if name in _TF1_HEAD_NAMES:
+        return _TF1_HEAD_NAMES[name]
+    name = re.sub(r"/layer_(\d+)/", r"/layer/\1/", name.removeprefix("bert/"))
+    scope, _, last = name.rpartition("/")
+    if scope.endswith("LayerNorm"):
+        last = {"gamma": "weight", "beta": "bias"}.get(last, last)
+    elif last == "kernel":
+        last = "weight"
+    elif last.endswith("_embeddings"):
+        scope, last = name, "weight"
+    return f"{scope}/{last}".replace("/", ".")
+
+
 def read_hf_weights(path: str) -> dict[str, np.ndarray]:
     """Reads Hugging Face BERT weights (`model.safetensors`, or the folder holding it) as TF1 names and layouts.
 
@@ -96,7 +115,7 @@ def read_hf_weights(path: str) -> dict[str, np.ndarray]:
         if os.path.isdir(path) and os.path.exists(os.path.join(path, "pytorch_model.bin")):
             hint = ("; only model.safetensors is read: re-save with "
                     "transformers' save_pretrained(..., safe_serialization=True)")
-        raise FileNotFoundError(f"No model.safetensors at {path}{hint}")
+        raise MissingInputError(f"No model.safetensors at {path}{hint}")
     tensors = load_safetensors(file)
     weights, decoder = {}, {}
     for hf_name, value in tensors.items():

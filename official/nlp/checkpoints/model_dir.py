@@ -29,7 +29,7 @@ import shutil
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common.errors import InputError
+from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.checkpoints import tf_checkpoints, hf_weights
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -137,7 +137,7 @@ def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_ca
         raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
     if tf.io.gfile.isdir(model_dir) and (tf.train.latest_checkpoint(model_dir) or tf.io.gfile.glob(
             os.path.join(model_dir, "*.index"))):
-        raise FileExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
+        raise OutputExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
     config = model.config if isinstance(model, BertEncoder) else model.encoder.config
     write_model_files(model_dir, config, vocab_file, do_lower_case)
     if checkpoint_format == "tf1":
@@ -174,15 +174,23 @@ def find_checkpoint(path: str) -> tuple[str, str]:
         prefix = tf.train.latest_checkpoint(path)
         if prefix is None:
             indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
+            if not indexes:
+                hf = ("it has config.json, as a Hugging Face folder does, but no model.safetensors (the weights; "
+                      "a pytorch_model.bin alone is not read)" if tf.io.gfile.exists(os.path.join(path, "config.json"))
+                      else "it holds no weights")
+                raise MissingInputError(
+                    f"{path}: {hf}. Expected a model directory (checkpoint + ckpt-N.index), an original TF1 "
+                    "checkpoint (bert_model.ckpt.index) or a Hugging Face folder (config.json + model.safetensors "
+                    "+ vocab.txt)")
             if len(indexes) != 1:
-                found = ", ".join(os.path.basename(i) for i in indexes) or "none"
-                raise FileNotFoundError(f"{path}: cannot tell which checkpoint to use (no `checkpoint` state file; "
+                found = ", ".join(os.path.basename(i) for i in indexes)
+                raise MissingInputError(f"{path}: cannot tell which checkpoint to use (no `checkpoint` state file; "
                                         f"*.index files: {found}); pass the checkpoint prefix instead")
             prefix = indexes[0][:-len(".index")]
     elif tf.io.gfile.exists(path + ".index"):
         prefix = path
     else:
-        raise FileNotFoundError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
+        raise MissingInputError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
     if tf_checkpoints.is_our_checkpoint(prefix):
         return prefix, "ours"
     if tf_checkpoints.is_tf1_checkpoint(prefix):
@@ -231,7 +239,7 @@ def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None
     from official.nlp.tokenizers import tokenization
 
     if not tf.io.gfile.exists(vocab_file):
-        raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
+        raise MissingInputError(f"Vocabulary file not found: {vocab_file}")
     vocab = tokenization.load_vocab(vocab_file)
     if do_lower_case is None and infer_case:
         do_lower_case = _case_from_directory_name(infer_from)
@@ -301,14 +309,14 @@ def resolve_model_files(
             if directory is None:
                 raise InputError(f"--bert_config_file is required (there is no --init_checkpoint to take "
                                  f"{CONFIG_FILE} from)")
-            raise FileNotFoundError(f"No BERT config: --bert_config_file is not set and {directory} has no "
+            raise MissingInputError(f"No BERT config: --bert_config_file is not set and {directory} has no "
                                     f"{CONFIG_FILE}")
         config = BertConfig.from_json_file(config_file)
 
     vocab_file = vocab_file or beside(VOCAB_FILE)
     if vocab_file is None and require_vocab:
         where = f" and {directory} has no {VOCAB_FILE}" if directory else ""
-        raise FileNotFoundError(f"No vocabulary: --vocab_file is not set{where}")
+        raise MissingInputError(f"No vocabulary: --vocab_file is not set{where}")
 
     case_file = beside(DO_LOWER_CASE_FILE)
     if case_file:
@@ -349,7 +357,7 @@ def hf_model_files(path: str, *, bert_config_file: str | None = None, vocab_file
     vocab_file = vocab_file or (os.path.join(directory, VOCAB_FILE)
                                 if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None)
     if vocab_file is None:
-        raise FileNotFoundError(f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass "
+        raise MissingInputError(f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass "
                                 "--vocab_file")
     do_lower_case = _merge_case(do_lower_case, _hf_do_lower_case(directory),
                                 f"{directory}/tokenizer_config.json's do_lower_case")
@@ -380,7 +388,8 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
     if input_format == "hf":
         files = hf_model_files(path, bert_config_file=bert_config_file, vocab_file=vocab_file,
                                do_lower_case=do_lower_case)
-        model = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(path), files.config, source=path)
+        model = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(path), files.config, source=path,
+                                                  display_name=hf_weights.tf1_name_to_hf)
         return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
     if input_format not in ("tf1", "ours"):
         raise InputError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from absl import logging
 
-from official.nlp.common.errors import InputError
+from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.activations import ACTIVATION_NAMES, HF_ACTIVATIONS
 
 # (num_hidden_layers, hidden_size, num_attention_heads) of the public Google BERT sizes.
@@ -125,7 +125,7 @@ class BertConfig:
             with open(path, encoding="utf-8") as f:
                 values = json.load(f)
         except FileNotFoundError:
-            raise FileNotFoundError(f"BERT config file not found: {path}") from None
+            raise MissingInputError(f"BERT config file not found: {path}") from None
         except json.JSONDecodeError as e:
             raise InputError(f"{path} is not valid JSON: {e}") from None
         if not isinstance(values, dict):

@@ -86,11 +86,18 @@ def read_examples(input_file: str) -> list[InputExample]:
             if not line:
                 skipped += 1
                 continue
-            match = _PAIR_SEPARATOR.match(line)
+            # The separator counts also where strip() has eaten a space next to it ("|||", "a |||", "||| b"):
+            # the original then tokenized the bars as text ([CLS] | | | [SEP]), which is never what was meant.
+            match = _PAIR_SEPARATOR.match(f" {line} ")
             if match is None:
                 examples.append(InputExample(line_number, line))
-            else:
-                examples.append(InputExample(line_number, match.group(1), match.group(2)))
+                continue
+            text_a, text_b = match.group(1).strip(), match.group(2).strip()
+            if not text_a or not text_b:
+                side = "on either side" if not (text_a or text_b) else ("before" if not text_a else "after") + " it"
+                raise InputError(f"{input_file}, line {line_number + 1}: {line!r} has the pair separator ' ||| ' "
+                                 f"but no text {side}; write `text_a ||| text_b`, or `text_a` alone")
+            examples.append(InputExample(line_number, text_a, text_b))
     if not examples:
         raise InputError(f"{input_file} holds no text: write one example per line, `text_a` or `text_a ||| text_b`")
     if skipped:

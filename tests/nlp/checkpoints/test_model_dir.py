@@ -96,7 +96,7 @@ def test_missing_pieces_are_named(tmp_path):
         model_dir.resolve_model_files(str(tmp_path / "nothing"))
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(FileNotFoundError, match="cannot tell which checkpoint"):
+    with pytest.raises(FileNotFoundError, match="it holds no weights. Expected a model directory"):
         model_dir.resolve_model_files(str(empty))
     prefix = tf_checkpoints.save_checkpoint(_encoder(), str(tmp_path / "bare" / "ckpt"))
     with pytest.raises(FileNotFoundError, match="has no bert_config.json"):
