@@ -13,13 +13,23 @@ from typing import Callable
 
 @dataclasses.dataclass
 class Rate:
-    """Items per second of one variant: the median over rounds, with the spread (min..max) for honesty."""
+    """Items per second of one variant: the median over rounds, with the spread (min..max) for honesty.
+
+    `per_round` is wall-clock; `per_cpu_round` is items per CPU-second of this process, which moves less than
+    wall time when other jobs compete for the cores (it counts TF's spinning threads too, so it is no
+    substitute for a quiet machine, but a ratio of CPU rates is a fair check on a ratio of wall rates).
+    """
     name: str
     per_round: list[float]
+    per_cpu_round: list[float] = dataclasses.field(default_factory=list)
 
     @property
     def median(self) -> float:
         return statistics.median(self.per_round)
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.per_cpu_round)
 
     def spread(self) -> str:
         return f"{min(self.per_round):.4g}..{max(self.per_round):.4g}"
@@ -33,9 +43,10 @@ def interleaved(variants: dict[str, Callable[[], float]], rounds: int) -> dict[s
     rates = {name: Rate(name, []) for name in variants}
     for _ in range(rounds):
         for name, fn in variants.items():
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             items = fn()
             rates[name].per_round.append(items / (time.perf_counter() - start))
+            rates[name].per_cpu_round.append(items / (time.process_time() - cpu_start))
     return rates
 
 
@@ -46,11 +57,11 @@ def command_line() -> str:
 def print_table(title: str, rates: dict[str, Rate], reference: str, unit: str, extra: dict[str, str] | None = None):
     """One block per measurement: the command, then each variant's median, spread and ratio to `reference`."""
     print(f"\n## {title}\n$ {command_line()}")
-    ref = rates[reference].median
+    ref, ref_cpu = rates[reference].median, rates[reference].cpu_median
     for name, rate in rates.items():
         note = (extra or {}).get(name, "")
-        print(f"  {name:<44} {rate.median:10.4g} {unit}  (rounds {rate.spread()})  "
-              f"{rate.median / ref:5.2f}x {reference}  {note}")
+        print(f"  {name:<28} {rate.median:9.4g} {unit} (rounds {rate.spread()}) {rate.median / ref:5.2f}x {reference}"
+              f" | per CPU-s {rate.cpu_median:8.4g}, {rate.cpu_median / ref_cpu:5.2f}x | {note}")
 
 
 def matmul_shapes(batch: int, seq: int, hidden: int, intermediate: int, heads: int, train: bool):
