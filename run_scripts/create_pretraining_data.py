@@ -31,14 +31,16 @@ flags.DEFINE_float("masked_lm_prob", 0.15, "Masked-LM probability.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of a shorter target length for a document.")
 flags.DEFINE_bool("do_whole_word_mask", False, "Mask whole words rather than single WordPiece tokens.")
 flags.DEFINE_integer("max_ngram_size", 1, "Mask spans of up to this many words (ALBERT n-gram masking, P(n) ~ 1/n).")
-flags.DEFINE_bool("use_next_sentence_label", True, "Write next_sentence_labels; False gives MLM-only records.")
+flags.DEFINE_bool("use_next_sentence_label", True, "Write next_sentence_labels. False gives MLM-only records of "
+                  "contiguous text: B always continues A (no random next segments).")
 flags.DEFINE_bool("static_masking", True,
                   "Mask here. False writes unmasked records for on-the-fly masking (masking.dynamic_masking).")
 flags.DEFINE_integer("num_workers", 0, "Worker processes (0: all cores). The output does not depend on it.")
 flags.DEFINE_bool("gzip", False, "Write gzip-compressed TFRecords (read with compression_type='GZIP').")
 flags.DEFINE_float("unit_mb", 4.0,
-                   "Size of the independent work units; the random next document and the instance shuffle are "
-                   "drawn within a unit, and a worker holds one unit in memory.")
+                   "Size of the independent work units (at least two documents each; the shard count does not "
+                   "change them); the random next document and the instance shuffle are drawn within a unit, and "
+                   "a worker holds one unit in memory.")
 flags.DEFINE_integer("max_line_bytes", 1 << 20, "Longer lines are an error (or skipped with --skip_bad_lines).")
 flags.DEFINE_bool("skip_bad_lines", False, "Count and skip lines that are not UTF-8 or too long, instead of failing.")
 flags.DEFINE_string("stats_file", None, "Statistics JSON (default: next to the output).")

@@ -74,6 +74,7 @@ class PretrainingConfig:
     end_learning_rate: float = 0.0
     poly_power: float = 1.0
     optimizer: str = "adamw"
+    adam_bias_correction: bool = False  # False: the original optimizer; True: PyTorch's / Hugging Face's AdamW
     weight_decay: float = 0.01
     clip_norm: float = 1.0
     save_checkpoints_steps: int = 1000
@@ -131,7 +132,7 @@ def build_model_and_optimizer(config: PretrainingConfig, bert_config: BertConfig
             config.optimizer, learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
             num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
             poly_power=config.poly_power, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
-            mixed_precision=config.mixed_precision)
+            adam_bias_correction=config.adam_bias_correction, mixed_precision=config.mixed_precision)
     return model, optimizer
 
 

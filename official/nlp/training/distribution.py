@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -114,6 +115,51 @@ def worker_info(strategy: tf.distribute.Strategy) -> WorkerInfo:
 def local_replica_count(strategy: tf.distribute.Strategy) -> int:
     """Replicas fed by this process."""
     return strategy.num_replicas_in_sync // worker_info(strategy).count
+
+
+def replica_seed(seed: int, global_replica_id: int) -> int:
+    """The seed of replica `global_replica_id`'s random stream: `seed` itself for replica 0 (so one replica draws
+    what a single-device run draws), an independent 32-bit hash of (seed, replica id) for the others."""
+    if global_replica_id == 0:
+        return int(seed)
+    return int(np.random.SeedSequence([int(seed), global_replica_id]).generate_state(1)[0])
+
+
+def seed_generator_states(model) -> list:
+    """The Keras seed-generator states of a model (dropout): Keras does not track them for `tf.train.Checkpoint`,
+    but resuming needs them, and `seed_replica_streams` splits them per replica."""
+    return [v for v in model.non_trainable_variables if v.name == "seed_generator_state"]
+
+
+def primary_seeds(state_variables: Sequence) -> list[int]:
+    """The seed half of each seed-generator state, as replica 0 (the primary copy) holds it."""
+    return [int(tf.convert_to_tensor(getattr(v, "value", v)).numpy()[0]) for v in state_variables]
+
+
+def seed_replica_streams(strategy: tf.distribute.Strategy, state_variables: Sequence, seeds: Sequence[int]) -> None:
+    """Gives every replica its own stream in each Keras seed-generator state (dropout), from the global replica id.
+
+    Keras creates each state (`[seed, counter]`) with `aggregation="none"`: every replica holds its own copy, but
+    all copies start equal and advance alike, so every replica would draw the same dropout masks (and every worker,
+    since all call `keras.utils.set_random_seed` with the same seed). This sets the copy of global replica r to
+    `[replica_seed(seeds[i], r), counter]`, keeping the counter. Replica 0 keeps `seeds[i]`, which is therefore
+    what a checkpoint saves; call this again after restoring one (with the restored seeds) to split the streams the
+    same way.
+
+    Example (before `model.fit` under a MirroredStrategy):
+
+        states = seed_generator_states(model)
+        seed_replica_streams(strategy, states, primary_seeds(states))
+    """
+    if len(seeds) != len(state_variables):
+        raise ValueError(f"{len(seeds)} seeds for {len(state_variables)} seed-generator states")
+    first_replica = worker_info(strategy).index * local_replica_count(strategy)
+    for variable, seed in zip(state_variables, seeds):
+        components = strategy.experimental_local_results(getattr(variable, "value", variable))
+        for i, component in enumerate(components):
+            counter = component.numpy()[1]
+            component.assign(np.array([replica_seed(seed, first_replica + i), counter],
+                                      dtype=component.dtype.as_numpy_dtype))
 
 
 def set_logical_cpu_devices(count: int) -> None:

@@ -4,9 +4,16 @@ The recipe of the original BERT: linear warmup to the peak learning rate, then p
 decay to `end_learning_rate` at `num_train_steps`; Adam with decoupled weight decay 0.01 that skips LayerNorm and
 bias weights; gradients clipped to global norm 1.0.
 
-We use Keras 3's own `AdamW` and `Lamb`. They differ from the original hand-written optimizers in two documented
-ways: Keras' Adam applies bias correction (the original `AdamWeightDecayOptimizer` does not), and Keras' `Lamb`
-applies weight decay outside the trust ratio and applies the trust ratio to every variable.
+The optimizers are Keras 3's own `AdamW` and `Lamb`, each changed in one place to match the reference:
+
+- `BertAdamW` takes `bias_correction`. False (our default) is the original `AdamWeightDecayOptimizer`, which has
+  no Adam bias correction: its first steps are larger by (1 - beta_1^t) / sqrt(1 - beta_2^t), 3.16x at step 1 and
+  still 1.26x at step 1000, and the paper's fine-tuning learning rates were tuned with it. True is Keras' own
+  `AdamW`, which is PyTorch's `torch.optim.AdamW` and the Hugging Face recipes (up to where epsilon enters).
+- `BertLamb` leaves LayerNorm and bias variables out of the layer adaptation (trust ratio), as the LAMB paper's
+  BERT recipe and the reference implementations do: a zero-initialized bias has norm 0, so the trust ratio would
+  keep it near 0 forever. Its weight decay is part of the update the trust ratio scales (Keras' `Lamb` applies it
+  outside), as in the paper.
 
 Example:
 
@@ -16,9 +23,11 @@ Example:
 """
 from __future__ import annotations
 
+import re
 from typing import Sequence
 
 import keras
+from keras import ops
 
 OPTIMIZERS = ("adamw", "lamb")
 # `--mixed_precision` values and the Keras dtype policy each one computes in (variables stay float32).
@@ -88,6 +97,103 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
+@keras.saving.register_keras_serializable(package="bert")
+class BertAdamW(keras.optimizers.AdamW):
+    """Keras' `AdamW` with Adam's bias correction made optional (see the module docstring).
+
+    With `bias_correction=False`, a step is the original `AdamWeightDecayOptimizer`'s:
+    `m = b1 m + (1 - b1) g`, `v = b2 v + (1 - b2) g^2`, `w -= lr * (m / (sqrt(v) + eps) + wd * w)` (the decay only
+    on variables not excluded from it). With True, it is Keras' `AdamW` unchanged.
+
+    Example:
+
+    >>> opt = BertAdamW(learning_rate=0.1, weight_decay=0.0, bias_correction=False)
+    >>> w = keras.Variable([1.0])
+    >>> opt.apply([keras.ops.convert_to_tensor([2.0])], [w])
+    >>> round(float(w.numpy()[0]), 4)  # 1 - 0.1 * 0.1 * 2 / (sqrt(0.001 * 4) + 1e-7)
+    0.6838
+    """
+
+    def __init__(self, *args, bias_correction: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.amsgrad and not bias_correction:
+            raise ValueError("amsgrad needs bias_correction=True")
+        self.bias_correction = bool(bias_correction)
+
+    def update_step(self, gradient, variable, learning_rate):
+        if self.bias_correction:
+            return super().update_step(gradient, variable, learning_rate)
+        # Keras has already applied the decoupled weight decay (lr * wd * w) to `variable` in `apply`.
+        lr = ops.cast(learning_rate, variable.dtype)
+        gradient = ops.cast(gradient, variable.dtype)
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+        self.assign_sub(variable, ops.divide(ops.multiply(m, lr), ops.add(ops.sqrt(v), self.epsilon)))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "bias_correction": self.bias_correction}
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class BertLamb(keras.optimizers.Lamb):
+    """Keras' `Lamb` without layer adaptation for the variables named by `exclude_from_layer_adaptation`, and with
+    the weight decay inside the update that the trust ratio scales (see the module docstring).
+
+    A step: `u = m_hat / (sqrt(v_hat) + eps) + wd * w` (decay only on variables not excluded from it), then
+    `w -= lr * r * u` with the trust ratio `r = ||w|| / ||u||` (1 when either norm is 0), or `r = 1` for a
+    variable whose name matches one of `exclude_from_layer_adaptation` (regular expressions, searched in the
+    variable's name). None adapts every variable, as Keras' `Lamb` does.
+
+    Example:
+
+    >>> opt = BertLamb(learning_rate=0.1, exclude_from_layer_adaptation=["bias"])
+    >>> bias = keras.Variable([0.01, 0.0], name="bias")
+    >>> opt.apply([keras.ops.convert_to_tensor([1.0, 1.0])], [bias])
+    >>> [round(float(x), 3) for x in bias.numpy()]  # a plain Adam step of 0.1; the trust ratio would give 0.0071
+    [-0.09, -0.1]
+    """
+
+    def __init__(self, *args, exclude_from_layer_adaptation: Sequence[str] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.exclude_from_layer_adaptation = (
+            list(exclude_from_layer_adaptation) if exclude_from_layer_adaptation is not None else None)
+        self._no_adaptation = (re.compile("|".join(self.exclude_from_layer_adaptation))
+                               if self.exclude_from_layer_adaptation else None)
+
+    def uses_layer_adaptation(self, variable) -> bool:
+        """Whether the trust ratio scales the updates of `variable`."""
+        return self._no_adaptation is None or self._no_adaptation.search(variable.name) is None
+
+    def _apply_weight_decay(self, variables):
+        pass  # Part of `update_step`, inside the trust ratio.
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = ops.cast(learning_rate, variable.dtype)
+        gradient = ops.cast(gradient, variable.dtype)
+        local_step = ops.cast(self.iterations + 1, variable.dtype)
+        beta_1_power = ops.power(ops.cast(self.beta_1, variable.dtype), local_step)
+        beta_2_power = ops.power(ops.cast(self.beta_2, variable.dtype), local_step)
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+        update = ops.divide(ops.divide(m, 1.0 - beta_1_power),
+                            ops.add(ops.sqrt(ops.divide(v, 1.0 - beta_2_power)), self.epsilon))
+        if self.weight_decay is not None and self._use_weight_decay(variable):
+            update = ops.add(update, ops.multiply(ops.cast(self.weight_decay, variable.dtype), variable))
+        if self.uses_layer_adaptation(variable):
+            w_norm = ops.sqrt(ops.sum(ops.square(variable)))
+            u_norm = ops.sqrt(ops.sum(ops.square(update)))
+            ratio = ops.where(ops.logical_and(ops.greater(w_norm, 0), ops.greater(u_norm, 0)), w_norm / u_norm, 1.0)
+            update = ops.multiply(ratio, update)
+        self.assign_sub(variable, ops.multiply(lr, update))
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "exclude_from_layer_adaptation": self.exclude_from_layer_adaptation}
+
+
 def create_optimizer(
     optimizer_type: str = "adamw",
     *,
@@ -102,6 +208,8 @@ def create_optimizer(
     beta_2: float = 0.999,
     epsilon: float = 1e-6,
     exclude_from_weight_decay: Sequence[str] = DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
+    adam_bias_correction: bool = False,
+    exclude_from_layer_adaptation: Sequence[str] | None = None,
     mixed_precision: str = "float32",
     initial_loss_scale: float = 2.0**15,
     loss_scale_growth_steps: int = 2000,
@@ -116,6 +224,10 @@ def create_optimizer(
       end_learning_rate, poly_power: the polynomial decay (power 1 is linear).
       weight_decay: decoupled weight decay, not applied to variables whose name matches
         `exclude_from_weight_decay` (LayerNorm and bias by default).
+      adam_bias_correction: "adamw" only. False (the default) is the original BERT optimizer, without Adam's bias
+        correction; True is Keras' `AdamW`, the same as PyTorch's `AdamW` and the Hugging Face recipes.
+      exclude_from_layer_adaptation: "lamb" only: variables (name patterns) whose updates the trust ratio does not
+        scale; None means the same as `exclude_from_weight_decay` (LayerNorm and bias).
       clip_norm: clip gradients to this global norm; None or 0 turns clipping off. Under a distribution strategy
         our training loop reduces gradients over replicas before the optimizer sees them, so the norm is the norm
         of the global gradient (Keras' own `fit` clips per replica before reducing).
@@ -150,9 +262,13 @@ def create_optimizer(
         global_clipnorm=clip_norm if clip_norm else None,
     )
     if optimizer_type == "adamw":
-        optimizer = keras.optimizers.AdamW(**common)
+        # Keras' AdamW refuses weight_decay=None; 0.0 decays nothing.
+        optimizer = BertAdamW(**dict(common, weight_decay=float(weight_decay or 0.0)),
+                              bias_correction=adam_bias_correction)
     else:
-        optimizer = keras.optimizers.Lamb(**common)
+        if exclude_from_layer_adaptation is None:
+            exclude_from_layer_adaptation = exclude_from_weight_decay
+        optimizer = BertLamb(**common, exclude_from_layer_adaptation=exclude_from_layer_adaptation)
     if weight_decay and exclude_from_weight_decay:
         optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
     if mixed_precision == "float16":

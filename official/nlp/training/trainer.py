@@ -12,6 +12,8 @@ steps per call, with:
 - optional XLA (`jit_compile`) of the forward and backward pass;
 - checkpoints of the model, optimizer, step, dropout RNG state and input position (`checkpointing`), resumed
   automatically when `model_dir` has one;
+- a dropout stream per replica, derived from the seed and the global replica id, also after a restore
+  (`distribution.seed_replica_streams`);
 - a NaN or infinite loss stops training with `TrainingDivergedError`, keeping the last good checkpoint;
 - TensorBoard scalars in `model_dir/summaries` (`summaries`) and an absl log line per loop with steps/s and
   examples/s.
@@ -114,11 +116,6 @@ class _GradientsAlreadyReduced:
         del self.inner._all_reduce_sum_gradients
 
 
-def _rng_state_variables(model: keras.Model) -> list:
-    """Dropout seed-generator states: Keras does not track them for tf.train.Checkpoint, but resuming needs them."""
-    return [v for v in model.non_trainable_variables if v.name == "seed_generator_state"]
-
-
 def _with_nones(grads: list, present: list[bool]) -> list:
     """Puts the Nones (variables without a gradient) back in place."""
     grads = list(reversed(grads))
@@ -175,9 +172,11 @@ class Trainer:
                                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
             if not optimizer.built:
                 optimizer.build(model.trainable_variables)
+        self._rng_states = distribution.seed_generator_states(model)
+        self._initial_rng_seeds = distribution.primary_seeds(self._rng_states)
         self._checkpoint = tf_checkpoints.training_checkpoint_root(
             model, optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps,
-            rng_state=_rng_state_variables(model))
+            rng_state=self._rng_states)
         self._micro_step_fn = (
             tf.function(self._micro_step, jit_compile=True) if config.jit_compile else self._micro_step
         )
@@ -358,6 +357,10 @@ class Trainer:
         restored = self.keeper.restore()
         if restored is None and self.init_fn is not None:
             self.init_fn()
+        # A checkpoint holds replica 0's state, whose seed is the base one; a fresh start uses the seeds the model
+        # was built with (not the current values: an earlier call may have split them already).
+        seeds = self._initial_rng_seeds if restored is None else distribution.primary_seeds(self._rng_states)
+        distribution.seed_replica_streams(self.strategy, self._rng_states, seeds)
         step = int(self.step.numpy())
         if step >= last_step:
             logging.info("model_dir %s is already at step %d of %d: nothing to train", cfg.model_dir, step,

@@ -50,7 +50,7 @@ def test_weight_decay_and_clipping_act_as_documented():
     global_norm = np.sqrt(4 * 30.0**2 + 2 * 40.0**2)
     # end_learning_rate == learning_rate: a constant rate, which makes the expected values easy to write down.
     optimizer = optimization.create_optimizer(learning_rate=0.1, end_learning_rate=0.1, num_train_steps=10,
-                                              weight_decay=0.5, clip_norm=1.0)
+                                              weight_decay=0.5, clip_norm=1.0, adam_bias_correction=True)
     optimizer.apply([keras.ops.convert_to_tensor(g) for g in grads], [kernel, bias])
     # Adam's first step moves every weight by lr * sign(g) (up to epsilon), whatever the clipping; decay adds
     # lr * wd * w on the kernel only.
@@ -62,13 +62,109 @@ def test_weight_decay_and_clipping_act_as_documented():
 
 def test_factory_options_and_errors():
     lamb = optimization.create_optimizer("lamb", learning_rate=1e-3, num_train_steps=10)
-    assert isinstance(lamb, keras.optimizers.Lamb)
+    assert isinstance(lamb, optimization.BertLamb)
+    restored = optimization.BertLamb.from_config(lamb.get_config())
+    assert restored.exclude_from_layer_adaptation == list(optimization.DEFAULT_WEIGHT_DECAY_EXCLUSIONS)
+    adamw = optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, weight_decay=0.0)
+    assert adamw.bias_correction is False  # the original's optimizer by default
+    assert optimization.BertAdamW.from_config(adamw.get_config()).bias_correction is False
     fp16 = optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, num_warmup_steps=5,
                                          mixed_precision="float16")
     assert isinstance(fp16, keras.optimizers.LossScaleOptimizer)
-    assert isinstance(fp16.inner_optimizer, keras.optimizers.AdamW)
+    assert isinstance(fp16.inner_optimizer, optimization.BertAdamW)
     assert optimization.current_learning_rate(fp16) == 0.0  # the warmup starts at 0, as in the original
     with pytest.raises(ValueError, match="optimizer_type must be one of"):
         optimization.create_optimizer("sgd", learning_rate=1e-3, num_train_steps=10)
     with pytest.raises(ValueError, match="num_warmup_steps .* is larger than num_train_steps"):
         optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, num_warmup_steps=11)
+
+
+def original_adamw(params, grads_per_step, lr, weight_decay, decayed, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                   bias_correction=False):
+    """google-research/bert optimization.py AdamWeightDecayOptimizer.apply_gradients, transcribed to numpy.
+
+    bias_correction=True adds Adam's correction as Kingma & Ba (section 2, "epsilon hat") and Hugging Face's
+    AdamW write it: the step size becomes lr * sqrt(1 - b2^t) / (1 - b1^t). (PyTorch's AdamW adds epsilon after the
+    correction instead, a difference of order epsilon / |g|.)
+    """
+    params = [p.astype(np.float64) for p in params]
+    m = [np.zeros_like(p) for p in params]
+    v = [np.zeros_like(p) for p in params]
+    for t, grads in enumerate(grads_per_step, start=1):
+        for i, (param, grad) in enumerate(zip(params, grads)):
+            m[i] = beta_1 * m[i] + (1.0 - beta_1) * grad
+            v[i] = beta_2 * v[i] + (1.0 - beta_2) * grad**2
+            update = m[i] / (np.sqrt(v[i]) + epsilon)
+            if bias_correction:
+                update *= np.sqrt(1 - beta_2**t) / (1 - beta_1**t)
+            if decayed[i]:  # _do_use_weight_decay: not LayerNorm, not bias
+                update += weight_decay * param
+            params[i] = param - lr * update
+    return params
+
+
+@pytest.mark.parametrize("bias_correction", [False, True])
+def test_adamw_matches_the_original_update(bias_correction):
+    rng = np.random.RandomState(0)
+    init = [rng.normal(size=(3, 4)).astype("float32"), rng.normal(size=(4,)).astype("float32")]
+    steps = [[rng.normal(size=p.shape).astype("float32") for p in init] for _ in range(5)]
+    kernel, bias = keras.Variable(init[0], name="kernel"), keras.Variable(init[1], name="bias")
+    optimizer = optimization.create_optimizer(learning_rate=0.01, end_learning_rate=0.01, num_train_steps=10,
+                                              weight_decay=0.1, clip_norm=None, adam_bias_correction=bias_correction)
+    for grads in steps:
+        optimizer.apply([keras.ops.convert_to_tensor(g) for g in grads], [kernel, bias])
+    want = original_adamw(init, steps, lr=0.01, weight_decay=0.1, decayed=[True, False],
+                          bias_correction=bias_correction)
+    np.testing.assert_allclose(kernel.numpy(), want[0], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(bias.numpy(), want[1], rtol=1e-5, atol=1e-7)
+    # The two settings really differ: without correction the first step is (1 - b1) / sqrt(1 - b2) = 3.16x larger.
+    other = original_adamw(init, steps, lr=0.01, weight_decay=0.1, decayed=[True, False],
+                           bias_correction=not bias_correction)
+    assert np.abs(other[1] - bias.numpy()).max() > 1e-3
+
+
+def _train_bias(optimizer, steps=1000):
+    """`steps` tiny steps on a zero-initialized 768-wide bias and a kernel, with fixed gradients; returns both."""
+    import tensorflow as tf
+
+    rng = np.random.RandomState(0)
+    kernel = keras.Variable(rng.normal(size=(8, 768)).astype("float32") * 0.02, name="kernel")
+    bias = keras.Variable(np.zeros(768, "float32"), name="bias")
+    grads = [tf.constant(rng.normal(size=(8, 768)).astype("float32")),
+             tf.constant(rng.normal(size=(768,)).astype("float32"))]
+    optimizer.build([kernel, bias])
+
+    @tf.function
+    def run():
+        for _ in tf.range(steps):
+            optimizer.apply(grads, [kernel, bias])
+
+    run()
+    return kernel.numpy(), bias.numpy()
+
+
+def test_lamb_updates_zero_initialized_biases():
+    kwargs = dict(learning_rate=1e-4, end_learning_rate=1e-4, num_train_steps=1000, clip_norm=None)
+    _, lamb_bias = _train_bias(optimization.create_optimizer("lamb", **kwargs))
+    _, adamw_bias = _train_bias(optimization.create_optimizer("adamw", adam_bias_correction=True, **kwargs))
+    # The bias is out of the layer adaptation (and of the weight decay): it moves as with Adam, about 1e-4 per
+    # element and step in the direction of its fixed gradient.
+    assert np.linalg.norm(adamw_bias) > 2.0
+    np.testing.assert_allclose(lamb_bias, adamw_bias, rtol=1e-3, atol=1e-6)
+    # With the trust ratio on every variable (Keras' own Lamb), the same bias stays frozen near 0.
+    _, stock_bias = _train_bias(keras.optimizers.Lamb(learning_rate=1e-4))
+    assert np.linalg.norm(stock_bias) < 0.01
+
+
+def test_lamb_trust_ratio_and_weight_decay_on_kernels():
+    rng = np.random.RandomState(1)
+    w0 = rng.normal(size=(4, 5)).astype("float32")
+    g = rng.normal(size=(4, 5)).astype("float32")
+    kernel = keras.Variable(w0, name="kernel")
+    optimizer = optimization.create_optimizer("lamb", learning_rate=0.01, end_learning_rate=0.01,
+                                              num_train_steps=10, weight_decay=0.1, clip_norm=None)
+    optimizer.apply([keras.ops.convert_to_tensor(g)], [kernel])
+    # LAMB (You et al. 2019, Algorithm 2) at step 1: m_hat = g, v_hat = g^2; the decay is inside the ratio.
+    update = g / (np.abs(g) + 1e-6) + 0.1 * w0
+    ratio = np.linalg.norm(w0) / np.linalg.norm(update)
+    np.testing.assert_allclose(kernel.numpy(), w0 - 0.01 * ratio * update, rtol=1e-5, atol=1e-7)

@@ -2,7 +2,8 @@
 
 Also runnable as a child process (`python -m tests.nlp.training.tiny DIR`) that splits the CPU into two logical
 devices, which must happen before TensorFlow starts: it trains the same model on the same global batches with
-one_device, mirrored (2 replicas), gradient accumulation and both, and prints the losses and weights as JSON.
+one_device, mirrored (2 replicas), gradient accumulation and both, and prints the losses and weights as JSON; and
+mirrored with dropout on, uninterrupted and resumed, probing whether the two replicas draw different masks.
 """
 from __future__ import annotations
 
@@ -71,6 +72,33 @@ def train(strategy, model_dir: str, *, accumulation: int = 1, checkpoint_input: 
     return result, model, optimizer
 
 
+def replica_outputs(strategy, model) -> list:
+    """The model's outputs on each replica for the same input, with dropout on (`training=True`)."""
+    import tensorflow as tf
+
+    x = {"x": tf.ones([4, FEATURES])}
+    outputs = strategy.run(lambda: model(x, training=True))
+    return [o.numpy() for o in strategy.experimental_local_results(outputs)]
+
+
+def _dropout_scenario(strategy, out_dir: str) -> dict:
+    """Mirrored training with dropout: uninterrupted, and stopped at step 10 then resumed by fresh objects."""
+    full, full_model, _ = train(strategy, f"{out_dir}/full", dropout=0.3)
+    train(strategy, f"{out_dir}/split", dropout=0.3, stop_at_step=10)
+    resumed, resumed_model, _ = train(strategy, f"{out_dir}/split", dropout=0.3)
+    result = {
+        "resume_bitwise": all(np.array_equal(a, b) for a, b in zip(full_model.get_weights(),
+                                                                   resumed_model.get_weights())),
+        "resumed_steps": [h["step"] for h in resumed.history],
+    }
+    for name, model in (("full", full_model), ("resumed", resumed_model)):
+        outputs = replica_outputs(strategy, model)
+        result[f"{name}_replica_max_diff"] = float(np.abs(outputs[0] - outputs[1]).max())
+        # Each replica's stream still moves from call to call.
+        result[f"{name}_calls_max_diff"] = float(np.abs(outputs[0] - replica_outputs(strategy, model)[0]).max())
+    return result
+
+
 def _distributed_scenarios(out_dir: str) -> dict:
     from official.nlp.training import distribution
 
@@ -91,6 +119,7 @@ def _distributed_scenarios(out_dir: str) -> dict:
             "losses": [h["loss"] for h in result.history],
             "weights": [w.tolist() for w in model.get_weights()],
         }
+    results["mirrored_dropout"] = _dropout_scenario(mirrored, f"{out_dir}/mirrored_dropout")
     return results
 
 

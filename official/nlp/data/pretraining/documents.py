@@ -5,7 +5,10 @@ after ``strip()`` ends a document; a line that tokenizes to nothing is ignored; 
 
 The corpus is cut into *work units* of about ``unit_bytes`` each, at empty lines, so a unit always starts at a
 document start and units can be read independently by different processes (seek, then read lines up to the end
-offset). Cut points depend only on the files and ``unit_bytes``, never on the number of workers.
+offset). A unit holds at least two documents (it grows past ``unit_bytes`` until it does, and a last unit of one
+document joins the unit before it), so that a "random next" segment can always come from another document, unless
+the whole corpus is one document. Cut points depend only on the files and ``unit_bytes``, never on the number of
+workers or of output shards.
 
 Bad input is reported with file and line: a missing file or a pattern matching nothing is an error; an empty file is
 a counted skip; a line that is not UTF-8 or is longer than ``max_line_bytes`` is an error, or a counted skip with
@@ -85,30 +88,56 @@ def _next_cut(f, position: int, end: int) -> int:
     return end
 
 
+def _count_documents(f, start: int, end: int, enough: int) -> int:
+    """Documents (runs of non-blank lines) that start in ``[start, end)``, counted up to ``enough``."""
+    f.seek(start)
+    pos, count, in_document = start, 0, False
+    while pos < end and count < enough:
+        line = f.readline(_SCAN_BYTES)  # A longer line comes in several pieces; each is non-blank or whitespace.
+        if not line:
+            break
+        pos += len(line)
+        if line.strip():
+            count += not in_document
+            in_document = True
+        elif line.endswith(b"\n"):
+            in_document = False
+    return count
+
+
 def plan_units(files: Sequence[str], unit_bytes: int) -> list[WorkUnit]:
-    """Cuts the files into work units of about ``unit_bytes`` (a unit may span several small files)."""
+    """Cuts the files into work units of at least ``unit_bytes`` and two documents (a unit may span several small
+    files); see the module docstring."""
     if unit_bytes < 1:
         raise ValueError(f"unit_bytes must be positive, got {unit_bytes}")
     units: list[WorkUnit] = []
     pieces: list[tuple[str, int, int]] = []
-    size = 0
+    size = documents = 0  # Of the unit being gathered; documents counted up to 2.
     for path in files:
         file_size = os.path.getsize(path)
         start = 0
         with open(path, "rb") as f:
             while start < file_size:
-                want = start + (unit_bytes - size)
+                want = start + max(unit_bytes - size, 1)
                 cut = file_size if want >= file_size else _next_cut(f, want, file_size)
-                pieces.append((path, start, cut))
+                if documents < 2:
+                    documents += _count_documents(f, start, cut, 2 - documents)
+                if pieces and pieces[-1][0] == path and pieces[-1][2] == start:
+                    pieces[-1] = (path, pieces[-1][1], cut)
+                else:
+                    pieces.append((path, start, cut))
                 size += cut - start
                 start = cut
-                if size >= unit_bytes:
+                if size >= unit_bytes and documents >= 2:
                     units.append(WorkUnit(len(units), tuple(pieces)))
-                    pieces, size = [], 0
+                    pieces, size, documents = [], 0, 0
         if file_size == 0:
             pieces.append((path, 0, 0))  # Kept so that reading reports the empty file.
     if pieces:
-        units.append(WorkUnit(len(units), tuple(pieces)))
+        if documents < 2 and units:  # One document alone would draw its random next segments from itself.
+            units[-1] = WorkUnit(units[-1].index, units[-1].pieces + tuple(pieces))
+        else:
+            units.append(WorkUnit(len(units), tuple(pieces)))
     return units
 
 

@@ -5,10 +5,13 @@ The semantics are the original google-research/bert `create_pretraining_data.py`
 unit is processed on its own exactly as the original processes the whole corpus (shuffle its documents,
 ``dupe_factor`` passes, random-next documents drawn from the unit, instances shuffled within the unit). Memory per
 worker is bounded by the unit size, whatever the corpus size. The original draws the random next document and
-shuffles instances over the whole corpus; here both stay within a unit of a few MB (thousands of documents).
+shuffles instances over the whole corpus; here both stay within a unit of a few MB (thousands of documents). A
+corpus of at most ``unit_mb`` is one unit, so it is processed as the original processes it.
 
-Output shards are contiguous runs of units. A worker writes its unit to a part file inside
-``<shard>.incomplete/``; when all units of a shard are done, the parts are joined, the shard's statistics and the
+Output shards are contiguous runs of units; with fewer units than shards, each unit's (shuffled) instances are
+dealt round-robin to a run of shards, as the original deals its instances to its output files. A shard that would
+stay empty is an error. A worker writes its unit to a part file inside ``<shard>.incomplete/`` (one per shard
+the unit feeds); when all units of a shard are done, the parts are joined, the shard's statistics and the
 settings that shaped its bytes (see `outputs`) are written to ``<shard>.stats.json`` and the shard is renamed to
 its final name. A shard file under its final name is therefore always complete, and a rerun with the same settings
 skips it; a rerun with other settings is refused before anything is touched, since keeping the old shards would mix
@@ -27,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import multiprocessing
 import os
 import random
@@ -41,6 +43,7 @@ from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
 from official.nlp.data.pretraining.outputs import (default_stats_path, is_complete, output_paths, output_settings,
                                                     shard_record)
+from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.data.pretraining.settings import PretrainingDataConfig, load_checked_vocab, masking_config, validate_config
 from official.nlp.data.pretraining.statistics import PretrainingStatistics
@@ -69,8 +72,10 @@ def unit_seeds(random_seed: int, unit_index: int) -> tuple[random.Random, np.ran
     return random.Random(py_seed), np.random.Generator(np.random.PCG64(seq))
 
 
-def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
-    """Turns one work unit into a part file of framed records; returns its statistics (as a dict)."""
+def process_unit(unit: documents_lib.WorkUnit, part_paths: list) -> dict:
+    """Turns one work unit into part files of framed records, its instances dealt round-robin to ``part_paths``
+    (None: computed, for the same random stream, but not kept); returns the statistics of each part (as dicts),
+    the first part also holding the unit's input counts."""
     config: PretrainingDataConfig = _WORKER["config"]
     start = time.time()
     stats = PretrainingStatistics(config.max_seq_length)
@@ -81,17 +86,22 @@ def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
     first_single = docs.first_lines[single[0]] if len(single) else None
     py_rng, np_rng = unit_seeds(config.random_seed, unit.index)
     plan = instances_lib.plan_instances(docs, config.max_seq_length, config.short_seq_prob, config.dupe_factor,
-                                        py_rng)
+                                        py_rng, contiguous=not config.use_next_sentence_label)
     stats.document_passes += plan.document_passes
     stats.short_document_passes += plan.short_document_passes
+    stats.same_document_random_next += plan.same_document_random_next
     order = np_rng.permutation(len(plan))
     mask_config = _WORKER["mask_config"]
 
     def masker(batch: dict, rows: np.ndarray) -> dict:
         return masking_lib.mask_batch(batch["input_ids"], batch["input_mask"], np_rng, mask_config)
 
-    write_instances(part_path, docs.tokens, plan.arrays(), order, config, mask_config, masker, stats)
-    return {"unit": unit.index, "stats": dataclasses.asdict(stats), "seconds": time.time() - start,
+    arrays = plan.arrays()
+    part_stats = [stats] + [PretrainingStatistics(config.max_seq_length) for _ in part_paths[1:]]
+    for j, (path, part) in enumerate(zip(part_paths, part_stats)):
+        write_instances(path or os.devnull, docs.tokens, arrays, order[j::len(part_paths)], config, mask_config,
+                        masker, part)
+    return {"unit": unit.index, "stats": [dataclasses.asdict(p) for p in part_stats], "seconds": time.time() - start,
             "bytes": unit.num_bytes, "first_single_sentence_document": first_single}
 
 
@@ -99,11 +109,20 @@ def process_unit(unit: documents_lib.WorkUnit, part_path: str) -> dict:
 # Main process.
 
 
-def _assign_units(num_units: int, num_shards: int) -> list[range]:
-    return [range(s * num_units // num_shards, (s + 1) * num_units // num_shards) for s in range(num_shards)]
+def place_units(num_units: int, num_shards: int) -> list[list[int]]:
+    """The shards each unit's instances go to: a contiguous run of units per shard, or with fewer units than
+    shards, a contiguous run of shards per unit (its instances dealt round-robin). Every shard gets a unit."""
+    if num_units >= num_shards:
+        return [[s] for s in range(num_shards) for _ in range(s * num_units // num_shards,
+                                                                (s + 1) * num_units // num_shards)]
+    return [list(range(u * num_shards // num_units, (u + 1) * num_shards // num_units)) for u in range(num_units)]
 
 
 def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics, record: dict) -> None:
+    if not stats.instances:
+        raise InputError(
+            f"{path} would hold no instance: the input gives too few instances for this many output shards. Write "
+            f"fewer shards (a smaller N in --output_file=PATH@N), or give more text.")
     tmp_dir = path + ".incomplete"
     joined = os.path.join(tmp_dir, "shard")
     if len(parts) == 1:
@@ -146,11 +165,10 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
         return stats
 
     total_bytes = sum(os.path.getsize(f) for f in files)
-    unit_bytes = max(1, min(int(config.unit_mb * 2**20), math.ceil(total_bytes / len(paths))))
-    units = documents_lib.plan_units(files, unit_bytes)
-    shards = _assign_units(len(units), len(paths))
+    # Never smaller because of the shard count: the unit is what random-next draws and the shuffle span.
+    units = documents_lib.plan_units(files, max(1, int(config.unit_mb * 2**20)))
+    placement = place_units(len(units), len(paths))
     total = PretrainingStatistics(config.max_seq_length)
-    to_write = []  # Indexes of the shards this run writes units for.
     for s, path in enumerate(paths):
         if complete[s]:
             logging.info("shard %s is complete; skipped", path)
@@ -161,57 +179,62 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
         tmp_dir = path + ".incomplete"
         shutil.rmtree(tmp_dir, ignore_errors=True)
         os.makedirs(tmp_dir)
-        if shards[s]:
-            to_write.append(s)
-        else:
-            open(os.path.join(tmp_dir, "shard"), "wb").close()
-            _finish_shard(path, [], PretrainingStatistics(config.max_seq_length), shard_record(settings, s))
-            logging.warning("shard %s is empty: the input has fewer work units than output shards", path)
 
-    pending = [(s, units[u]) for s in to_write for u in shards[s]]
+    pending = [u for u in range(len(units)) if not all(complete[s] for s in placement[u])]
     num_workers = config.num_workers or os.cpu_count() or 1
     num_workers = max(1, min(num_workers, len(pending)))
     logging.info("%d input files, %.1f MB, %d work units, %d shards (%d to write), %d workers",
-                 len(files), total_bytes / 2**20, len(units), len(paths), len(to_write), num_workers)
+                 len(files), total_bytes / 2**20, len(units), len(paths), complete.count(False), num_workers)
     if pending:
-        _run_units(config, paths, shards, units, pending, num_workers, total, settings)
+        _run_units(config, paths, units, placement, pending, complete, num_workers, total, settings)
+    if total.same_document_random_next:
+        logging.warning("%d random-next segments come from their own document: the input is a single document, so "
+                        "there is no other to draw from", total.same_document_random_next)
     total.write(stats_path, job_record)
     return total
 
 
-def _run_units(config, paths, shards, units, pending, num_workers, total, settings) -> None:
-    remaining = {s: len(shards[s]) for s, _ in pending}
+def _part_path(shard_path: str, unit: int) -> str:
+    return os.path.join(shard_path + ".incomplete", f"unit-{unit:06d}.part")
+
+
+def _run_units(config, paths, units, placement, pending, complete, num_workers, total, settings) -> None:
+    shard_units = {s: [u for u in pending if s in placement[u]] for s in range(len(paths)) if not complete[s]}
+    remaining = {s: len(us) for s, us in shard_units.items()}
     shard_stats = {s: PretrainingStatistics(config.max_seq_length) for s in remaining}
-    part = lambda s, u: os.path.join(paths[s] + ".incomplete", f"unit-{u.index:06d}.part")  # noqa: E731
+    tasks = [(units[u], [None if complete[s] else _part_path(paths[s], u) for s in placement[u]]) for u in pending]
     start = time.time()
     done_bytes = 0
     last_log = start
     ctx = multiprocessing.get_context("spawn")  # Never fork: the parent may hold TF or other threads.
     if num_workers == 1:
         _worker_init(config)
-        results = (process_unit(u, part(s, u)) for s, u in pending)
+        results = (process_unit(*task) for task in tasks)
         pool = None
     else:
         pool = ctx.Pool(num_workers, initializer=_worker_init, initargs=(config,))
-        results = _windowed(pool, [(u, part(s, u)) for s, u in pending], 2 * num_workers)
+        results = _windowed(pool, tasks, 2 * num_workers)
     try:
-        for (s, u), result in zip(pending, results):
-            unit_stats = PretrainingStatistics.from_dict(result["stats"])
+        for u, result in zip(pending, results):
             if result["first_single_sentence_document"] and not total.input["single_sentence_documents"]:
                 path, offset = result["first_single_sentence_document"]
                 logging.warning("%s:%d: a document of a single sentence (the first of those counted in the "
                                 "statistics); as in the original, it always takes a random next segment",
                                 path, documents_lib.line_number(path, offset))
-            shard_stats[s].merge(unit_stats)
-            total.merge(unit_stats)
             done_bytes += result["bytes"]
-            remaining[s] -= 1
-            if remaining[s] == 0:
-                _finish_shard(paths[s], [part(s, units[i]) for i in shards[s]], shard_stats.pop(s),
-                              shard_record(settings, s))
-                logging.info("wrote %s", paths[s])
+            for s, part_dict in zip(placement[u], result["stats"]):
+                if complete[s]:
+                    continue  # Counted from its statistics file.
+                part_stats = PretrainingStatistics.from_dict(part_dict)
+                shard_stats[s].merge(part_stats)
+                total.merge(part_stats)
+                remaining[s] -= 1
+                if remaining[s] == 0:
+                    _finish_shard(paths[s], [_part_path(paths[s], i) for i in shard_units[s]], shard_stats.pop(s),
+                                  shard_record(settings, s))
+                    logging.info("wrote %s", paths[s])
             now = time.time()
-            if now - last_log > 10 or remaining[s] == 0:
+            if now - last_log > 10:
                 elapsed = max(now - start, 1e-9)
                 logging.info("documents %d, instances %d, %.2f MB/s of text, %.0f instances/s",
                              total.input["documents"], total.instances, done_bytes / 2**20 / elapsed,

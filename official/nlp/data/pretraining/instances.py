@@ -10,9 +10,17 @@ This follows google-research/bert `create_instances_from_document`, step by step
   boundaries rather than at an arbitrary token, which would make the task too easy.
 * B is the rest of the chunk, or (always when the chunk holds a single sentence, else with probability 0.5) a run of
   sentences from a random start in a random *other* document, grown to the remaining target length; the chunk's
-  sentences that B did not use are put back, so they start the next chunk.
+  sentences that B did not use are put back, so they start the next chunk. The original draws that document up to
+  10 times and then keeps its last draw, which can be the document itself (often, in a set of few documents);
+  `FastDraws` draws uniformly among the other documents, so B never comes from A's document unless there is no
+  other one. `InstancePlan.same_document_random_next` counts the instances where it does.
 * The pair is cut to ``max_num_tokens`` by removing one token at a time from the longer segment (B on ties), from the
   front or the back with equal probability, to avoid a positional bias.
+
+``contiguous=True`` (for MLM-only data, ``--use_next_sentence_label=false``; the original has no such mode) packs
+contiguous text instead: B is always the rest of the chunk, a chunk of a single sentence is split inside it at a
+random token (a one-token chunk is dropped), and an over-long pair loses tokens from B's end (then A's start) so
+that A + B stays one run of the document.
 
 The planning loop runs per sentence in Python and records each instance as two token ranges into the flat token
 array of `pretraining_documents.Documents` (A and B are contiguous runs of sentences, and truncation keeps them
@@ -65,6 +73,13 @@ class FastDraws:
     def randint(self, lo: int, hi: int) -> int:
         return lo + int(self.random() * (hi - lo + 1))
 
+    def other_document(self, doc_index: int, num_docs: int) -> int:
+        """A uniform draw among the documents other than ``doc_index`` (``doc_index`` itself if it is alone)."""
+        if num_docs < 2:
+            return doc_index
+        r = self.randint(0, num_docs - 2)
+        return r + (r >= doc_index)
+
     def trim_fronts(self, len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
         """How many of the removed tokens of A and of B come off the front (each removal: front w.p. 1/2)."""
         cut_a, cut_b = removal_counts(len_a, len_b, max_num_tokens)
@@ -77,6 +92,14 @@ class ReferenceDraws:
     def __init__(self, rng: random.Random):
         self.random = rng.random
         self.randint = rng.randint
+
+    def other_document(self, doc_index: int, num_docs: int) -> int:
+        """The original's rule: up to 10 draws among all documents, stopping at one that is not ``doc_index``."""
+        for _ in range(10):
+            r = self.randint(0, num_docs - 1)
+            if r != doc_index:
+                break
+        return r
 
     def trim_fronts(self, len_a: int, len_b: int, max_num_tokens: int) -> tuple[int, int]:
         front = [0, 0]
@@ -98,6 +121,7 @@ class InstancePlan:
     short_target: list = dataclasses.field(default_factory=list)
     document_passes: int = 0
     short_document_passes: int = 0
+    same_document_random_next: int = 0  # "random next" instances whose B comes from A's own document
 
     def __len__(self) -> int:
         return len(self.a_start)
@@ -108,7 +132,7 @@ class InstancePlan:
 
 
 def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: int, short_seq_prob: float,
-                  draws, plan: InstancePlan, on_instance=None) -> None:
+                  draws, plan: InstancePlan, on_instance=None, contiguous: bool = False) -> None:
     """Plans the instances of document ``order[doc_index]`` (``order`` is the shuffled document list).
 
     ``on_instance(plan_row)`` is called after each instance (the reference mode masks there, as the original does).
@@ -136,13 +160,26 @@ def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: 
             a_sentences = draws.randint(1, n_chunk - 1) if n_chunk >= 2 else 1
             a0 = sent[chunk_start]
             a1 = sent[chunk_start + a_sentences]
-            if n_chunk == 1 or draws.random() < 0.5:
+            if contiguous:
+                if n_chunk == 1 and a1 - a0 < 2:  # One token: nothing to split into A and B.
+                    chunk_start, length = i + 1, 0
+                    i += 1
+                    continue
+                is_random = 0
+                b1 = sent[i + 1]
+                if n_chunk == 1:
+                    a1 = a0 + draws.randint(1, a1 - a0 - 1)
+                b0 = a1
+                excess = (b1 - a0) - max_num_tokens
+                if excess > 0:
+                    cut_b = min(excess, b1 - b0 - 1)
+                    b1 -= cut_b
+                    a0 += excess - cut_b
+            elif n_chunk == 1 or draws.random() < 0.5:
                 is_random = 1
                 target_b = target - (a1 - a0)
-                for _ in range(10):
-                    r = draws.randint(0, num_docs - 1)
-                    if r != doc_index:
-                        break
+                r = draws.other_document(doc_index, num_docs)
+                plan.same_document_random_next += r == doc_index
                 rd = order[r]
                 j = doc_off[rd] + draws.randint(0, doc_off[rd + 1] - doc_off[rd] - 1)
                 r_last = doc_off[rd + 1] - 1
@@ -174,8 +211,9 @@ def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: 
 
 
 def plan_instances(docs: Documents, max_seq_length: int, short_seq_prob: float, dupe_factor: int,
-                   rng: random.Random) -> InstancePlan:
-    """All instances of a set of documents: shuffle the documents, then ``dupe_factor`` passes over them."""
+                   rng: random.Random, contiguous: bool = False) -> InstancePlan:
+    """All instances of a set of documents: shuffle the documents, then ``dupe_factor`` passes over them
+    (``contiguous``: see the module docstring)."""
     if max_seq_length < 5:
         raise ValueError(f"max_seq_length must be >= 5 (room for [CLS] A [SEP] B [SEP]), got {max_seq_length}")
     prepare(docs)
@@ -185,7 +223,7 @@ def plan_instances(docs: Documents, max_seq_length: int, short_seq_prob: float, 
     plan = InstancePlan()
     for _ in range(dupe_factor):
         for doc_index in range(len(order)):
-            plan_document(docs, order, doc_index, max_seq_length, short_seq_prob, draws, plan)
+            plan_document(docs, order, doc_index, max_seq_length, short_seq_prob, draws, plan, contiguous=contiguous)
     return plan
 
 

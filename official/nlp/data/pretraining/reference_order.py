@@ -76,6 +76,7 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
                                         draws, plan, on_instance=mask_one if config.static_masking else None)
     stats.document_passes += plan.document_passes
     stats.short_document_passes += plan.short_document_passes
+    stats.same_document_random_next += plan.same_document_random_next
     instance_order = list(range(len(plan)))
     rng.shuffle(instance_order)
     arrays = plan.arrays()

@@ -10,6 +10,8 @@ The JSON holds the raw counts and the rates they define:
   that happens to equal the original token still counts as "random").
 * ``random_next_rate``: share of instances whose B comes from another document (label 1). It is above 0.5 on
   corpora of short documents because a chunk of a single sentence always takes a random next.
+* ``same_document_random_next``: label-1 instances whose B still comes from A's own document. 0 unless the
+  corpus is a single document (the generator then warns).
 * ``short_target_document_fraction``: share of document passes that drew a short target (about
   ``short_seq_prob``); ``short_target_instance_fraction``: share of instances from those passes (higher: short
   targets cut a document into more instances).
@@ -42,6 +44,7 @@ class PretrainingStatistics:
     short_target_instances: int = 0
     document_passes: int = 0
     short_document_passes: int = 0
+    same_document_random_next: int = 0
     length_histogram: list = None
 
     def __post_init__(self):
@@ -72,7 +75,7 @@ class PretrainingStatistics:
         for k, v in other.input.items():
             self.input[k] = self.input.get(k, 0) + v
         for name in ("instances", "real_tokens", "predictions", "random_next", "short_target_instances",
-                     "document_passes", "short_document_passes"):
+                     "document_passes", "short_document_passes", "same_document_random_next"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.actions = [a + b for a, b in zip(self.actions, other.actions)]
         self.length_histogram = [a + b for a, b in zip(self.length_histogram, other.length_histogram)]

@@ -34,6 +34,8 @@ def test_units_cover_every_document_once(tmp_path, unit_bytes):
     pieces = [p for u in units for p in u.pieces]
     got = [d for u in units for d in _doc_texts(docs_lib.read_documents(u.pieces, _split))]
     assert got == whole and len(whole) == 61
+    # However small the units, each holds two documents, so a random next segment can come from another one.
+    assert all(docs_lib.read_documents(u.pieces, _split).num_documents >= 2 for u in units)
     assert sum(e - s for _, s, e in pieces) == len(text.encode()) + len(b.read_bytes())
     if unit_bytes == 50:
         assert len(units) > 10

@@ -241,3 +241,132 @@ def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data,
     del record["settings"]
     json.dump(record, open(out / (names[1] + ".stats.json"), "w"))
     refused(rf"{names[1]} is a complete shard, but .* does not record the settings")
+
+
+# ---- work units, random next segments and shards -----------------------------------------------------------------
+
+DOCS = 8
+
+
+@pytest.fixture(scope="module")
+def disjoint_corpus(uncased_vocab, tmp_path_factory):
+    """Eight documents of about 30 KB, each written with its own 30 words: a token tells its document."""
+    words = [w for w in uncased_vocab.read_text().split("\n") if w.isalpha() and w.islower() and len(w) >= 4]
+    rng = np.random.RandomState(0)
+    words = [words[i] for i in rng.permutation(len(words))[:DOCS * 30]]
+    text = []
+    for d in range(DOCS):
+        own = words[d * 30:(d + 1) * 30]
+        sentences = []
+        while sum(len(s) + 1 for s in sentences) < 30_000:
+            sentences.append(" ".join(rng.choice(own, rng.randint(4, 20))) + " .")
+        text.append("\n".join(sentences) + "\n")
+    path = tmp_path_factory.mktemp("disjoint") / "corpus.txt"
+    path.write_text("\n".join(text))
+    vocab = tokenization.load_vocab(str(uncased_vocab))
+    return path, {vocab[w]: i // 30 for i, w in enumerate(words)}
+
+
+def _segment_documents(rec, document_of):
+    """Per instance: the documents of segment A's and of segment B's words (masked tokens restored first)."""
+    ids = rec["input_ids"].copy()
+    if "masked_lm_positions" in rec:
+        rows, cols = np.nonzero(rec["masked_lm_weights"] > 0)
+        ids[rows, rec["masked_lm_positions"][rows, cols]] = rec["masked_lm_ids"][rows, cols]
+    out = []
+    for row, segments in zip(ids, rec["segment_ids"]):
+        docs = [{document_of[t] for t in row[(segments == s) & np.isin(row, list(document_of))]} for s in (0, 1)]
+        assert len(docs[0]) == 1 and len(docs[1]) == 1  # A and B are each a run of text of one document.
+        out.append((docs[0].pop(), docs[1].pop()))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("unit_mb, shards", [(4.0, 8), (0.01, 2)])
+def test_random_next_never_comes_from_its_own_document_and_every_shard_loads(
+        shared_data, tmp_path, disjoint_corpus, unit_mb, shards):
+    from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
+
+    corpus, document_of = disjoint_corpus
+    # (4.0, 8): the corpus is one unit dealt to 8 shards (it made 5 units of ~1 document, 3 empty shards).
+    # (0.01, 2): units of 10 KB are smaller than a document; each still holds two.
+    stats = pretraining_data.create_pretraining_data(config(
+        shared_data, tmp_path, input_file=str(corpus), output_file=str(tmp_path / f"x@{shards}"), dupe_factor=2,
+        unit_mb=unit_mb))
+    paths = sorted(str(p) for p in tmp_path.glob(f"x-*-of-0000{shards}"))
+    assert len(paths) == shards
+    PretrainDataLoader(PretrainDataConfig(input_patterns=paths, seq_length=128, max_predictions_per_seq=20,
+                                          global_batch_size=8))  # checks every file's first record
+    records = [parse(p) for p in paths]
+    assert all(len(r["input_ids"]) for r in records)
+    rec = {k: np.concatenate([r[k] for r in records]) for k in records[0]}
+    pairs = _segment_documents(rec, document_of)
+    random_next = rec["next_sentence_labels"][:, 0] == 1
+    assert random_next.sum() > 100
+    assert (pairs[random_next, 0] != pairs[random_next, 1]).all()  # counted here from the tokens themselves
+    assert (pairs[~random_next, 0] == pairs[~random_next, 1]).all()
+    assert len(np.unique(pairs[random_next, 1])) == DOCS  # and B is drawn from all over the corpus
+    assert stats.same_document_random_next == 0 and stats.random_next == random_next.sum()
+
+
+def test_the_shard_count_does_not_change_the_instances(shared_data, tmp_path, disjoint_corpus):
+    corpus, _ = disjoint_corpus
+    rows = {}
+    for shards in (1, 5):
+        pretraining_data.create_pretraining_data(config(
+            shared_data, tmp_path, input_file=str(corpus), output_file=str(tmp_path / f"s{shards}" / f"x@{shards}"),
+            dupe_factor=1, static_masking=False))
+        parts = [parse(p, preds=None) for p in sorted((tmp_path / f"s{shards}").glob(f"x-*-of-{shards:05d}"))]
+        sizes = [len(p["input_ids"]) for p in parts]
+        assert max(sizes) - min(sizes) <= 1  # dealt round-robin
+        rows[shards] = sorted(map(bytes, np.concatenate([np.concatenate([p["input_ids"], p["segment_ids"]], 1)
+                                                         for p in parts])))
+    assert rows[1] == rows[5]
+
+
+def test_a_single_document_is_counted_and_warned(shared_data, tmp_path, caplog):
+    corpus = tmp_path / "one.txt"
+    corpus.write_text("".join(f"sentence number {i} of the only document .\n" for i in range(200)))
+    with caplog.at_level("WARNING"):
+        stats = pretraining_data.create_pretraining_data(config(shared_data, tmp_path, input_file=str(corpus),
+                                                                dupe_factor=1))
+    assert stats.random_next > 0 and stats.same_document_random_next == stats.random_next
+    assert any("come from their own document" in r.getMessage() for r in caplog.records)
+
+
+def test_more_shards_than_instances_is_refused(shared_data, tmp_path):
+    corpus = tmp_path / "small.txt"
+    corpus.write_text("a first document .\nwith two lines .\n\nand a second one .\n")
+    with pytest.raises(pretraining_data.InputError, match=r"x-00\d\d\d-of-00064 would hold no instance: .* fewer"):
+        pretraining_data.create_pretraining_data(config(shared_data, tmp_path, input_file=str(corpus),
+                                                        output_file=str(tmp_path / "x@64"), dupe_factor=1))
+    assert not [p for p in tmp_path.glob("x-*-of-00064") if p.stat().st_size == 0]
+
+
+def _contains(haystack: np.ndarray, needle: np.ndarray) -> bool:
+    data, want = haystack.astype(np.int32).tobytes(), needle.astype(np.int32).tobytes()
+    at = data.find(want)
+    while at >= 0 and at % 4:
+        at = data.find(want, at + 1)
+    return at >= 0
+
+
+def test_mlm_only_data_packs_contiguous_text(shared_data, tmp_path, disjoint_corpus, uncased_vocab):
+    corpus, _ = disjoint_corpus
+    stats = pretraining_data.create_pretraining_data(config(
+        shared_data, tmp_path, input_file=str(corpus), use_next_sentence_label=False, static_masking=False,
+        dupe_factor=1, short_seq_prob=0.3))
+    rec = parse(tmp_path / "squad.tfrecord", preds=None, nsp=False)
+    tokenizer = tokenization.FullTokenizer(str(uncased_vocab), do_lower_case=True)
+    streams = [np.concatenate([tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in doc.split("\n")
+                               if line.strip()]) for doc in corpus.read_text().split("\n\n")]
+    assert len(streams) == DOCS and stats.random_next == 0
+    lengths = rec["input_mask"].sum(1)
+    for ids, segments, length in zip(rec["input_ids"], rec["segment_ids"], lengths):
+        first_sep = int(np.argmax(segments)) - 1
+        a, b = ids[1:first_sep], ids[first_sep + 1:length - 1]
+        assert len(a) and len(b)
+        # A then B is one run of tokens of one document: the text continues across [SEP].
+        assert any(_contains(stream, np.concatenate([a, b])) for stream in streams)
+    assert (lengths == 128).mean() > 0.5  # packed to full length, but for short targets and document ends
+    # Nearly every token of the text is used once (dupe_factor=1); only over-long ends are cut.
+    assert (lengths - 3).sum() > 0.95 * sum(len(s) for s in streams)
