@@ -45,8 +45,8 @@ CHECKPOINT_NAME = tf_checkpoints.CHECKPOINT_NAME
 class ModelFiles:
     """Everything a script needs to rebuild a model: checkpoint, config, vocabulary, case.
 
-    `checkpoint` is a checkpoint prefix (None when training from scratch) and `checkpoint_format` is `"ours"`
-    or `"tf1"`.
+    `checkpoint` is a checkpoint prefix or a Hugging Face folder (None when training from scratch) and
+    `checkpoint_format` is `"ours"`, `"tf1"` or `"hf"`.
     """
 
     config: BertConfig
@@ -75,6 +75,9 @@ class ModelFiles:
         if self.checkpoint_format == "tf1":
             tf_checkpoints.assign_weights(tf_checkpoints.read_tf1_checkpoint(self.checkpoint), target,
                                        source=self.checkpoint)
+        elif self.checkpoint_format == "hf":
+            tf_checkpoints.assign_weights(hf_weights.read_hf_weights(self.checkpoint), target,
+                                          source=self.checkpoint)
         else:
             tf_checkpoints.restore_checkpoint(target, self.checkpoint, encoder_only=not heads)
         logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
@@ -263,6 +266,12 @@ def resolve_model_files(
     """
     if bert_config is not None and bert_config_file is not None:
         raise ValueError("Pass bert_config or --bert_config_file, not both")
+    if init_checkpoint and detect_format(init_checkpoint) == "hf":
+        files = hf_model_files(init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file,
+                               do_lower_case=do_lower_case)
+        if bert_config is not None and bert_config != files.config:
+            raise ValueError(f"bert_config differs from {init_checkpoint}'s config.json")
+        return files
     prefix = fmt = None
     directory = None
     if init_checkpoint:
@@ -321,6 +330,24 @@ def _hf_do_lower_case(directory: str) -> bool | None:
     return None
 
 
+def hf_model_files(path: str, *, bert_config_file: str | None = None, vocab_file: str | None = None,
+                   do_lower_case: bool | None = None) -> ModelFiles:
+    """`ModelFiles` of a Hugging Face BERT folder (`config.json`, `model.safetensors`, `vocab.txt`) or of its
+    `.safetensors` file; `checkpoint_format` is `"hf"`, so `restore` and `build_encoder` read the safetensors."""
+    directory = os.path.dirname(path) if path.endswith(".safetensors") else path
+    config = BertConfig.from_json_file(bert_config_file or os.path.join(directory, "config.json"))
+    vocab_file = vocab_file or (os.path.join(directory, VOCAB_FILE)
+                                if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None)
+    if vocab_file is None:
+        raise FileNotFoundError(f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass "
+                                "--vocab_file")
+    do_lower_case = _merge_case(do_lower_case, _hf_do_lower_case(directory),
+                                f"{directory}/tokenizer_config.json's do_lower_case")
+    do_lower_case = _check_vocab(vocab_file, config, do_lower_case, infer_case=True)
+    return ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=path,
+                      checkpoint_format="hf")
+
+
 def detect_format(path: str) -> str:
     """`"hf"` for a Hugging Face model folder or `.safetensors` file, else `"ours"` or `"tf1"` (see find_checkpoint)."""
     if path.endswith(".safetensors") or (tf.io.gfile.isdir(path) and (
@@ -341,19 +368,10 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
     if input_format == "auto":
         input_format = detect_format(path)
     if input_format == "hf":
-        directory = os.path.dirname(path) if path.endswith(".safetensors") else path
-        config_file = bert_config_file or os.path.join(directory, "config.json")
-        config = BertConfig.from_json_file(config_file)
-        vocab_file = vocab_file or (os.path.join(directory, VOCAB_FILE)
-                                    if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None)
-        if vocab_file is None:
-            raise FileNotFoundError(f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass "
-                                    "--vocab_file")
-        do_lower_case = _merge_case(do_lower_case, _hf_do_lower_case(directory),
-                                    f"{directory}/tokenizer_config.json's do_lower_case")
-        do_lower_case = _check_vocab(vocab_file, config, do_lower_case, infer_case=True)
-        model = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(path), config, source=path)
-        return model, ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case)
+        files = hf_model_files(path, bert_config_file=bert_config_file, vocab_file=vocab_file,
+                               do_lower_case=do_lower_case)
+        model = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(path), files.config, source=path)
+        return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
     if input_format not in ("tf1", "ours"):
         raise ValueError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
     files = resolve_model_files(path, bert_config_file=bert_config_file, vocab_file=vocab_file,

@@ -1,0 +1,98 @@
+"""Features built once and cached as TFRecords, keyed on every setting they depend on.
+
+Fine-tuning tokenizes its examples once and writes them as `tf.train.Example` records in `--output_dir` (as the
+original `run_classifier.py` writes `train.tf_record`), so that a rerun, another epoch or a TPU job reads them
+directly. Next to each cache file, `<file>.key.json` records the *key*: the settings the bytes depend on (the
+vocabulary's and input files' content hashes, the case, `max_seq_length`, the task and label list, ...) and the
+number of records. A cache whose key differs from the one asked for is rebuilt, with the differing settings
+logged; it is never silently reused. The key file is written last, so a job killed while writing leaves no cache
+that looks complete.
+
+Example:
+
+    key = {"task": "mrpc", "vocab_sha256": file_digest(["vocab.txt"]), "max_seq_length": 128}
+    count = cached_records("out/train.tf_record", key, lambda: ({"input_ids": [101, 102]} for _ in range(3)))
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+KEY_SUFFIX = ".key.json"
+
+
+def file_digest(paths: Sequence[str]) -> str:
+    """SHA-256 of the files' contents (in order): what a cache of features from these files depends on."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _feature(values) -> tf.train.Feature:
+    values = np.asarray(values).reshape(-1)
+    if values.dtype.kind == "f":
+        return tf.train.Feature(float_list=tf.train.FloatList(value=values.tolist()))
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values.astype(np.int64).tolist()))
+
+
+def serialize(features: Mapping[str, object]) -> bytes:
+    """One `tf.train.Example` of int (int64) or float (float32) feature lists."""
+    return tf.train.Example(features=tf.train.Features(
+        feature={name: _feature(values) for name, values in features.items()})).SerializeToString()
+
+
+def read_key(path: str) -> dict | None:
+    """The key a cache file was written with (with its `count`), or None when there is no complete cache."""
+    key_path = path + KEY_SUFFIX
+    if not (tf.io.gfile.exists(path) and tf.io.gfile.exists(key_path)):
+        return None
+    with tf.io.gfile.GFile(key_path) as f:
+        return json.load(f)
+
+
+def cached_records(path: str, key: Mapping, build: Callable[[], Iterable[Mapping[str, object]]]) -> int:
+    """Makes sure `path` holds the records of `key`: reuses a cache of the same key, else (re)builds it.
+
+    Args:
+      path: the TFRecord file.
+      key: JSON-serializable settings the records depend on.
+      build: yields each record as a dict of feature name -> int or float values.
+
+    Returns:
+      the number of records in the file.
+    """
+    key = json.loads(json.dumps(dict(key)))  # what it looks like once read back (tuples become lists)
+    found = read_key(path)
+    if found is not None:
+        count = found.pop("count", None)
+        if found == key and count is not None:
+            logging.info("Reusing the %d cached feature records in %s", count, path)
+            return count
+        differing = sorted(k for k in set(found) | set(key) if found.get(k) != key.get(k))
+        logging.warning("Rebuilding %s: it was built with other settings (%s)", path, ", ".join(
+            f"{k}: {found.get(k)!r} there, {key.get(k)!r} now" for k in differing))
+    tf.io.gfile.makedirs(os.path.dirname(path) or ".")
+    if tf.io.gfile.exists(path + KEY_SUFFIX):
+        tf.io.gfile.remove(path + KEY_SUFFIX)  # first: a crash below must not leave an old key on new bytes
+    staging = path + ".partial"
+    count = 0
+    with tf.io.TFRecordWriter(staging) as writer:
+        for record in build():
+            writer.write(serialize(record))
+            count += 1
+    tf.io.gfile.rename(staging, path, overwrite=True)
+    with tf.io.gfile.GFile(path + KEY_SUFFIX + ".partial", "w") as f:
+        json.dump({**key, "count": count}, f, indent=1, sort_keys=True)
+    tf.io.gfile.rename(path + KEY_SUFFIX + ".partial", path + KEY_SUFFIX, overwrite=True)
+    logging.info("Wrote %d feature records to %s", count, path)
+    return count

@@ -1,0 +1,479 @@
+"""The fine-tuning base shared by every task (classification, tagging, multiple choice, question answering).
+
+A task (`FineTuningTask`) says how to build its model on an encoder, what to minimize (an `objectives.Objective`),
+how to read its training data and how to evaluate; `run_finetuning` does the rest on the shared training loop
+(`training.trainer.Trainer`):
+
+- the encoder from `--init_checkpoint`: one of our model directories, an original TF1 checkpoint or a Hugging
+  Face folder (`checkpoints.model_dir.resolve_model_files`), config, vocabulary and case with it;
+- the optimizer and schedule of the paper, sized from the number of training examples
+  (`num_train_epochs * examples / train_batch_size` steps, `warmup_proportion` of them warming up);
+- training with resume: rerunning with the same `output_dir` continues from the last checkpoint; a rerun with
+  settings that change the training is refused, naming the flags that differ (`finetuning_settings.json`);
+- evaluation after each epoch: the metrics go to `eval_results.txt` and TensorBoard (`summaries/eval`), and the
+  best checkpoint by the task's metric is kept as a model directory (`best_model/`, with `finetuning.json`
+  naming the task and its labels, so that a later job refuses a head of another label set).
+
+`define_flags` defines the training flags (original names) for every fine-tuning script, and
+`config_from_flags` reads them back.
+
+Example (see `tasks.classification` for a complete task):
+
+    config = FineTuningConfig(output_dir="/tmp/mrpc", init_checkpoint="models/minilm", num_train_epochs=3)
+    result = run_finetuning(config, task)
+    result.eval_history[-1]   # {"epoch": 3, "step": ..., "accuracy": ..., "f1": ...}
+    result.best_model_dir     # "/tmp/mrpc/best_model"
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from typing import ClassVar, Mapping, Protocol, Sequence
+
+import keras
+import tensorflow as tf
+from absl import flags, logging
+
+from official.nlp.checkpoints import model_dir as model_dir_lib
+from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.common.errors import InputError
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.tasks.pretraining import export_model_dir
+from official.nlp.training import distribution, optimization, summaries
+from official.nlp.training.objectives import Objective
+from official.nlp.training.trainer import Trainer, TrainerConfig
+
+SETTINGS_FILE = "finetuning_settings.json"
+TASK_FILE = "finetuning.json"  # in a fine-tuned model directory: the task and labels of its head
+BEST_MODEL_DIR = "best_model"
+EVAL_RESULTS_FILE = "eval_results.txt"
+EVAL_HISTORY_FILE = "eval_history.json"
+
+
+@dataclasses.dataclass
+class FineTuningConfig:
+    """The training settings every fine-tuning script shares; field names are the flags (original ones first)."""
+
+    output_dir: str
+    init_checkpoint: str | None = None
+    bert_config_file: str | None = None
+    vocab_file: str | None = None
+    do_lower_case: bool | None = None  # None: from the model directory
+    max_seq_length: int = 128
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    learning_rate: float = 5e-5
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    save_checkpoints_steps: int = 1000
+    # ---
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    adam_bias_correction: bool = False
+    steps_per_loop: int = 100
+    keep_checkpoint_max: int = 1
+    gradient_accumulation_steps: int = 1
+    mixed_precision: str = "float32"
+    jit_compile: bool = False
+    distribution_strategy: str = "one_device"
+    num_gpus: int | None = None
+    tpu: str | None = None
+    all_reduce_alg: str | None = None
+    seed: int = 12345
+    deterministic: bool = False
+
+    # Fields that do not change what is trained: a resumed run may change them. Subclasses add theirs.
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
+        "output_dir", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps", "steps_per_loop",
+        "keep_checkpoint_max", "distribution_strategy", "num_gpus", "tpu", "all_reduce_alg", "deterministic",
+        "jit_compile")
+
+
+class FineTuningTask(Protocol):
+    """What `run_finetuning` needs from a task."""
+
+    name: str                 # e.g. "mrpc"; recorded with checkpoints and features
+    labels: Sequence[str]     # the head's label set (empty for heads without labels, e.g. span prediction)
+    metric_name: str          # the evaluation metric that picks the best checkpoint (higher is better)
+
+    def build_model(self, encoder: BertEncoder) -> keras.Model:
+        """The task model on `encoder` (made inside the strategy's scope)."""
+
+    def objective(self) -> Objective:
+        """What the loop minimizes and reports."""
+
+    def num_train_examples(self) -> int:
+        """Training examples per epoch (builds the training features if needed)."""
+
+    def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
+        """Endless, shuffled `(x, y)` batches of `batch_size` (per replica), remainder dropped."""
+
+    def evaluate(self, model: keras.Model) -> dict[str, float]:
+        """Metrics of `model` on the evaluation data (must include `metric_name`)."""
+
+    def settings(self) -> dict:
+        """What the training depends on besides `FineTuningConfig` (data files' hashes, options), JSON-able."""
+
+
+@dataclasses.dataclass
+class FineTuningResult:
+    """What `run_finetuning` returns: the trained model (last step), its files, and the evaluations."""
+
+    model: keras.Model
+    files: model_dir_lib.ModelFiles
+    step: int
+    train_metrics: dict[str, float]
+    eval_history: list[dict]
+    best_model_dir: str | None
+
+
+def resolve_model_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
+    """Config, vocabulary, case and checkpoint of `--init_checkpoint` (model directory, TF1 prefix or HF folder)."""
+    try:
+        return model_dir_lib.resolve_model_files(
+            config.init_checkpoint, bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
+            do_lower_case=config.do_lower_case)
+    except (FileNotFoundError, ValueError) as e:
+        raise InputError(str(e)) from e
+
+
+def read_task_file(directory: str | None) -> dict | None:
+    """The `finetuning.json` of a fine-tuned model directory (or of the directory of a checkpoint prefix)."""
+    if not directory:
+        return None
+    folder = directory if tf.io.gfile.isdir(directory) else os.path.dirname(directory)
+    path = os.path.join(folder, TASK_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
+
+
+def check_head(init_checkpoint: str | None, task: FineTuningTask) -> bool:
+    """Whether `init_checkpoint` holds a head for `task`'s labels (restore it too); refuses another label set."""
+    found = read_task_file(init_checkpoint)
+    if found is None:
+        return False
+    if list(found.get("labels", [])) != list(task.labels) or found.get("head") != _head_name(task):
+        raise InputError(
+            f"--init_checkpoint={init_checkpoint} holds a fine-tuned {found.get('head')} head for the labels "
+            f"{found.get('labels')} (task {found.get('task')!r}); this task needs a {_head_name(task)} head for "
+            f"{list(task.labels)}. Start from the pretrained model directory instead, or fix the label set.")
+    return True
+
+
+def _head_name(task: FineTuningTask) -> str:
+    return type(task).__name__
+
+
+def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, int, int]:
+    """`(train steps, warmup steps, steps per epoch)` as in the original: `int(examples / batch * epochs)`."""
+    steps = int(num_examples / config.train_batch_size * config.num_train_epochs)
+    if steps < 1:
+        raise InputError(f"{num_examples} training examples, --train_batch_size={config.train_batch_size} and "
+                         f"--num_train_epochs={config.num_train_epochs} make no training step")
+    per_epoch = max(1, num_examples // config.train_batch_size)
+    return steps, int(steps * config.warmup_proportion), per_epoch
+
+
+def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> None:
+    problems = []
+    per_step = strategy.num_replicas_in_sync * config.gradient_accumulation_steps
+    if config.train_batch_size % per_step:
+        problems.append(f"--train_batch_size={config.train_batch_size} must divide by replicas "
+                        f"({strategy.num_replicas_in_sync}) x --gradient_accumulation_steps "
+                        f"({config.gradient_accumulation_steps}) = {per_step}")
+    if not 0 <= config.warmup_proportion <= 1:
+        problems.append(f"--warmup_proportion={config.warmup_proportion} must be in [0, 1]")
+    if config.learning_rate <= 0:
+        problems.append(f"--learning_rate={config.learning_rate} must be positive")
+    if config.num_train_epochs <= 0:
+        problems.append(f"--num_train_epochs={config.num_train_epochs} must be positive")
+    if config.mixed_precision not in optimization.MIXED_PRECISION:
+        problems.append(f"--mixed_precision={config.mixed_precision} must be one of "
+                        f"{tuple(optimization.MIXED_PRECISION)}")
+    if problems:
+        raise InputError("; ".join(problems))
+
+
+def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask) -> dict:
+    """What a resumed run must share with the run that wrote `output_dir`."""
+    settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+                if f.name not in config.NOT_TRAINING_SETTINGS}
+    settings["do_lower_case"] = files.do_lower_case
+    settings["bert_config"] = files.config.to_dict()
+    settings["task"] = task.name
+    settings["labels"] = list(task.labels)
+    settings.update(task.settings())
+    return json.loads(json.dumps(settings))
+
+
+def check_settings(output_dir: str, settings: dict) -> None:
+    """Refuses to resume `output_dir` when it was trained with other settings (naming them); records them."""
+    path = os.path.join(output_dir, SETTINGS_FILE)
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            recorded = json.load(f)
+        differing = [f"--{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
+                     for k in sorted(set(recorded) | set(settings)) if recorded.get(k) != settings.get(k)]
+        if differing:
+            raise InputError(f"--output_dir={output_dir} holds a run with other settings ({'; '.join(differing)}). "
+                             "Rerun with the same flags to resume it, or choose another --output_dir.")
+        return
+    if tf.io.gfile.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
+        raise InputError(f"--output_dir={output_dir} holds checkpoints but no {SETTINGS_FILE}, so they may belong "
+                         "to other settings; choose another --output_dir")
+    tf.io.gfile.makedirs(output_dir)
+    with tf.io.gfile.GFile(path, "w") as f:
+        json.dump(settings, f, indent=1, sort_keys=True)
+
+
+def build_model(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask,
+                strategy: tf.distribute.Strategy) -> keras.Model:
+    """The task model with fresh weights, in `strategy.scope()`, computing in `--mixed_precision`."""
+    with strategy.scope():
+        encoder = BertEncoder.from_bert_config(files.config, dtype=optimization.dtype_policy(config.mixed_precision))
+        return task.build_model(encoder)
+
+
+def restore_init(model: keras.Model, files: model_dir_lib.ModelFiles, task: FineTuningTask,
+                 init_checkpoint: str | None) -> None:
+    """Loads `--init_checkpoint` into `model`: the encoder, and the head too when it was fine-tuned for the same
+    labels (another label set is refused)."""
+    if files.checkpoint is None:
+        logging.warning("No --init_checkpoint: the encoder starts from random weights")
+        return
+    if check_head(init_checkpoint, task):
+        tf_checkpoints.restore_checkpoint(model, files.checkpoint)
+        logging.info("Restored the encoder and the %s head from %s", task.name, files.checkpoint)
+    else:
+        files.restore(model)
+
+
+def create_optimizer(config: FineTuningConfig, train_steps: int, warmup_steps: int) -> keras.optimizers.Optimizer:
+    """The paper's AdamW (or LAMB) with linear warmup and decay, from `config`."""
+    extra = {"adam_bias_correction": True} if config.adam_bias_correction else {}
+    return optimization.create_optimizer(
+        config.optimizer, learning_rate=config.learning_rate, num_train_steps=train_steps,
+        num_warmup_steps=warmup_steps, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
+        mixed_precision=config.mixed_precision, **extra)
+
+
+def make_strategy(config: FineTuningConfig) -> tf.distribute.Strategy:
+    return distribution.get_distribution_strategy(
+        config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu, all_reduce_alg=config.all_reduce_alg)
+
+
+def eval_points(train_steps: int, steps_per_epoch: int) -> list[int]:
+    """The steps after which to evaluate: the end of each epoch, the last one at the last step.
+
+    `int(examples / batch * epochs)` can put the last step a little past the last whole epoch; a leftover of
+    less than a tenth of an epoch is rounding, not an epoch of its own.
+    """
+    epochs = max(1, math.ceil(train_steps / steps_per_epoch - 0.1))
+    return [e * steps_per_epoch for e in range(1, epochs)] + [train_steps]
+
+
+def _read_history(output_dir: str) -> list[dict]:
+    path = os.path.join(output_dir, EVAL_HISTORY_FILE)
+    if not tf.io.gfile.exists(path):
+        return []
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
+
+
+def _write_eval(output_dir: str, history: list[dict]) -> None:
+    """`eval_history.json` and `eval_results.txt` (the original's `key = value` lines, one block per epoch)."""
+    with tf.io.gfile.GFile(os.path.join(output_dir, EVAL_HISTORY_FILE), "w") as f:
+        json.dump(history, f, indent=1)
+    lines = []
+    for entry in history:
+        lines.append(f"***** Eval results: epoch {entry['epoch']}, global_step {entry['step']} *****")
+        lines += [f"{k} = {v}" for k, v in sorted(entry.items())]
+    with tf.io.gfile.GFile(os.path.join(output_dir, EVAL_RESULTS_FILE), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def export_best(model: keras.Model, files: model_dir_lib.ModelFiles, task: FineTuningTask, directory: str,
+                entry: Mapping) -> str:
+    """Writes `model` as a model directory with `finetuning.json` (task, head, labels, the evaluation)."""
+    export_model_dir(model, directory, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
+                     step=int(entry["step"]))
+    with tf.io.gfile.GFile(os.path.join(directory, TASK_FILE), "w") as f:
+        json.dump({"task": task.name, "head": _head_name(task), "labels": list(task.labels),
+                   "metric": task.metric_name, "evaluation": dict(entry)}, f, indent=1)
+    return directory
+
+
+def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: bool = True, do_eval: bool = True,
+                   strategy: tf.distribute.Strategy | None = None,
+                   files: model_dir_lib.ModelFiles | None = None) -> FineTuningResult:
+    """Fine-tunes `task` (or resumes doing so), evaluating after each epoch; see the module docstring.
+
+    With `do_train=False` the model comes from the last checkpoint in `output_dir`, else from an
+    `--init_checkpoint` that holds a fine-tuned head for the task's labels. `files`: the resolved
+    `--init_checkpoint` when the caller has it already.
+    """
+    strategy = strategy or make_strategy(config)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
+    _validate(config, strategy)
+    files = files or resolve_model_files(config)
+    model = build_model(config, files, task, strategy)
+    if not do_train:
+        _restore_for_inference(model, files, task, config)
+        history = _read_history(config.output_dir)
+        if do_eval:
+            history = history + [{"epoch": None, "step": None, **task.evaluate(model)}]
+        return FineTuningResult(model, files, 0, {}, history, None)
+
+    check_settings(config.output_dir, training_settings(config, files, task))
+    train_steps, warmup_steps, per_epoch = num_train_steps(task.num_train_examples(), config)
+    with strategy.scope():
+        optimizer = create_optimizer(config, train_steps, warmup_steps)
+    trainer = Trainer(
+        model, optimizer, task.objective(), strategy,
+        TrainerConfig(model_dir=config.output_dir, num_train_steps=train_steps, steps_per_loop=config.steps_per_loop,
+                      save_checkpoints_steps=config.save_checkpoints_steps,
+                      max_checkpoints_to_keep=config.keep_checkpoint_max,
+                      gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile),
+        global_batch_size=config.train_batch_size,
+        init_fn=lambda: restore_init(model, files, task, config.init_checkpoint))
+    per_replica = config.train_batch_size // strategy.num_replicas_in_sync
+
+    def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
+        return task.train_dataset(ctx, per_replica, config.seed)
+
+    is_chief = distribution.worker_info(strategy).is_chief
+    history = _read_history(config.output_dir)
+    done = {entry["step"] for entry in history}
+    best_dir = os.path.join(config.output_dir, BEST_MODEL_DIR)
+    eval_writer = summaries.summary_writer(os.path.join(config.output_dir, "summaries", "eval")
+                                           if do_eval and is_chief else None)
+    logging.info("Fine-tuning %s: %d steps (%d per epoch, %d warming up), global batch %d", task.name, train_steps,
+                 per_epoch, warmup_steps, config.train_batch_size)
+    result = None
+    for epoch, point in enumerate(eval_points(train_steps, per_epoch), start=1):
+        result = trainer.train(dataset_fn, stop_at_step=point)
+        if not do_eval or point in done:
+            continue
+        metrics = task.evaluate(model)
+        if task.metric_name not in metrics:
+            raise KeyError(f"{type(task).__name__}.evaluate returned no {task.metric_name!r}: {sorted(metrics)}")
+        entry = {"epoch": epoch, "step": point, **{k: float(v) for k, v in metrics.items()}}
+        logging.info("Evaluation after epoch %d (step %d): %s", epoch, point,
+                     ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
+        best = max((e[task.metric_name] for e in history), default=-math.inf)
+        history.append(entry)
+        if is_chief:
+            summaries.write_scalars(eval_writer, point, metrics)
+            eval_writer.flush()
+            if entry[task.metric_name] > best or not tf.io.gfile.exists(best_dir):
+                export_best(model, files, task, best_dir, entry)
+                logging.info("Best %s so far (%.4f): kept as the model directory %s", task.metric_name,
+                             entry[task.metric_name], best_dir)
+            _write_eval(config.output_dir, history)
+    return FineTuningResult(model, files, result.step, result.metrics, history,
+                            best_dir if tf.io.gfile.exists(best_dir) else None)
+
+
+def _restore_for_inference(model: keras.Model, files: model_dir_lib.ModelFiles, task: FineTuningTask,
+                           config: FineTuningConfig) -> None:
+    latest = tf.train.latest_checkpoint(config.output_dir) if tf.io.gfile.isdir(config.output_dir) else None
+    if latest is not None:
+        recorded = os.path.join(config.output_dir, SETTINGS_FILE)
+        if tf.io.gfile.exists(recorded):
+            with tf.io.gfile.GFile(recorded) as f:
+                labels = json.load(f).get("labels")
+            if labels is not None and list(labels) != list(task.labels):
+                raise InputError(f"--output_dir={config.output_dir} was trained for the labels {labels}, not "
+                                 f"{list(task.labels)}")
+        tf_checkpoints.restore_checkpoint(model, latest)
+        logging.info("Restored the fine-tuned model from %s", latest)
+    elif files.checkpoint is not None and check_head(config.init_checkpoint, task):
+        tf_checkpoints.restore_checkpoint(model, files.checkpoint)
+    else:
+        raise InputError(f"Nothing to evaluate or predict with: --output_dir={config.output_dir} has no checkpoint "
+                         f"and --init_checkpoint={config.init_checkpoint} is not a model fine-tuned for "
+                         f"{task.name} (no {TASK_FILE}). Add --do_train, or point --init_checkpoint at a "
+                         f"{BEST_MODEL_DIR} directory.")
+
+
+# ---- flags ----------------------------------------------------------------------------------------------------
+
+_HELP = {
+    "output_dir": "Checkpoints, cached features, eval_results.txt, summaries and best_model/ go here; rerunning "
+                  "with the same flags resumes.",
+    "init_checkpoint": "A model directory (convert_checkpoint.py or run_pretraining output), an original TF1 "
+                       "checkpoint prefix, or a Hugging Face folder (config.json + model.safetensors + vocab.txt).",
+    "bert_config_file": "bert_config.json (default: the one with --init_checkpoint).",
+    "vocab_file": "vocab.txt (default: the one with --init_checkpoint).",
+    "do_lower_case": "Lower-case the input (default: the case stored with --init_checkpoint).",
+    "max_seq_length": "Tokens per sequence after WordPiece, [CLS] and [SEP] included.",
+    "train_batch_size": "Global batch size (over replicas and accumulation steps).",
+    "eval_batch_size": "Batch size for evaluation.",
+    "predict_batch_size": "Batch size for prediction.",
+    "learning_rate": "Peak learning rate of AdamW.",
+    "num_train_epochs": "Epochs over the training data (may be fractional).",
+    "warmup_proportion": "Share of the training steps with linear warmup.",
+    "save_checkpoints_steps": "A checkpoint every this many steps (and after each epoch).",
+    "optimizer": "adamw (the paper) or lamb.",
+    "weight_decay": "Decoupled weight decay (not on LayerNorm and bias weights).",
+    "clip_norm": "Clip gradients to this global norm (0: no clipping).",
+    "adam_bias_correction": "Apply Adam's bias correction (PyTorch/Keras AdamW do; the original BERT does not).",
+    "steps_per_loop": "Steps per tf.function call; one log line per loop.",
+    "keep_checkpoint_max": "Training checkpoints kept in --output_dir.",
+    "gradient_accumulation_steps": "Micro-batches per optimizer step.",
+    "mixed_precision": "Compute dtype: float32, bfloat16 or float16 (loss scaling).",
+    "jit_compile": "Compile the training step with XLA.",
+    "distribution_strategy": "How to use devices.",
+    "num_gpus": "GPUs on this host (default: all visible).",
+    "tpu": "TPU name or address; 'local' on a TPU VM.",
+    "all_reduce_alg": "mirrored: nccl|hierarchical_copy; multi_worker_mirrored: ring|nccl.",
+    "seed": "Seed of the head's initialization, dropout and data order.",
+    "deterministic": "Enable TensorFlow op determinism (bitwise reproducible, slower).",
+}
+
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS, *, config_class: type = FineTuningConfig,
+                 help_texts: Mapping[str, str] | None = None, **defaults) -> None:
+    """Defines a flag for every field of `config_class` (`FineTuningConfig` or a subclass; original names).
+
+    `help_texts` gives the help of a subclass's own fields; `defaults` override the config's defaults (e.g. a
+    task's usual `max_seq_length`).
+    """
+    helps = {**_HELP, **(help_texts or {})}
+    for field in dataclasses.fields(config_class):
+        name = field.name
+        default = defaults.get(name, None if field.default is dataclasses.MISSING else field.default)
+        help_text = helps[name]
+        kind = str(field.type).replace(" | None", "")
+        if name == "optimizer":
+            flags.DEFINE_enum(name, default, list(optimization.OPTIMIZERS), help_text, flag_values=flag_values)
+        elif name == "mixed_precision":
+            flags.DEFINE_enum(name, default, list(optimization.MIXED_PRECISION), help_text, flag_values=flag_values)
+        elif name == "distribution_strategy":
+            flags.DEFINE_enum(name, default, list(distribution.STRATEGIES), help_text, flag_values=flag_values)
+        elif kind == "bool":
+            flags.DEFINE_bool(name, default, help_text, flag_values=flag_values)
+        elif kind == "int":
+            flags.DEFINE_integer(name, default, help_text, flag_values=flag_values)
+        elif kind == "float":
+            flags.DEFINE_float(name, default, help_text, flag_values=flag_values)
+        else:
+            flags.DEFINE_string(name, default, help_text, flag_values=flag_values)
+
+
+def config_from_flags(flag_values: flags.FlagValues = flags.FLAGS, *, config_class: type = FineTuningConfig):
+    """The `config_class` of parsed flags; `--do_lower_case` left unset stays None (the model's case applies)."""
+    values = {f.name: flag_values[f.name].value for f in dataclasses.fields(config_class)}
+    if not flag_values["do_lower_case"].present:
+        values["do_lower_case"] = None
+    if not values["output_dir"]:
+        raise InputError("--output_dir is required")
+    return config_class(**values)

@@ -1,0 +1,171 @@
+"""The fine-tuning base on a toy task: per-epoch evaluation, best model directory, resume, refused reruns, the
+feature cache."""
+from __future__ import annotations
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.nlp.checkpoints import model_dir
+from official.nlp.common.errors import InputError
+from official.nlp.data import feature_cache
+from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.models import BertClassifier
+from official.nlp.tasks import finetuning
+from official.nlp.training.objectives import SparseCategoricalObjective
+from tests import pretraining_records
+
+VOCAB = 200
+SEQ = 8
+TINY = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+            max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
+class ToyTask:
+    """Label 1 when the first token is 7 (the pooler reads the first position): learnable in a few steps."""
+
+    name = "toy"
+    metric_name = "accuracy"
+
+    def __init__(self, labels=("no", "yes"), n=192):
+        self.labels = list(labels)
+        rng = np.random.RandomState(0)
+        ids = rng.randint(10, VOCAB, size=(n, SEQ)).astype("int32")
+        self.y = (rng.rand(n) < 0.5).astype("int32")
+        ids[:, 0] = 2
+        ids[self.y == 1, 0] = 7
+        self.x = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
+        self.evaluations = 0
+
+    def build_model(self, encoder):
+        return BertClassifier(encoder, len(self.labels), dropout_rate=0.0)
+
+    def objective(self):
+        return SparseCategoricalObjective(label_key="label")
+
+    def num_train_examples(self):
+        return len(self.y)
+
+    def train_dataset(self, ctx, batch_size, seed):
+        return tf.data.Dataset.from_tensor_slices((self.x, {"label": self.y})).shuffle(256, seed=seed).repeat() \
+            .batch(batch_size, drop_remainder=True)
+
+    def evaluate(self, model):
+        self.evaluations += 1
+        logits = model.predict(self.x, verbose=0)
+        return {"accuracy": float(np.mean(np.argmax(logits, -1) == self.y))}
+
+    def settings(self):
+        return {"data": "toy"}
+
+
+@pytest.fixture(scope="module")
+def init_dir(tmp_path_factory):
+    from official.nlp.modeling.encoder import BertEncoder
+
+    root = tmp_path_factory.mktemp("init")
+    vocab = pretraining_records.write_vocab(root / "vocab.txt", VOCAB)
+    keras.utils.set_random_seed(1)
+    encoder = BertEncoder.from_bert_config(BertConfig(**TINY))
+    model_dir.save_model_dir(str(root / "model"), encoder, vocab_file=vocab, do_lower_case=True)
+    return str(root / "model")
+
+
+def _config(init_dir, output_dir, **overrides):
+    values = dict(output_dir=str(output_dir), init_checkpoint=init_dir, max_seq_length=SEQ, train_batch_size=16,
+                  learning_rate=1e-3, num_train_epochs=2, steps_per_loop=3, warmup_proportion=0.0)
+    values.update(overrides)
+    return finetuning.FineTuningConfig(**values)
+
+
+@pytest.fixture(scope="module")
+def trained(init_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("toy_run")
+    task = ToyTask()
+    return out, task, finetuning.run_finetuning(_config(init_dir, out), task)
+
+
+def test_trains_evaluates_each_epoch_and_keeps_the_best(trained):
+    out, task, result = trained
+    assert result.step == 24  # int(192 / 16 * 2)
+    assert [e["epoch"] for e in result.eval_history] == [1, 2]
+    assert [e["step"] for e in result.eval_history] == [12, 24]
+    assert result.eval_history[-1]["accuracy"] > 0.9
+    text = (out / finetuning.EVAL_RESULTS_FILE).read_text()
+    assert "global_step 12" in text and "global_step 24" in text and "accuracy = " in text
+    best = json.loads((out / "best_model" / finetuning.TASK_FILE).read_text())
+    assert best["labels"] == ["no", "yes"]
+    assert best["evaluation"]["accuracy"] == max(e["accuracy"] for e in result.eval_history)
+    assert model_dir.resolve_model_files(str(out / "best_model")).checkpoint.endswith(f"ckpt-{best['evaluation']['step']}")
+    events = tf.io.gfile.glob(str(out / "summaries" / "eval" / "events*"))
+    assert events
+
+
+def test_rerun_resumes_without_training_or_evaluating_again(trained, init_dir):
+    out, _, result = trained
+    task = ToyTask()
+    again = finetuning.run_finetuning(_config(init_dir, out), task)
+    assert again.step == result.step and task.evaluations == 0
+    np.testing.assert_array_equal(again.model.get_weights()[0], result.model.get_weights()[0])
+
+
+def test_rerun_with_other_flags_is_refused_naming_them(trained, init_dir):
+    out, _, _ = trained
+    with pytest.raises(InputError, match=r"--learning_rate: 0.001 there, 0.002 now"):
+        finetuning.run_finetuning(_config(init_dir, out, learning_rate=2e-3), ToyTask())
+    with pytest.raises(InputError, match=r"--labels"):
+        finetuning.run_finetuning(_config(init_dir, out), ToyTask(labels=("a", "b")))
+
+
+def test_fine_tuned_head_with_other_labels_is_refused(trained, init_dir, tmp_path):
+    out, _, result = trained
+    best = str(out / "best_model")
+    with pytest.raises(InputError, match=r"labels \['no', 'yes'\]"):
+        finetuning.run_finetuning(_config(best, tmp_path / "a"), ToyTask(labels=("x", "y")))
+    # The same labels: evaluation straight from the fine-tuned directory, head included.
+    task = ToyTask()
+    evaluated = finetuning.run_finetuning(_config(best, tmp_path / "b"), task, do_train=False)
+    assert evaluated.eval_history[-1]["accuracy"] == json.loads(
+        (out / "best_model" / finetuning.TASK_FILE).read_text())["evaluation"]["accuracy"]
+
+
+def test_predicting_without_a_fine_tuned_model_is_refused(init_dir, tmp_path):
+    with pytest.raises(InputError, match="Nothing to evaluate or predict"):
+        finetuning.run_finetuning(_config(init_dir, tmp_path), ToyTask(), do_train=False)
+
+
+def test_eval_points():
+    assert finetuning.eval_points(12, 6) == [6, 12]
+    assert finetuning.eval_points(15, 6) == [6, 12, 15]  # 2.5 epochs
+    assert finetuning.eval_points(3, 6) == [3]
+    assert finetuning.eval_points(37, 18) == [18, 37]  # int(300 / 16 * 2): one step of rounding
+
+
+def test_feature_cache_reuses_same_key_and_rebuilds_another(tmp_path, caplog):
+    path = str(tmp_path / "train.tf_record")
+    calls = []
+
+    def build(n):
+        def records():
+            calls.append(n)
+            for i in range(n):
+                yield {"input_ids": [i, i + 1], "score": [0.5 * i]}
+        return records
+
+    assert feature_cache.cached_records(path, {"max_seq_length": 2}, build(3)) == 3
+    assert feature_cache.cached_records(path, {"max_seq_length": 2}, build(5)) == 3  # reused
+    assert calls == [3]
+    assert feature_cache.cached_records(path, {"max_seq_length": 4}, build(5)) == 5  # stale: rebuilt
+    assert calls == [3, 5]
+    assert "max_seq_length: 2 there, 4 now" in caplog.text
+    spec = {"input_ids": tf.io.FixedLenFeature([2], tf.int64), "score": tf.io.FixedLenFeature([1], tf.float32)}
+    rows = [tf.io.parse_single_example(r, spec) for r in tf.data.TFRecordDataset(path)]
+    assert [r["input_ids"].numpy().tolist() for r in rows][-1] == [4, 5]
+    assert rows[-1]["score"].numpy().tolist() == [2.0]
+    # A key file without its records (a killed writer) is not a cache.
+    os.remove(path)
+    assert feature_cache.cached_records(path, {"max_seq_length": 4}, build(2)) == 2
