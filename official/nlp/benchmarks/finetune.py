@@ -48,15 +48,16 @@ def read_sst2(data_dir: str, num_examples: int) -> tuple[list[str], list[int]]:
 
 
 def _ours(config: FinetuneConfig, work: str) -> int:
-    from official.nlp.tasks import classification
+    from official.nlp.tasks import classification, finetuning
 
-    result = classification.run_classifier(classification.ClassifierConfig(
+    config_ = classification.ClassifierConfig(
         task_name="sst-2", data_dir=config.data_dir, init_checkpoint=config.hf_model_dir,
         output_dir=os.path.join(work, "ours"), do_train=True, max_train_examples=config.num_examples,
         max_seq_length=config.max_seq_length, train_batch_size=config.batch_size,
         learning_rate=config.learning_rate, num_train_epochs=1.0, mixed_precision=config.precision,
-        save_checkpoints_steps=10**9, steps_per_loop=10**9))
-    return result.step * config.batch_size
+        save_checkpoints_steps=10**9, steps_per_loop=10**9)
+    classification.run_classifier(config_)
+    return finetuning.num_train_steps(config.num_examples, config_)[0] * config.batch_size
 
 
 def _keras_hub(config: FinetuneConfig, work: str) -> int:
