@@ -1,0 +1,77 @@
+"""SQuAD training features as TFRecords (the original `train.tf_record` layout) and their `tf.data` pipelines.
+
+Records hold the original feature names: `unique_ids`, `input_ids`, `input_mask`, `segment_ids`,
+`start_positions`, `end_positions` (and `is_impossible`). The pipelines yield Keras-ready `(x, y)` pairs: `x` has
+the model input names (`input_word_ids`, `input_mask`, `input_type_ids`) and `y` the span labeler's output names
+(`start_logits`, `end_logits`: the gold positions), so that the same dataset feeds `model.fit` and the training
+loop.
+
+Example:
+
+    write_features(features, "/tmp/squad/train.tf_record")
+    ds = training_dataset("/tmp/squad/train.tf_record", seq_length=384, batch_size=32, seed=1)
+    span_labeler.fit(ds, steps_per_epoch=100)
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from official.nlp.data.squad import SquadFeature
+
+_INT_COLUMNS = ("input_ids", "input_mask", "segment_ids")
+
+
+def _int_feature(values) -> tf.train.Feature:
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def write_features(features: Sequence[SquadFeature], path: str) -> int:
+    """Writes `features` as tf.train.Examples to `path` (via a temporary file, renamed when complete)."""
+    partial = path + ".partial"
+    with tf.io.TFRecordWriter(partial) as writer:
+        for f in features:
+            record = {name: _int_feature(getattr(f, name)) for name in _INT_COLUMNS}
+            record["unique_ids"] = _int_feature([f.unique_id])
+            record["start_positions"] = _int_feature([f.start_position])
+            record["end_positions"] = _int_feature([f.end_position])
+            record["is_impossible"] = _int_feature([int(f.is_impossible)])
+            writer.write(tf.train.Example(features=tf.train.Features(feature=record)).SerializeToString())
+    tf.io.gfile.rename(partial, path, overwrite=True)
+    return len(features)
+
+
+def _to_model_inputs(record):
+    x = {"input_word_ids": record["input_ids"], "input_mask": record["input_mask"],
+         "input_type_ids": record["segment_ids"]}
+    y = {"start_logits": record["start_positions"], "end_logits": record["end_positions"]}
+    return x, y
+
+
+def training_dataset(path: str, *, seq_length: int, batch_size: int, seed: int | None = None,
+                     shuffle_buffer_size: int = 10000, repeat: bool = True,
+                     input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+    """Shuffled (seeded), repeated, fixed-size batches of `(x, y)` read from `path`."""
+    spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _INT_COLUMNS}
+    spec.update({name: tf.io.FixedLenFeature([], tf.int64) for name in ("start_positions", "end_positions")})
+
+    def parse(serialized):
+        record = tf.io.parse_single_example(serialized, spec)
+        return _to_model_inputs({k: tf.cast(v, tf.int32) for k, v in record.items()})
+
+    ds = tf.data.TFRecordDataset(path)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    ds = ds.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size, drop_remainder=True).prefetch(2)
+
+
+def prediction_dataset(features: Sequence[SquadFeature], batch_size: int) -> tf.data.Dataset:
+    """Model inputs of `features`, in order, in batches (the last one may be smaller)."""
+    columns = {name: np.asarray([getattr(f, name) for f in features], np.int32) for name in _INT_COLUMNS}
+    x, _ = _to_model_inputs({**columns, "start_positions": None, "end_positions": None})
+    return tf.data.Dataset.from_tensor_slices(x).batch(batch_size)
