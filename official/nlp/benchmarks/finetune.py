@@ -1,12 +1,13 @@
 """`--what=finetune`: end-to-end SST-2 fine-tuning, raw TSV to trained model, in examples/s.
 
 Three runs on the first `num_examples` rows of the real SST-2 `train.tsv`, one epoch, batch 32, the same
-`max_seq_length`, learning rate and precision, all from the same weights (all-MiniLM-L6-v2, L6-H384):
+`max_seq_length`, learning rate and precision, on all-MiniLM-L6-v2 (L6-H384) sizes and weights:
 
 - ours: `tasks.classification.run_classifier` exactly as `run_classifier.py` runs it (exact tokenizer, features
   cached as records, length buckets, the training loop, a checkpoint at the end);
 - keras-hub: `BertTextClassifier` with its `BertTextClassifierPreprocessor` (in-graph tokenizer, padding to
-  `sequence_length`) on `fit`, raw strings in, its documented recipe;
+  `sequence_length`) on `fit`, raw strings in, its documented recipe (same sizes and vocabulary; its weights are
+  freshly initialized, which costs the same per step as loaded ones: keras-hub loads presets from its hub only);
 - transformers: `BertForSequenceClassification` with its fast tokenizer (`padding="max_length"`, as its GLUE
   example does for fixed shapes) and `torch.optim.AdamW`, a plain PyTorch loop.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
 import os
 import tempfile
 import time
@@ -75,7 +77,6 @@ def _keras_hub(config: FinetuneConfig, work: str) -> int:
         preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
             tokenizer, sequence_length=config.max_seq_length)
         with open(os.path.join(config.hf_model_dir, "config.json"), encoding="utf-8") as f:
-            import json
             hf = json.load(f)
         backbone = keras_hub.models.BertBackbone(
             vocabulary_size=hf["vocab_size"], num_layers=hf["num_hidden_layers"], num_heads=hf["num_attention_heads"],
