@@ -1,4 +1,4 @@
-"""Pretraining throughput: our training loop against Keras `model.fit` on the same model, data and optimizer.
+r"""Pretraining throughput: our training loop against Keras `model.fit` on the same model, data and optimizer.
 
 Both run in this process on the same records through the same `PretrainDataLoader`, one after the other; the
 first loop/epoch (tracing) is not timed. Also times the input pipeline alone, to show it is not the bottleneck.
@@ -13,8 +13,10 @@ import dataclasses
 import tempfile
 import time
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
 import keras
-from absl import app, flags
+from absl import flags
 
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.training import distribution, optimization
@@ -103,4 +105,4 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.mark_flag_as_required("input_file")
-    app.run(main)
+    cli.run(main)

@@ -16,15 +16,14 @@ import os
 import random
 import resource
 import shutil
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 
-from absl import app, flags, logging  # noqa: E402
+from absl import flags, logging
 
-from official.nlp.data.pretraining import generator as pretraining_data  # noqa: E402
+from official.nlp.data.pretraining import generator as pretraining_data
 
 flags.DEFINE_string("text_file", None, "Real text, one sentence per line, blank lines between documents.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary.")
@@ -81,7 +80,7 @@ def main(_):
     ref_s = time.time() - start
     ref_rate = ref.instances / ref_s
     out_mb = sum(os.path.getsize(os.path.join(work, "out", f)) for f in os.listdir(os.path.join(work, "out"))
-                 if not f.endswith(".json")) / 2**20
+                 if os.path.isfile(os.path.join(work, "out", f))) / 2**20  # the records; statistics are in stats/
 
     print(f"corpus {size / 2**20:.1f} MB -> {stats.instances:,} instances, {out_mb:.0f} MB of records, "
           f"in {fast_s:.1f} s with {FLAGS.num_workers or os.cpu_count()} workers")
@@ -96,4 +95,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["text_file", "vocab_file"])
-    app.run(main)
+    cli.run(main)

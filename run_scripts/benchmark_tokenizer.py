@@ -12,7 +12,9 @@ counts the lines where stock FastBertTokenizer differs from them.
 """
 import time
 
-from absl import app, flags
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+from absl import flags
 
 flags.DEFINE_string("text_file", None, "Text file; every non-empty line is one input string.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary.")
@@ -92,4 +94,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -7,7 +7,9 @@ Words are counted with the library's BasicTokenizer (the original BERT rules), s
 `FullTokenizer` / `BertTokenizer` split text; pieces are learned by tensorflow-text's WordPiece learner.
 See `official.nlp.tokenizers.wordpiece_vocab`.
 """
-from absl import app, flags, logging
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+from absl import flags, logging
 
 from official.nlp.tokenizers import wordpiece_vocab
 
@@ -35,4 +37,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -1,12 +1,14 @@
-"""Converts a BERT checkpoint (original TF1, Hugging Face, or ours) into a model directory.
+r"""Converts a BERT checkpoint (original TF1, Hugging Face, or ours) into a model directory.
 
-    python run_scripts/convert_checkpoint.py --input=uncased_L-12_H-768_A-12/bert_model.ckpt \\
+    python run_scripts/convert_checkpoint.py --input=uncased_L-12_H-768_A-12/bert_model.ckpt \
         --output_dir=models/bert_base_uncased
 
 The output directory holds the checkpoint, bert_config.json, vocab.txt and do_lower_case, and is what every
 script takes as --init_checkpoint. --output_format=tf1 writes bert_model.ckpt with the original variable names.
 """
-from absl import app, flags, logging
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+from absl import flags
 
 from official.nlp.checkpoints import model_dir
 
@@ -23,12 +25,10 @@ flags.mark_flags_as_required(["input", "output_dir"])
 
 def main(argv):
     del argv
-    files = model_dir.convert_checkpoint(
+    model_dir.convert_checkpoint(  # logs what it wrote
         FLAGS.input, FLAGS.output_dir, input_format=FLAGS.input_format, output_format=FLAGS.output_format,
         bert_config_file=FLAGS.bert_config_file, vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-    logging.info("Model directory ready: %s (checkpoint %s)", FLAGS.output_dir, files.checkpoint)
-    print(f"Wrote {files.checkpoint_format} checkpoint {files.checkpoint} to {FLAGS.output_dir}")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -8,15 +8,11 @@ r"""Creates masked-LM / next-sentence pretraining TFRecords from text (the origi
 Input: one sentence per line, blank lines between documents. Output: the original record schema; statistics go
 to a JSON file next to the output. See `official.nlp.data.pretraining.generator` for how work is split and resumed.
 """
-import os
-import sys
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from absl import flags, logging
 
-from absl import app, flags, logging  # noqa: E402
-
-from official.nlp.data.pretraining import generator as pretraining_data  # noqa: E402
-from official.nlp.common.errors import InputError  # noqa: E402
+from official.nlp.data.pretraining import generator as pretraining_data
 
 flags.DEFINE_string("input_file", None, "Input text files: a comma-separated list of paths and glob patterns.")
 flags.DEFINE_string("output_file", None,
@@ -60,11 +56,7 @@ def main(_):
         use_next_sentence_label=FLAGS.use_next_sentence_label, static_masking=FLAGS.static_masking,
         gzip=FLAGS.gzip, num_workers=FLAGS.num_workers, unit_mb=FLAGS.unit_mb, max_line_bytes=FLAGS.max_line_bytes,
         skip_bad_lines=FLAGS.skip_bad_lines, stats_file=FLAGS.stats_file, reference_order=FLAGS.reference_order)
-    try:
-        stats = pretraining_data.create_pretraining_data(config)
-    except (InputError, ValueError) as e:
-        logging.error("%s", e)
-        sys.exit(f"create_pretraining_data: {e}")
+    stats = pretraining_data.create_pretraining_data(config)
     rates = stats.to_dict()["rates"]
     logging.info("wrote %d instances; masked %.3f of tokens (%.3f of non-special), random next %.3f",
                  stats.instances, rates["masked_fraction"] or 0, rates["masked_fraction_of_non_special"] or 0,
@@ -73,4 +65,4 @@ def main(_):
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
-    app.run(main)
+    cli.run(main)

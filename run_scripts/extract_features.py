@@ -1,17 +1,18 @@
-"""Extracts per-token vectors (and optionally sentence vectors) from a BERT model.
+r"""Extracts per-token vectors (and optionally sentence vectors) from a BERT model.
 
-    python run_scripts/extract_features.py --input_file=data/sentence_pairs.txt \\
+    python run_scripts/extract_features.py --input_file=data/sentence_pairs.txt \
         --init_checkpoint=models/minilm --layers=-1,-2,-3,-4 --output_file=features.jsonl
 
-Input: one example per line, `text_a` or `text_a ||| text_b`. Output: JSON lines in the layout of
+Input: one example per line, `text_a` or `text_a ||| text_b` (a line with the separator but no text on one side
+is refused, naming the line; the original tokenized the bars as text). Output: JSON lines in the layout of
 google-research/bert's extract_features.py (`--output_format=concat` concatenates the layers per token), and with
 `--sentence_vectors_file` an `.npy` of one vector per non-blank line.
 --init_checkpoint is a model directory or an original TF1 checkpoint prefix; --bert_config_file, --vocab_file
 and --do_lower_case default to the files found with it.
 """
-import sys
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from official.nlp.checkpoints import model_dir
 from official.nlp.tasks import feature_extraction
@@ -37,17 +38,14 @@ flags.mark_flags_as_required(["input_file", "output_file", "init_checkpoint"])
 
 def main(argv):
     del argv
-    try:
-        layers = feature_extraction.parse_layers(FLAGS.layers)
-        files = model_dir.resolve_model_files(
-            FLAGS.init_checkpoint, bert_config_file=FLAGS.bert_config_file, vocab_file=FLAGS.vocab_file,
-            do_lower_case=FLAGS.do_lower_case)
-        examples = feature_extraction.read_examples(FLAGS.input_file)
-        results = feature_extraction.extract(
-            files.build_encoder(), files.tokenizer(), examples, layers=layers, max_seq_length=FLAGS.max_seq_length,
-            batch_size=FLAGS.batch_size)
-    except ValueError as e:  # Bad flags or input: the message names them; a traceback would only hide it.
-        sys.exit(f"extract_features: {e}")
+    layers = feature_extraction.parse_layers(FLAGS.layers)
+    examples = feature_extraction.read_examples(FLAGS.input_file)  # first: bad input fails before any model work
+    files = model_dir.resolve_model_files(
+        FLAGS.init_checkpoint, bert_config_file=FLAGS.bert_config_file, vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case)
+    results = feature_extraction.extract(
+        files.build_encoder(), files.tokenizer(), examples, layers=layers, max_seq_length=FLAGS.max_seq_length,
+        batch_size=FLAGS.batch_size)
     vectors = []  # One sentence vector per example, kept while the token vectors stream to the file.
     if FLAGS.sentence_vectors_file:
         results = feature_extraction.collect_sentence_vectors(results, FLAGS.sentence_pooling, vectors)
@@ -60,4 +58,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    cli.run(main)

@@ -1,11 +1,15 @@
-"""Pretrain BERT (masked LM + next sentence prediction) on TFRecords from create_pretraining_data.
+r"""Pretrain BERT (masked LM + next sentence prediction) on TFRecords from create_pretraining_data.
 
 The flags of the original `run_pretraining.py`, plus distribution, mixed precision, gradient accumulation,
 LAMB and dynamic masking. Re-running the same command resumes from the last checkpoint in --model_dir. The
-final model is exported to --export_dir (default --model_dir/export) as a model directory, which every fine-tuning
-script takes as --init_checkpoint.
+final model is exported to --export_dir (default --model_dir/export) as a model directory, which is what
+--init_checkpoint takes (here, in extract_features.py and in convert_checkpoint.py's --input).
 
-    python run_scripts/run_pretraining.py --input_file='data/pretrain/*.tfrecord' \
+--init_checkpoint may also be a model directory without pretraining heads (a converted Hugging Face encoder, or a
+TF1 checkpoint without cls/*): the encoder is loaded and the heads start fresh. --preset=tiny|mini|small|medium|
+base|large instead of --bert_config_file builds a config of that size for --vocab_file.
+
+    python run_scripts/run_pretraining.py --input_file='out/train.tfrecord-*' \
         --bert_config_file=bert_config.json --vocab_file=vocab.txt --do_lower_case \
         --model_dir=/tmp/pretrain --train_batch_size=32 --num_train_steps=10000 --num_warmup_steps=1000 \
         --learning_rate=1e-4
@@ -14,8 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
 from absl import app, flags, logging
 
+from official.nlp.modeling.configs import PRESETS
 from official.nlp.training import distribution, optimization
 from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
 
@@ -28,6 +35,8 @@ DEFAULTS = {f.name: f.default for f in dataclasses.fields(PretrainingConfig)
 flags.DEFINE_string("input_file", None, "TFRecord files: globs, comma-separated (plain or gzip).")
 flags.DEFINE_string("bert_config_file", DEFAULTS["bert_config_file"], "bert_config.json of the model (optional "
                     "with a model-dir --init_checkpoint).")
+flags.DEFINE_enum("preset", DEFAULTS["preset"], list(PRESETS), "Instead of --bert_config_file: a BERT size, with "
+                  "vocab_size from --vocab_file.")
 flags.DEFINE_string("init_checkpoint", DEFAULTS["init_checkpoint"], "Start from this model directory or original "
                     "TF1 checkpoint (ignored when --model_dir already holds a checkpoint, which is resumed).")
 flags.DEFINE_string("model_dir", None, "Checkpoints, summaries and the export go here.")
@@ -94,12 +103,13 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     result = run_pretraining(config_from_flags())
-    summary = ", ".join(f"{k}={v:.4g}" for k, v in result.metrics.items())
-    logging.info("Finished at step %d: %s", result.step, summary)
+    if result.metrics:  # else a finished job run again, which the trainer has reported already
+        logging.info("Finished at step %d: %s", result.step,
+                     ", ".join(f"{k}={v:.4g}" for k, v in result.metrics.items()))
     if result.export_dir:
         logging.info("Model directory for fine-tuning (--init_checkpoint): %s", result.export_dir)
 
 
 if __name__ == "__main__":
     flags.mark_flags_as_required(["input_file", "model_dir"])
-    app.run(main)
+    cli.run(main)

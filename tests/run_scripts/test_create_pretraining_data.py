@@ -77,9 +77,10 @@ def test_rerun_with_another_max_seq_length_is_refused(shared_data, tmp_path):
     out = tmp_path / "out"
     args = _args(shared_data, sample, out / "x@2", "--num_workers=1", "--unit_mb=0.001")
     subprocess.run(args, check=True, capture_output=True)
-    shards = sorted(p.name for p in out.iterdir())
-    assert shards == ["x-00000-of-00002", "x-00000-of-00002.stats.json", "x-00001-of-00002",
-                      "x-00001-of-00002.stats.json", "x.stats.json"]
+    shards = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert shards == ["stats/x-00000-of-00002.json", "stats/x-00001-of-00002.json", "stats/x.json",
+                      "x-00000-of-00002", "x-00001-of-00002"]
+    assert sorted(p.name for p in out.glob("x-*")) == ["x-00000-of-00002", "x-00001-of-00002"]  # no stats caught
     before = {name: (out / name).read_bytes() for name in shards}
 
     result = subprocess.run(args + ["--max_seq_length=64"], capture_output=True, text=True)
@@ -87,7 +88,8 @@ def test_rerun_with_another_max_seq_length_is_refused(shared_data, tmp_path):
     assert (f"{out / 'x-00000-of-00002'} was written with other settings than this run's (--max_seq_length: 128 "
             "there, 64 now)") in result.stderr
     assert "delete the old outputs" in result.stderr and "or choose another --output_file" in result.stderr
-    assert {name: (out / name).read_bytes() for name in sorted(p.name for p in out.iterdir())} == before
+    assert {name: (out / name).read_bytes() for name in shards} == before
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == shards
 
     # The same flags (another worker count) keep the complete shards.
     result = subprocess.run(args[:-2] + ["--num_workers=2", "--unit_mb=0.001"], check=True, capture_output=True,

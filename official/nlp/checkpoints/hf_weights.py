@@ -10,6 +10,8 @@ import os
 import re
 import struct
 
+from official.nlp.common.errors import InputError, MissingInputError
+
 import numpy as np
 
 _SAFETENSORS_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
@@ -29,7 +31,7 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
         (header_size,) = struct.unpack("<Q", data[:8])
         header = json.loads(data[8:8 + header_size])
     except (struct.error, ValueError) as e:
-        raise ValueError(f"{path} is not a safetensors file ({e})") from None
+        raise InputError(f"{path} is not a safetensors file ({e})") from None
     start = 8 + header_size
     buffer = memoryview(data)  # slices of a memoryview share the bytes; slices of bytes would copy them
     tensors = {}
@@ -44,7 +46,7 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
         elif info["dtype"] in _SAFETENSORS_DTYPES:
             array = np.frombuffer(raw, np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<"))
         else:
-            raise ValueError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
+            raise InputError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
         tensors[name] = array.reshape(info["shape"])
     return tensors
 
@@ -81,6 +83,25 @@ def hf_name_to_tf1(name: str) -> tuple[str | None, bool]:
     return joined, False
 
 
+_TF1_HEAD_NAMES = {tf1: hf for hf, tf1 in _HF_HEAD_NAMES.items()}
+
+
+def tf1_name_to_hf(name: str) -> str:
+    """The Hugging Face key of a TF1 BERT weight name (the inverse of `hf_name_to_tf1`), so that errors about a
+    Hugging Face file name the tensors as the user's file does; `BertForPreTraining` files add a `bert.` prefix."""
+    if name in _TF1_HEAD_NAMES:
+        return _TF1_HEAD_NAMES[name]
+    name = re.sub(r"/layer_(\d+)/", r"/layer/\1/", name.removeprefix("bert/"))
+    scope, _, last = name.rpartition("/")
+    if scope.endswith("LayerNorm"):
+        last = {"gamma": "weight", "beta": "bias"}.get(last, last)
+    elif last == "kernel":
+        last = "weight"
+    elif last.endswith("_embeddings"):
+        scope, last = name, "weight"
+    return f"{scope}/{last}".replace("/", ".")
+
+
 def read_hf_weights(path: str) -> dict[str, np.ndarray]:
     """Reads Hugging Face BERT weights (`model.safetensors`, or the folder holding it) as TF1 names and layouts.
 
@@ -94,7 +115,7 @@ def read_hf_weights(path: str) -> dict[str, np.ndarray]:
         if os.path.isdir(path) and os.path.exists(os.path.join(path, "pytorch_model.bin")):
             hint = ("; only model.safetensors is read: re-save with "
                     "transformers' save_pretrained(..., safe_serialization=True)")
-        raise FileNotFoundError(f"No model.safetensors at {path}{hint}")
+        raise MissingInputError(f"No model.safetensors at {path}{hint}")
     tensors = load_safetensors(file)
     weights, decoder = {}, {}
     for hf_name, value in tensors.items():

@@ -29,6 +29,7 @@ import shutil
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.checkpoints import tf_checkpoints, hf_weights
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -62,15 +63,23 @@ class ModelFiles:
             self.restore(encoder)
         return encoder
 
-    def restore(self, model, *, encoder_only: bool = False) -> None:
+    def restore(self, model, *, encoder_only: bool = False, _quiet: bool = False) -> None:
         """Loads the checkpoint into `model`: the encoder, plus the pretraining heads for a `BertPretrainer`.
 
-        Other task models get the encoder only (their heads start fresh, as in fine-tuning). To resume a whole
-        fine-tuned model from our format use `tf_checkpoints.restore_checkpoint(model, prefix)`.
+        Other task models get the encoder only (their heads start fresh, as in fine-tuning). A `BertPretrainer`
+        from a checkpoint without pretraining heads (a converted Hugging Face encoder, a TF1 checkpoint without
+        `cls/*`) gets the encoder, and its heads keep their fresh initial values. To resume a whole fine-tuned
+        model from our format use `tf_checkpoints.restore_checkpoint(model, prefix)`.
         """
         if self.checkpoint is None:
             raise ValueError("No checkpoint to restore (the model directory was resolved without one)")
         heads = isinstance(model, BertPretrainer) and not encoder_only
+        if heads and not tf_checkpoints.has_masked_lm_head(self.checkpoint):
+            logging.info("Restored the encoder from %s (%s format); it has no pretraining heads, so the masked-LM "
+                         "and next-sentence heads start from fresh initial values", self.checkpoint,
+                         self.checkpoint_format)
+            self.restore(model, encoder_only=True, _quiet=True)
+            return
         target = model if heads else (model if isinstance(model, BertEncoder) else model.encoder)
         if self.checkpoint_format == "tf1":
             tf_checkpoints.assign_weights(tf_checkpoints.read_tf1_checkpoint(self.checkpoint), target,
@@ -80,15 +89,16 @@ class ModelFiles:
                                           source=self.checkpoint)
         else:
             tf_checkpoints.restore_checkpoint(target, self.checkpoint, encoder_only=not heads)
-        logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
-                     self.checkpoint, self.checkpoint_format)
+        if not _quiet:
+            logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
+                         self.checkpoint, self.checkpoint_format)
 
     def tokenizer(self):
         """The pure-Python `FullTokenizer` for this vocabulary and case."""
         from official.nlp.tokenizers.tokenization import FullTokenizer
 
         if self.vocab_file is None or self.do_lower_case is None:
-            raise ValueError("No vocabulary or case: pass --vocab_file and --do_lower_case, or use a model "
+            raise InputError("No vocabulary or case: pass --vocab_file and --do_lower_case, or use a model "
                              "directory that has vocab.txt and do_lower_case")
         return FullTokenizer(self.vocab_file, do_lower_case=self.do_lower_case)
 
@@ -124,10 +134,10 @@ def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_ca
     a checkpoint.
     """
     if checkpoint_format not in ("ours", "tf1"):
-        raise ValueError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
+        raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
     if tf.io.gfile.isdir(model_dir) and (tf.train.latest_checkpoint(model_dir) or tf.io.gfile.glob(
             os.path.join(model_dir, "*.index"))):
-        raise FileExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
+        raise OutputExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
     config = model.config if isinstance(model, BertEncoder) else model.encoder.config
     write_model_files(model_dir, config, vocab_file, do_lower_case)
     if checkpoint_format == "tf1":
@@ -155,7 +165,7 @@ def read_do_lower_case(path: str) -> bool:
         return True
     if text in ("false", "0", "no"):
         return False
-    raise ValueError(f"{path}: expected 'true' or 'false', found {text!r}")
+    raise InputError(f"{path}: expected 'true' or 'false', found {text!r}")
 
 
 def find_checkpoint(path: str) -> tuple[str, str]:
@@ -164,20 +174,28 @@ def find_checkpoint(path: str) -> tuple[str, str]:
         prefix = tf.train.latest_checkpoint(path)
         if prefix is None:
             indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
+            if not indexes:
+                hf = ("it has config.json, as a Hugging Face folder does, but no model.safetensors (the weights; "
+                      "a pytorch_model.bin alone is not read)" if tf.io.gfile.exists(os.path.join(path, "config.json"))
+                      else "it holds no weights")
+                raise MissingInputError(
+                    f"{path}: {hf}. Expected a model directory (checkpoint + ckpt-N.index), an original TF1 "
+                    "checkpoint (bert_model.ckpt.index) or a Hugging Face folder (config.json + model.safetensors "
+                    "+ vocab.txt)")
             if len(indexes) != 1:
-                found = ", ".join(os.path.basename(i) for i in indexes) or "none"
-                raise FileNotFoundError(f"{path}: cannot tell which checkpoint to use (no `checkpoint` state file; "
+                found = ", ".join(os.path.basename(i) for i in indexes)
+                raise MissingInputError(f"{path}: cannot tell which checkpoint to use (no `checkpoint` state file; "
                                         f"*.index files: {found}); pass the checkpoint prefix instead")
             prefix = indexes[0][:-len(".index")]
     elif tf.io.gfile.exists(path + ".index"):
         prefix = path
     else:
-        raise FileNotFoundError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
+        raise MissingInputError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
     if tf_checkpoints.is_our_checkpoint(prefix):
         return prefix, "ours"
     if tf_checkpoints.is_tf1_checkpoint(prefix):
         return prefix, "tf1"
-    raise ValueError(f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
+    raise InputError(f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
                      "an original TF1 one (`bert/...` variables). Convert it with run_scripts/convert_checkpoint.py")
 
 
@@ -221,14 +239,14 @@ def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None
     from official.nlp.tokenizers import tokenization
 
     if not tf.io.gfile.exists(vocab_file):
-        raise FileNotFoundError(f"Vocabulary file not found: {vocab_file}")
+        raise MissingInputError(f"Vocabulary file not found: {vocab_file}")
     vocab = tokenization.load_vocab(vocab_file)
     if do_lower_case is None and infer_case:
         do_lower_case = _case_from_directory_name(infer_from)
         if do_lower_case is None:
             do_lower_case = _case_from_vocab(vocab)
         if do_lower_case is None and require_case:
-            raise ValueError(f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass "
+            raise InputError(f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass "
                              "--do_lower_case")
         if do_lower_case is not None:
             logging.info("do_lower_case=%s inferred for %s", do_lower_case, infer_from or vocab_file)
@@ -239,7 +257,7 @@ def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None
 def _merge_case(do_lower_case: bool | None, stored: bool | None, source: str) -> bool | None:
     """The `--do_lower_case` flag, else the case stored with the model; refuses a flag that contradicts it."""
     if do_lower_case is not None and stored is not None and do_lower_case != stored:
-        raise ValueError(f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
+        raise InputError(f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
                          "with the latter. Drop the flag or fix the file.")
     return stored if do_lower_case is None else do_lower_case
 
@@ -289,16 +307,16 @@ def resolve_model_files(
         config_file = bert_config_file or beside(CONFIG_FILE)
         if config_file is None:
             if directory is None:
-                raise ValueError(f"--bert_config_file is required (there is no --init_checkpoint to take "
+                raise InputError(f"--bert_config_file is required (there is no --init_checkpoint to take "
                                  f"{CONFIG_FILE} from)")
-            raise FileNotFoundError(f"No BERT config: --bert_config_file is not set and {directory} has no "
+            raise MissingInputError(f"No BERT config: --bert_config_file is not set and {directory} has no "
                                     f"{CONFIG_FILE}")
         config = BertConfig.from_json_file(config_file)
 
     vocab_file = vocab_file or beside(VOCAB_FILE)
     if vocab_file is None and require_vocab:
         where = f" and {directory} has no {VOCAB_FILE}" if directory else ""
-        raise FileNotFoundError(f"No vocabulary: --vocab_file is not set{where}")
+        raise MissingInputError(f"No vocabulary: --vocab_file is not set{where}")
 
     case_file = beside(DO_LOWER_CASE_FILE)
     if case_file:
@@ -339,7 +357,7 @@ def hf_model_files(path: str, *, bert_config_file: str | None = None, vocab_file
     vocab_file = vocab_file or (os.path.join(directory, VOCAB_FILE)
                                 if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None)
     if vocab_file is None:
-        raise FileNotFoundError(f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass "
+        raise MissingInputError(f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass "
                                 "--vocab_file")
     do_lower_case = _merge_case(do_lower_case, _hf_do_lower_case(directory),
                                 f"{directory}/tokenizer_config.json's do_lower_case")
@@ -370,14 +388,15 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
     if input_format == "hf":
         files = hf_model_files(path, bert_config_file=bert_config_file, vocab_file=vocab_file,
                                do_lower_case=do_lower_case)
-        model = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(path), files.config, source=path)
+        model = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(path), files.config, source=path,
+                                                  display_name=hf_weights.tf1_name_to_hf)
         return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
     if input_format not in ("tf1", "ours"):
-        raise ValueError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
+        raise InputError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
     files = resolve_model_files(path, bert_config_file=bert_config_file, vocab_file=vocab_file,
                                 do_lower_case=do_lower_case)
     if files.checkpoint_format != input_format:
-        raise ValueError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
+        raise InputError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
     if input_format == "tf1":
         weights = tf_checkpoints.read_tf1_checkpoint(files.checkpoint)
         model = tf_checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
@@ -40,7 +41,7 @@ _MLM_SCOPE = "cls/predictions/"
 _NSP_SCOPE = "cls/seq_relationship/"
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(InputError):
     """Weights and model disagree. `missing`, `unexpected` and `wrong_shape` hold the details."""
 
     def __init__(self, source: str, model_desc: str, missing: list, unexpected: list, wrong_shape: list,
@@ -131,7 +132,7 @@ def _split_model(model) -> tuple[BertEncoder, object, object]:
 
 
 def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "weights",
-                   allow_missing_pooler: bool = True) -> list[str]:
+                   allow_missing_pooler: bool = True, display_name=None) -> list[str]:
     """Loads TF1-named, TF1-layout arrays into `model` (a `BertEncoder`, a `BertPretrainer`, or a task model).
 
     Every variable of the encoder (and of the pretraining heads, for a `BertPretrainer`) must be present with the
@@ -142,6 +143,8 @@ def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "w
     Sources without a pooler (Hugging Face `BertForMaskedLM`) are accepted with a warning when
     `allow_missing_pooler`: the pooler keeps its fresh initialization, as transformers does.
 
+    `display_name` maps a TF1 name to the name the user's file has (e.g. the Hugging Face key) for the error.
+
     Returns:
       the names that were ignored because the model does not cover them (e.g. the pretraining heads when loading
       an encoder, or a fine-tuned classifier's `output_weights`).
@@ -150,30 +153,32 @@ def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "w
     variables = tf1_variable_map(encoder, masked_lm, next_sentence)
     scopes = [ENCODER_SCOPE] + ([_MLM_SCOPE] if masked_lm is not None else []) + (
         [_NSP_SCOPE] if next_sentence is not None else [])
+    shown = display_name or (lambda name: name)
     missing, wrong_shape, values = [], [], {}
     for name, variable in variables.items():
         if name not in weights:
-            missing.append(f"{name} {_shape(variable.shape)}")
+            missing.append(name)
             continue
         value = np.asarray(weights[name])
         if name in _TRANSPOSED_IN_TF1:
             value = value.T
         if tuple(value.shape) != tuple(variable.shape):
-            shown = value.T.shape if name in _TRANSPOSED_IN_TF1 else value.shape
+            shown_shape = value.T.shape if name in _TRANSPOSED_IN_TF1 else value.shape
             expected = tuple(variable.shape)[::-1] if name in _TRANSPOSED_IN_TF1 else variable.shape
-            wrong_shape.append(f"{name}: checkpoint {_shape(shown)}, model {_shape(expected)}")
+            wrong_shape.append(f"{shown(name)}: checkpoint {_shape(shown_shape)}, model {_shape(expected)}")
             continue
         values[name] = value
     unexpected, ignored = [], []
     for name in sorted(set(weights) - set(variables)):
         (unexpected if name.startswith(tuple(scopes)) else ignored).append(name)
-    unexpected = [f"{name} {_shape(np.shape(weights[name]))}" for name in unexpected]
+    unexpected = [f"{shown(name)} {_shape(np.shape(weights[name]))}" for name in unexpected]
     pooler = [m for m in missing if m.startswith("bert/pooler/")]
     if allow_missing_pooler and len(pooler) == 2 and len(missing) == 2 and not (unexpected or wrong_shape):
         logging.warning("%s has no pooler (bert/pooler/dense): pooled_output comes from a freshly initialized "
                         "layer; fine-tune before using it", source)
         missing = []
     if missing or unexpected or wrong_shape:
+        missing = [f"{shown(name)} {_shape(variables[name].shape)}" for name in missing]
         raise CheckpointMismatchError(source, _describe(encoder.config), missing, unexpected, wrong_shape,
                                       hint="Check that bert_config.json belongs to this checkpoint.")
     for name, value in values.items():
@@ -201,11 +206,13 @@ def _model_for_heads(config: BertConfig, *, masked_lm: bool, next_sentence: bool
     return BertPretrainer(encoder, use_next_sentence_label=next_sentence) if masked_lm else encoder
 
 
-def model_from_weights(weights: Mapping[str, np.ndarray], config: BertConfig, *, source: str = "weights"):
-    """Builds the model the weights describe: a `BertPretrainer` when MLM weights are present, else an encoder."""
+def model_from_weights(weights: Mapping[str, np.ndarray], config: BertConfig, *, source: str = "weights",
+                       display_name=None):
+    """Builds the model the weights describe: a `BertPretrainer` when MLM weights are present, else an encoder.
+    `display_name`: see `assign_weights`."""
     model = _model_for_heads(config, masked_lm=any(name.startswith(_MLM_SCOPE) for name in weights),
                              next_sentence=any(name.startswith(_NSP_SCOPE) for name in weights))
-    assign_weights(weights, model, source=source)
+    assign_weights(weights, model, source=source, display_name=display_name)
     return model
 
 
@@ -218,11 +225,11 @@ def read_tf1_checkpoint(prefix: str) -> dict[str, np.ndarray]:
     try:
         reader = tf.train.load_checkpoint(prefix)
     except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as e:
-        raise FileNotFoundError(f"Cannot read a TF checkpoint at {prefix} ({type(e).__name__}); expected the "
+        raise MissingInputError(f"Cannot read a TF checkpoint at {prefix} ({type(e).__name__}); expected the "
                                 "prefix, e.g. uncased_L-12_H-768_A-12/bert_model.ckpt") from None
     names = reader.get_variable_to_shape_map()
     if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
-        raise ValueError(f"{prefix} is an object-based TF2 checkpoint, not an original TF1 BERT checkpoint")
+        raise InputError(f"{prefix} is an object-based TF2 checkpoint, not an original TF1 BERT checkpoint")
     weights, dropped = {}, 0
     for name in names:
         if _TF1_TRAINING_STATE.search(name):
@@ -364,13 +371,13 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
     root = tf.train.Checkpoint(encoder=encoder) if encoder_only or model is encoder else checkpoint_root(model)
     reader = tf.train.load_checkpoint(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
-        raise ValueError(f"{prefix} is not one of our checkpoints (no object graph); for an original TF1 "
+        raise InputError(f"{prefix} is not one of our checkpoints (no object graph); for an original TF1 "
                          "checkpoint use read_tf1_checkpoint + assign_weights")
     saved = _SavedGraph(reader)
     children = [name for name in ("encoder", "model") if getattr(root, name, None) is not None]
     for name in children:
         if saved.node((name,)) is None:
-            raise ValueError(f"{prefix} has no `{name}` object; write checkpoints with "
+            raise InputError(f"{prefix} has no `{name}` object; write checkpoints with "
                              "official.nlp.checkpoints.tf_checkpoints.checkpoint_root(model, ...)")
     shapes = reader.get_variable_to_shape_map()
     missing, wrong_shape, matched = [], [], {}
@@ -391,6 +398,15 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
                                       hint="Check that bert_config.json belongs to this checkpoint.")
     for key, variable in matched.items():
         variable.assign(reader.get_tensor(key))
+
+
+def has_masked_lm_head(prefix: str) -> bool:
+    """Whether a checkpoint (ours or an original TF1 one) holds the masked-LM head; public encoder-only
+    checkpoints (converted Hugging Face models, TF1 without ``cls/*``) do not."""
+    reader = tf.train.load_checkpoint(prefix)
+    if reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+        return _SavedGraph(reader).node(("model", "masked_lm")) is not None
+    return any(name.startswith(_MLM_SCOPE) for name in reader.get_variable_to_shape_map())
 
 
 def model_from_checkpoint(prefix: str, config: BertConfig):

@@ -1,15 +1,36 @@
-"""Runs an absl script's ``main`` so that a user's mistake ends as one clean line and a non-zero exit.
+"""How every script in run_scripts/ starts and ends: quiet TensorFlow start-up, and user errors as one clean line.
 
+Import this module before anything that imports TensorFlow (the first `official` import of a script), and end
+the script with `run`:
+
+    from official.nlp.common import cli   # first: keeps TensorFlow's C++ start-up noise off the screen
+    ...
     if __name__ == "__main__":
         cli.run(main)
 
-`InputError` (see `errors.py`) is printed as ``<script>: <message>`` on stderr with exit status 2, and no
-traceback: tracebacks are for bugs, which still get theirs.
+**Errors.** `InputError` (see `errors.py`) is printed as ``<script>: <message>`` on stderr with exit status 2, and
+no traceback: tracebacks are for bugs, which still get theirs. An `OSError` about a path the user gave (no
+permission, a parent that is a file, a full disk) is reported the same way, naming the path.
+
+**TensorFlow's start-up noise.** On TF 2.21 each process prints about 9 lines from C++ before any of ours
+(`oneDNN custom operations are on`, `Could not find cuda drivers`, `failed call to cuInit`, CPU instructions ...).
+`TF_CPP_MIN_LOG_LEVEL` alone does not remove them: most are written by Abseil's C++ logging *before*
+`absl::InitializeLog()`, which writes every severity to stderr whatever the level (measured; the level only drops
+the cuInit line). So on import, unless ``--verbosity`` (``-v``) is 1 or more, this module sets
+``TF_CPP_MIN_LOG_LEVEL=2`` (if the environment does not set it) and routes file descriptor 2 through a filter that
+drops C++ INFO/WARNING log lines and the known harmless ERROR lines; everything else, Python logging and
+tracebacks included, passes unchanged. ``--verbosity=1`` shows everything.
 """
 from __future__ import annotations
 
+import atexit
+import errno
+import logging
 import os
+import re
+import select
 import sys
+import threading
 from typing import Callable
 
 from absl import app
@@ -18,14 +39,171 @@ from official.nlp.common.errors import InputError
 
 USER_ERROR_EXIT = 2
 
+# C++ (Abseil/TSL) log lines: severity, date (0000 00:00 before absl::InitializeLog), time, thread, source.cc:line.
+_CPP_LOG = re.compile(rb"^([IWEF])\d{4} [\d:.]+\s+\d+ [\w./+-]+\.(?:cc|cpp|c|h|hpp):\d+\] ")
+_NOISE = (
+    b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+    b"To enable the following instructions:",  # second line of cpu_feature_guard's INFO
+)
+# ERROR lines that TensorFlow prints on a healthy machine (no GPU, oneDNN's int64 fallback, plugin registration).
+_HARMLESS_ERRORS = (b"failed call to cuInit", b"oneDNN supports DT_", b"Unable to register cu",
+                    b"computation placer already registered", b"Attempting to register factory for plugin")
+
+
+def _is_noise(line: bytes) -> bool:
+    if line.startswith(_NOISE):
+        return True
+    m = _CPP_LOG.match(line)
+    if not m:
+        return False
+    return m.group(1) in (b"I", b"W") or any(s in line for s in _HARMLESS_ERRORS)
+
+
+def _verbosity(argv: list[str]) -> int:
+    """The --verbosity / -v the command line asks for (absl's flag, read before absl parses it)."""
+    for i, arg in enumerate(argv[1:], 1):
+        for name in ("--verbosity", "-v"):
+            value = None
+            if arg.startswith(name + "="):
+                value = arg[len(name) + 1:]
+            elif arg == name and i + 1 < len(argv):
+                value = argv[i + 1]
+            if value is not None:
+                try:
+                    return int(value)
+                except ValueError:
+                    return 0
+    return 0
+
+
+class _StderrFilter:
+    """File descriptor 2 becomes a pipe; a thread copies every line that is not noise to the real stderr.
+
+    At the fd level because the noise comes from C++, which never passes through `sys.stderr`. A line without a
+    newline (a prompt, a progress bar's \\r) is passed on after 50 ms of quiet, so nothing waits for a newline.
+    """
+
+    def __init__(self):
+        sys.stderr.flush()
+        self.real = os.dup(2)
+        read, write = os.pipe()
+        os.dup2(write, 2)
+        os.close(write)
+        self.read = read
+        self.thread = threading.Thread(target=self._pump, name="stderr-filter", daemon=True)
+        self.thread.start()
+        atexit.register(self.close)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            while data:
+                data = data[os.write(self.real, data):]
+        except OSError:  # the reader went away (a closed pipe): nothing left to show it to
+            pass
+
+    def _pump(self) -> None:
+        pending = b""
+        while True:
+            ready, _, _ = select.select([self.read], [], [], 0.05 if pending else None)
+            if not ready:  # quiet with a partial line: show it
+                self._write(pending)
+                pending = b""
+                continue
+            chunk = os.read(self.read, 65536)
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            self._write(b"".join(line + b"\n" for line in lines if not _is_noise(line)))
+        if pending and not _is_noise(pending):
+            self._write(pending)
+        os.close(self.read)
+
+    def close(self) -> None:
+        """Puts the real stderr back and lets the thread pass on what is left in the pipe."""
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(self.real, 2)  # closes our write end; the thread sees the end once children have closed theirs
+        self.thread.join(timeout=2)
+
+
+_filter: _StderrFilter | None = None
+
+
+def quiet_tensorflow(argv: list[str] | None = None) -> None:
+    """Keeps TensorFlow's C++ start-up noise off stderr unless ``--verbosity`` asks (see the module docstring).
+
+    Called on import; must run before TensorFlow is imported to catch its first lines. Idempotent.
+    """
+    global _filter
+    if _verbosity(sys.argv if argv is None else argv) >= 1 or _filter is not None:
+        return
+    if argv is None and ("pytest" in sys.modules or "IPython" in sys.modules or hasattr(sys, "ps1")):
+        return  # not a script: a test runner or a notebook owns stderr
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        return  # a worker (spawned, so it re-imports the script): its stderr is already the parent's filter
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        _filter = _StderrFilter()
+    except OSError:  # no usable fd 2 (a daemon): nothing to keep quiet
+        pass
+
+
+def _describe_os_error(e: OSError) -> str | None:
+    """A user-facing line for an OSError about a path, or None when it names no path (then it is a bug)."""
+    if not e.filename:
+        return None
+    path = e.filename
+    reason = e.strerror or str(e)
+    fix = {errno.EACCES: "choose a path you can write to, or change its permissions",
+           errno.EPERM: "choose a path you can write to, or change its permissions",
+           errno.EROFS: "choose a path on a writable file system",
+           errno.ENOSPC: "free some space or choose another disk",
+           errno.EEXIST: "a file is in the way where a folder is needed: remove it or choose another path",
+           errno.ENOTDIR: "a part of the path is a file, not a folder: choose another path",
+           errno.EISDIR: "the path is a folder; name a file",
+           errno.ENOENT: "check the path"}.get(e.errno, "check the path")
+    return f"{path}: {reason}; {fix}"
+
+
+class _DropTensorFlowChatter(logging.Filter):
+    """TensorFlow's Python INFO lines that report internals, not events of the job."""
+
+    PREFIXES = ("Sharding callback duration",)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.levelno <= logging.INFO and str(record.msg).startswith(self.PREFIXES))
+
+
+def _one_line_per_event() -> None:
+    """Inside `app.run`: TensorFlow's own stderr handler (added when it was imported before absl set up logging)
+    printed each of its lines a second time (``INFO:tensorflow:Using MirroredStrategy`` and the absl line);
+    absl's handler on the root logger shows them once."""
+    tf_logger = logging.getLogger("tensorflow")
+    for handler in list(tf_logger.handlers):
+        if type(handler) is logging.StreamHandler:
+            tf_logger.removeHandler(handler)
+    if _filter is not None:
+        for name in ("tensorflow", "absl"):  # TF logs through both
+            logging.getLogger(name).addFilter(_DropTensorFlowChatter())
+
 
 def _guarded(main: Callable, script: str) -> Callable:
     def wrapped(argv):
+        _one_line_per_event()
         try:
             return main(argv)
         except InputError as e:
-            print(f"{script}: {e}", file=sys.stderr, flush=True)
-            sys.exit(USER_ERROR_EXIT)
+            message = str(e)
+        except OSError as e:
+            message = _describe_os_error(e)
+            if message is None:
+                raise
+        print(f"{script}: {message}", file=sys.stderr, flush=True)
+        sys.exit(USER_ERROR_EXIT)
     return wrapped
 
 
@@ -33,3 +211,6 @@ def run(main: Callable, *, script: str | None = None) -> None:
     """`absl.app.run(main)`, with `InputError` reported as one line (``script`` defaults to the file's name)."""
     script = script or os.path.splitext(os.path.basename(sys.argv[0]))[0]
     app.run(_guarded(main, script))
+
+
+quiet_tensorflow()

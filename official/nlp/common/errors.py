@@ -9,3 +9,11 @@ non-zero without a traceback; every other exception is a bug and keeps its trace
 
 class InputError(ValueError):
     """A mistake the user can fix; the message names where it is and what to change."""
+
+
+class MissingInputError(InputError, FileNotFoundError):
+    """A file or folder the user named (or that should be next to it) is not there."""
+
+
+class OutputExistsError(InputError, FileExistsError):
+    """An output would overwrite something the user made earlier."""

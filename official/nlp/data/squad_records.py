@@ -8,13 +8,13 @@ loop.
 
 Example:
 
-    write_features(features, "/tmp/squad/train.tf_record")
+    feature_cache.cached_records("/tmp/squad/train.tf_record", key, lambda: records(features))
     ds = training_dataset("/tmp/squad/train.tf_record", seq_length=384, batch_size=32, seed=1)
     span_labeler.fit(ds, steps_per_epoch=100)
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -24,23 +24,12 @@ from official.nlp.data.squad import SquadFeature
 _INT_COLUMNS = ("input_ids", "input_mask", "segment_ids")
 
 
-def _int_feature(values) -> tf.train.Feature:
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
-
-
-def write_features(features: Sequence[SquadFeature], path: str) -> int:
-    """Writes `features` as tf.train.Examples to `path` (via a temporary file, renamed when complete)."""
-    partial = path + ".partial"
-    with tf.io.TFRecordWriter(partial) as writer:
-        for f in features:
-            record = {name: _int_feature(getattr(f, name)) for name in _INT_COLUMNS}
-            record["unique_ids"] = _int_feature([f.unique_id])
-            record["start_positions"] = _int_feature([f.start_position])
-            record["end_positions"] = _int_feature([f.end_position])
-            record["is_impossible"] = _int_feature([int(f.is_impossible)])
-            writer.write(tf.train.Example(features=tf.train.Features(feature=record)).SerializeToString())
-    tf.io.gfile.rename(partial, path, overwrite=True)
-    return len(features)
+def records(features: Sequence[SquadFeature]) -> Iterator[dict]:
+    """The record of each feature, for `feature_cache.cached_records` (original names and layout)."""
+    for f in features:
+        yield {"unique_ids": [f.unique_id], "input_ids": f.input_ids, "input_mask": f.input_mask,
+               "segment_ids": f.segment_ids, "start_positions": [f.start_position],
+               "end_positions": [f.end_position], "is_impossible": [int(f.is_impossible)]}
 
 
 def _to_model_inputs(record):

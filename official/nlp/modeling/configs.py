@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from absl import logging
 
+from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.activations import ACTIVATION_NAMES, HF_ACTIVATIONS
 
 # (num_hidden_layers, hidden_size, num_attention_heads) of the public Google BERT sizes.
@@ -59,27 +60,27 @@ class BertConfig:
         for name in _REQUIRED_KEYS + ("max_position_embeddings", "type_vocab_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
+                raise InputError(f"BertConfig.{name} must be a positive integer, got {value!r}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "initializer_range", "layer_norm_eps"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"BertConfig.{name} must be a number, got {value!r}")
+                raise InputError(f"BertConfig.{name} must be a number, got {value!r}")
             setattr(self, name, float(value))
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             if not 0.0 <= getattr(self, name) < 1.0:
-                raise ValueError(f"BertConfig.{name} must be in [0, 1), got {getattr(self, name)!r}")
+                raise InputError(f"BertConfig.{name} must be in [0, 1), got {getattr(self, name)!r}")
         if self.initializer_range <= 0 or self.layer_norm_eps <= 0:
-            raise ValueError("BertConfig.initializer_range and layer_norm_eps must be positive, got "
+            raise InputError("BertConfig.initializer_range and layer_norm_eps must be positive, got "
                              f"{self.initializer_range!r} and {self.layer_norm_eps!r}")
         if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"BertConfig.hidden_size ({self.hidden_size}) is not divisible by num_attention_heads "
+            raise InputError(f"BertConfig.hidden_size ({self.hidden_size}) is not divisible by num_attention_heads "
                              f"({self.num_attention_heads}); each head gets hidden_size / num_attention_heads units")
         if self.hidden_act not in ACTIVATION_NAMES:
             hint = ""
             if self.hidden_act in HF_ACTIVATIONS:
                 hint = (f" (a Hugging Face name? there it means {HF_ACTIVATIONS[self.hidden_act]!r}; "
                         "BertConfig.from_json_file maps it when the file has `model_type`)")
-            raise ValueError(f"BertConfig.hidden_act {self.hidden_act!r} is not one of "
+            raise InputError(f"BertConfig.hidden_act {self.hidden_act!r} is not one of "
                              f"{', '.join(ACTIVATION_NAMES)}{hint}")
 
     @classmethod
@@ -89,7 +90,7 @@ class BertConfig:
         `intermediate_size` is 4 * `hidden_size` unless given.
         """
         if name not in PRESETS:
-            raise ValueError(f"Unknown BERT preset {name!r}; expected one of {', '.join(PRESETS)}")
+            raise InputError(f"Unknown BERT preset {name!r}; expected one of {', '.join(PRESETS)}")
         layers, hidden, heads = PRESETS[name]
         fields = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads)
         fields.update(overrides)
@@ -108,7 +109,7 @@ class BertConfig:
             values = _from_hf(values)
         missing = [key for key in _REQUIRED_KEYS if key not in values]
         if missing:
-            raise ValueError(f"BERT config lacks {', '.join(missing)}; a bert_config.json defines "
+            raise InputError(f"BERT config lacks {', '.join(missing)}; a bert_config.json defines "
                              f"{', '.join(_REQUIRED_KEYS)}")
         names = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(values) - names)
@@ -124,15 +125,15 @@ class BertConfig:
             with open(path, encoding="utf-8") as f:
                 values = json.load(f)
         except FileNotFoundError:
-            raise FileNotFoundError(f"BERT config file not found: {path}") from None
+            raise MissingInputError(f"BERT config file not found: {path}") from None
         except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from None
+            raise InputError(f"{path} is not valid JSON: {e}") from None
         if not isinstance(values, dict):
-            raise ValueError(f"{path}: expected a JSON object of BERT config fields")
+            raise InputError(f"{path}: expected a JSON object of BERT config fields")
         try:
             return cls.from_dict(values)
         except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
+            raise InputError(f"{path}: {e}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -150,14 +151,14 @@ def _from_hf(values: dict[str, Any]) -> dict[str, Any]:
     """Maps a Hugging Face `config.json` onto `bert_config.json` fields."""
     model_type = values.get("model_type")
     if model_type != "bert":
-        raise ValueError(f"model_type {model_type!r} is not a BERT model (expected 'bert'); other architectures "
+        raise InputError(f"model_type {model_type!r} is not a BERT model (expected 'bert'); other architectures "
                          "differ in ways this converter does not cover")
     position_type = values.get("position_embedding_type", "absolute")
     if position_type != "absolute":
-        raise ValueError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
+        raise InputError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
     act = values.get("hidden_act", "gelu")
     if act not in HF_ACTIVATIONS:
-        raise ValueError(f"Hugging Face hidden_act {act!r} has no equivalent here; known: "
+        raise InputError(f"Hugging Face hidden_act {act!r} has no equivalent here; known: "
                          f"{', '.join(HF_ACTIVATIONS)}")
     values["hidden_act"] = HF_ACTIVATIONS[act]
     return values

@@ -28,13 +28,12 @@ from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import models
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
+from official.nlp.tasks.finetuning import BEST_MODEL_DIR as _BEST_MODEL_DIR
+from official.nlp.tasks.finetuning import SETTINGS_FILE as _SETTINGS_FILE
+from official.nlp.tasks.finetuning import TASK_FILE as _TASK_FILE
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
-# Files a fine-tuning job writes (official.nlp.tasks.finetuning): the head's task and labels, and the settings.
-_TASK_FILE = "finetuning.json"
-_SETTINGS_FILE = "finetuning_settings.json"
-_BEST_MODEL_DIR = "best_model"
-_SINGLE_TEXT_TASKS = ("cola", "sst-2", "sst2", "sst")
+_SINGLE_TEXT_TASKS = ("cola", "sst-2")  # GLUE's one-sentence tasks (names of official.nlp.data.glue)
 _SQUAD_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length", "version_2_with_negative",
                    "null_score_diff_threshold")
 
@@ -139,7 +138,9 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
     if label_names is None:
         label_names = [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else []
     if text_pair is None:
-        text_pair = bool(record.get("task")) and str(record["task"]).lower() not in _SINGLE_TEXT_TASKS
+        name = str(record.get("task", "")).lower()
+        text_pair = bool(record.get("text_b_column")) if name == "generic" else bool(name) and (
+            name not in _SINGLE_TEXT_TASKS)
     max_seq_length = int(max_seq_length or record.get("max_seq_length") or 128)
     settings = {key: record[key] for key in _SQUAD_SETTINGS if key in record}
     settings.update(squad_settings or {})

@@ -36,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.instances import removal_counts
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -80,18 +81,25 @@ def read_examples(input_file: str) -> list[InputExample]:
             try:
                 line = raw.decode("utf-8").strip()
             except UnicodeDecodeError as e:
-                raise ValueError(f"{input_file}, line {line_number + 1}: not valid UTF-8 ({e}); re-encode the "
+                raise InputError(f"{input_file}, line {line_number + 1}: not valid UTF-8 ({e}); re-encode the "
                                  "file as UTF-8") from None
             if not line:
                 skipped += 1
                 continue
-            match = _PAIR_SEPARATOR.match(line)
+            # The separator counts also where strip() has eaten a space next to it ("|||", "a |||", "||| b"):
+            # the original then tokenized the bars as text ([CLS] | | | [SEP]), which is never what was meant.
+            match = _PAIR_SEPARATOR.match(f" {line} ")
             if match is None:
                 examples.append(InputExample(line_number, line))
-            else:
-                examples.append(InputExample(line_number, match.group(1), match.group(2)))
+                continue
+            text_a, text_b = match.group(1).strip(), match.group(2).strip()
+            if not text_a or not text_b:
+                side = "on either side" if not (text_a or text_b) else ("before" if not text_a else "after") + " it"
+                raise InputError(f"{input_file}, line {line_number + 1}: {line!r} has the pair separator ' ||| ' "
+                                 f"but no text {side}; write `text_a ||| text_b`, or `text_a` alone")
+            examples.append(InputExample(line_number, text_a, text_b))
     if not examples:
-        raise ValueError(f"{input_file} holds no text: write one example per line, `text_a` or `text_a ||| text_b`")
+        raise InputError(f"{input_file} holds no text: write one example per line, `text_a` or `text_a ||| text_b`")
     if skipped:
         logging.info("%s: skipped %d blank line(s)", input_file, skipped)
     return examples
@@ -111,7 +119,7 @@ def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int) -> None:
 def convert_examples_to_features(examples: Iterable[InputExample], seq_length: int, tokenizer) -> list[InputFeatures]:
     """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated to `seq_length` as in the original."""
     if seq_length < 3:
-        raise ValueError(f"max_seq_length must be at least 3 for [CLS] A [SEP] B [SEP], got {seq_length}")
+        raise InputError(f"max_seq_length must be at least 3 for [CLS] A [SEP] B [SEP], got {seq_length}")
     features = []
     truncated = 0
     for example in examples:
@@ -153,7 +161,7 @@ def parse_layers(text: str) -> list[int]:
     try:
         layers = [int(x) for x in text.split(",")]
     except ValueError:
-        raise ValueError(f"--layers={text!r}: write comma-separated layer indexes, such as -1,-2,-3,-4 "
+        raise InputError(f"--layers={text!r}: write comma-separated layer indexes, such as -1,-2,-3,-4 "
                          "(-1 is the last layer)") from None
     return layers
 
@@ -162,13 +170,13 @@ def _check_settings(layers: Sequence[int], num_layers: int, max_seq_length: int,
                     batch_size: int) -> None:
     bad = [i for i in layers if not -num_layers <= i < num_layers]
     if bad or not layers:
-        raise ValueError(f"--layers {list(layers)}: the model has {num_layers} layers, so each index must be in "
+        raise InputError(f"--layers {list(layers)}: the model has {num_layers} layers, so each index must be in "
                          f"[{-num_layers}, {num_layers - 1}] (-1 is the last layer)")
     if not 3 <= max_seq_length <= max_positions:
-        raise ValueError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] A [SEP] B [SEP]) and at "
+        raise InputError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] A [SEP] B [SEP]) and at "
                          f"most the model's max_position_embeddings={max_positions}")
     if batch_size < 1:
-        raise ValueError(f"--batch_size={batch_size}: must be at least 1")
+        raise InputError(f"--batch_size={batch_size}: must be at least 1")
 
 
 def extract(encoder, tokenizer, examples: Sequence[InputExample], *, layers: Sequence[int] = (-1, -2, -3, -4),
@@ -213,7 +221,7 @@ def write_jsonl(output_file: str, results: Iterable[ExampleResult], *, layers: S
     Streams: each result is written and dropped. Returns the number of examples written.
     """
     if output_format not in ("original", "concat"):
-        raise ValueError(f"output_format must be 'original' or 'concat', got {output_format!r}")
+        raise InputError(f"output_format must be 'original' or 'concat', got {output_format!r}")
     count = 0
     with tf.io.gfile.GFile(output_file, "w") as writer:
         for result in results:
@@ -235,7 +243,7 @@ def write_jsonl(output_file: str, results: Iterable[ExampleResult], *, layers: S
 
 def _check_pooling(pooling: str) -> None:
     if pooling not in ("pooled", "mean"):
-        raise ValueError(f"sentence pooling must be 'pooled' or 'mean', got {pooling!r}")
+        raise InputError(f"sentence pooling must be 'pooled' or 'mean', got {pooling!r}")
 
 
 def sentence_vector(result: ExampleResult, pooling: str = "pooled") -> np.ndarray:

@@ -7,7 +7,7 @@ finished, it trains nothing and leaves the export as it is.
 Example:
 
     result = run_pretraining(PretrainingConfig(
-        input_file="data/pretrain/*.tfrecord", bert_config_file="bert_config.json", vocab_file="vocab.txt",
+        input_file="out/train.tfrecord-*", bert_config_file="bert_config.json", vocab_file="vocab.txt",
         model_dir="/tmp/pretrain", max_seq_length=128, max_predictions_per_seq=20, train_batch_size=32,
         num_train_steps=1000, num_warmup_steps=100, learning_rate=1e-4))
     result.export_dir   # a model directory: the fine-tuning scripts take it as --init_checkpoint
@@ -22,6 +22,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
 from official.nlp.modeling import losses as bert_losses
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.modeling.configs import BertConfig
@@ -61,6 +62,7 @@ class PretrainingConfig:
     model_dir: str
     bert_config_file: str | None = None
     bert_config: BertConfig | None = None  # instead of bert_config_file, from Python
+    preset: str | None = None  # instead of bert_config_file: a BertConfig preset sized to vocab_file
     init_checkpoint: str | None = None
     vocab_file: str | None = None
     do_lower_case: bool | None = None
@@ -108,7 +110,7 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
     replicas = strategy.num_replicas_in_sync
     per_step = replicas * config.gradient_accumulation_steps
     if config.train_batch_size % per_step:
-        raise ValueError(
+        raise InputError(
             f"--train_batch_size={config.train_batch_size} must divide by replicas ({replicas}) x "
             f"--gradient_accumulation_steps ({config.gradient_accumulation_steps}) = {per_step}"
         )
@@ -145,12 +147,27 @@ def trainer_config(config: PretrainingConfig) -> TrainerConfig:
         checkpoint_input=config.checkpoint_input)
 
 
+def preset_config(config: PretrainingConfig) -> BertConfig | None:
+    """`config.bert_config`, or the `--preset` config with `vocab_size` taken from `--vocab_file` (else 30522)."""
+    if not config.preset:
+        return config.bert_config
+    if config.bert_config_file or config.bert_config is not None or config.init_checkpoint:
+        raise InputError(f"--preset={config.preset} names the model, and so do --bert_config_file and "
+                         "--init_checkpoint (whose bert_config.json is used): pass only one of them")
+    vocab_size = 30522
+    if config.vocab_file:
+        from official.nlp.tokenizers import tokenization
+
+        vocab_size = len(tokenization.load_vocab(config.vocab_file))
+    return BertConfig.preset(config.preset, vocab_size=vocab_size)
+
+
 def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> PretrainDataLoader:
     """The input pipeline of `config` (validates the records against the flags and the model config)."""
     masking_config = None
     if config.dynamic_masking:
         if not config.vocab_file:
-            raise ValueError("--dynamic_masking needs --vocab_file (for the [MASK], [CLS] and [SEP] ids)")
+            raise InputError("--dynamic_masking needs --vocab_file (for the [MASK], [CLS] and [SEP] ids)")
         from official.nlp.tokenizers import tokenization
         from official.nlp.data.pretraining.masking import MaskingConfig
 
@@ -167,6 +184,7 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
         shuffle_buffer_size=config.shuffle_buffer_size,
         seed=config.seed,
         max_position_embeddings=bert_config.max_position_embeddings,
+        vocab_size=bert_config.vocab_size,
         dynamic_masking=masking_config,
         dynamic_masking_seed=config.seed,
     ))
@@ -184,7 +202,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
     files = model_dir_lib.resolve_model_files(
-        config.init_checkpoint, bert_config=config.bert_config, bert_config_file=config.bert_config_file,
+        config.init_checkpoint, bert_config=preset_config(config), bert_config_file=config.bert_config_file,
         vocab_file=config.vocab_file, do_lower_case=config.do_lower_case, require_vocab=False)
     if files.vocab_file is None:
         logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning "
@@ -195,7 +213,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     is_chief = distribution.worker_info(strategy).is_chief
     existing = os.path.join(config.model_dir, model_dir_lib.CONFIG_FILE)
     if tf.io.gfile.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
-        raise ValueError(f"{existing} differs from the model config of this run; resuming needs the same config "
+        raise InputError(f"{existing} differs from the model config of this run; resuming needs the same config "
                          "(or use a new --model_dir)")
     if is_chief:
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
@@ -211,8 +229,11 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
                       trainer_config(config), global_batch_size=config.train_batch_size, init_fn=init_from_checkpoint)
     try:
         result = trainer.train(loader.load)
-    except tf.errors.DataLossError as e:
-        raise loader.diagnose(e) from e
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+        diagnosed = loader.diagnose(e)
+        if diagnosed is e:
+            raise
+        raise diagnosed from e
     exported = None
     if is_chief:
         if result.history or not export_is_current(export_dir, result.step):

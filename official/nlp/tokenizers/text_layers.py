@@ -21,6 +21,7 @@ import os
 from typing import Dict, List, Optional, Sequence, Union
 
 import keras
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -143,7 +144,31 @@ class BertTokenizer(keras.layers.Layer):
             return exact(texts)
         return self._router.tokenize(texts, exact, with_offsets)
 
+    @staticmethod
+    def _check_text(inputs) -> None:
+        """A clear TypeError for non-text input, raised before Keras wraps it (or fails on a list of ints)."""
+        dtype = getattr(inputs, "dtype", None)
+        if dtype is None:
+            try:
+                dtype = np.asarray(inputs).dtype
+            except (TypeError, ValueError):
+                return
+        dtype = np.dtype(dtype) if not isinstance(dtype, tf.DType) else dtype
+        if (dtype == tf.string if isinstance(dtype, tf.DType) else dtype.kind in "USO"):
+            return
+        raise TypeError(
+            f"BertTokenizer takes text (tf.string or Python str), got {getattr(dtype, 'name', dtype)} values. "
+            "Token ids are already tokenized: pass them to the model (or to BertPackInputs) instead."
+        )
+
+    def __call__(self, inputs, *args, **kwargs):
+        self._check_text(inputs)
+        if isinstance(inputs, (str, bytes, list, tuple)):  # Keras takes only tensors positionally
+            inputs = tf.constant(inputs, tf.string)
+        return super().__call__(inputs, *args, **kwargs)
+
     def _apply(self, inputs, with_offsets: bool):
+        self._check_text(inputs)
         texts = tf.convert_to_tensor(inputs, dtype=tf.string)
         rank = texts.shape.rank
         if rank not in (0, 1):

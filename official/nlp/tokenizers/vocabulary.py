@@ -10,6 +10,7 @@ import collections
 import os
 from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from official.nlp.common.errors import InputError
 from official.nlp.tokenizers.char_rules import convert_to_unicode, uncased
 
 UNK_TOKEN = "[UNK]"
@@ -20,7 +21,7 @@ MASK_TOKEN = "[MASK]"
 SPECIAL_TOKENS = (PAD_TOKEN, UNK_TOKEN, CLS_TOKEN, SEP_TOKEN, MASK_TOKEN)
 
 
-class VocabularyError(ValueError):
+class VocabularyError(InputError):
     """A vocabulary file that cannot be used as given (missing special tokens, wrong size or case, duplicates)."""
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import collections
 import os
+import time
 from typing import Iterable, List, Mapping, Optional, Sequence
 
 from absl import logging
 
+from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.tokenizers import tokenization
 from official.nlp.common import input_files
 
@@ -35,7 +37,7 @@ def expand_input_files(input_file: str) -> List[str]:
     try:
         return input_files.expand_input_files(input_file)
     except input_files.InputError as e:
-        raise FileNotFoundError(str(e)) from None
+        raise MissingInputError(str(e)) from None
 
 
 def iter_lines(files: Sequence[str]) -> Iterable[str]:
@@ -57,6 +59,27 @@ def count_words(lines: Iterable[str], do_lower_case: bool, max_lines: Optional[i
         if i and i % 1_000_000 == 0:
             logging.info("Counted %d lines, %d distinct words", i, len(counts))
     return counts
+
+
+def _learn_with_progress(learner, vocab_size: int, kwargs: dict) -> List[str]:
+    """`learner.learn(**kwargs)`, logging each step of its binary search over the count threshold (each step
+    learns a whole vocabulary, minutes on a large corpus, and the learner itself says nothing)."""
+    inner = learner.learn_with_thresh
+    step = [0]
+
+    def logged(word_counts, thresh, params):
+        start = time.monotonic()
+        vocab = inner(word_counts, thresh, params)
+        step[0] += 1
+        logging.info("Vocabulary search step %d: pieces of words counted >= %d times -> %d tokens (target %d), "
+                     "%.1f s", step[0], thresh, len(vocab), vocab_size, time.monotonic() - start)
+        return vocab
+
+    learner.learn_with_thresh = logged  # the search calls the module's function by name
+    try:
+        return learner.learn(**kwargs)
+    finally:
+        learner.learn_with_thresh = inner
 
 
 def learn_vocab(
@@ -82,9 +105,14 @@ def learn_vocab(
 
     reserved = reserved_tokens(num_unused)
     if vocab_size <= len(reserved):
-        raise ValueError(f"vocab_size={vocab_size} leaves no room after {len(reserved)} reserved tokens")
-    learned = learner.learn(
-        dict(word_counts),
+        raise InputError(f"vocab_size={vocab_size} leaves no room after {len(reserved)} reserved tokens")
+    candidates = sum(1 for count in word_counts.values() if count >= lower_thresh)
+    if candidates < vocab_size:
+        logging.warning("Only %d distinct words occur at least %d times (--min_count): the corpus is probably too "
+                        "small for vocab_size=%d, and the vocabulary will have fewer tokens", candidates,
+                        lower_thresh, vocab_size)
+    learned = _learn_with_progress(learner, vocab_size, dict(
+        word_counts=dict(word_counts),
         vocab_size=vocab_size,
         reserved_tokens=reserved,
         lower_thresh=lower_thresh,
@@ -92,7 +120,7 @@ def learn_vocab(
         max_unique_chars=max_unique_chars,
         slack_ratio=slack_ratio,
         include_joiner_token=True,  # learn "##" suffix pieces
-    )
+    ))
     # Reserved tokens first, in our order, then the learned pieces; the learner may repeat a reserved token.
     seen = set(reserved)
     vocab = list(reserved)
@@ -115,10 +143,14 @@ def build_vocab(
     """Counts words in `input_files` and learns a vocabulary; the result passes `validate_vocab`."""
     counts = count_words(iter_lines(input_files), do_lower_case, max_lines=max_lines)
     if not counts:
-        raise ValueError(f"no words in {', '.join(input_files)}")
+        raise InputError(f"no words in {', '.join(input_files)}")
     logging.info("%d distinct words, %d in total", len(counts), sum(counts.values()))
     vocab = learn_vocab(counts, vocab_size, num_unused=num_unused, **learn_params)
     tokenization.validate_vocab(vocab, do_lower_case=do_lower_case, source="learned vocabulary")
+    if len(vocab) < vocab_size * (1 - learn_params.get("slack_ratio", 0.05)):
+        logging.warning("The vocabulary has %d tokens, not the %d asked for: the corpus is too small for that size "
+                        "(or --min_count too high). A model for it needs vocab_size=%d in bert_config.json; or "
+                        "learn from more text", len(vocab), vocab_size, len(vocab))
     return vocab
 
 

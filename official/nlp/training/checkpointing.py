@@ -21,6 +21,7 @@ import re
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
 from official.nlp.checkpoints.tf_checkpoints import CHECKPOINT_NAME
 from official.nlp.training.distribution import WorkerInfo
 
@@ -83,7 +84,7 @@ class CheckpointKeeper:
         try:
             self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
         except (tf.errors.OpError, AssertionError, ValueError) as e:
-            raise ValueError(
+            raise InputError(
                 f"cannot resume from {path}: it does not match the model being trained ({e}). Use a new "
                 "--model_dir, or the flags (config, optimizer) the checkpoint was written with"
             ) from e
@@ -93,7 +94,7 @@ class CheckpointKeeper:
                 try:
                     self.input_manager.checkpoint.read(input_path).assert_existing_objects_matched().expect_partial()
                 except (tf.errors.OpError, AssertionError, ValueError) as e:
-                    raise ValueError(
+                    raise InputError(
                         f"the input position saved in {input_path} does not fit the current input pipeline "
                         f"(did --input_file, --train_batch_size or the shuffle settings change?): {e}. Delete "
                         f"{self.input_dir} to restart reading the data from its beginning"

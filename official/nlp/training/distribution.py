@@ -17,6 +17,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
+
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 
 
@@ -38,12 +40,12 @@ def get_distribution_strategy(
     """
     name = distribution_strategy.lower()
     if name not in STRATEGIES:
-        raise ValueError(f"--distribution_strategy must be one of {STRATEGIES}, got {distribution_strategy!r}")
+        raise InputError(f"--distribution_strategy must be one of {STRATEGIES}, got {distribution_strategy!r}")
     # Physical devices: listing logical ones would start TensorFlow's context, after which
     # multi_worker_mirrored can no longer configure its collective ops.
     gpus = [f"/gpu:{i}" for i in range(len(tf.config.list_physical_devices("GPU")))]
     if num_gpus is not None and num_gpus > len(gpus):
-        raise ValueError(f"--num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible to TensorFlow")
+        raise InputError(f"--num_gpus={num_gpus} but only {len(gpus)} GPU(s) are visible to TensorFlow")
     use_gpus = gpus if num_gpus is None else gpus[:num_gpus]
 
     if name == "one_device":
@@ -56,7 +58,7 @@ def get_distribution_strategy(
         elif all_reduce_alg == "hierarchical_copy":
             cross_device_ops = tf.distribute.HierarchicalCopyAllReduce()
         elif all_reduce_alg is not None:
-            raise ValueError(f"all_reduce_alg for mirrored must be 'nccl' or 'hierarchical_copy', got {all_reduce_alg!r}")
+            raise InputError(f"all_reduce_alg for mirrored must be 'nccl' or 'hierarchical_copy', got {all_reduce_alg!r}")
         return tf.distribute.MirroredStrategy(devices=list(devices), cross_device_ops=cross_device_ops)
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" not in os.environ:
@@ -67,13 +69,13 @@ def get_distribution_strategy(
             "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
         }.get(all_reduce_alg)
         if implementation is None:
-            raise ValueError(f"all_reduce_alg for multi_worker_mirrored must be 'ring' or 'nccl', got {all_reduce_alg!r}")
+            raise InputError(f"all_reduce_alg for multi_worker_mirrored must be 'ring' or 'nccl', got {all_reduce_alg!r}")
         return tf.distribute.MultiWorkerMirroredStrategy(
             communication_options=tf.distribute.experimental.CommunicationOptions(implementation=implementation)
         )
     # TPU.
     if not tpu:
-        raise ValueError("--distribution_strategy=tpu needs --tpu (use --tpu=local on a TPU VM)")
+        raise InputError("--distribution_strategy=tpu needs --tpu (use --tpu=local on a TPU VM)")
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
     if tpu != "local":  # a TPU VM runs on its TPU host; a remote TPU needs a connection
         tf.config.experimental_connect_to_cluster(resolver)

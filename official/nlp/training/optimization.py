@@ -29,6 +29,7 @@ from typing import Sequence
 import keras
 from keras import ops
 
+from official.nlp.common.errors import InputError
 from official.nlp.training import precision
 
 OPTIMIZERS = ("adamw", "lamb")
@@ -68,9 +69,9 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
     ):
         super().__init__()
         if decay_steps <= 0:
-            raise ValueError(f"decay_steps must be positive (the number of training steps), got {decay_steps}")
+            raise InputError(f"decay_steps must be positive (the number of training steps), got {decay_steps}")
         if warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}")
+            raise InputError(f"warmup_steps must be >= 0, got {warmup_steps}")
         self.initial_learning_rate = float(initial_learning_rate)
         self.decay_steps = int(decay_steps)
         self.warmup_steps = int(warmup_steps)
@@ -241,11 +242,11 @@ def create_optimizer(
     """
     optimizer_type = optimizer_type.lower()
     if optimizer_type not in OPTIMIZERS:
-        raise ValueError(f"optimizer_type must be one of {OPTIMIZERS}, got {optimizer_type!r}")
+        raise InputError(f"optimizer_type must be one of {OPTIMIZERS}, got {optimizer_type!r}")
     if mixed_precision not in MIXED_PRECISION:
-        raise ValueError(f"mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
+        raise InputError(f"mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
     if num_warmup_steps > num_train_steps:
-        raise ValueError(
+        raise InputError(
             f"num_warmup_steps ({num_warmup_steps}) is larger than num_train_steps ({num_train_steps}); "
             "the learning rate would never reach its peak"
         )
@@ -284,7 +285,7 @@ def create_optimizer(
 def dtype_policy(mixed_precision: str = "float32") -> keras.DTypePolicy:
     """The Keras dtype policy of a `--mixed_precision` value (see `MIXED_PRECISION`; `auto` fits the hardware)."""
     if mixed_precision not in MIXED_PRECISION:
-        raise ValueError(f"--mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
+        raise InputError(f"--mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
     return keras.dtype_policies.get(MIXED_PRECISION[precision.resolve_mixed_precision(mixed_precision)])
 
 

@@ -40,6 +40,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
 from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.training import distribution, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
@@ -150,11 +151,11 @@ class Trainer:
         init_fn: Callable[[], None] | None = None,
     ):
         if config.num_train_steps <= 0:
-            raise ValueError(f"num_train_steps must be positive, got {config.num_train_steps}")
+            raise InputError(f"num_train_steps must be positive, got {config.num_train_steps}")
         if config.steps_per_loop <= 0 or config.save_checkpoints_steps <= 0:
-            raise ValueError("steps_per_loop and save_checkpoints_steps must be positive")
+            raise InputError("steps_per_loop and save_checkpoints_steps must be positive")
         if config.gradient_accumulation_steps <= 0:
-            raise ValueError(f"gradient_accumulation_steps must be positive, got {config.gradient_accumulation_steps}")
+            raise InputError(f"gradient_accumulation_steps must be positive, got {config.gradient_accumulation_steps}")
         self.model = model
         self.optimizer = optimizer
         self.objective = objective
@@ -337,7 +338,7 @@ class Trainer:
         batch = tf.nest.flatten(element_spec)[0].shape[0]
         k = cfg.gradient_accumulation_steps
         if batch is None or batch % k:
-            raise ValueError(
+            raise InputError(
                 f"the per-replica batch ({batch}) must divide by gradient_accumulation_steps={k}: use a "
                 "train_batch_size that divides by replicas * gradient_accumulation_steps (and drop_remainder)"
             )

@@ -108,10 +108,11 @@ def test_tanh_gelu_would_fail_the_tolerance(package_dir, reference):
 
 
 @pytest.mark.parametrize("change, kind, needle", [
-    (dict(num_hidden_layers=5), "unexpected", "bert/encoder/layer_5/output/dense/kernel [1536, 384]"),
-    (dict(num_hidden_layers=7), "missing", "bert/encoder/layer_6/attention/self/query/kernel [384, 384]"),
+    # Named by the Hugging Face keys the user's file has (shapes in the TF1 [in, out] layout of the model).
+    (dict(num_hidden_layers=5), "unexpected", "encoder.layer.5.output.dense.weight [1536, 384]"),
+    (dict(num_hidden_layers=7), "missing", "encoder.layer.6.attention.self.query.weight [384, 384]"),
     (dict(intermediate_size=1024), "wrong_shape",
-     "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint [384, 1536], model [384, 1024]"),
+     "encoder.layer.0.intermediate.dense.weight: checkpoint [384, 1536], model [384, 1024]"),
 ])
 def test_wrong_config_for_the_package_is_reported(package_dir, change, kind, needle, tmp_path):
     import json

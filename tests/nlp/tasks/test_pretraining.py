@@ -40,7 +40,10 @@ def _config(data, model_dir, **overrides):
     values = dict(input_file=str(root / "seq32" / "*.tfrecord"), bert_config_file=bert_config, vocab_file=vocab,
                   do_lower_case=True, model_dir=str(model_dir), max_seq_length=32, max_predictions_per_seq=5,
                   train_batch_size=32, num_train_steps=200, num_warmup_steps=20, learning_rate=1e-2,
-                  steps_per_loop=25, save_checkpoints_steps=100)
+                  steps_per_loop=25, save_checkpoints_steps=100,
+                  # Bias-corrected Adam takes 1e-2 here. The original optimizer's first steps are up to 6.5x
+                  # larger: at 3e-3 this model does not learn, and at 1.5e-3 it reaches MLM loss 2.81 in 200 steps.
+                  adam_bias_correction=True)
     values.update(overrides)
     return PretrainingConfig(**values)
 

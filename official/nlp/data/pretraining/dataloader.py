@@ -1,10 +1,14 @@
 """tf.data input for BERT pretraining from TFRecords with the original feature names.
 
 Reads records written by the original google-research/bert `create_pretraining_data.py` (plain or gzip, detected
-per file) and by our generator. Files are read in parallel with `interleave`, shuffled with a seed, sharded per
+per file) and by our generator. Files that a glob catches but that are not TFRecords (statistics, folders, notes)
+are skipped and counted in one log line; a file named without a glob must be records. Files are read in parallel with `interleave`, shuffled with a seed, sharded per
 input worker, parsed a batch at a time and prefetched. Before anything is read for training, the first record of
 every file is checked, so that a missing file, a corrupt file or a `max_seq_length` / `max_predictions_per_seq`
-that contradicts the records stops the job with a message naming the file.
+that contradicts the records stops the job with a message naming the file. With `vocab_size`, the ids of the first
+records of every file are checked against it at start-up, and every batch in the pipeline (an id past the
+embedding table fails deep inside training, or on a GPU reads garbage silently); a batch that fails is traced back
+to its file by `diagnose`.
 
 Elements are `(x, y)` pairs: `x` = {input_word_ids, input_mask, input_type_ids, masked_lm_positions} and
 `y` = {masked_lm_ids, masked_lm_weights, next_sentence_labels}, all int32 but `masked_lm_weights` (float32),
@@ -13,7 +17,7 @@ which is what `BertPretrainer` takes in `fit` and what the training loop feeds i
 Example (a notebook):
 
     loader = PretrainDataLoader(PretrainDataConfig(
-        input_patterns="data/pretrain/*.tfrecord", seq_length=128, max_predictions_per_seq=20,
+        input_patterns="out/train.tfrecord-*", seq_length=128, max_predictions_per_seq=20,
         global_batch_size=32))
     pretrainer.fit(loader.load(), steps_per_epoch=1000, epochs=1)
 """
@@ -22,17 +26,23 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.errors import InputError
+from official.nlp.data import tfrecord_io
 from official.nlp.data.pretraining import masking
 from official.nlp.data.pretraining.masking import MaskingConfig
 from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATURES, SEQUENCE_FEATURES, feature_spec
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_ID_FEATURES = ("input_ids", "masked_lm_ids")
+_CHECKED_RECORDS = 64  # per file at start-up: enough to catch records of another vocabulary, cheap on many files
+_VOCAB_ASSERT = "pretraining records hold token ids >= vocab_size"
 
 
-class PretrainDataError(ValueError):
+class PretrainDataError(InputError):
     """Pretraining records that cannot be read with the requested settings; the message names the file."""
 
 
@@ -60,6 +70,7 @@ class PretrainDataConfig:
       dynamic_masking_seed: seed of the masks (offset per input worker); None draws a random one.
       shard_policy: "auto" (by file when each input worker gets at least one file, else by record), "file", or
         "data" (every worker reads every file and keeps every n-th record after the shuffle).
+      vocab_size: the model's vocabulary size; record ids must be below it (checked at start-up and per batch).
     """
 
     input_patterns: str | Sequence[str]
@@ -75,10 +86,31 @@ class PretrainDataConfig:
     dynamic_masking: MaskingConfig | None = None
     dynamic_masking_seed: int | None = 12345
     shard_policy: str = "auto"
+    vocab_size: int | None = None
 
 
-def resolve_files(input_patterns: str | Sequence[str]) -> list[str]:
-    """Expands comma-separated globs; a pattern that matches nothing is an error that names it."""
+def is_record_file(path: str) -> bool:
+    """Whether ``path`` can be a TFRecord file: gzip, empty, or starting with a valid record header (length and its
+    masked CRC-32C). A folder or a text/JSON file is not."""
+    if tf.io.gfile.isdir(path):
+        return False
+    with tf.io.gfile.GFile(path, "rb") as f:
+        head = f.read(12)
+    if head[:2] == _GZIP_MAGIC or not head:
+        return True
+    if len(head) < 12:
+        return False
+    crc = int(tfrecord_io.masked_crc32c(np.asarray([tfrecord_io.crc32c(head[:8])], np.uint32))[0])
+    return crc == int.from_bytes(head[8:12], "little")
+
+
+def resolve_files(input_patterns: str | Sequence[str], skipped: list[str] | None = None) -> list[str]:
+    """Expands comma-separated globs; a pattern that matches nothing is an error that names it.
+
+    What a glob matches that is not a TFRecord file (`is_record_file`) is left out and appended to ``skipped``;
+    a file named without a glob is kept whatever it holds (reading it then names the problem).
+    """
+    skipped = [] if skipped is None else skipped
     if isinstance(input_patterns, str):
         input_patterns = [input_patterns]
     patterns = [p.strip() for item in input_patterns for p in item.split(",") if p.strip()]
@@ -89,8 +121,19 @@ def resolve_files(input_patterns: str | Sequence[str]) -> list[str]:
         matched = sorted(tf.io.gfile.glob(pattern))
         if not matched:
             raise PretrainDataError(f"input file not found: no file matches {pattern!r} (--input_file)")
+        if glob_magic(pattern):
+            records = [p for p in matched if is_record_file(p)]
+            skipped.extend(p for p in matched if p not in records)
+            if not records:
+                raise PretrainDataError(f"--input_file pattern {pattern!r} matches no TFRecord file, only "
+                                        f"{', '.join(matched[:5])}{' ...' if len(matched) > 5 else ''}")
+            matched = records
         files.extend(matched)
-    return list(dict.fromkeys(files))  # keep order, drop duplicates from overlapping globs
+    return list(dict.fromkeys(files))
+
+
+def glob_magic(pattern: str) -> bool:
+    return any(c in pattern for c in "*?[")  # keep order, drop duplicates from overlapping globs
 
 
 def detect_compression(path: str) -> str:
@@ -103,13 +146,49 @@ def detect_compression(path: str) -> str:
     return "GZIP" if head == _GZIP_MAGIC else ""
 
 
-def _first_record(path: str, compression: str) -> bytes:
+def _first_records(path: str, compression: str, count: int = 1) -> list[bytes]:
     try:
-        for record in tf.data.TFRecordDataset(path, compression_type=compression).take(1):
-            return record.numpy()
+        records = [r.numpy() for r in tf.data.TFRecordDataset(path, compression_type=compression).take(count)]
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.OutOfRangeError) as e:
         raise PretrainDataError(f"input file {path} is corrupt or not a TFRecord file: {e.message}") from e
-    raise PretrainDataError(f"input file {path} is empty: it holds no records")
+    if not records:
+        raise PretrainDataError(f"input file {path} is empty: it holds no records")
+    return records
+
+
+def _id_range_error(path: str, where: str, name: str, value: int, vocab_size: int) -> PretrainDataError:
+    return PretrainDataError(
+        f"records in {path} hold {name} {value} ({where}), but the model's vocab_size is {vocab_size}: the records "
+        "were written with another vocabulary. Use the vocab.txt and bert_config.json they were made with, or "
+        "regenerate them with create_pretraining_data.py --vocab_file=<this model's vocab.txt>")
+
+
+def _check_ids(path: str, records: Sequence[bytes], vocab_size: int) -> None:
+    for index, record in enumerate(records):
+        features = tf.train.Example.FromString(record).features.feature
+        for name in _ID_FEATURES:
+            if name in features and features[name].int64_list.value:
+                value = max(features[name].int64_list.value)
+                if value >= vocab_size:
+                    raise _id_range_error(path, f"record {index + 1}", name, value, vocab_size)
+
+
+def find_out_of_vocab_file(files: Sequence[str], vocab_size: int, compression: str) -> PretrainDataError | None:
+    """Reads every file; the error for the first record with an id >= vocab_size, else None."""
+    spec = {name: tf.io.VarLenFeature(tf.int64) for name in _ID_FEATURES}
+    for path in files:
+        count = 0
+        for batch in tf.data.TFRecordDataset(path, compression_type=compression).batch(4096):
+            parsed = tf.io.parse_example(batch, spec)
+            for name in _ID_FEATURES:
+                values = tf.sparse.to_dense(parsed[name])
+                bad = tf.where(tf.reduce_any(values >= vocab_size, axis=1))
+                if tf.size(bad) > 0:
+                    row = int(bad[0, 0])
+                    return _id_range_error(path, f"record {count + row + 1}", name,
+                                           int(tf.reduce_max(values[row])), vocab_size)
+            count += int(tf.shape(batch)[0])
+    return None
 
 
 def _feature_lengths(path: str, record: bytes) -> dict[str, int]:
@@ -154,16 +233,21 @@ class PretrainDataLoader:
     def __init__(self, config: PretrainDataConfig, *, validate: bool = True):
         self.config = config
         if config.global_batch_size <= 0:
-            raise ValueError(f"global_batch_size must be positive, got {config.global_batch_size}")
+            raise InputError(f"global_batch_size must be positive, got {config.global_batch_size}")
         if config.shard_policy not in ("auto", "file", "data"):
-            raise ValueError(f"shard_policy must be 'auto', 'file' or 'data', got {config.shard_policy!r}")
+            raise InputError(f"shard_policy must be 'auto', 'file' or 'data', got {config.shard_policy!r}")
         if config.max_position_embeddings is not None and config.seq_length > config.max_position_embeddings:
             raise PretrainDataError(
                 f"max_seq_length={config.seq_length} is larger than the model's max_position_embeddings="
                 f"{config.max_position_embeddings}; use records of at most that length or a config with more "
                 "position embeddings"
             )
-        self.files = resolve_files(config.input_patterns)
+        self.skipped_files: list[str] = []
+        self.files = resolve_files(config.input_patterns, self.skipped_files)
+        if self.skipped_files:
+            logging.info("Skipped %d file(s) that --input_file globs caught but that are not TFRecords: %s",
+                         len(self.skipped_files), ", ".join(self.skipped_files[:5]) +
+                         (" ..." if len(self.skipped_files) > 5 else ""))
         compressions = {path: detect_compression(path) for path in self.files}
         kinds = set(compressions.values())
         if len(kinds) > 1:
@@ -175,7 +259,7 @@ class PretrainDataLoader:
         self.compression = kinds.pop()
         if config.dynamic_masking is not None and (
                 config.dynamic_masking.max_predictions_per_seq != config.max_predictions_per_seq):
-            raise ValueError(
+            raise InputError(
                 f"max_predictions_per_seq={config.max_predictions_per_seq} differs from the dynamic masking "
                 f"config's {config.dynamic_masking.max_predictions_per_seq}"
             )
@@ -191,7 +275,10 @@ class PretrainDataLoader:
         prediction_names = PREDICTION_FEATURES
         prediction_lengths = set()
         for path in self.files:
-            lengths = _feature_lengths(path, _first_record(path, self.compression))
+            records = _first_records(path, self.compression, _CHECKED_RECORDS if cfg.vocab_size else 1)
+            lengths = _feature_lengths(path, records[0])
+            if cfg.vocab_size:
+                _check_ids(path, records, cfg.vocab_size)
             required = list(SEQUENCE_FEATURES) + ([NSP_FEATURE] if cfg.use_next_sentence_label else [])
             has_predictions = all(name in lengths for name in prediction_names)
             if cfg.dynamic_masking is None:
@@ -230,6 +317,11 @@ class PretrainDataLoader:
     def _parse(self, serialized: tf.Tensor) -> dict:
         spec = feature_spec(self.config.seq_length, self._record_predictions, self.config.use_next_sentence_label)
         parsed = tf.io.parse_example(serialized, spec)
+        if self.config.vocab_size:
+            with tf.control_dependencies([tf.debugging.assert_less(
+                    parsed[name], tf.constant(self.config.vocab_size, tf.int64), message=_VOCAB_ASSERT)
+                    for name in _ID_FEATURES if name in parsed]):
+                parsed = {name: tf.identity(value) for name, value in parsed.items()}
         features = {
             name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in parsed.items()
         }
@@ -317,7 +409,12 @@ class PretrainDataLoader:
         return dataset.prefetch(tf.data.AUTOTUNE)
 
     def diagnose(self, error: Exception) -> Exception:
-        """Turns a read error raised during training into one that names the corrupt file."""
+        """Turns a read error raised during training into one that names the corrupt file (or the file with ids
+        past the vocabulary)."""
+        if self.config.vocab_size and _VOCAB_ASSERT in str(error):
+            return find_out_of_vocab_file(self.files, self.config.vocab_size, self.compression) or error
+        if not isinstance(error, tf.errors.DataLossError):
+            return error
         found = find_corrupt_file(self.files)
         if found is None:
             return error

@@ -109,7 +109,7 @@ def plan_units(files: Sequence[str], unit_bytes: int) -> list[WorkUnit]:
     """Cuts the files into work units of at least ``unit_bytes`` and two documents (a unit may span several small
     files); see the module docstring."""
     if unit_bytes < 1:
-        raise ValueError(f"unit_bytes must be positive, got {unit_bytes}")
+        raise InputError(f"unit_bytes must be positive, got {unit_bytes}")
     units: list[WorkUnit] = []
     pieces: list[tuple[str, int, int]] = []
     size = documents = 0  # Of the unit being gathered; documents counted up to 2.

@@ -12,7 +12,7 @@ Output shards are contiguous runs of units; with fewer units than shards, each u
 dealt round-robin to a run of shards, as the original deals its instances to its output files. A shard that would
 stay empty is an error. A worker writes its unit to a part file inside ``<shard>.incomplete/`` (one per shard
 the unit feeds); when all units of a shard are done, the parts are joined, the shard's statistics and the
-settings that shaped its bytes (see `outputs`) are written to ``<shard>.stats.json`` and the shard is renamed to
+settings that shaped its bytes (see `outputs`) are written to ``stats/<shard>.json`` and the shard is renamed to
 its final name. A shard file under its final name is therefore always complete, and a rerun with the same settings
 skips it; a rerun with other settings is refused before anything is touched, since keeping the old shards would mix
 two datasets. Each unit draws from its own seed (``random_seed``, unit index), so the output bytes depend on the
@@ -38,12 +38,13 @@ import time
 
 import numpy as np
 
+from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
 from official.nlp.data.pretraining.outputs import (default_stats_path, is_complete, output_paths, output_settings,
                                                     shard_record)
-from official.nlp.common.errors import InputError
+from official.nlp.data.pretraining.outputs import stats_path as shard_stats_path
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.data.pretraining.settings import PretrainingDataConfig, load_checked_vocab, masking_config, validate_config
 from official.nlp.data.pretraining.statistics import PretrainingStatistics
@@ -132,22 +133,34 @@ def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics, rec
             for part in parts:
                 with open(part, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 22)
-    stats.write(path + ".stats.json", record)
+    stats.write(shard_stats_path(path), record)
     os.replace(joined, path)  # The shard gets its final name only now, complete.
     shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _holds_text(path: str) -> bool:
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 16):
+            if chunk.strip():
+                return True
+    return False
 
 
 def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatistics:
     """Runs the whole job; returns the merged statistics (also written to the statistics file)."""
     validate_config(config)
     files = expand_input_files(config.input_file)
+    # Empty inputs would give complete-looking shards of 0 records; one empty file among others is only counted.
+    if not any(_holds_text(f) for f in files):
+        raise InputError(f"--input_file: {', '.join(files)} hold(s) no text; pretraining data needs one sentence "
+                         "per line and blank lines between documents")
     vocab = load_checked_vocab(config)
     masking_config(config, vocab)  # Fails early on a vocabulary without [CLS], [SEP] or [MASK].
     paths = output_paths(config.output_file)
     stats_path = config.stats_file or default_stats_path(config.output_file, paths)
-    records = {os.path.abspath(p + ".stats.json"): s for s, p in enumerate(paths)}
+    records = {os.path.abspath(shard_stats_path(p)): s for s, p in enumerate(paths)}
     if len(paths) > 1 and os.path.abspath(stats_path) in records:
-        raise ValueError(f"--stats_file={stats_path} is the statistics file of one shard; name another file")
+        raise InputError(f"--stats_file={stats_path} is the statistics file of one shard; name another file")
     settings = output_settings(config, files, len(paths))
     # Before anything is written: a shard of other settings stops the job here.
     complete = [is_complete(path, settings, s) for s, path in enumerate(paths)]
@@ -172,7 +185,7 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     for s, path in enumerate(paths):
         if complete[s]:
             logging.info("shard %s is complete; skipped", path)
-            total.merge(PretrainingStatistics.read(path + ".stats.json"))
+            total.merge(PretrainingStatistics.read(shard_stats_path(path)))
             continue
         if os.path.exists(path):
             os.remove(path)  # A final name without statistics was not written by us; redo it.
@@ -191,6 +204,10 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
         logging.warning("%d random-next segments come from their own document: the input is a single document, so "
                         "there is no other to draw from", total.same_document_random_next)
     total.write(stats_path, job_record)
+    if total.instances == 0:
+        raise InputError(f"--input_file: {', '.join(files)} gave no instances (statistics in {stats_path}); "
+                         "the records are empty. Pretraining data needs documents of at least one sentence with "
+                         "tokens in the vocabulary")
     return total
 
 

@@ -37,6 +37,7 @@ import random
 
 import numpy as np
 
+from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.documents import Documents
 
 
@@ -215,7 +216,7 @@ def plan_instances(docs: Documents, max_seq_length: int, short_seq_prob: float, 
     """All instances of a set of documents: shuffle the documents, then ``dupe_factor`` passes over them
     (``contiguous``: see the module docstring)."""
     if max_seq_length < 5:
-        raise ValueError(f"max_seq_length must be >= 5 (room for [CLS] A [SEP] B [SEP]), got {max_seq_length}")
+        raise InputError(f"max_seq_length must be >= 5 (room for [CLS] A [SEP] B [SEP]), got {max_seq_length}")
     prepare(docs)
     order = list(range(docs.num_documents))
     rng.shuffle(order)

@@ -34,6 +34,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Optional, Sequence
 
+from official.nlp.common.errors import InputError
+
 import numpy as np
 
 MASK, KEEP, RANDOM = 0, 1, 2  # The three actions on a selected token.
@@ -66,13 +68,13 @@ class MaskingConfig:
 
     def __post_init__(self):
         if not 0.0 <= self.masked_lm_prob <= 1.0:
-            raise ValueError(f"masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}")
+            raise InputError(f"masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}")
         if self.max_predictions_per_seq < 1:
-            raise ValueError(f"max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
+            raise InputError(f"max_predictions_per_seq must be >= 1, got {self.max_predictions_per_seq}")
         if self.max_ngram_size < 1:
-            raise ValueError(f"max_ngram_size must be >= 1, got {self.max_ngram_size}")
+            raise InputError(f"max_ngram_size must be >= 1, got {self.max_ngram_size}")
         if self.whole_word_mask and self.continuation is None:
-            raise ValueError("whole_word_mask needs the `continuation` table; build the config with from_vocab()")
+            raise InputError("whole_word_mask needs the `continuation` table; build the config with from_vocab()")
 
     @classmethod
     def from_vocab(cls, vocab: Mapping[str, int], *, max_predictions_per_seq: int, masked_lm_prob: float = 0.15,
@@ -80,7 +82,7 @@ class MaskingConfig:
         """Builds the config from a token -> id vocabulary (e.g. `tokenization.load_vocab(path)`)."""
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
         if missing:
-            raise ValueError(f"the vocabulary lacks {missing}; masking needs [CLS], [SEP] and [MASK]")
+            raise InputError(f"the vocabulary lacks {missing}; masking needs [CLS], [SEP] and [MASK]")
         size = max(vocab.values()) + 1
         continuation = np.zeros(size, dtype=bool)
         for token, i in vocab.items():

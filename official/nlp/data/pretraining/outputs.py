@@ -1,6 +1,8 @@
 """The output files of `generator`: shard names, statistics files, and the completion record of a shard.
 
-A shard's ``<shard>.stats.json`` is its completion record: written just before the shard gets its final name, it
+Statistics live in a ``stats/`` folder next to the records (`stats_path`), so that no glob of record names
+(``train.tfrecord-*``, ``*.tfrecord*``) catches them; the pretraining loader skips a folder that ``*`` catches.
+A shard's ``stats/<shard>.json`` is its completion record: written just before the shard gets its final name, it
 holds the shard's statistics and the settings its bytes depend on (`output_settings`). A rerun skips a shard whose
 record matches its own settings and refuses one whose record does not (`is_complete`): keeping it would mix two
 datasets in one output and merge statistics of different shapes.
@@ -13,6 +15,8 @@ import json
 import os
 import re
 from typing import TYPE_CHECKING, Sequence
+
+from official.nlp.common.errors import InputError
 
 if TYPE_CHECKING:
     from official.nlp.data.pretraining.settings import PretrainingDataConfig
@@ -28,18 +32,28 @@ def output_paths(output_file: str | Sequence[str]) -> list[str]:
     if m:
         n = int(m.group(2))
         if n < 1:
-            raise ValueError(f"--output_file {output_file!r}: the shard count must be >= 1")
+            raise InputError(f"--output_file {output_file!r}: the shard count must be >= 1")
         return [f"{m.group(1)}-{i:05d}-of-{n:05d}" for i in range(n)]
     paths = [p.strip() for p in output_file.split(",") if p.strip()]
     if not paths:
-        raise ValueError("--output_file names no file")
+        raise InputError("--output_file names no file")
     return paths
 
 
+STATS_DIR = "stats"
+
+
+def stats_path(path: str) -> str:
+    """The statistics file of the records at ``path``: ``<dir>/stats/<name>.json``."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, STATS_DIR, name + ".json")
+
+
 def default_stats_path(output_file: str | Sequence[str], paths: Sequence[str]) -> str:
+    """The job's statistics: ``stats/PATH.json`` for ``PATH@N``, the shard's own file for one output file."""
     if isinstance(output_file, str) and _SHARD_PATTERN.match(output_file):
-        return _SHARD_PATTERN.match(output_file).group(1) + ".stats.json"
-    return paths[0] + ".stats.json" if len(paths) == 1 else paths[0] + ".all.stats.json"
+        return stats_path(_SHARD_PATTERN.match(output_file).group(1))
+    return stats_path(paths[0]) if len(paths) == 1 else stats_path(paths[0] + ".all")
 
 
 # Fields of `PretrainingDataConfig` that do not change the output bytes (the files behind input_file and
@@ -67,7 +81,7 @@ def output_settings(config: PretrainingDataConfig, files: Sequence[str], num_sha
 
 
 def shard_record(settings: dict, shard_index: int) -> dict:
-    """What a shard's ``.stats.json`` holds besides its statistics."""
+    """What a shard's statistics file holds besides its statistics."""
     return {"settings": dict(settings, shard_index=shard_index)}
 
 
@@ -78,20 +92,20 @@ _SETTING_NAMES = {"input_files": "--input_file (the files' names or sizes)",
 
 def is_complete(path: str, settings: dict, shard_index: int) -> bool:
     """True if ``path`` is a complete shard of these settings; raises if it is one of other settings."""
-    record_path = path + ".stats.json"
+    record_path = stats_path(path)
     if not (os.path.exists(path) and os.path.exists(record_path)):
         return False
     with open(record_path) as f:
         recorded = json.load(f).get("settings")
     how = ("A rerun only completes the shards of a run with the same settings: delete the old outputs (the "
-           "shards, their .stats.json files and .incomplete folders) or choose another --output_file.")
+           f"shards, their {STATS_DIR}/ folder and .incomplete folders) or choose another --output_file.")
     if recorded is None:
-        raise ValueError(f"{path} is a complete shard, but {record_path} does not record the settings it was "
+        raise InputError(f"{path} is a complete shard, but {record_path} does not record the settings it was "
                          f"written with (an older version wrote it), so it may not fit this run. {how}")
     wanted = shard_record(settings, shard_index)["settings"]
     differing = [f"{_SETTING_NAMES.get(k, '--' + k)}: {recorded.get(k)!r} there, {wanted.get(k)!r} now"
                  for k in sorted(set(recorded) | set(wanted)) if recorded.get(k) != wanted.get(k)]
     if differing:
-        raise ValueError(f"{path} was written with other settings than this run's ({'; '.join(differing)}). "
+        raise InputError(f"{path} was written with other settings than this run's ({'; '.join(differing)}). "
                          f"{how}")
     return True

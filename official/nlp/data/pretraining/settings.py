@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional, Sequence
 
+from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import masking as masking_lib
 
 
@@ -66,7 +67,7 @@ def validate_config(config: PretrainingDataConfig) -> None:
     else:
         check(c.random_seed >= 0, "random_seed", c.random_seed, "must be >= 0 (it seeds numpy's SeedSequence)")
     if problems:
-        raise ValueError("; ".join(problems))
+        raise InputError("; ".join(problems))
 
 
 def load_checked_vocab(config: PretrainingDataConfig) -> dict:

@@ -107,6 +107,7 @@ class PretrainingStatistics:
         d = self.to_dict()
         if extra:
             d.update(extra)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         tmp = f"{path}.tmp-{os.getpid()}"
         with open(tmp, "w") as f:
             json.dump(d, f, indent=1)

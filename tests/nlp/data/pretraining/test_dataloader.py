@@ -195,3 +195,49 @@ def test_records_that_lack_features_are_refused_or_read_as_asked(tmp_path):
         np.testing.assert_array_equal(y["masked_lm_ids"].numpy()[row][real], record["input_ids"][positions])
     np.testing.assert_array_equal(y["next_sentence_labels"].numpy(), [r["next_sentence_labels"][0] for r in raw])
 
+
+
+def test_a_glob_skips_and_counts_what_is_not_records(tmp_path):
+    """`out/*` catches the generator's stats/ folder and stray files: they are left out, a named file is not."""
+    pretraining_records.write_records(tmp_path, num_files=2, per_file=16)
+    (tmp_path / "stats").mkdir()
+    (tmp_path / "stats" / "part-000.tfrecord.json").write_text("{}")
+    (tmp_path / "part-000.tfrecord.stats.json").write_text('{"instances": 16}')  # older generators' name
+    (tmp_path / "README").write_text("notes about this data\n" * 3)
+    loader = _loader(str(tmp_path / "*"))
+    assert [p.rsplit("/", 1)[-1] for p in loader.files] == ["part-000.tfrecord", "part-001.tfrecord"]
+    assert sorted(p.rsplit("/", 1)[-1] for p in loader.skipped_files) == [
+        "README", "part-000.tfrecord.stats.json", "stats"]
+    next(iter(loader.load()))
+    with pytest.raises(PretrainDataError, match=r"README is corrupt or not a TFRecord file"):
+        _loader(str(tmp_path / "README"))  # named without a glob: it must be records
+    with pytest.raises(PretrainDataError, match=r"matches no TFRecord file, only .*stats"):
+        _loader(str(tmp_path / "st*"))
+
+
+def _write(path, examples):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for example in examples:
+            writer.write(pretraining_records.serialize(example))
+
+
+def test_ids_past_vocab_size_are_refused_at_start_up_and_in_the_pipeline(tmp_path):
+    good = pretraining_records.make_examples(200, vocab_size=500, seed=1)
+    bad = pretraining_records.make_examples(1, vocab_size=1000, seed=2)[0]
+    bad["input_ids"][1] = 700
+    _write(tmp_path / "a.tfrecord", good)
+    _write(tmp_path / "early.tfrecord", good[:3] + [bad])
+    _write(tmp_path / "late.tfrecord", good + [bad])  # past the records checked at start-up
+
+    assert _loader(str(tmp_path / "a.tfrecord"), vocab_size=500).files
+    with pytest.raises(PretrainDataError, match=r"early.tfrecord hold input_ids 700 \(record 4\), but the model's "
+                                                r"vocab_size is 500"):
+        _loader(str(tmp_path / "*.tfrecord"), vocab_size=500)
+
+    loader = _loader(str(tmp_path / "late.tfrecord"), vocab_size=500, is_training=False, global_batch_size=64)
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        for _ in loader.load():
+            pass
+    error = loader.diagnose(info.value)
+    assert isinstance(error, PretrainDataError)
+    assert "late.tfrecord hold input_ids 700 (record 201)" in str(error)

@@ -2,6 +2,7 @@
 import gzip
 import pathlib
 import json
+import os
 
 import numpy as np
 import pytest
@@ -57,7 +58,8 @@ def test_statistics_follow_the_rule_and_the_original(squad_run, golden, shared_d
     assert abs(lengths.mean() - g_len.mean()) < 1.0 and abs((lengths == 128).mean() - (g_len == 128).mean()) < 0.02
     assert abs((lengths < 64).mean() - (g_len < 64).mean()) < 0.02
     # The statistics file agrees with the records.
-    saved = json.load(open(cfg.output_file + ".stats.json"))
+    saved = json.load(open(os.path.join(os.path.dirname(cfg.output_file), "stats",
+                                        os.path.basename(cfg.output_file) + ".json")))
     assert saved["instances"] == len(lengths) and saved["predictions"] == int(rule.sum())
     assert saved["length_histogram"] == np.bincount(lengths, minlength=129).tolist()
     assert saved["random_next"] == int(rec["next_sentence_labels"].sum())
@@ -131,7 +133,7 @@ def test_output_does_not_depend_on_worker_count_and_gzip_reads(shared_data, tmp_
     assert s1.to_dict() == s2.to_dict()
     total = sum(len(parse(tmp_path / "two" / name, "GZIP")["input_ids"]) for name in names)
     assert total == s2.instances
-    assert json.load(open(tmp_path / "two" / "x.stats.json"))["instances"] == total
+    assert json.load(open(tmp_path / "two" / "stats" / "x.json"))["instances"] == total
     assert not list((tmp_path / "two").glob("*.incomplete"))
 
 
@@ -196,7 +198,7 @@ def test_flags_without_a_problem_pass_and_problems_are_reported_together(shared_
     with pytest.raises(ValueError, match="is the statistics file of one shard"):
         pretraining_data.create_pretraining_data(config(
             shared_data, tmp_path, output_file=str(tmp_path / "a,") + str(tmp_path / "b"),
-            stats_file=str(tmp_path / "b.stats.json")))
+            stats_file=str(tmp_path / "stats" / "b.json")))
 
 
 def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data, tmp_path, uncased_vocab):
@@ -210,7 +212,7 @@ def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data,
     first = pretraining_data.create_pretraining_data(config(shared_data, tmp_path, **base))
     names = ["x-00000-of-00002", "x-00001-of-00002"]
     written = {n: (out / n).read_bytes() for n in names}
-    assert all(written.values()) and json.load(open(out / "x.stats.json"))["settings"]["dupe_factor"] == 1
+    assert all(written.values()) and json.load(open(out / "stats" / "x.json"))["settings"]["dupe_factor"] == 1
 
     # Flags that do not change the bytes, and another spelling of the same vocabulary: the shards are kept.
     same = pretraining_data.create_pretraining_data(config(
@@ -237,9 +239,9 @@ def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data,
         f.write("\nOne more document.\n")
     refused(r"--input_file \(the files' names or sizes\): \{'count': 1, 'bytes': 4394")
     corpus.write_bytes((shared_data / "bert_sample_text.txt").read_bytes())
-    record = json.load(open(out / (names[1] + ".stats.json")))
+    record = json.load(open(out / "stats" / (names[1] + ".json")))
     del record["settings"]
-    json.dump(record, open(out / (names[1] + ".stats.json"), "w"))
+    json.dump(record, open(out / "stats" / (names[1] + ".json"), "w"))
     refused(rf"{names[1]} is a complete shard, but .* does not record the settings")
 
 
@@ -281,6 +283,7 @@ def _segment_documents(rec, document_of):
     return np.array(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("unit_mb, shards", [(4.0, 8), (0.01, 2)])
 def test_random_next_never_comes_from_its_own_document_and_every_shard_loads(
         shared_data, tmp_path, disjoint_corpus, unit_mb, shards):
@@ -308,6 +311,7 @@ def test_random_next_never_comes_from_its_own_document_and_every_shard_loads(
     assert stats.same_document_random_next == 0 and stats.random_next == random_next.sum()
 
 
+@pytest.mark.slow
 def test_the_shard_count_does_not_change_the_instances(shared_data, tmp_path, disjoint_corpus):
     corpus, _ = disjoint_corpus
     rows = {}

@@ -11,5 +11,6 @@ def test_output_paths():
         pretraining_outputs.output_paths("out/x@0")
     with pytest.raises(ValueError, match="names no file"):
         pretraining_outputs.output_paths(" , ")
-    assert pretraining_outputs.default_stats_path("out/x@3", ["out/x-00000-of-00003"]) == "out/x.stats.json"
-    assert pretraining_outputs.default_stats_path("a,b", ["a", "b"]) == "a.all.stats.json"
+    assert pretraining_outputs.default_stats_path("out/x@3", ["out/x-00000-of-00003"]) == "out/stats/x.json"
+    assert pretraining_outputs.default_stats_path("a,b", ["a", "b"]) == "stats/a.all.json"
+    assert pretraining_outputs.stats_path("out/x-00000-of-00003") == "out/stats/x-00000-of-00003.json"

@@ -1,0 +1,86 @@
+"""run_squad.py end to end in a subprocess: a tiny model on a slice of real SQuAD v2.0 data."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+SCRIPT = str(REPO_ROOT / "run_scripts" / "run_squad.py")
+
+
+def _run(*args, timeout=300):
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tiny_model_dir(tmp_path_factory, uncased_vocab):
+    import keras
+
+    from official.nlp.checkpoints import model_dir
+    from official.nlp.modeling.configs import BertConfig
+    from official.nlp.modeling.encoder import BertEncoder
+
+    keras.utils.set_random_seed(0)
+    config = BertConfig.preset("tiny", vocab_size=30522, hidden_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, max_position_embeddings=64)
+    folder = str(tmp_path_factory.mktemp("tiny") / "model")
+    model_dir.save_model_dir(folder, BertEncoder.from_bert_config(config), vocab_file=str(uncased_vocab),
+                             do_lower_case=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def squad_slice(shared_data, tmp_path_factory):
+    with open(shared_data / "squad" / "dev-v2.0-subset-Normans-Rhine.json", encoding="utf-8") as f:
+        article = json.load(f)["data"][0]
+    path = tmp_path_factory.mktemp("data") / "slice-v2.json"
+    path.write_text(json.dumps({"version": "v2.0", "data": [{"title": "t", "paragraphs": article["paragraphs"][:2]}]}))
+    return str(path)
+
+
+@pytest.mark.slow
+def test_train_predict_evaluate_and_predict_again(tmp_path, tiny_model_dir, squad_slice):
+    out = str(tmp_path / "out")
+    common = [f"--init_checkpoint={tiny_model_dir}", f"--predict_file={squad_slice}", "--version_2_with_negative",
+              "--max_seq_length=64", "--doc_stride=24", "--max_query_length=16", f"--output_dir={out}"]
+    done = _run(*common, "--do_train", f"--train_file={squad_slice}", "--do_predict", "--train_batch_size=8",
+                "--num_train_epochs=1", "--steps_per_loop=2", "--learning_rate=1e-3")
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(squad_slice, encoding="utf-8") as f:
+        ids = {qa["id"] for p in json.load(f)["data"][0]["paragraphs"] for qa in p["qas"]}
+    outputs = {name: json.load(open(os.path.join(out, name))) for name in
+               ("predictions.json", "nbest_predictions.json", "null_odds.json", "eval_results.json")}
+    assert set(outputs["predictions.json"]) == set(outputs["null_odds.json"]) == ids
+    assert all(1 <= len(v) <= 20 for v in outputs["nbest_predictions.json"].values())
+    results = outputs["eval_results.json"]
+    assert results["total"] == len(ids) and {"HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh"} <= set(results)
+    events = os.listdir(os.path.join(out, "summaries", "eval"))
+    assert events and events[0].startswith("events.out.tfevents")
+    # The fine-tuned model directory, marked as a SQuAD head for later jobs.
+    assert json.load(open(os.path.join(out, "best_model", "finetuning.json")))["task"] == "squad_v2.0"
+
+    # Predicting again restores the fine-tuned model from --output_dir: the same answers.
+    first = outputs["predictions.json"]
+    os.remove(os.path.join(out, "predictions.json"))
+    again = _run(*common, "--do_predict")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.load(open(os.path.join(out, "predictions.json"))) == first
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--do_train"], "--do_train needs --train_file"),
+    (["--do_predict", "--predict_file=x.json", "--doc_stride=0"], "--doc_stride (0)"),
+    (["--do_predict", "--predict_file=missing.json", "--max_seq_length=64",
+      "--max_query_length=16"], "missing.json: file not found"),
+    (["--do_predict", "--predict_file=x.json"], "--max_seq_length=384 exceeds the model's max_position_embeddings=64"),
+])
+def test_user_errors_are_one_line(tmp_path, tiny_model_dir, args, message):
+    done = _run(f"--init_checkpoint={tiny_model_dir}", f"--output_dir={tmp_path}", *args)
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("run_squad: ") and message in last
+    assert "Traceback" not in done.stderr
