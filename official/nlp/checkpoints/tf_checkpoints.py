@@ -425,3 +425,15 @@ def model_from_checkpoint(prefix: str, config: BertConfig):
 def save_checkpoint(model, prefix: str) -> str:
     """Writes `model`'s weights (our format, no training state) to `prefix`; returns the written prefix."""
     return checkpoint_root(model).write(prefix)
+
+
+def saved_variable_shape(prefix: str, path: tuple[str, ...]) -> list[int] | None:
+    """The shape of the variable at object path `path` in one of our checkpoints (e.g. `("model", "classifier",
+    "_kernel")`), or None when there is none; tells what head a fine-tuned checkpoint holds before building it."""
+    reader = tf.train.load_checkpoint(prefix)
+    if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
+        return None
+    saved = _SavedGraph(reader)
+    node = saved.node(path)
+    key = saved.variable_key(node) if node is not None else None
+    return None if key is None else list(reader.get_variable_to_shape_map()[key])

@@ -30,7 +30,7 @@ import dataclasses
 import json
 import math
 import os
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import ClassVar, Mapping, Protocol, Sequence
 
 import keras
 import tensorflow as tf
@@ -86,11 +86,11 @@ class FineTuningConfig:
     seed: int = 12345
     deterministic: bool = False
 
-
-# Fields that do not change what is trained: a resumed run may change them.
-NOT_TRAINING_SETTINGS = ("output_dir", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps",
-                         "steps_per_loop", "keep_checkpoint_max", "distribution_strategy", "num_gpus", "tpu",
-                         "all_reduce_alg", "deterministic", "jit_compile")
+    # Fields that do not change what is trained: a resumed run may change them. Subclasses add theirs.
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
+        "output_dir", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps", "steps_per_loop",
+        "keep_checkpoint_max", "distribution_strategy", "num_gpus", "tpu", "all_reduce_alg", "deterministic",
+        "jit_compile")
 
 
 class FineTuningTask(Protocol):
@@ -99,6 +99,7 @@ class FineTuningTask(Protocol):
     name: str                 # e.g. "mrpc"; recorded with checkpoints and features
     labels: Sequence[str]     # the head's label set (empty for heads without labels, e.g. span prediction)
     metric_name: str          # the evaluation metric that picks the best checkpoint (higher is better)
+    head: str                 # the kind of head (e.g. "classifier"), recorded with fine-tuned model directories
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
         """The task model on `encoder` (made inside the strategy's scope)."""
@@ -167,7 +168,7 @@ def check_head(init_checkpoint: str | None, task: FineTuningTask) -> bool:
 
 
 def _head_name(task: FineTuningTask) -> str:
-    return type(task).__name__
+    return getattr(task, "head", type(task).__name__)
 
 
 def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, int, int]:
@@ -203,7 +204,7 @@ def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> Non
 def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask) -> dict:
     """What a resumed run must share with the run that wrote `output_dir`."""
     settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
-                if f.name not in NOT_TRAINING_SETTINGS}
+                if f.name not in config.NOT_TRAINING_SETTINGS}
     settings["do_lower_case"] = files.do_lower_case
     settings["bert_config"] = files.config.to_dict()
     settings["task"] = task.name
@@ -212,8 +213,9 @@ def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles,
     return json.loads(json.dumps(settings))
 
 
-def check_settings(output_dir: str, settings: dict) -> None:
-    """Refuses to resume `output_dir` when it was trained with other settings (naming them); records them."""
+def check_settings(output_dir: str, settings: dict) -> bool:
+    """Refuses to resume `output_dir` when it was trained with other settings, naming them; returns whether it
+    already records them (else `record_settings` writes them once training starts)."""
     path = os.path.join(output_dir, SETTINGS_FILE)
     if tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path) as f:
@@ -223,12 +225,16 @@ def check_settings(output_dir: str, settings: dict) -> None:
         if differing:
             raise InputError(f"--output_dir={output_dir} holds a run with other settings ({'; '.join(differing)}). "
                              "Rerun with the same flags to resume it, or choose another --output_dir.")
-        return
+        return True
     if tf.io.gfile.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
         raise InputError(f"--output_dir={output_dir} holds checkpoints but no {SETTINGS_FILE}, so they may belong "
                          "to other settings; choose another --output_dir")
+    return False
+
+
+def record_settings(output_dir: str, settings: dict) -> None:
     tf.io.gfile.makedirs(output_dir)
-    with tf.io.gfile.GFile(path, "w") as f:
+    with tf.io.gfile.GFile(os.path.join(output_dir, SETTINGS_FILE), "w") as f:
         json.dump(settings, f, indent=1, sort_keys=True)
 
 
@@ -269,9 +275,13 @@ def make_strategy(config: FineTuningConfig) -> tf.distribute.Strategy:
 
 
 def eval_points(train_steps: int, steps_per_epoch: int) -> list[int]:
-    """The steps after which to evaluate: the end of each (whole) epoch, and the last step."""
-    points = list(range(steps_per_epoch, train_steps, steps_per_epoch)) + [train_steps]
-    return sorted(set(points))
+    """The steps after which to evaluate: the end of each epoch, the last one at the last step.
+
+    `int(examples / batch * epochs)` can put the last step a little past the last whole epoch; a leftover of
+    less than a tenth of an epoch is rounding, not an epoch of its own.
+    """
+    epochs = max(1, math.ceil(train_steps / steps_per_epoch - 0.1))
+    return [e * steps_per_epoch for e in range(1, epochs)] + [train_steps]
 
 
 def _read_history(output_dir: str) -> list[dict]:
@@ -294,30 +304,35 @@ def _write_eval(output_dir: str, history: list[dict]) -> None:
         f.write("\n".join(lines) + "\n")
 
 
-def export_best(model: keras.Model, files: model_dir_lib.ModelFiles, task: FineTuningTask, directory: str,
-                entry: Mapping) -> str:
-    """Writes `model` as a model directory with `finetuning.json` (task, head, labels, the evaluation)."""
-    export_model_dir(model, directory, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
-                     step=int(entry["step"]))
+def save_fine_tuned(model: keras.Model, directory: str, files: model_dir_lib.ModelFiles, *, task_name: str,
+                    head: str, labels: Sequence[str], metric: str | None = None,
+                    evaluation: Mapping | None = None) -> str:
+    """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation),
+    replacing an earlier one. Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels
+    it restores the head too; another label set is refused."""
+    step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
+    export_model_dir(model, directory, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, step=step)
     with tf.io.gfile.GFile(os.path.join(directory, TASK_FILE), "w") as f:
-        json.dump({"task": task.name, "head": _head_name(task), "labels": list(task.labels),
-                   "metric": task.metric_name, "evaluation": dict(entry)}, f, indent=1)
+        json.dump({"task": task_name, "head": head, "labels": list(labels), "metric": metric,
+                   "evaluation": dict(evaluation or {})}, f, indent=1)
     return directory
 
 
 def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: bool = True, do_eval: bool = True,
-                   strategy: tf.distribute.Strategy | None = None) -> FineTuningResult:
+                   strategy: tf.distribute.Strategy | None = None,
+                   files: model_dir_lib.ModelFiles | None = None) -> FineTuningResult:
     """Fine-tunes `task` (or resumes doing so), evaluating after each epoch; see the module docstring.
 
     With `do_train=False` the model comes from the last checkpoint in `output_dir`, else from an
-    `--init_checkpoint` that holds a fine-tuned head for the task's labels.
+    `--init_checkpoint` that holds a fine-tuned head for the task's labels. `files`: the resolved
+    `--init_checkpoint` when the caller has it already.
     """
     strategy = strategy or make_strategy(config)
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
-    files = resolve_model_files(config)
+    files = files or resolve_model_files(config)
     model = build_model(config, files, task, strategy)
     if not do_train:
         _restore_for_inference(model, files, task, config)
@@ -326,8 +341,12 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
             history = history + [{"epoch": None, "step": None, **task.evaluate(model)}]
         return FineTuningResult(model, files, 0, {}, history, None)
 
-    check_settings(config.output_dir, training_settings(config, files, task))
+    settings = training_settings(config, files, task)
+    recorded = check_settings(config.output_dir, settings)
+    # Settings are recorded once the training data is ready: a run refused for its data has trained nothing.
     train_steps, warmup_steps, per_epoch = num_train_steps(task.num_train_examples(), config)
+    if not recorded and distribution.worker_info(strategy).is_chief:
+        record_settings(config.output_dir, settings)
     with strategy.scope():
         optimizer = create_optimizer(config, train_steps, warmup_steps)
     trainer = Trainer(
@@ -368,7 +387,8 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
             summaries.write_scalars(eval_writer, point, metrics)
             eval_writer.flush()
             if entry[task.metric_name] > best or not tf.io.gfile.exists(best_dir):
-                export_best(model, files, task, best_dir, entry)
+                save_fine_tuned(model, best_dir, files, task_name=task.name, head=_head_name(task),
+                                labels=task.labels, metric=task.metric_name, evaluation=entry)
                 logging.info("Best %s so far (%.4f): kept as the model directory %s", task.metric_name,
                              entry[task.metric_name], best_dir)
             _write_eval(config.output_dir, history)
@@ -434,33 +454,40 @@ _HELP = {
 }
 
 
-def define_flags(flag_values: flags.FlagValues = flags.FLAGS, **defaults) -> None:
-    """Defines the `FineTuningConfig` flags (original names); `defaults` override the config's defaults."""
-    for field in dataclasses.fields(FineTuningConfig):
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS, *, config_class: type = FineTuningConfig,
+                 help_texts: Mapping[str, str] | None = None, **defaults) -> None:
+    """Defines a flag for every field of `config_class` (`FineTuningConfig` or a subclass; original names).
+
+    `help_texts` gives the help of a subclass's own fields; `defaults` override the config's defaults (e.g. a
+    task's usual `max_seq_length`).
+    """
+    helps = {**_HELP, **(help_texts or {})}
+    for field in dataclasses.fields(config_class):
         name = field.name
         default = defaults.get(name, None if field.default is dataclasses.MISSING else field.default)
-        help_text = _HELP[name]
+        help_text = helps[name]
+        kind = str(field.type).replace(" | None", "")
         if name == "optimizer":
             flags.DEFINE_enum(name, default, list(optimization.OPTIMIZERS), help_text, flag_values=flag_values)
         elif name == "mixed_precision":
             flags.DEFINE_enum(name, default, list(optimization.MIXED_PRECISION), help_text, flag_values=flag_values)
         elif name == "distribution_strategy":
             flags.DEFINE_enum(name, default, list(distribution.STRATEGIES), help_text, flag_values=flag_values)
-        elif field.type in ("bool", "bool | None"):
+        elif kind == "bool":
             flags.DEFINE_bool(name, default, help_text, flag_values=flag_values)
-        elif field.type in ("int", "int | None"):
+        elif kind == "int":
             flags.DEFINE_integer(name, default, help_text, flag_values=flag_values)
-        elif field.type == "float":
+        elif kind == "float":
             flags.DEFINE_float(name, default, help_text, flag_values=flag_values)
         else:
             flags.DEFINE_string(name, default, help_text, flag_values=flag_values)
 
 
-def config_from_flags(flag_values: flags.FlagValues = flags.FLAGS) -> FineTuningConfig:
-    """The `FineTuningConfig` of parsed flags; `--do_lower_case` left unset stays None (the model's case applies)."""
-    values = {f.name: flag_values[f.name].value for f in dataclasses.fields(FineTuningConfig)}
+def config_from_flags(flag_values: flags.FlagValues = flags.FLAGS, *, config_class: type = FineTuningConfig):
+    """The `config_class` of parsed flags; `--do_lower_case` left unset stays None (the model's case applies)."""
+    values = {f.name: flag_values[f.name].value for f in dataclasses.fields(config_class)}
     if not flag_values["do_lower_case"].present:
         values["do_lower_case"] = None
     if not values["output_dir"]:
         raise InputError("--output_dir is required")
-    return FineTuningConfig(**values)
+    return config_class(**values)

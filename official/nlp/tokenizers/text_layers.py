@@ -278,7 +278,10 @@ class BertPackInputs(keras.layers.Layer):
         positions = tf.ragged.range(segment.row_lengths())
         return tf.ragged.boolean_mask(segment, positions < tf.cast(lengths, positions.dtype)[:, None])
 
-    def call(self, inputs):
+    def call(self, inputs, seq_length=None):
+        """`seq_length` (an int or a scalar tensor) overrides the layer's, e.g. for TF-Hub's
+        `bert_pack_inputs(segments, seq_length)` in a SavedModel."""
+        seq_length = self.seq_length if seq_length is None else tf.cast(seq_length, tf.int64)
         segments = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         if len(segments) not in (1, 2):
             raise ValueError(f"BertPackInputs packs one or two segments, got {len(segments)}")
@@ -286,17 +289,17 @@ class BertPackInputs(keras.layers.Layer):
         segments = [s for s, _ in converted]
         single_example = converted[0][1]
         if len(segments) == 1:
-            segments = [self._keep_first(segments[0], tf.minimum(segments[0].row_lengths(), self.seq_length - 2))]
+            segments = [self._keep_first(segments[0], tf.minimum(segments[0].row_lengths(), seq_length - 2))]
         else:
             len_a, len_b = truncated_pair_lengths(
-                segments[0].row_lengths(), segments[1].row_lengths(), self.seq_length - 3
+                segments[0].row_lengths(), segments[1].row_lengths(), seq_length - 3
             )
             segments = [self._keep_first(segments[0], len_a), self._keep_first(segments[1], len_b)]
         ids, type_ids = tf_text.combine_segments(
             segments, start_of_sequence_id=self.start_of_sequence_id, end_of_segment_id=self.end_of_segment_id
         )
-        word_ids, mask = tf_text.pad_model_inputs(ids, self.seq_length, pad_value=self.padding_id)
-        type_ids, _ = tf_text.pad_model_inputs(type_ids, self.seq_length, pad_value=0)
+        word_ids, mask = tf_text.pad_model_inputs(ids, seq_length, pad_value=self.padding_id)
+        type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, pad_value=0)
         outputs = {
             "input_word_ids": tf.cast(word_ids, tf.int32),
             "input_mask": tf.cast(mask, tf.int32),

@@ -65,3 +65,31 @@ class SparseCategoricalObjective:
 
     def metrics(self, labels, outputs):
         return {"accuracy": weighted_accuracy(self._labels(labels), self._logits(outputs))}
+
+
+class MeanSquaredErrorObjective:
+    """Regression (STS-B): mean squared error of the model's single output against a float label.
+
+    Args: as `SparseCategoricalObjective`; the model outputs `[batch, 1]` (or `[batch]`) scores.
+    """
+
+    def __init__(self, label_key: str | None = None, logits_key: str | None = None):
+        self.label_key = label_key
+        self.logits_key = logits_key
+
+    def _labels(self, labels):
+        labels = labels[self.label_key] if self.label_key is not None else labels
+        return tf.reshape(tf.cast(labels, tf.float32), [-1])
+
+    def _scores(self, outputs):
+        scores = outputs[self.logits_key] if self.logits_key is not None else outputs
+        return tf.reshape(tf.cast(scores, tf.float32), [-1])
+
+    def loss_weights(self, labels):
+        return {"loss": tf.ones(tf.shape(self._labels(labels)), tf.float32)}
+
+    def losses(self, labels, outputs):
+        return {"loss": tf.square(self._scores(outputs) - self._labels(labels))}
+
+    def metrics(self, labels, outputs):
+        return {}

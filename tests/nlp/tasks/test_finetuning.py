@@ -142,6 +142,7 @@ def test_eval_points():
     assert finetuning.eval_points(12, 6) == [6, 12]
     assert finetuning.eval_points(15, 6) == [6, 12, 15]  # 2.5 epochs
     assert finetuning.eval_points(3, 6) == [3]
+    assert finetuning.eval_points(37, 18) == [18, 37]  # int(300 / 16 * 2): one step of rounding
 
 
 def test_feature_cache_reuses_same_key_and_rebuilds_another(tmp_path, caplog):

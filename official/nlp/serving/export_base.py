@@ -1,0 +1,256 @@
+"""The SavedModel TF Serving loads: a BERT Keras model, its exact tokenizer and packer, and the files that describe it.
+
+`ServingModule` is the `tf.Module` every task export derives from. It holds the Keras model, the in-graph
+`BertTokenizer` + `BertPackInputs` (the exact tokenizer of training, `official.nlp.tokenizers.text_layers`), and the
+model's description as variables (`max_seq_length`, `do_lower_case`, `label_names`) and assets (`vocab.txt`,
+`bert_config.json`, `do_lower_case`, `label_names.txt`, `max_seq_length`). `save` writes three signatures:
+
+- `serving_default`: raw strings in (names per task: `text_a`/`text_b`, `question`/`context`, ...), tokenized and
+  packed in the graph, the task's useful outputs out (label names, answers, ...);
+- `serve_token_ids`: `input_word_ids`, `input_mask`, `input_type_ids` in;
+- `serve_examples`: serialized `tf.Example` protos (`examples`) holding the raw-text inputs as bytes features.
+
+A SavedModel's function library is loaded whole, so a serving binary without the tensorflow-text ops cannot load a
+model that tokenizes, even to call `serve_token_ids`. `save` therefore also writes `token_ids/<version>/`: the same
+model with `serve_token_ids` alone (also as `serving_default`), which needs no tensorflow-text op.
+
+Layout written by `save(export_dir)` (each `<version>` is a directory TF Serving watches; it is written under a
+temporary name and renamed, so a server never sees half a version):
+
+    export_dir/<version>/            the full SavedModel (base path for TF Serving: export_dir)
+    export_dir/token_ids/<version>/  the SavedModel without tensorflow-text ops (base path: export_dir/token_ids)
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import types
+from typing import Dict, Mapping, Sequence
+
+import tensorflow as tf
+
+from official.nlp.common.errors import InputError
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.tokenizers import text_layers
+
+TOKEN_IDS_DIR = "token_ids"
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+_ASSET_NAMES = ("vocab.txt", "bert_config.json", "do_lower_case", "label_names.txt", "max_seq_length")
+
+
+def next_version(export_dir: str) -> int:
+    """One more than the largest numeric version directory in `export_dir` (1 for a new directory)."""
+    versions = [int(name) for name in (tf.io.gfile.listdir(export_dir) if tf.io.gfile.isdir(export_dir) else [])
+                if re.fullmatch(r"\d+/?", name)]
+    return max(versions, default=0) + 1
+
+
+def string_spec(name: str, rank: int = 1) -> tf.TensorSpec:
+    return tf.TensorSpec([None] * rank, tf.string, name=name)
+
+
+def id_specs(rank: int = 2) -> Dict[str, tf.TensorSpec]:
+    return {name: tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES}
+
+
+def encoder_of(model) -> BertEncoder:
+    return model if isinstance(model, BertEncoder) else model.encoder
+
+
+class ServingModule(tf.Module):
+    """Base of the task exports; subclasses define the signatures' inputs and outputs.
+
+    Subclasses implement `text_spec()` (raw-text inputs), `pack(texts)` (raw text -> model inputs plus whatever
+    the outputs need), `text_outputs(...)`, and optionally `token_id_spec()` and `token_id_outputs(...)`.
+
+    Args:
+      model: the Keras model (a `BertEncoder` or a task model of `official.nlp.modeling.models`).
+      vocab_file: the model's `vocab.txt`.
+      do_lower_case: the model's case.
+      max_seq_length: length texts are packed (and truncated) to, as in training.
+      label_names: names of the classes (classifier, NER); written as an asset and a variable.
+      tokenizer: an existing `BertTokenizer` for this vocabulary (building one takes a few seconds).
+    """
+
+    task = "base"
+
+    def __init__(self, model, *, vocab_file: str, do_lower_case: bool, max_seq_length: int,
+                 label_names: Sequence[str] = (), tokenizer: text_layers.BertTokenizer | None = None):
+        super().__init__(name=f"bert_{self.task}")
+        config = encoder_of(model).config
+        if max_seq_length > config.max_position_embeddings:
+            raise InputError(f"--max_seq_length={max_seq_length} exceeds the model's max_position_embeddings "
+                             f"({config.max_position_embeddings}) in bert_config.json; lower it")
+        self.hold_model(model)
+        self.bert_config = config
+        self.vocab_path = os.fspath(vocab_file)
+        self.tokenizer = tokenizer or text_layers.BertTokenizer(self.vocab_path, do_lower_case,
+                                                                 vocab_size=config.vocab_size)
+        self.packer = self.tokenizer.packer(max_seq_length)
+        self.seq_length = int(max_seq_length)
+        self.label_list = [str(name) for name in label_names]
+        # The model describes itself: these variables are readable from the loaded SavedModel.
+        self.max_seq_length = tf.Variable(self.seq_length, dtype=tf.int32, trainable=False, name="max_seq_length")
+        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+        self.label_names = tf.Variable(tf.constant(self.label_list, tf.string, shape=[len(self.label_list)]),
+                                       trainable=False, name="label_names")
+        self.task_name = tf.Variable(self.task, trainable=False, name="task")
+
+    # -- the Keras model -------------------------------------------------------------------------------------------
+
+    def hold_model(self, model) -> None:
+        hold_model(self, model)
+
+    @property
+    def model(self):
+        return self._holder.model
+
+    # -- what subclasses define ---------------------------------------------------------------------------------
+
+    def text_spec(self) -> Dict[str, tf.TensorSpec]:
+        raise NotImplementedError
+
+    def pack(self, texts: Mapping[str, tf.Tensor]):
+        """Raw text -> `(features, context)`: the model's input dict and anything `text_outputs` needs."""
+        raise NotImplementedError
+
+    def text_outputs(self, texts, features, context, model_outputs) -> Dict[str, tf.Tensor]:
+        raise NotImplementedError
+
+    def token_id_spec(self) -> Dict[str, tf.TensorSpec]:
+        return id_specs()
+
+    def token_id_outputs(self, features, model_outputs) -> Dict[str, tf.Tensor]:
+        raise NotImplementedError
+
+    def example_spec(self) -> Dict[str, tf.io.FixedLenFeature | tf.io.VarLenFeature]:
+        return {name: tf.io.FixedLenFeature([], tf.string) for name in self.text_spec()}
+
+    # -- the signatures -----------------------------------------------------------------------------------------
+
+    def _run(self, features):
+        return self.model(dict(features), training=False)
+
+    def serve_text(self, texts):
+        features, context = self.pack(texts)
+        return self.text_outputs(texts, features, context, self._run(features))
+
+    def serve_token_ids(self, features):
+        return self.token_id_outputs(features, self._run(features))
+
+    def serve_examples(self, examples, serve_text=None):
+        """`serve_text` on the parsed features (`serve_text`: a traced version of it, so tracing happens once)."""
+        parsed = tf.io.parse_example(examples, self.example_spec())
+        parsed = {k: tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor) else v for k, v in parsed.items()}
+        return (serve_text or self.serve_text)(parsed)
+
+    def tokenize_packed(self, *segments):
+        """Tokenizes one or two string batches and packs them as in training (the original truncation)."""
+        return self.packer([self.tokenizer(segment) for segment in segments])
+
+    def signature_functions(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
+        text = tf.function(self.serve_text, input_signature=[self.text_spec()])
+        ids = tf.function(self.serve_token_ids, input_signature=[self.token_id_spec()])
+        examples = tf.function(lambda examples: self.serve_examples(examples, text),
+                               input_signature=[string_spec("examples")])
+        return {"serving_default": text.get_concrete_function(), "serve_token_ids": ids.get_concrete_function(),
+                "serve_examples": examples.get_concrete_function()}
+
+    # -- writing ------------------------------------------------------------------------------------------------
+
+    def write_assets(self, directory: str) -> Dict[str, tf.saved_model.Asset]:
+        shutil.copyfile(self.vocab_path, os.path.join(directory, "vocab.txt"))
+        self.bert_config.to_json_file(os.path.join(directory, "bert_config.json"))
+        contents = {"do_lower_case": "true\n" if bool(self.do_lower_case.numpy()) else "false\n",
+                    "label_names.txt": "".join(f"{name}\n" for name in self.label_list),
+                    "max_seq_length": f"{self.seq_length}\n"}
+        for name, text in contents.items():
+            with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+                f.write(text)
+        return {name: tf.saved_model.Asset(os.path.join(directory, name)) for name in _ASSET_NAMES}
+
+    def save(self, export_dir: str, version: int | None = None, *, token_ids_model: bool = True) -> str:
+        """Writes `export_dir/<version>/` (and `export_dir/token_ids/<version>/`); returns the version directory.
+
+        `version` defaults to `next_version(export_dir)`; an existing version is refused.
+        """
+        version = next_version(export_dir) if version is None else int(version)
+        target = os.path.join(export_dir, str(version))
+        if tf.io.gfile.exists(target):
+            raise InputError(f"{target} already exists; TF Serving versions are immutable: pass another --version "
+                             "or leave it out to take the next one")
+        signatures = self.signature_functions()
+        track_variables(self, signatures.values())
+        with tempfile.TemporaryDirectory() as asset_dir:
+            self.assets = self.write_assets(asset_dir)
+            _save_atomically(self, target, signatures)
+            if token_ids_model:
+                _save_atomically(_TokenIdModule(self), os.path.join(export_dir, TOKEN_IDS_DIR, str(version)),
+                                 None)
+        return target
+
+
+def hold_model(module: tf.Module, model) -> None:
+    """Keeps `model` callable from `module`'s functions without saving it as an object (see `track_variables`)."""
+    module._holder = types.SimpleNamespace(model=model)  # not trackable, so not saved
+
+
+def track_variables(module: tf.Module, functions) -> None:
+    """Tracks the `tf.Variable`s the concrete `functions` capture, as Keras' own `ExportArchive` does.
+
+    A Keras 3 model tracked as an attribute is saved through wrapper variables that the session-based loaders
+    (TF Serving, `saved_model_cli run`) never restore ("Could not find variable ..."): the functions read the
+    inner variables, which must be what the SavedModel holds.
+    """
+    seen, variables = set(), []
+    for function in functions:
+        for variable in function.variables:
+            if id(variable) not in seen:
+                seen.add(id(variable))
+                variables.append(variable)
+    module.function_variables = variables
+
+
+class _TokenIdModule(tf.Module):
+    """The model and its description without the tokenizer: loads where tensorflow-text is missing."""
+
+    def __init__(self, parent: ServingModule):
+        super().__init__(name=parent.name + "_token_ids")
+        hold_model(self, parent.model)
+        self.max_seq_length = parent.max_seq_length
+        self.do_lower_case = parent.do_lower_case
+        self.label_names = parent.label_names
+        self.task_name = parent.task_name
+        self.assets = parent.assets
+        fn = tf.function(parent.serve_token_ids, input_signature=[parent.token_id_spec()])
+        self.signatures_to_save = {"serving_default": fn.get_concrete_function(),
+                                   "serve_token_ids": fn.get_concrete_function()}
+        track_variables(self, self.signatures_to_save.values())
+
+
+def _save_atomically(module: tf.Module, target: str, signatures) -> None:
+    if signatures is None:
+        signatures = module.signatures_to_save
+    staging = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.incomplete")
+    if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
+    tf.io.gfile.makedirs(os.path.dirname(target))
+    tf.saved_model.save(module, staging, signatures=signatures)
+    tf.io.gfile.rename(staging, target)
+
+
+def read_assets(saved_model_dir: str) -> dict:
+    """The description an export carries: `bert_config` (dict), `do_lower_case`, `label_names`, `max_seq_length`."""
+    assets = os.path.join(saved_model_dir, "assets")
+
+    def text(name):
+        with open(os.path.join(assets, name), encoding="utf-8") as f:
+            return f.read()
+
+    return {"bert_config": json.loads(text("bert_config.json")),
+            "do_lower_case": text("do_lower_case").strip() == "true",
+            "label_names": text("label_names.txt").splitlines(),
+            "max_seq_length": int(text("max_seq_length"))}

@@ -1,0 +1,81 @@
+"""A TF-Hub-style pair of SavedModels: a `preprocessor` (text -> encoder inputs) and an `encoder`.
+
+The layout TF-Hub BERT users know (`hub.KerasLayer(preprocessor)`, `hub.KerasLayer(encoder)`), without the
+`tensorflow_hub` package; `tf.saved_model.load` is enough:
+
+>>> preprocessor = tf.saved_model.load("export/hub/1/preprocessor")                     # doctest: +SKIP
+>>> encoder = tf.saved_model.load("export/hub/1/encoder")                               # doctest: +SKIP
+>>> a, b = preprocessor.tokenize(tf.constant(["Who?"])), preprocessor.tokenize(tf.constant(["Him."]))  # doctest: +SKIP
+>>> inputs = preprocessor.bert_pack_inputs([a, b], seq_length=tf.constant(64))          # doctest: +SKIP
+>>> encoder(inputs)["pooled_output"].shape                                              # doctest: +SKIP
+TensorShape([1, 384])
+
+- `preprocessor(texts)`: a `[batch]` string tensor -> `input_word_ids`, `input_mask`, `input_type_ids` packed to
+  the exported `max_seq_length` (also its `serving_default` signature);
+- `preprocessor.tokenize(texts)`: `[batch]` strings -> int32 RaggedTensor `[batch, (tokens)]` (TF-Hub's has an
+  extra words dimension; ours is flat, as our packer takes it);
+- `preprocessor.bert_pack_inputs(segments, seq_length)`: a list of one or two tokenized segments and a scalar
+  int32 `seq_length` tensor -> the encoder inputs, truncated as in training;
+- `encoder(inputs)`: the dict above -> `pooled_output`, `sequence_output` and `encoder_outputs` (a list, one per
+  layer); its `serving_default` signature flattens the list into `encoder_output_<i>`.
+
+Both carry `vocab.txt`, `bert_config.json` and `do_lower_case` as assets.
+"""
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+
+from official.nlp.serving import export_base
+from official.nlp.serving.sequence_exports import EncoderExport
+
+_RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1, row_splits_dtype=tf.int64)
+
+
+class _Preprocessor(tf.Module):
+    def __init__(self, export: EncoderExport):
+        super().__init__(name="bert_preprocessor")
+        self.tokenizer = export.tokenizer
+        self.packer = export.packer
+        self.max_seq_length = export.max_seq_length
+        self.do_lower_case = export.do_lower_case
+        self.assets = export.assets
+        self.tokenize = tf.function(lambda texts: self.tokenizer(texts),
+                                    input_signature=[export_base.string_spec("texts")])
+        self.bert_pack_inputs = tf.function(lambda segments, seq_length: self.packer(segments, seq_length=seq_length))
+        seq = tf.TensorSpec([], tf.int32, name="seq_length")
+        for count in (1, 2):
+            self.bert_pack_inputs.get_concrete_function([_RAGGED_IDS] * count, seq)
+        self.__call__ = tf.function(lambda texts: self.packer(self.tokenizer(texts)),
+                                    input_signature=[export_base.string_spec("texts")])
+
+
+class _Encoder(tf.Module):
+    def __init__(self, export: EncoderExport):
+        super().__init__(name="bert_encoder")
+        export_base.hold_model(self, export.model)
+        self.assets = {name: export.assets[name] for name in ("vocab.txt", "bert_config.json", "do_lower_case")}
+        self.__call__ = tf.function(lambda inputs: export.model(dict(inputs), training=False),
+                                    input_signature=[export_base.id_specs()])
+        self.flat = tf.function(lambda inputs: export.token_id_outputs(inputs, export.model(dict(inputs),
+                                                                                          training=False)),
+                                input_signature=[export_base.id_specs()])
+
+
+def save_hub_pair(export: EncoderExport, directory: str) -> tuple[str, str]:
+    """Writes `directory/preprocessor` and `directory/encoder` for an `EncoderExport`; returns their paths.
+
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as asset_dir:
+        export.assets = export.write_assets(asset_dir)
+        preprocessor, encoder = _Preprocessor(export), _Encoder(export)
+        paths = os.path.join(directory, "preprocessor"), os.path.join(directory, "encoder")
+        encoder_functions = [encoder.__call__.get_concrete_function(), encoder.flat.get_concrete_function()]
+        export_base.track_variables(encoder, encoder_functions)
+        for module, path, signature in ((preprocessor, paths[0], preprocessor.__call__),
+                                        (encoder, paths[1], encoder.flat)):
+            tf.saved_model.save(module, path, signatures={"serving_default": signature.get_concrete_function()})
+    return paths

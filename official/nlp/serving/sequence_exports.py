@@ -1,0 +1,203 @@
+"""Exports of the models that read a whole sequence: encoder, classifier (and regression), multiple choice, pretrainer.
+
+Raw-text inputs (`serving_default`, and the bytes features of `serve_examples`):
+- encoder, classifier: `text_a` `[batch]`, plus `text_b` `[batch]` when exported with `pair=True`;
+- multiple choice: `context` `[batch]` and `endings` `[batch, num_choices]`;
+- pretrainer: `text_a` (and `text_b` with a next-sentence head), where each literal `[MASK]` is the mask token.
+
+Example:
+
+>>> from official.nlp.modeling import models                                   # doctest: +SKIP
+>>> export = ClassifierExport(classifier, vocab_file="vocab.txt", do_lower_case=True, max_seq_length=128,
+...                           label_names=["negative", "positive"])           # doctest: +SKIP
+>>> export.save("/tmp/sst2")                                                   # doctest: +SKIP
+'/tmp/sst2/1'
+
+Then, in any process with TensorFlow and `import tensorflow_text`:
+
+>>> serve = tf.saved_model.load("/tmp/sst2/1").signatures["serving_default"]  # doctest: +SKIP
+>>> serve(text_a=tf.constant(["a gorgeous film"]))["label_name"]              # doctest: +SKIP
+<tf.Tensor: shape=(1,), dtype=string, numpy=array([b'positive'], dtype=object)>
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import tensorflow as tf
+
+from official.nlp.serving import export_base
+from official.nlp.serving.export_base import ServingModule, id_specs, string_spec
+
+
+class _TextSegments(ServingModule):
+    """One text (`text_a`) or a pair (`text_a`, `text_b`), packed like training's `[CLS] A [SEP] (B [SEP])`."""
+
+    def __init__(self, model, *, pair: bool = False, **kwargs):
+        super().__init__(model, **kwargs)
+        self.pair = bool(pair)
+
+    def text_spec(self):
+        names = ("text_a", "text_b") if self.pair else ("text_a",)
+        return {name: string_spec(name) for name in names}
+
+    def pack(self, texts):
+        return self.tokenize_packed(*(texts[name] for name in self.text_spec())), None
+
+
+class EncoderExport(_TextSegments):
+    """The encoder: `pooled_output` `[batch, H]`, `sequence_output` `[batch, seq, H]` and one
+    `encoder_output_<i>` per layer (a signature cannot hold a list), plus the packed inputs from raw text
+    (`input_mask` says which positions are real tokens)."""
+
+    task = "encoder"
+
+    def _encoder_outputs(self, outputs):
+        named = {"pooled_output": outputs["pooled_output"], "sequence_output": outputs["sequence_output"]}
+        for i, layer in enumerate(outputs["encoder_outputs"]):
+            named[f"encoder_output_{i}"] = layer
+        return named
+
+    def text_outputs(self, texts, features, context, model_outputs):
+        return {**self._encoder_outputs(model_outputs), **features}
+
+    def token_id_outputs(self, features, model_outputs):
+        return self._encoder_outputs(model_outputs)
+
+
+def _class_outputs(logits, label_names):
+    probabilities = tf.nn.softmax(logits, axis=-1)
+    index = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return {"logits": logits, "probabilities": probabilities, "label_index": index,
+            "label_name": tf.gather(label_names, index)}
+
+
+class ClassifierExport(_TextSegments):
+    """`BertClassifier`: `probabilities`, `label_index`, `label_name` and `logits`; a regression model
+    (`num_classes=1`) gives `score`. `label_names` default to "0", "1", ...; serve_examples also gives TF
+    Serving's classify outputs `classes` (all label names) and `scores` (their probabilities)."""
+
+    task = "classifier"
+
+    def __init__(self, model, *, label_names: Sequence[str] = (), **kwargs):
+        regression = model.num_classes == 1
+        if regression:
+            label_names = ()
+        elif not label_names:
+            label_names = [str(i) for i in range(model.num_classes)]
+        elif len(label_names) != model.num_classes:
+            raise export_base.InputError(
+                f"{len(label_names)} label names ({', '.join(label_names)}) for a classifier with "
+                f"{model.num_classes} classes; pass one name per class in the order of the training labels")
+        super().__init__(model, label_names=label_names, **kwargs)
+        self.regression = regression
+
+    def token_id_outputs(self, features, logits):
+        if self.regression:
+            return {"score": logits[:, 0]}
+        return _class_outputs(logits, self.label_names)
+
+    def text_outputs(self, texts, features, context, logits):
+        return self.token_id_outputs(features, logits)
+
+    def serve_examples(self, examples, serve_text=None):
+        outputs = dict(super().serve_examples(examples, serve_text))
+        if not self.regression:
+            batch = tf.shape(outputs["probabilities"])[0]
+            outputs["classes"] = tf.tile(self.label_names[None, :], [batch, 1])
+            outputs["scores"] = outputs["probabilities"]
+        return outputs
+
+
+class MultipleChoiceExport(ServingModule):
+    """`BertMultipleChoice` (SWAG): `context` `[batch]` and `endings` `[batch, num_choices]` in, each pair packed as
+    `[CLS] context [SEP] ending [SEP]`; `probabilities` `[batch, num_choices]`, `label_index` and `logits` out."""
+
+    task = "multiple_choice"
+
+    def text_spec(self):
+        return {"context": string_spec("context"), "endings": string_spec("endings", rank=2)}
+
+    def example_spec(self):
+        return {"context": tf.io.FixedLenFeature([], tf.string), "endings": tf.io.VarLenFeature(tf.string)}
+
+    def pack(self, texts):
+        endings = texts["endings"]
+        shape = tf.shape(endings)
+        contexts = tf.repeat(texts["context"], shape[1])
+        flat = self.tokenize_packed(contexts, tf.reshape(endings, [-1]))
+        return {k: tf.reshape(v, [shape[0], shape[1], self.seq_length]) for k, v in flat.items()}, None
+
+    def token_id_spec(self):
+        return id_specs(rank=3)
+
+    def token_id_outputs(self, features, logits):
+        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
+                "label_index": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+    def text_outputs(self, texts, features, context, logits):
+        return self.token_id_outputs(features, logits)
+
+
+MASK_TEXT = "[MASK]"
+
+
+class PretrainerExport(_TextSegments):
+    """`BertPretrainer`: fills in masks and judges the next sentence.
+
+    Raw text: each literal `[MASK]` in `text_a`/`text_b` becomes the mask token (the rest is tokenized as usual;
+    `[` and `]` are punctuation, so splitting there changes no other token). Outputs: `mlm_positions`
+    `[batch, P]` (positions of the masks in the packed sequence, -1 for padding), `mlm_token_ids`, `mlm_tokens`
+    and `mlm_probabilities` (the top prediction at each), and with the NSP head `nsp_probabilities` `[batch, 2]`
+    (index 1 is "B is a random sentence", the original label). `serve_token_ids` also takes
+    `masked_lm_positions` and returns `mlm_logits` (and `nsp_logits`).
+    """
+
+    task = "pretrainer"
+
+    def __init__(self, model, **kwargs):
+        super().__init__(model, pair=model.use_next_sentence_label, **kwargs)
+        self.vocab_table = tf.constant(self.tokenizer.vocabulary)
+        self.mask_id = self.tokenizer.token_to_id(MASK_TEXT)
+
+    def _tokenize_with_masks(self, texts):
+        pieces = tf.strings.split(texts, sep=MASK_TEXT)  # [batch, (pieces)]
+        ids = self.tokenizer(pieces.flat_values)  # [pieces, (tokens)]
+        masks = tf.fill([tf.shape(ids.row_lengths())[0], 1], self.mask_id)
+        with_mask = tf.concat([ids, tf.RaggedTensor.from_tensor(masks)], axis=1)
+        per_text = pieces.with_flat_values(with_mask).merge_dims(1, 2)  # every piece followed by a mask
+        return per_text[:, :-1]  # the last piece of each text has none
+
+    def pack(self, texts):
+        segments = [self._tokenize_with_masks(texts[name]) for name in self.text_spec()]
+        features = self.packer(segments)
+        is_mask = tf.logical_and(tf.equal(features["input_word_ids"], self.mask_id), features["input_mask"] > 0)
+        positions = tf.ragged.boolean_mask(tf.broadcast_to(tf.range(self.seq_length), tf.shape(is_mask)), is_mask)
+        width = tf.maximum(tf.reduce_max(positions.row_lengths()), 1)
+        batch = tf.shape(is_mask)[0]
+        padded = positions.to_tensor(default_value=-1, shape=tf.stack([batch, tf.cast(width, tf.int32)]))
+        features = {**features, "masked_lm_positions": tf.maximum(padded, 0)}
+        return features, padded
+
+    def token_id_spec(self):
+        specs = id_specs()
+        specs["masked_lm_positions"] = tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")
+        return specs
+
+    def token_id_outputs(self, features, outputs):
+        named = {"mlm_logits": outputs["mlm_logits"]}
+        if "nsp_logits" in outputs:
+            named["nsp_logits"] = outputs["nsp_logits"]
+            named["nsp_probabilities"] = tf.nn.softmax(outputs["nsp_logits"], axis=-1)
+        return named
+
+    def text_outputs(self, texts, features, positions, outputs):
+        probabilities = tf.nn.softmax(outputs["mlm_logits"], axis=-1)
+        top = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
+        real = positions >= 0
+        named = {"mlm_positions": positions,
+                 "mlm_token_ids": tf.where(real, top, -1),
+                 "mlm_tokens": tf.where(real, tf.gather(self.vocab_table, top), ""),
+                 "mlm_probabilities": tf.where(real, tf.reduce_max(probabilities, axis=-1), 0.0)}
+        if "nsp_logits" in outputs:
+            named["nsp_probabilities"] = tf.nn.softmax(outputs["nsp_logits"], axis=-1)
+        return named

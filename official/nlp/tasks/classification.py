@@ -1,0 +1,282 @@
+"""Sentence(-pair) classification and regression: GLUE and any TSV/CSV/JSON-lines data, on the fine-tuning base.
+
+`run_classifier(ClassifierConfig(...))` is everything `run_scripts/run_classifier.py` does, callable from Python:
+read the task's files (`data.glue`), build features once with the exact tokenizer and cache them in `output_dir`
+(`data.feature_cache`, `data.classifier_features`), fine-tune `BertClassifier` on the shared loop with an
+evaluation after each epoch (`tasks.finetuning`), and with `do_predict` write the GLUE submission files
+(`MRPC.tsv`, `MNLI-m.tsv`, ... with label names) and the original's `test_results.tsv` (class probabilities).
+
+Example:
+
+    result = run_classifier(ClassifierConfig(
+        task_name="mrpc", data_dir="glue/MRPC", init_checkpoint="models/minilm", output_dir="/tmp/mrpc",
+        do_train=True, do_eval=True, max_seq_length=128, num_train_epochs=3))
+    result.eval_history[-1]    # {"epoch": 3, "step": 343, "f1": ..., "accuracy": ..., "loss": ...}
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import ClassVar, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.common.errors import InputError
+from official.nlp.data import classifier_features, feature_cache, glue
+from official.nlp.metrics.glue import compute_metrics
+from official.nlp.modeling.models import BertClassifier
+from official.nlp.tasks import finetuning
+from official.nlp.training.objectives import MeanSquaredErrorObjective, SparseCategoricalObjective
+
+FEATURES_VERSION = 1  # bump when the records' layout changes, so older caches are rebuilt
+
+
+@dataclasses.dataclass
+class ClassifierConfig(finetuning.FineTuningConfig):
+    """`FineTuningConfig` plus the classification flags (names of the original `run_classifier.py` first)."""
+
+    task_name: str = ""
+    data_dir: str | None = None
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    # ---
+    long_text: str = "truncate"
+    doc_stride: int | None = None
+    skip_bad_rows: bool = False
+    max_train_examples: int | None = None
+    tfds_name: str | None = None
+    tfds_data_dir: str | None = None
+    # task_name=generic:
+    text_a_column: str | None = None
+    text_b_column: str | None = None
+    label_column: str = "label"
+    id_column: str | None = None
+    labels: str | None = None  # comma-separated, in head order
+    regression: bool = False
+    file_format: str = "tsv"
+
+    # The data files are recorded by their content (`ClassificationTask.settings`), not by their folder.
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = finetuning.FineTuningConfig.NOT_TRAINING_SETTINGS + (
+        "do_train", "do_eval", "do_predict", "data_dir", "tfds_data_dir", "skip_bad_rows")
+
+
+def make_processor(config: ClassifierConfig):
+    """The processor of `--task_name` (`generic` with column names) or of `--tfds_name`."""
+    if config.tfds_name:
+        return glue.TfdsProcessor(config.tfds_name, config.tfds_data_dir)
+    if not config.task_name:
+        raise InputError("--task_name is required (a GLUE task, or 'generic'), or --tfds_name")
+    if config.task_name.lower() == "generic":
+        if not config.text_a_column:
+            raise InputError("--task_name=generic needs --text_a_column (and --text_b_column for pairs)")
+        return glue.GenericProcessor(
+            text_a_column=config.text_a_column, text_b_column=config.text_b_column, label_column=config.label_column,
+            labels=[l.strip() for l in config.labels.split(",")] if config.labels else None,
+            regression=config.regression, file_format=config.file_format, id_column=config.id_column)
+    return glue.get_processor(config.task_name)
+
+
+class ClassificationTask:
+    """The `finetuning.FineTuningTask` of a processor: `BertClassifier`, cross entropy (or squared error)."""
+
+    head = "classifier"
+
+    def __init__(self, config: ClassifierConfig, files, processor=None):
+        self.config = config
+        self.files = files
+        self.processor = processor or make_processor(config)
+        if not config.tfds_name and not config.data_dir:
+            raise InputError("--data_dir is required (the folder with the task's files), or --tfds_name")
+        classifier_features.check_settings(config.max_seq_length, config.long_text, config.doc_stride)
+        if config.max_seq_length > files.config.max_position_embeddings:
+            raise InputError(f"--max_seq_length={config.max_seq_length} is longer than the model's "
+                             f"max_position_embeddings ({files.config.max_position_embeddings})")
+        self.splits = self.processor.files(config.data_dir)
+        if isinstance(self.processor, glue.GenericProcessor) and self.splits[glue.TRAIN]:
+            train = self.splits[glue.TRAIN][0].file
+            if os.path.exists(train):
+                self.processor.infer_labels(train)
+        self.regression = self.processor.is_regression
+        self.name = self.processor.name
+        self.labels = list(self.processor.labels or [])
+        self.metric_name = self.processor.metrics[0]
+        self.bad_rows: dict[str, int] = {}
+        self._tokenizer = None
+        self._train_count = None
+
+    # ---- data ----
+    @property
+    def tokenizer(self):
+        if self._tokenizer is None:
+            self._tokenizer = self.files.tokenizer()
+        return self._tokenizer
+
+    def _source(self, eval_set: glue.EvalSet) -> str:
+        return eval_set.file
+
+    def read(self, split: str, eval_set: glue.EvalSet) -> list[glue.InputExample]:
+        result = self.processor.read(eval_set.file, split, skip_bad_rows=self.config.skip_bad_rows)
+        if result.bad_rows:
+            self.bad_rows[f"{split}{eval_set.suffix}"] = result.bad_rows
+        examples = result.examples
+        if split == glue.TRAIN and self.config.max_train_examples:
+            examples = examples[:self.config.max_train_examples]
+        if not examples:
+            raise InputError(f"{eval_set.file}: no example to read")
+        return examples
+
+    def _input_digest(self, eval_set: glue.EvalSet) -> str:
+        if self.config.tfds_name:
+            return f"{self.config.tfds_name}:{eval_set.file}:{self.processor.builder.info.version}"
+        return feature_cache.file_digest([eval_set.file])
+
+    def cache_key(self, split: str, eval_set: glue.EvalSet) -> dict:
+        """Everything the features of one file depend on."""
+        return {"features_version": FEATURES_VERSION, "task": self.name, "labels": self.labels,
+                "regression": self.regression, "split": split, "input": self._input_digest(eval_set),
+                "vocab_sha256": feature_cache.file_digest([self.files.vocab_file]),
+                "do_lower_case": self.files.do_lower_case, "max_seq_length": self.config.max_seq_length,
+                "long_text": self.config.long_text, "doc_stride": self.config.doc_stride,
+                "skip_bad_rows": self.config.skip_bad_rows,
+                "max_train_examples": self.config.max_train_examples if split == glue.TRAIN else None}
+
+    def features(self, split: str, eval_set: glue.EvalSet) -> tuple[str, list[glue.InputExample], int]:
+        """`(record file, examples, number of features)` of one file, building the cached records if needed."""
+        examples = self.read(split, eval_set)
+        name = {glue.TRAIN: "train", glue.DEV: "eval", glue.TEST: "predict"}[split]
+        path = os.path.join(self.config.output_dir, f"{name}{eval_set.suffix}.tf_record")
+        count = feature_cache.cached_records(path, self.cache_key(split, eval_set), lambda: (
+            classifier_features.convert_examples(
+                examples, self.tokenizer, labels=None if self.regression else self.labels,
+                max_seq_length=self.config.max_seq_length, long_text=self.config.long_text,
+                doc_stride=self.config.doc_stride)))
+        return path, examples, count
+
+    def _train_set(self) -> glue.EvalSet:
+        if not self.splits[glue.TRAIN]:
+            raise InputError(f"{self.name} has no training data (AX is predicted with an MNLI model)")
+        return self.splits[glue.TRAIN][0]
+
+    # ---- FineTuningTask ----
+    def build_model(self, encoder) -> keras.Model:
+        return BertClassifier(encoder, 1 if self.regression else len(self.labels))
+
+    def objective(self):
+        return MeanSquaredErrorObjective("label") if self.regression else SparseCategoricalObjective("label")
+
+    def num_train_examples(self) -> int:
+        if self._train_count is None:
+            self._train_path, _, self._train_count = self.features(glue.TRAIN, self._train_set())
+        return self._train_count
+
+    def train_dataset(self, input_context, batch_size: int, seed: int) -> tf.data.Dataset:
+        self.num_train_examples()
+        return classifier_features.make_dataset(
+            self._train_path, self.config.max_seq_length, batch_size, regression=self.regression, is_training=True,
+            seed=seed, input_context=input_context)
+
+    def settings(self) -> dict:
+        train = self._train_set()
+        return {"train_data": self._input_digest(train), "long_text": self.config.long_text,
+                "doc_stride": self.config.doc_stride, "max_train_examples": self.config.max_train_examples}
+
+    def predict_outputs(self, model: keras.Model, path: str, num_examples: int) -> np.ndarray:
+        """Per-example logits (scores for regression), averaged over an example's windows."""
+        dataset = classifier_features.make_dataset(path, self.config.max_seq_length, self.config.eval_batch_size,
+                                                   regression=self.regression, is_training=False)
+        step = tf.function(lambda x: model(x, training=False))
+        outputs, indexes = [], []
+        for x, y in dataset:
+            outputs.append(step(x).numpy())
+            indexes.append(y["example_index"].numpy())
+        return classifier_features.average_by_example(np.concatenate(outputs), np.concatenate(indexes), num_examples)
+
+    def evaluate(self, model: keras.Model) -> dict[str, float]:
+        metrics = {}
+        for eval_set in self.splits[glue.DEV]:
+            path, examples, _ = self.features(glue.DEV, eval_set)
+            outputs = self.predict_outputs(model, path, len(examples))
+            metrics.update({f"{k}{eval_set.suffix}": v for k, v in self.score(examples, outputs).items()})
+        metrics.update({f"bad_rows_{k}": float(v) for k, v in self.bad_rows.items()})
+        return metrics
+
+    def score(self, examples: Sequence[glue.InputExample], outputs: np.ndarray) -> dict[str, float]:
+        if self.regression:
+            labels = np.array([e.label for e in examples], np.float64)
+            scores = outputs[:, 0]
+            return {**compute_metrics(self.processor.metrics, labels, scores),
+                    "loss": float(np.mean((scores - labels) ** 2))}
+        labels = np.array([self.labels.index(e.label) for e in examples])
+        log_probs = outputs - _logsumexp(outputs)
+        return {**compute_metrics(self.processor.metrics, labels, outputs.argmax(-1)),
+                "loss": float(-np.mean(log_probs[np.arange(len(labels)), labels]))}
+
+    def predict(self, model: keras.Model) -> list[str]:
+        """Writes the GLUE submission file and `test_results.tsv` of each test set; returns their paths."""
+        written = []
+        if not self.splits[glue.TEST]:
+            raise InputError(f"{self.name} has no test set to predict")
+        for eval_set in self.splits[glue.TEST]:
+            path, examples, _ = self.features(glue.TEST, eval_set)
+            outputs = self.predict_outputs(model, path, len(examples))
+            written += self.write_predictions(examples, outputs, eval_set)
+        return written
+
+    def write_predictions(self, examples, outputs: np.ndarray, eval_set: glue.EvalSet) -> list[str]:
+        out = self.config.output_dir
+        tf.io.gfile.makedirs(out)
+        submission = os.path.join(out, eval_set.submission or f"{self.name}{eval_set.suffix}.tsv")
+        results = os.path.join(out, f"test_results{eval_set.suffix}.tsv")
+        if self.regression:
+            predictions = [f"{s:.3f}" for s in outputs[:, 0]]
+            rows = [f"{s:.6f}" for s in outputs[:, 0]]
+        else:
+            predictions = [self.labels[i] for i in outputs.argmax(-1)]
+            probabilities = np.exp(outputs - _logsumexp(outputs))
+            rows = ["\t".join(f"{p:.6f}" for p in row) for row in probabilities]
+        with tf.io.gfile.GFile(submission, "w") as f:
+            f.write("index\tprediction\n")
+            f.write("".join(f"{e.guid}\t{p}\n" for e, p in zip(examples, predictions)))
+        with tf.io.gfile.GFile(results, "w") as f:
+            f.write("".join(row + "\n" for row in rows))
+        logging.info("Wrote %d predictions to %s and %s", len(examples), submission, results)
+        return [submission, results]
+
+
+def _logsumexp(logits: np.ndarray) -> np.ndarray:
+    top = logits.max(-1, keepdims=True)
+    return top + np.log(np.exp(logits - top).sum(-1, keepdims=True))
+
+
+@dataclasses.dataclass
+class ClassifierResult:
+    model: keras.Model
+    eval_history: list[dict]
+    best_model_dir: str | None
+    predictions: list[str]
+    train_metrics: dict
+
+
+def save_classifier(model: keras.Model, directory: str, files, *, task_name: str,
+                    labels: Sequence[str] | None) -> str:
+    """Writes a `BertClassifier` fine-tuned elsewhere (e.g. with `model.fit`) as a model directory that
+    `run_classifier --init_checkpoint` takes for evaluation or prediction (`labels` None for regression)."""
+    return finetuning.save_fine_tuned(model, directory, files, task_name=task_name, head=ClassificationTask.head,
+                                      labels=list(labels or []))
+
+
+def run_classifier(config: ClassifierConfig, *, strategy: tf.distribute.Strategy | None = None) -> ClassifierResult:
+    """Trains, evaluates and predicts as `config.do_train/do_eval/do_predict` say (see the module docstring)."""
+    if not (config.do_train or config.do_eval or config.do_predict):
+        raise InputError("At least one of --do_train, --do_eval or --do_predict must be set")
+    files = finetuning.resolve_model_files(config)
+    task = ClassificationTask(config, files)
+    result = finetuning.run_finetuning(config, task, do_train=config.do_train, do_eval=config.do_eval,
+                                       strategy=strategy, files=files)
+    predictions = task.predict(result.model) if config.do_predict else []
+    return ClassifierResult(result.model, result.eval_history, result.best_model_dir, predictions,
+                            result.train_metrics)
