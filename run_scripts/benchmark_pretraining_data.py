@@ -80,7 +80,7 @@ def main(_):
     ref_s = time.time() - start
     ref_rate = ref.instances / ref_s
     out_mb = sum(os.path.getsize(os.path.join(work, "out", f)) for f in os.listdir(os.path.join(work, "out"))
-                 if not f.endswith(".json")) / 2**20
+                 if os.path.isfile(os.path.join(work, "out", f))) / 2**20  # the records; statistics are in stats/
 
     print(f"corpus {size / 2**20:.1f} MB -> {stats.instances:,} instances, {out_mb:.0f} MB of records, "
           f"in {fast_s:.1f} s with {FLAGS.num_workers or os.cpu_count()} workers")

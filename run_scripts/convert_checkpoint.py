@@ -25,10 +25,9 @@ flags.mark_flags_as_required(["input", "output_dir"])
 
 def main(argv):
     del argv
-    files = model_dir.convert_checkpoint(
+    model_dir.convert_checkpoint(  # logs what it wrote
         FLAGS.input, FLAGS.output_dir, input_format=FLAGS.input_format, output_format=FLAGS.output_format,
         bert_config_file=FLAGS.bert_config_file, vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-    print(f"Wrote {files.checkpoint_format} checkpoint {files.checkpoint} to {FLAGS.output_dir}")
 
 
 if __name__ == "__main__":

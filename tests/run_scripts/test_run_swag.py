@@ -49,7 +49,7 @@ def test_run_swag_on_the_sample(shared_data, tmp_path):
 
     # Without --skip_bad_rows the bad row stops the job, named (from Python here: a subprocess costs ~10 s).
     config = finetuning.FineTuningConfig(output_dir=str(tmp_path / "refused"), init_checkpoint=init)
-    with pytest.raises(InputError, match=rf"with_bad_row\.jsonl:11: missing ending: 'ending3'"):
+    with pytest.raises(InputError, match=r"with_bad_row\.jsonl:11: missing ending: 'ending3'"):
         multiple_choice.run_swag(config, multiple_choice.MultipleChoiceConfig(train_file=str(bad)))
 
     run = _run(flags + ["--skip_bad_rows"])

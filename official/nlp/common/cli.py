@@ -141,6 +141,10 @@ def quiet_tensorflow(argv: list[str] | None = None) -> None:
         return
     if argv is None and ("pytest" in sys.modules or "IPython" in sys.modules or hasattr(sys, "ps1")):
         return  # not a script: a test runner or a notebook owns stderr
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        return  # a worker (spawned, so it re-imports the script): its stderr is already the parent's filter
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     try:
         _filter = _StderrFilter()

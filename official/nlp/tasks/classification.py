@@ -61,7 +61,7 @@ class ClassifierConfig(finetuning.FineTuningConfig):
 
     # The data files are recorded by their content (`ClassificationTask.settings`), not by their folder.
     NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = finetuning.FineTuningConfig.NOT_TRAINING_SETTINGS + (
-        "do_train", "do_eval", "do_predict", "data_dir", "tfds_data_dir")
+        "do_train", "do_eval", "do_predict", "data_dir", "tfds_data_dir", "skip_bad_rows")
 
 
 def make_processor(config: ClassifierConfig):
@@ -82,6 +82,8 @@ def make_processor(config: ClassifierConfig):
 
 class ClassificationTask:
     """The `finetuning.FineTuningTask` of a processor: `BertClassifier`, cross entropy (or squared error)."""
+
+    head = "classifier"
 
     def __init__(self, config: ClassifierConfig, files, processor=None):
         self.config = config
@@ -257,6 +259,14 @@ class ClassifierResult:
     best_model_dir: str | None
     predictions: list[str]
     train_metrics: dict
+
+
+def save_classifier(model: keras.Model, directory: str, files, *, task_name: str,
+                    labels: Sequence[str] | None) -> str:
+    """Writes a `BertClassifier` fine-tuned elsewhere (e.g. with `model.fit`) as a model directory that
+    `run_classifier --init_checkpoint` takes for evaluation or prediction (`labels` None for regression)."""
+    return finetuning.save_fine_tuned(model, directory, files, task_name=task_name, head=ClassificationTask.head,
+                                      labels=list(labels or []))
 
 
 def run_classifier(config: ClassifierConfig, *, strategy: tf.distribute.Strategy | None = None) -> ClassifierResult:

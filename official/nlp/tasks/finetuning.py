@@ -99,6 +99,7 @@ class FineTuningTask(Protocol):
     name: str                 # e.g. "mrpc"; recorded with checkpoints and features
     labels: Sequence[str]     # the head's label set (empty for heads without labels, e.g. span prediction)
     metric_name: str          # the evaluation metric that picks the best checkpoint (higher is better)
+    head: str                 # the kind of head (e.g. "classifier"), recorded with fine-tuned model directories
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
         """The task model on `encoder` (made inside the strategy's scope)."""
@@ -167,7 +168,7 @@ def check_head(init_checkpoint: str | None, task: FineTuningTask) -> bool:
 
 
 def _head_name(task: FineTuningTask) -> str:
-    return type(task).__name__
+    return getattr(task, "head", type(task).__name__)
 
 
 def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, int, int]:
@@ -212,8 +213,9 @@ def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles,
     return json.loads(json.dumps(settings))
 
 
-def check_settings(output_dir: str, settings: dict) -> None:
-    """Refuses to resume `output_dir` when it was trained with other settings (naming them); records them."""
+def check_settings(output_dir: str, settings: dict) -> bool:
+    """Refuses to resume `output_dir` when it was trained with other settings, naming them; returns whether it
+    already records them (else `record_settings` writes them once training starts)."""
     path = os.path.join(output_dir, SETTINGS_FILE)
     if tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path) as f:
@@ -223,12 +225,16 @@ def check_settings(output_dir: str, settings: dict) -> None:
         if differing:
             raise InputError(f"--output_dir={output_dir} holds a run with other settings ({'; '.join(differing)}). "
                              "Rerun with the same flags to resume it, or choose another --output_dir.")
-        return
+        return True
     if tf.io.gfile.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
         raise InputError(f"--output_dir={output_dir} holds checkpoints but no {SETTINGS_FILE}, so they may belong "
                          "to other settings; choose another --output_dir")
+    return False
+
+
+def record_settings(output_dir: str, settings: dict) -> None:
     tf.io.gfile.makedirs(output_dir)
-    with tf.io.gfile.GFile(path, "w") as f:
+    with tf.io.gfile.GFile(os.path.join(output_dir, SETTINGS_FILE), "w") as f:
         json.dump(settings, f, indent=1, sort_keys=True)
 
 
@@ -298,14 +304,17 @@ def _write_eval(output_dir: str, history: list[dict]) -> None:
         f.write("\n".join(lines) + "\n")
 
 
-def export_best(model: keras.Model, files: model_dir_lib.ModelFiles, task: FineTuningTask, directory: str,
-                entry: Mapping) -> str:
-    """Writes `model` as a model directory with `finetuning.json` (task, head, labels, the evaluation)."""
-    export_model_dir(model, directory, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
-                     step=int(entry["step"]))
+def save_fine_tuned(model: keras.Model, directory: str, files: model_dir_lib.ModelFiles, *, task_name: str,
+                    head: str, labels: Sequence[str], metric: str | None = None,
+                    evaluation: Mapping | None = None) -> str:
+    """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation),
+    replacing an earlier one. Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels
+    it restores the head too; another label set is refused."""
+    step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
+    export_model_dir(model, directory, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, step=step)
     with tf.io.gfile.GFile(os.path.join(directory, TASK_FILE), "w") as f:
-        json.dump({"task": task.name, "head": _head_name(task), "labels": list(task.labels),
-                   "metric": task.metric_name, "evaluation": dict(entry)}, f, indent=1)
+        json.dump({"task": task_name, "head": head, "labels": list(labels), "metric": metric,
+                   "evaluation": dict(evaluation or {})}, f, indent=1)
     return directory
 
 
@@ -332,8 +341,12 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
             history = history + [{"epoch": None, "step": None, **task.evaluate(model)}]
         return FineTuningResult(model, files, 0, {}, history, None)
 
-    check_settings(config.output_dir, training_settings(config, files, task))
+    settings = training_settings(config, files, task)
+    recorded = check_settings(config.output_dir, settings)
+    # Settings are recorded once the training data is ready: a run refused for its data has trained nothing.
     train_steps, warmup_steps, per_epoch = num_train_steps(task.num_train_examples(), config)
+    if not recorded and distribution.worker_info(strategy).is_chief:
+        record_settings(config.output_dir, settings)
     with strategy.scope():
         optimizer = create_optimizer(config, train_steps, warmup_steps)
     trainer = Trainer(
@@ -374,7 +387,8 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
             summaries.write_scalars(eval_writer, point, metrics)
             eval_writer.flush()
             if entry[task.metric_name] > best or not tf.io.gfile.exists(best_dir):
-                export_best(model, files, task, best_dir, entry)
+                save_fine_tuned(model, best_dir, files, task_name=task.name, head=_head_name(task),
+                                labels=task.labels, metric=task.metric_name, evaluation=entry)
                 logging.info("Best %s so far (%.4f): kept as the model directory %s", task.metric_name,
                              entry[task.metric_name], best_dir)
             _write_eval(config.output_dir, history)
