@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The paper's recipe: 90% of the steps at sequence length 128, then 10% at 512, continuing from phase 1.
 #
-#   DATA_128='data/seq128/*.tfrecord' DATA_512='data/seq512/*.tfrecord' BERT_CONFIG=bert_config.json \
+#   DATA_128='data/seq128/*' DATA_512='data/seq512/*' BERT_CONFIG=bert_config.json \
 #   VOCAB=vocab.txt OUT=/tmp/bert_pretrain bash run_scripts/pretrain_two_phase.sh \
 #       --distribution_strategy=mirrored --mixed_precision=bfloat16
 #

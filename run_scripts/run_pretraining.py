@@ -9,7 +9,7 @@ final model is exported to --export_dir (default --model_dir/export) as a model 
 TF1 checkpoint without cls/*): the encoder is loaded and the heads start fresh. --preset=tiny|mini|small|medium|
 base|large instead of --bert_config_file builds a config of that size for --vocab_file.
 
-    python run_scripts/run_pretraining.py --input_file='data/pretrain/*.tfrecord' \
+    python run_scripts/run_pretraining.py --input_file='out/train.tfrecord-*' \
         --bert_config_file=bert_config.json --vocab_file=vocab.txt --do_lower_case \
         --model_dir=/tmp/pretrain --train_batch_size=32 --num_train_steps=10000 --num_warmup_steps=1000 \
         --learning_rate=1e-4

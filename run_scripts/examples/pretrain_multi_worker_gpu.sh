@@ -23,7 +23,7 @@ export TF_CONFIG="{\"cluster\": {\"worker\": [$WORKERS]}, \"task\": {\"type\": \
 
 python3 "$ROOT/run_scripts/run_pretraining.py" \
   --distribution_strategy=multi_worker_mirrored --all_reduce_alg=nccl \
-  --input_file="$SHARED/pretrain/seq128/*.tfrecord" \
+  --input_file="$SHARED/pretrain/seq128/train.tfrecord-*" \
   --bert_config_file="$SHARED/uncased_L-12_H-768_A-12/bert_config.json" \
   --vocab_file="$SHARED/uncased_L-12_H-768_A-12/vocab.txt" --do_lower_case \
   --model_dir="$SHARED/runs/bert_base_phase1" \

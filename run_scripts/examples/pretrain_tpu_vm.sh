@@ -16,7 +16,7 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 
 python3 "$ROOT/run_scripts/run_pretraining.py" \
   --distribution_strategy=tpu --tpu=local \
-  --input_file="$BUCKET/pretrain/seq128/*.tfrecord" \
+  --input_file="$BUCKET/pretrain/seq128/train.tfrecord-*" \
   --bert_config_file="$BUCKET/uncased_L-12_H-768_A-12/bert_config.json" \
   --vocab_file="$BUCKET/uncased_L-12_H-768_A-12/vocab.txt" --do_lower_case \
   --model_dir="$BUCKET/runs/bert_base_phase1" \

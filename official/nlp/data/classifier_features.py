@@ -5,9 +5,10 @@
 too long for the sequence is handled by `long_text`:
 
 - `truncate` (the original): one feature; a pair loses tokens from the end of its longer segment first.
-- `sliding_window`: the longer segment is cut into windows `doc_stride` tokens apart (the shorter one, cut to
-  half the sequence if it is long too, is repeated in each); every window is a feature carrying its example's
-  index, and the model's logits are averaged over an example's windows (`average_by_example`).
+- `sliding_window`: the longer segment is cut into windows `doc_stride` tokens apart by SQuAD's window rule
+  (`squad.doc_windows`); the shorter one, cut to half the sequence if it is long too, is repeated in each. Every
+  window is a feature carrying its example's index, and the model's logits are averaged over an example's windows
+  (`average_by_example`).
 
 Records use the original's feature names (`input_ids`, `input_mask`, `segment_ids`, `label_ids`) plus
 `example_index`. `make_dataset` is the one input pipeline for training, evaluation and prediction: it yields
@@ -31,6 +32,7 @@ from absl import logging
 from official.nlp.common.errors import InputError
 from official.nlp.data.glue import InputExample
 from official.nlp.data.pretraining.instances import removal_counts
+from official.nlp.data.squad import doc_windows  # the one home of the document-window rule
 
 LONG_TEXT = ("truncate", "sliding_window")
 
@@ -40,18 +42,6 @@ class ConversionStats:
     examples: int = 0
     features: int = 0
     truncated: int = 0  # examples that lost tokens (truncate) or were split into windows (sliding_window)
-
-
-def windows(num_tokens: int, window: int, stride: int) -> list[tuple[int, int]]:
-    """`(start, length)` of windows of at most `window` tokens, starting `stride` apart, the last one ending at the
-    end (the SQuAD document-window rule)."""
-    spans, start = [], 0
-    while True:
-        length = min(num_tokens - start, window)
-        spans.append((start, length))
-        if start + length >= num_tokens:
-            return spans
-        start += min(length, stride)
 
 
 def _pack(tokens_a: Sequence[str], tokens_b: Sequence[str] | None, tokenizer, max_seq_length: int) -> dict:
@@ -121,7 +111,7 @@ def convert_examples(examples: Sequence[InputExample], tokenizer, *, labels: Seq
             short = short[:budget // 2] if len(short) > budget // 2 else short
         window = budget - (len(short) if short is not None else 0)
         stride = doc_stride or max(1, window // 2)
-        for start, length in windows(len(long), window, stride):
+        for start, length in doc_windows(len(long), window, stride):
             piece = long[start:start + length]
             if short is None:
                 pair = (piece, None)

@@ -96,3 +96,14 @@ def cached_records(path: str, key: Mapping, build: Callable[[], Iterable[Mapping
     tf.io.gfile.rename(path + KEY_SUFFIX + ".partial", path + KEY_SUFFIX, overwrite=True)
     logging.info("Wrote %d feature records to %s", count, path)
     return count
+
+
+def read_records(path: str, shapes: Mapping[str, Sequence[int]]) -> tf.data.Dataset:
+    """The records of a cache file as a dataset of dicts of int32 tensors of the given fixed `shapes` (a float
+    feature is not read this way)."""
+    spec = {name: tf.io.FixedLenFeature(list(shape), tf.int64) for name, shape in shapes.items()}
+
+    def parse(record):
+        return {name: tf.cast(value, tf.int32) for name, value in tf.io.parse_single_example(record, spec).items()}
+
+    return tf.data.TFRecordDataset(path).map(parse, num_parallel_calls=tf.data.AUTOTUNE)

@@ -28,7 +28,6 @@ Example:
 """
 from __future__ import annotations
 
-import collections
 import dataclasses
 import sys
 from typing import Sequence

@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import tempfile
+import types
 from typing import Dict, Mapping, Sequence
 
 import tensorflow as tf
@@ -83,7 +84,7 @@ class ServingModule(tf.Module):
         if max_seq_length > config.max_position_embeddings:
             raise InputError(f"--max_seq_length={max_seq_length} exceeds the model's max_position_embeddings "
                              f"({config.max_position_embeddings}) in bert_config.json; lower it")
-        self.model = model
+        self.hold_model(model)
         self.bert_config = config
         self.vocab_path = os.fspath(vocab_file)
         self.tokenizer = tokenizer or text_layers.BertTokenizer(self.vocab_path, do_lower_case,
@@ -97,6 +98,15 @@ class ServingModule(tf.Module):
         self.label_names = tf.Variable(tf.constant(self.label_list, tf.string, shape=[len(self.label_list)]),
                                        trainable=False, name="label_names")
         self.task_name = tf.Variable(self.task, trainable=False, name="task")
+
+    # -- the Keras model -------------------------------------------------------------------------------------------
+
+    def hold_model(self, model) -> None:
+        hold_model(self, model)
+
+    @property
+    def model(self):
+        return self._holder.model
 
     # -- what subclasses define ---------------------------------------------------------------------------------
 
@@ -131,10 +141,11 @@ class ServingModule(tf.Module):
     def serve_token_ids(self, features):
         return self.token_id_outputs(features, self._run(features))
 
-    def serve_examples(self, examples):
+    def serve_examples(self, examples, serve_text=None):
+        """`serve_text` on the parsed features (`serve_text`: a traced version of it, so tracing happens once)."""
         parsed = tf.io.parse_example(examples, self.example_spec())
         parsed = {k: tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor) else v for k, v in parsed.items()}
-        return self.serve_text(parsed)
+        return (serve_text or self.serve_text)(parsed)
 
     def tokenize_packed(self, *segments):
         """Tokenizes one or two string batches and packs them as in training (the original truncation)."""
@@ -143,7 +154,8 @@ class ServingModule(tf.Module):
     def signature_functions(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
         text = tf.function(self.serve_text, input_signature=[self.text_spec()])
         ids = tf.function(self.serve_token_ids, input_signature=[self.token_id_spec()])
-        examples = tf.function(self.serve_examples, input_signature=[string_spec("examples")])
+        examples = tf.function(lambda examples: self.serve_examples(examples, text),
+                               input_signature=[string_spec("examples")])
         return {"serving_default": text.get_concrete_function(), "serve_token_ids": ids.get_concrete_function(),
                 "serve_examples": examples.get_concrete_function()}
 
@@ -171,6 +183,7 @@ class ServingModule(tf.Module):
             raise InputError(f"{target} already exists; TF Serving versions are immutable: pass another --version "
                              "or leave it out to take the next one")
         signatures = self.signature_functions()
+        track_variables(self, signatures.values())
         with tempfile.TemporaryDirectory() as asset_dir:
             self.assets = self.write_assets(asset_dir)
             _save_atomically(self, target, signatures)
@@ -180,12 +193,33 @@ class ServingModule(tf.Module):
         return target
 
 
+def hold_model(module: tf.Module, model) -> None:
+    """Keeps `model` callable from `module`'s functions without saving it as an object (see `track_variables`)."""
+    module._holder = types.SimpleNamespace(model=model)  # not trackable, so not saved
+
+
+def track_variables(module: tf.Module, functions) -> None:
+    """Tracks the `tf.Variable`s the concrete `functions` capture, as Keras' own `ExportArchive` does.
+
+    A Keras 3 model tracked as an attribute is saved through wrapper variables that the session-based loaders
+    (TF Serving, `saved_model_cli run`) never restore ("Could not find variable ..."): the functions read the
+    inner variables, which must be what the SavedModel holds.
+    """
+    seen, variables = set(), []
+    for function in functions:
+        for variable in function.variables:
+            if id(variable) not in seen:
+                seen.add(id(variable))
+                variables.append(variable)
+    module.function_variables = variables
+
+
 class _TokenIdModule(tf.Module):
     """The model and its description without the tokenizer: loads where tensorflow-text is missing."""
 
     def __init__(self, parent: ServingModule):
         super().__init__(name=parent.name + "_token_ids")
-        self.model = parent.model
+        hold_model(self, parent.model)
         self.max_seq_length = parent.max_seq_length
         self.do_lower_case = parent.do_lower_case
         self.label_names = parent.label_names
@@ -194,6 +228,7 @@ class _TokenIdModule(tf.Module):
         fn = tf.function(parent.serve_token_ids, input_signature=[parent.token_id_spec()])
         self.signatures_to_save = {"serving_default": fn.get_concrete_function(),
                                    "serve_token_ids": fn.get_concrete_function()}
+        track_variables(self, self.signatures_to_save.values())
 
 
 def _save_atomically(module: tf.Module, target: str, signatures) -> None:

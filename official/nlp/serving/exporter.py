@@ -28,13 +28,12 @@ from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import models
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
+from official.nlp.tasks.finetuning import BEST_MODEL_DIR as _BEST_MODEL_DIR
+from official.nlp.tasks.finetuning import SETTINGS_FILE as _SETTINGS_FILE
+from official.nlp.tasks.finetuning import TASK_FILE as _TASK_FILE
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
-# Files a fine-tuning job writes (official.nlp.tasks.finetuning): the head's task and labels, and the settings.
-_TASK_FILE = "finetuning.json"
-_SETTINGS_FILE = "finetuning_settings.json"
-_BEST_MODEL_DIR = "best_model"
-_SINGLE_TEXT_TASKS = ("cola", "sst-2", "sst2", "sst")
+_SINGLE_TEXT_TASKS = ("cola", "sst-2")  # GLUE's one-sentence tasks (names of official.nlp.data.glue)
 _SQUAD_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length", "version_2_with_negative",
                    "null_score_diff_threshold")
 
@@ -116,13 +115,14 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
                  label_names: Sequence[str] | None = None, text_pair: bool | None = None,
                  version: int | None = None, bert_config_file: str | None = None, vocab_file: str | None = None,
                  do_lower_case: bool | None = None, squad_settings: dict | None = None, keras_file: bool = True,
-                 hub_pair: bool = True) -> dict:
+                 hub_pair: bool = True, tokenizer=None) -> dict:
     """Exports `init_checkpoint` for `task`; returns the written paths (`saved_model`, `token_ids`, `keras`, and
     `hub_preprocessor`/`hub_encoder` for the encoder).
 
     Unset arguments come from the fine-tuning record next to the checkpoint, else: `max_seq_length` 128,
     `label_names` "0", "1", ..., `text_pair` False (True for GLUE pair tasks), SQuAD settings `run_squad.py`'s
-    defaults. Raises `InputError` for a checkpoint, label list or setting that does not fit.
+    defaults. `tokenizer` reuses a `BertTokenizer` of the same vocabulary and case (building one takes seconds).
+    Raises `InputError` for a checkpoint, label list or setting that does not fit.
     """
     if task not in TASKS:
         raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
@@ -138,13 +138,15 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
     if label_names is None:
         label_names = [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else []
     if text_pair is None:
-        text_pair = bool(record.get("task")) and str(record["task"]).lower() not in _SINGLE_TEXT_TASKS
+        name = str(record.get("task", "")).lower()
+        text_pair = bool(record.get("text_b_column")) if name == "generic" else bool(name) and (
+            name not in _SINGLE_TEXT_TASKS)
     max_seq_length = int(max_seq_length or record.get("max_seq_length") or 128)
     settings = {key: record[key] for key in _SQUAD_SETTINGS if key in record}
     settings.update(squad_settings or {})
     export = build_export(task, model, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
                           max_seq_length=max_seq_length, label_names=label_names, text_pair=text_pair,
-                          squad_settings=settings if task == "squad" else None)
+                          squad_settings=settings if task == "squad" else None, tokenizer=tokenizer)
     saved = export.save(export_dir, version)
     version = int(os.path.basename(saved))
     paths = {"saved_model": saved, "token_ids": os.path.join(export_dir, "token_ids", str(version))}

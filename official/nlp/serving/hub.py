@@ -54,11 +54,11 @@ class _Preprocessor(tf.Module):
 class _Encoder(tf.Module):
     def __init__(self, export: EncoderExport):
         super().__init__(name="bert_encoder")
-        self.model = export.model
+        export_base.hold_model(self, export.model)
         self.assets = {name: export.assets[name] for name in ("vocab.txt", "bert_config.json", "do_lower_case")}
-        self.__call__ = tf.function(lambda inputs: self.model(dict(inputs), training=False),
+        self.__call__ = tf.function(lambda inputs: export.model(dict(inputs), training=False),
                                     input_signature=[export_base.id_specs()])
-        self.flat = tf.function(lambda inputs: export.token_id_outputs(inputs, self.model(dict(inputs),
+        self.flat = tf.function(lambda inputs: export.token_id_outputs(inputs, export.model(dict(inputs),
                                                                                           training=False)),
                                 input_signature=[export_base.id_specs()])
 
@@ -73,6 +73,8 @@ def save_hub_pair(export: EncoderExport, directory: str) -> tuple[str, str]:
         export.assets = export.write_assets(asset_dir)
         preprocessor, encoder = _Preprocessor(export), _Encoder(export)
         paths = os.path.join(directory, "preprocessor"), os.path.join(directory, "encoder")
+        encoder_functions = [encoder.__call__.get_concrete_function(), encoder.flat.get_concrete_function()]
+        export_base.track_variables(encoder, encoder_functions)
         for module, path, signature in ((preprocessor, paths[0], preprocessor.__call__),
                                         (encoder, paths[1], encoder.flat)):
             tf.saved_model.save(module, path, signatures={"serving_default": signature.get_concrete_function()})

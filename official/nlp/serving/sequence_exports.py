@@ -99,8 +99,8 @@ class ClassifierExport(_TextSegments):
     def text_outputs(self, texts, features, context, logits):
         return self.token_id_outputs(features, logits)
 
-    def serve_examples(self, examples):
-        outputs = dict(super().serve_examples(examples))
+    def serve_examples(self, examples, serve_text=None):
+        outputs = dict(super().serve_examples(examples, serve_text))
         if not self.regression:
             batch = tf.shape(outputs["probabilities"])[0]
             outputs["classes"] = tf.tile(self.label_names[None, :], [batch, 1])

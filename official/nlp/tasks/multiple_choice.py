@@ -1,0 +1,191 @@
+"""Multiple choice (SWAG) on the fine-tuning base: `data.swag` features `[examples, 4, seq]`, `BertMultipleChoice`
+(one score per choice from the pooled `[CLS]`, softmax over the four), accuracy.
+
+`run_swag` is everything `run_scripts/run_swag.py` does, callable from Python:
+
+    result = run_swag(
+        FineTuningConfig(output_dir="/tmp/swag", init_checkpoint="models/minilm", num_train_epochs=3),
+        MultipleChoiceConfig(train_file="train.csv", eval_file="val.csv"))
+    result.eval_history[-1]["accuracy"]
+
+With `fit` instead: `model = BertMultipleChoice(encoder)`, `model.compile(optimizer,
+keras.losses.SparseCategoricalCrossentropy(from_logits=True))`, `model.fit(features.model_inputs(),
+features.arrays["label"])` on `swag.convert_examples(...)`.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.common.errors import InputError
+from official.nlp.data import feature_cache, swag
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.losses import cross_entropy
+from official.nlp.modeling.models import BertMultipleChoice
+from official.nlp.tasks import finetuning
+from official.nlp.training.objectives import SparseCategoricalObjective
+
+TRAIN_RECORDS = "train.tf_record"
+PREDICTIONS_FILE = "test_results.csv"
+_RECORD_NAMES = {"input_word_ids": "input_ids", "input_mask": "input_mask", "input_type_ids": "segment_ids"}
+
+
+@dataclasses.dataclass
+class MultipleChoiceConfig:
+    """The SWAG settings beside `FineTuningConfig` (field names are the script's flags): the CSV or JSON-lines
+    files (see `data.swag`), whether bad rows are skipped and counted instead of stopping, and the head's dropout."""
+
+    train_file: str | None = None
+    eval_file: str | None = None
+    predict_file: str | None = None
+    skip_bad_rows: bool = False
+    dropout_rate: float = 0.1
+
+
+class MultipleChoiceTask:
+    """SWAG as a `finetuning.FineTuningTask` (see the module doc)."""
+
+    name = "swag"
+    head = "multiple_choice"
+    metric_name = "accuracy"
+    labels = [str(i) for i in range(swag.NUM_CHOICES)]
+
+    def __init__(self, config: MultipleChoiceConfig, tokenizer, *, max_seq_length: int, output_dir: str,
+                 vocab_file: str | None = None, do_lower_case: bool | None = None, eval_batch_size: int = 8):
+        self.config = config
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        self.output_dir = output_dir
+        self.vocab_file = vocab_file
+        self.do_lower_case = do_lower_case
+        self.eval_batch_size = eval_batch_size
+        self.bad_rows: dict[str, int] = {}
+        self._loaded: dict[str, swag.MultipleChoiceFeatures] = {}
+        self._num_train: int | None = None
+
+    def _read(self, path: str | None, split: str, flag: str, labelled: bool | None = True):
+        if not path:
+            raise InputError(f"{flag} is required for this job")
+        read = swag.read_swag(path, skip_bad_rows=self.config.skip_bad_rows, labelled=labelled)
+        self.bad_rows[split] = read.bad_rows
+        logging.info("%s: %d examples%s", path, len(read.examples),
+                     f", {read.bad_rows} bad row(s) skipped" if read.bad_rows else "")
+        return read.examples
+
+    def _features(self, split: str, path: str | None, flag: str, labelled: bool | None = True):
+        if split not in self._loaded:
+            examples = self._read(path, split, flag, labelled)
+            self._loaded[split] = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
+        return self._loaded[split]
+
+    # ---- training ---------------------------------------------------------------------------------------------
+
+    def _cache_key(self) -> dict:
+        return {"task": self.name, "train_sha256": feature_cache.file_digest([self.config.train_file]),
+                "vocab_sha256": feature_cache.file_digest([self.vocab_file]) if self.vocab_file else None,
+                "do_lower_case": self.do_lower_case, "max_seq_length": self.max_seq_length,
+                "skip_bad_rows": self.config.skip_bad_rows}
+
+    def _train_records(self):
+        arrays = self._features("train", self.config.train_file, "--train_file").arrays
+        for i in range(len(arrays["label"])):
+            record = {record: arrays[name][i] for name, record in _RECORD_NAMES.items()}
+            record["label_ids"] = [arrays["label"][i]]
+            yield record
+
+    def num_train_examples(self) -> int:
+        if not self.config.train_file:
+            raise InputError("--do_train needs --train_file")
+        if self._num_train is None:
+            self._num_train = feature_cache.cached_records(
+                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records)
+        return self._num_train
+
+    def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
+        self.num_train_examples()
+        shapes = {record: [swag.NUM_CHOICES, self.max_seq_length] for record in _RECORD_NAMES.values()}
+        shapes["label_ids"] = [1]
+        dataset = feature_cache.read_records(os.path.join(self.output_dir, TRAIN_RECORDS), shapes)
+        if input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+
+        def to_xy(record):
+            return ({name: record[r] for name, r in _RECORD_NAMES.items()}, {"label": record["label_ids"][0]})
+
+        return (dataset.map(to_xy).shuffle(10000, seed=seed).repeat()
+                .batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
+
+    def build_model(self, encoder: BertEncoder) -> keras.Model:
+        return BertMultipleChoice(encoder, dropout_rate=self.config.dropout_rate)
+
+    def objective(self) -> SparseCategoricalObjective:
+        return SparseCategoricalObjective(label_key="label")
+
+    def settings(self) -> dict:
+        return {**{k: v for k, v in self._cache_key().items() if k != "task"}, "dropout_rate": self.config.dropout_rate}
+
+    # ---- evaluation and prediction ----------------------------------------------------------------------------
+
+    def _logits(self, model: keras.Model, features: swag.MultipleChoiceFeatures) -> np.ndarray:
+        return model.predict(features.model_inputs(), batch_size=self.eval_batch_size, verbose=0)
+
+    def evaluate(self, model: keras.Model) -> dict[str, float]:
+        """`accuracy` (the metric of the SWAG paper and BERT's) and the mean cross entropy `loss` on `eval_file`."""
+        features = self._features("eval", self.config.eval_file, "--eval_file")
+        logits = self._logits(model, features)
+        labels = features.arrays["label"]
+        return {"accuracy": float(np.mean(np.argmax(logits, -1) == labels)),
+                "loss": float(np.mean(np.asarray(cross_entropy(labels, logits)))),
+                "examples": float(len(labels))}
+
+    def predict(self, model: keras.Model, output_file: str | None = None) -> str:
+        """Writes `test_results.csv`: per example its source line, the predicted ending and the four probabilities."""
+        if not self.config.predict_file:
+            raise InputError("--do_predict needs --predict_file")
+        examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=None)
+        features = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
+        probabilities = np.asarray(keras.ops.softmax(self._logits(model, features), axis=-1))
+        output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
+        tf.io.gfile.makedirs(os.path.dirname(output_file) or ".")
+        with open(output_file, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["source", "prediction", *(f"probability{i}" for i in range(swag.NUM_CHOICES))])
+            for example, probs in zip(examples, probabilities):
+                writer.writerow([example.where, int(np.argmax(probs)), *(f"{p:.6f}" for p in probs)])
+        return output_file
+
+
+@dataclasses.dataclass
+class SwagResult:
+    """What `run_swag` returns: the fine-tuning result, the evaluations, the prediction file and the bad rows
+    skipped per split."""
+
+    finetuning: finetuning.FineTuningResult
+    eval_history: list[dict]
+    predictions_file: str | None
+    bad_rows: dict[str, int]
+
+
+def make_task(config: finetuning.FineTuningConfig, choice: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
+    files = files or finetuning.resolve_model_files(config)
+    return MultipleChoiceTask(choice, files.tokenizer(), max_seq_length=config.max_seq_length,
+                              output_dir=config.output_dir, vocab_file=files.vocab_file,
+                              do_lower_case=files.do_lower_case, eval_batch_size=config.eval_batch_size)
+
+
+def run_swag(config: finetuning.FineTuningConfig, choice: MultipleChoiceConfig, *, do_train: bool = True,
+             do_eval: bool = True, do_predict: bool = False) -> SwagResult:
+    """Trains (or resumes), evaluates after each epoch and predicts; see the module docstring."""
+    if not (do_train or do_eval or do_predict):
+        raise InputError("Nothing to do: give at least one of --do_train, --do_eval, --do_predict")
+    files = finetuning.resolve_model_files(config)
+    task = make_task(config, choice, files)
+    result = finetuning.run_finetuning(config, task, do_train=do_train, do_eval=do_eval, files=files)
+    predictions = task.predict(result.model) if do_predict else None
+    return SwagResult(result, result.eval_history, predictions, dict(task.bad_rows))

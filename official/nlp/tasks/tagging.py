@@ -1,0 +1,322 @@
+"""Token classification (CoNLL-2003 NER) on the fine-tuning base, fine-tuned or feature-based.
+
+`TaggingTask` pairs `data.conll` (column files, first-sub-token labels, windows for long sentences) with
+`BertTokenClassifier` and the conlleval entity F1 (`metrics.conlleval`); `FeatureBasedTaggingTask` swaps in the
+paper's feature-based model (`modeling.feature_tagger.BertFeatureTagger`: frozen encoder, chosen layers, two-layer
+BiLSTM; only that trains). `run_ner` is everything `run_scripts/run_ner.py` does, callable from Python:
+
+    result = run_ner(
+        FineTuningConfig(output_dir="/tmp/ner", init_checkpoint="models/minilm", num_train_epochs=3),
+        TaggingConfig(train_file="eng.train", eval_file="eng.testa", predict_file="eng.testb"))
+    result.eval_history[-1]["f1"]     # dev entity F1 after the last epoch
+    result.predictions_file           # /tmp/ner/test_predictions.txt, in CoNLL columns for conlleval
+
+From Python with `fit` instead of the loop: build the features with `data.conll.convert_sentences`, train
+`BertTokenClassifier` on `(features.model_inputs(), features.arrays["label_ids"])` with
+`masked_token_loss` as the loss, and map the predictions back with `conll.word_predictions`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+from absl import logging
+from keras import ops
+
+from official.nlp.common.errors import InputError
+from official.nlp.data import conll, feature_cache
+from official.nlp.metrics import conlleval
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.feature_tagger import COMBINE, BertFeatureTagger
+from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
+from official.nlp.modeling.models import BertTokenClassifier
+from official.nlp.tasks import finetuning
+
+TRAIN_RECORDS = "train.tf_record"
+PREDICTIONS_FILE = "test_predictions.txt"
+EVAL_PREDICTIONS_FILE = "eval_predictions.txt"
+# Record names follow the original run_classifier.py / BERT-NER records.
+_RECORD_NAMES = {"input_word_ids": "input_ids", "input_mask": "input_mask", "input_type_ids": "segment_ids",
+                 "label_ids": "label_ids"}
+
+
+@dataclasses.dataclass
+class TaggingConfig:
+    """The NER settings beside `FineTuningConfig` (field names are the script's flags).
+
+    Attributes:
+      train_file, eval_file, predict_file: CoNLL column files (IOB1 or IOB2, see `data.conll`).
+      labels: the tag set, in the head's order (default: the training file's tags, "O" first, then sorted).
+      skip_bad_rows: leave out (and count) sentences with a malformed line or an unknown tag instead of stopping.
+      window_stride: sub-tokens between two windows of a sentence longer than `max_seq_length` (default: half).
+      feature_based: the paper's feature-based approach instead of fine-tuning.
+      feature_layers: encoder layers for `feature_based` (-1 is the last).
+      feature_combine: `concat` or `weighted_sum` of `feature_layers`.
+      lstm_units, num_lstm_layers: the BiLSTM of `feature_based` (per direction).
+      dropout_rate: dropout before the classifier (and in the BiLSTM stack).
+    """
+
+    train_file: str | None = None
+    eval_file: str | None = None
+    predict_file: str | None = None
+    labels: Sequence[str] | None = None
+    skip_bad_rows: bool = False
+    window_stride: int | None = None
+    feature_based: bool = False
+    feature_layers: Sequence[int] = (-1, -2, -3, -4)
+    feature_combine: str = "concat"
+    lstm_units: int = 768
+    num_lstm_layers: int = 2
+    dropout_rate: float = 0.1
+
+
+def masked_token_loss(y_true, y_pred):
+    """Keras loss for `fit`: mean cross entropy over the positions whose label is not -1 (`conll.IGNORE`)."""
+    weights = ops.cast(ops.greater_equal(y_true, 0), "float32")
+    losses = cross_entropy(ops.maximum(y_true, 0), y_pred)
+    return ops.sum(losses * weights) / ops.maximum(ops.sum(weights), 1.0)
+
+
+class TokenClassificationObjective:
+    """Cross entropy and accuracy over the labelled positions (each word's first sub-token, label >= 0), averaged
+    over the global batch's labelled positions."""
+
+    def loss_weights(self, labels):
+        return {"loss": tf.cast(labels["label_ids"] >= 0, tf.float32)}
+
+    def losses(self, labels, outputs):
+        return {"loss": cross_entropy(tf.maximum(labels["label_ids"], 0), outputs)}
+
+    def metrics(self, labels, outputs):
+        return {"accuracy": weighted_accuracy(tf.maximum(labels["label_ids"], 0), outputs,
+                                              self.loss_weights(labels)["loss"])}
+
+
+def _recorded_labels(output_dir: str, init_checkpoint: str | None) -> list[str] | None:
+    """The labels of an earlier run in `output_dir`, or of a fine-tuned `init_checkpoint`."""
+    path = os.path.join(output_dir, finetuning.SETTINGS_FILE)
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            labels = json.load(f).get("labels")
+        if labels:
+            return list(labels)
+    found = finetuning.read_task_file(init_checkpoint)
+    return list(found["labels"]) if found and found.get("labels") else None
+
+
+class TaggingTask:
+    """CoNLL NER by fine-tuning `BertTokenClassifier` (a `finetuning.FineTuningTask`).
+
+    Args:
+      config: `TaggingConfig`.
+      tokenizer: the model's `FullTokenizer` (`ModelFiles.tokenizer()`).
+      max_seq_length: tokens per window.
+      output_dir: where the training features are cached (`train.tf_record`).
+      vocab_file, do_lower_case: recorded in the cache key.
+      eval_batch_size: batch size of evaluation and prediction.
+      init_checkpoint: read for the labels when there is no training file.
+    """
+
+    name = "conll_ner"
+    head = "token_classifier"
+    metric_name = "f1"
+
+    def __init__(self, config: TaggingConfig, tokenizer, *, max_seq_length: int, output_dir: str,
+                 vocab_file: str | None = None, do_lower_case: bool | None = None, eval_batch_size: int = 32,
+                 init_checkpoint: str | None = None):
+        self.config = config
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        self.output_dir = output_dir
+        self.vocab_file = vocab_file
+        self.do_lower_case = do_lower_case
+        self.eval_batch_size = eval_batch_size
+        self.bad_rows: dict[str, int] = {}
+        self._train = self._read(config.train_file, "train") if config.train_file else None
+        if config.labels:
+            self.labels = list(config.labels)
+        elif self._train is not None:
+            self.labels = conll.label_list(self._train)
+        else:
+            self.labels = _recorded_labels(output_dir, init_checkpoint)
+            if not self.labels:
+                raise InputError("No label set: give --train_file, --labels, or an --output_dir / --init_checkpoint "
+                                 "fine-tuned for NER")
+        if self._train is not None:
+            self._train = self._checked(self._train, "train", config.train_file)
+        self._eval_sentences: list[conll.Sentence] | None = None
+        self._num_train: int | None = None
+
+    # ---- data -----------------------------------------------------------------------------------------------
+
+    def _read(self, path: str, split: str) -> list[conll.Sentence]:
+        read = conll.read_conll(path, skip_bad_rows=self.config.skip_bad_rows)
+        self.bad_rows[split] = read.bad_rows
+        logging.info("%s: %d sentences in %d documents%s", path, len(read.sentences), read.documents,
+                     f", {read.bad_rows} bad line(s) skipped" if read.bad_rows else "")
+        return read.sentences
+
+    def _checked(self, sentences, split: str, path: str) -> list[conll.Sentence]:
+        source = "--labels" if self.config.labels else (f"the training file {self.config.train_file}"
+                                                         if self.config.train_file else "the fine-tuned model")
+        kept, bad = conll.check_labels(sentences, self.labels, skip_bad_rows=self.config.skip_bad_rows,
+                                       source=source)
+        self.bad_rows[split] = self.bad_rows.get(split, 0) + bad
+        if not kept:
+            raise InputError(f"{path}: no sentence left with the labels {self.labels}")
+        return kept
+
+    def _features(self, sentences, labels) -> conll.TaggingFeatures:
+        return conll.convert_sentences(sentences, self.tokenizer, labels, self.max_seq_length,
+                                       window_stride=self.config.window_stride)
+
+    def _cache_key(self) -> dict:
+        return {"task": self.name, "train_sha256": feature_cache.file_digest([self.config.train_file]),
+                "vocab_sha256": feature_cache.file_digest([self.vocab_file]) if self.vocab_file else None,
+                "do_lower_case": self.do_lower_case, "max_seq_length": self.max_seq_length,
+                "window_stride": self.config.window_stride, "labels": list(self.labels),
+                "skip_bad_rows": self.config.skip_bad_rows}
+
+    def _train_records(self):
+        features = self._features(self._train, self.labels).arrays
+        for i in range(len(features["input_word_ids"])):
+            yield {record: features[name][i] for name, record in _RECORD_NAMES.items()}
+
+    def num_train_examples(self) -> int:
+        """Training windows per epoch (a sentence longer than a window counts once per window)."""
+        if self._train is None:
+            raise InputError("--do_train needs --train_file")
+        if self._num_train is None:
+            self._num_train = feature_cache.cached_records(
+                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records)
+        return self._num_train
+
+    def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
+        self.num_train_examples()
+        shapes = {record: [self.max_seq_length] for record in _RECORD_NAMES.values()}
+        dataset = feature_cache.read_records(os.path.join(self.output_dir, TRAIN_RECORDS), shapes)
+        if input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+
+        def to_xy(record):
+            x = {name: record[_RECORD_NAMES[name]] for name in ("input_word_ids", "input_mask", "input_type_ids")}
+            return x, {"label_ids": record["label_ids"]}
+
+        return (dataset.map(to_xy).shuffle(10000, seed=seed).repeat()
+                .batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
+
+    # ---- model ----------------------------------------------------------------------------------------------
+
+    def build_model(self, encoder: BertEncoder) -> keras.Model:
+        return BertTokenClassifier(encoder, len(self.labels), dropout_rate=self.config.dropout_rate)
+
+    def objective(self) -> TokenClassificationObjective:
+        return TokenClassificationObjective()
+
+    def settings(self) -> dict:
+        settings = {key: value for key, value in self._cache_key().items() if key not in ("task", "labels")}
+        settings["head"] = self.head
+        return settings
+
+    # ---- evaluation and prediction --------------------------------------------------------------------------
+
+    def predict_tags(self, model: keras.Model, sentences: Sequence[conll.Sentence]) -> list[list[str]]:
+        """The model's tag for every word of `sentences`."""
+        features = self._features(sentences, None)
+        logits = model.predict(features.model_inputs(), batch_size=self.eval_batch_size, verbose=0)
+        return conll.word_predictions(features, np.argmax(logits, axis=-1), self.labels, sentences)
+
+    def evaluate(self, model: keras.Model) -> dict[str, float]:
+        """conlleval scores on `eval_file` (`f1`, `precision`, `recall`, token `accuracy`, `f1_TYPE`); the
+        predictions go to `eval_predictions.txt`."""
+        if not self.config.eval_file:
+            raise InputError("--do_eval needs --eval_file")
+        if self._eval_sentences is None:
+            self._eval_sentences = self._checked(self._read(self.config.eval_file, "eval"), "eval",
+                                                 self.config.eval_file)
+        sentences = self._eval_sentences
+        predicted = self.predict_tags(model, sentences)
+        tf.io.gfile.makedirs(self.output_dir)
+        conll.write_predictions(os.path.join(self.output_dir, EVAL_PREDICTIONS_FILE), sentences, predicted)
+        result = conlleval.evaluate([s.labels for s in sentences], predicted)
+        logging.info("conlleval on %s:\n%s", self.config.eval_file, result.report())
+        return result.as_dict()
+
+    def predict(self, model: keras.Model, output_file: str | None = None) -> tuple[str, conlleval.ConllevalResult]:
+        """Tags `predict_file` and writes it in CoNLL columns (input columns + predicted tag); returns the file and
+        conlleval's scores against the file's own tags (meaningful when they are gold tags)."""
+        if not self.config.predict_file:
+            raise InputError("--do_predict needs --predict_file")
+        sentences = self._read(self.config.predict_file, "predict")
+        predicted = self.predict_tags(model, sentences)
+        output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
+        tf.io.gfile.makedirs(os.path.dirname(output_file) or ".")
+        conll.write_predictions(output_file, sentences, predicted)
+        return output_file, conlleval.evaluate([s.labels for s in sentences], predicted)
+
+
+class FeatureBasedTaggingTask(TaggingTask):
+    """The paper's feature-based NER: `BertFeatureTagger` on the frozen encoder; only the BiLSTM and the
+    classifier train (a learning rate around 1e-3 suits them better than fine-tuning's 5e-5)."""
+
+    name = "conll_ner_feature_based"
+    head = "feature_tagger"
+
+    def build_model(self, encoder: BertEncoder) -> keras.Model:
+        c = self.config
+        return BertFeatureTagger(encoder, len(self.labels), layers=c.feature_layers, combine=c.feature_combine,
+                                 lstm_units=c.lstm_units, num_lstm_layers=c.num_lstm_layers,
+                                 dropout_rate=c.dropout_rate)
+
+    def settings(self) -> dict:
+        c = self.config
+        return {**super().settings(), "feature_layers": list(c.feature_layers), "feature_combine": c.feature_combine,
+                "lstm_units": c.lstm_units, "num_lstm_layers": c.num_lstm_layers, "dropout_rate": c.dropout_rate}
+
+
+@dataclasses.dataclass
+class NerResult:
+    """What `run_ner` returns: the fine-tuning result (None without training or evaluation), the prediction file
+    and its scores, and the bad rows skipped per split."""
+
+    finetuning: finetuning.FineTuningResult | None
+    eval_history: list[dict]
+    predictions_file: str | None
+    predict_scores: conlleval.ConllevalResult | None
+    bad_rows: dict[str, int]
+
+
+def make_task(config: finetuning.FineTuningConfig, tagging: TaggingConfig,
+              files=None) -> TaggingTask:
+    """The task of `tagging` (fine-tuned or feature-based) with the tokenizer of `config.init_checkpoint`."""
+    if tagging.feature_combine not in COMBINE:
+        raise InputError(f"--feature_combine={tagging.feature_combine}: must be one of {COMBINE}")
+    files = files or finetuning.resolve_model_files(config)
+    num_layers = files.config.num_hidden_layers
+    if tagging.feature_based and any(not -num_layers <= i < num_layers for i in tagging.feature_layers):
+        raise InputError(f"--feature_layers={','.join(map(str, tagging.feature_layers))}: the model has "
+                         f"{num_layers} layers (indexes -{num_layers}..{num_layers - 1})")
+    cls = FeatureBasedTaggingTask if tagging.feature_based else TaggingTask
+    return cls(tagging, files.tokenizer(), max_seq_length=config.max_seq_length, output_dir=config.output_dir,
+               vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
+               eval_batch_size=config.eval_batch_size, init_checkpoint=config.init_checkpoint)
+
+
+def run_ner(config: finetuning.FineTuningConfig, tagging: TaggingConfig, *, do_train: bool = True,
+            do_eval: bool = True, do_predict: bool = False) -> NerResult:
+    """Trains (or resumes), evaluates after each epoch and tags `predict_file`; see the module docstring."""
+    if not (do_train or do_eval or do_predict):
+        raise InputError("Nothing to do: give at least one of --do_train, --do_eval, --do_predict")
+    files = finetuning.resolve_model_files(config)
+    task = make_task(config, tagging, files)
+    result = finetuning.run_finetuning(config, task, do_train=do_train, do_eval=do_eval, files=files)
+    predictions_file = scores = None
+    if do_predict:
+        predictions_file, scores = task.predict(result.model)
+        logging.info("Wrote %s; conlleval against its tags:\n%s", predictions_file, scores.report())
+    return NerResult(result, result.eval_history, predictions_file, scores, dict(task.bad_rows))
