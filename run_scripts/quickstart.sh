@@ -8,7 +8,7 @@ usage() {
   cat <<'EOF'
 Usage: bash run_scripts/quickstart.sh [--flag=value ...]
 
-Runs the whole BERT life cycle on the small data in data/ (about 3 minutes on 2 CPU cores, after the install):
+Runs the whole BERT life cycle on the small data in data/ (under 4 minutes of CPU time on a 2-core machine):
   1. learn a WordPiece vocabulary from the corpus             (run_scripts/build_vocab.py)
   2. turn the corpus into masked-LM / next-sentence records   (run_scripts/create_pretraining_data.py)
   3. pretrain a tiny BERT on them                              (run_scripts/run_pretraining.py)
