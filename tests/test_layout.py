@@ -15,6 +15,7 @@ LAYERS = {
     "training": 3,
     "tasks": 4,
     "serving": 5,
+    "benchmarks": 6,
 }
 MAX_MODULES_PER_FOLDER = 12
 

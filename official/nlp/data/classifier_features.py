@@ -12,7 +12,10 @@ too long for the sequence is handled by `long_text`:
 
 Records use the original's feature names (`input_ids`, `input_mask`, `segment_ids`, `label_ids`) plus
 `example_index`. `make_dataset` is the one input pipeline for training, evaluation and prediction: it yields
-`({"input_word_ids", "input_mask", "input_type_ids"}, {"label", "example_index"})` batches.
+`({"input_word_ids", "input_mask", "input_type_ids"}, {"label", "example_index"})` batches. Given `buckets`
+(`length_buckets.bucket_lengths`), batches are cut to a few lengths instead of `max_seq_length`: for training,
+examples of similar length are batched together first (`length_buckets.group_by_length`); for evaluation each
+batch is only cut, which leaves every logit as it is.
 
 Example:
 
@@ -30,6 +33,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.common.errors import InputError
+from official.nlp.data import length_buckets
 from official.nlp.data.glue import InputExample
 from official.nlp.data.pretraining.instances import removal_counts
 from official.nlp.data.squad import doc_windows  # the one home of the document-window rule
@@ -136,11 +140,12 @@ def feature_spec(max_seq_length: int, regression: bool) -> dict:
 def make_dataset(input_file: str | Sequence[str], max_seq_length: int, batch_size: int, *, regression: bool,
                  is_training: bool, seed: int | None = None,
                  input_context: tf.distribute.InputContext | None = None,
-                 shuffle_buffer_size: int = 10000) -> tf.data.Dataset:
+                 shuffle_buffer_size: int = 10000, buckets: Sequence[int] | None = None) -> tf.data.Dataset:
     """The input pipeline of classification records (see the module docstring).
 
     Training: this worker's shard (by `input_context`), shuffled with `seed`, repeated, batches of `batch_size`
     with the remainder dropped. Evaluation/prediction: every record once, in order, the last batch smaller.
+    `buckets`: sequence lengths to cut batches to (None: all batches `max_seq_length` long).
     """
     dataset = tf.data.TFRecordDataset(input_file)
     if is_training:
@@ -160,7 +165,13 @@ def make_dataset(input_file: str | Sequence[str], max_seq_length: int, batch_siz
              "example_index": tf.cast(parsed["example_index"][:, 0], tf.int32)}
         return x, y
 
-    return dataset.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    dataset = dataset.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE)
+    if buckets and is_training:
+        # Records are parsed a batch at a time (cheaper), then regrouped by length.
+        dataset = length_buckets.group_by_length(dataset.unbatch(), buckets, batch_size, drop_remainder=True)
+    elif buckets:
+        dataset = length_buckets.trim_batches(dataset, buckets)
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def average_by_example(outputs: np.ndarray, example_index: np.ndarray, num_examples: int) -> np.ndarray:

@@ -25,6 +25,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from official.nlp.data import length_buckets
 from official.nlp.serving import export_base
 from official.nlp.serving.export_base import ServingModule, id_specs, string_spec
 
@@ -90,6 +91,12 @@ class ClassifierExport(_TextSegments):
                 f"{model.num_classes} classes; pass one name per class in the order of the training labels")
         super().__init__(model, label_names=label_names, **kwargs)
         self.regression = regression
+        self.buckets = length_buckets.bucket_lengths(self.seq_length)
+
+    def _run(self, features):
+        # One output per text, which padding does not change: cut each request batch to its length bucket
+        # (a handful of shapes), so short texts do not pay for max_seq_length.
+        return super()._run(length_buckets.trim_batch(dict(features), self.buckets))
 
     def token_id_outputs(self, features, logits):
         if self.regression:

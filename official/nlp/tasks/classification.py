@@ -25,7 +25,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import classifier_features, feature_cache, glue
+from official.nlp.data import classifier_features, feature_cache, glue, length_buckets
 from official.nlp.metrics.glue import compute_metrics
 from official.nlp.modeling.models import BertClassifier
 from official.nlp.tasks import finetuning
@@ -177,7 +177,12 @@ class ClassificationTask:
         self.num_train_examples()
         return classifier_features.make_dataset(
             self._train_path, self.config.max_seq_length, batch_size, regression=self.regression, is_training=True,
-            seed=seed, input_context=input_context)
+            seed=seed, input_context=input_context, buckets=self._buckets())
+
+    def _buckets(self) -> tuple[int, ...]:
+        # TPUs recompile for every new shape: they keep max_seq_length.
+        return length_buckets.bucket_lengths(self.config.max_seq_length,
+                                             fixed=self.config.distribution_strategy == "tpu")
 
     def settings(self) -> dict:
         train = self._train_set()
@@ -187,8 +192,9 @@ class ClassificationTask:
     def predict_outputs(self, model: keras.Model, path: str, num_examples: int) -> np.ndarray:
         """Per-example logits (scores for regression), averaged over an example's windows."""
         dataset = classifier_features.make_dataset(path, self.config.max_seq_length, self.config.eval_batch_size,
-                                                   regression=self.regression, is_training=False)
-        step = tf.function(lambda x: model(x, training=False))
+                                                   regression=self.regression, is_training=False,
+                                                   buckets=self._buckets())
+        step = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
         outputs, indexes = [], []
         for x, y in dataset:
             outputs.append(step(x).numpy())

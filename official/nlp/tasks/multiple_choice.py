@@ -52,6 +52,7 @@ class MultipleChoiceTask:
     """SWAG as a `finetuning.FineTuningTask` (see the module doc)."""
 
     name = "swag"
+    head = "multiple_choice"
     metric_name = "accuracy"
     labels = [str(i) for i in range(swag.NUM_CHOICES)]
 

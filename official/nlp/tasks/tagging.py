@@ -123,6 +123,7 @@ class TaggingTask:
     """
 
     name = "conll_ner"
+    head = "token_classifier"
     metric_name = "f1"
 
     def __init__(self, config: TaggingConfig, tokenizer, *, max_seq_length: int, output_dir: str,
@@ -219,7 +220,7 @@ class TaggingTask:
 
     def settings(self) -> dict:
         settings = {key: value for key, value in self._cache_key().items() if key not in ("task", "labels")}
-        settings["head"] = type(self).__name__
+        settings["head"] = self.head
         return settings
 
     # ---- evaluation and prediction --------------------------------------------------------------------------
@@ -264,6 +265,7 @@ class FeatureBasedTaggingTask(TaggingTask):
     classifier train (a learning rate around 1e-3 suits them better than fine-tuning's 5e-5)."""
 
     name = "conll_ner_feature_based"
+    head = "feature_tagger"
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
         c = self.config

