@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 
-from absl import app, flags
+from absl import flags
 
 from official.nlp.common import cli
 from official.nlp.common.errors import InputError
