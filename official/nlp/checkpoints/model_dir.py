@@ -420,3 +420,28 @@ def convert_checkpoint(input_path: str, output_dir: str, *, input_format: str = 
     logging.info("Wrote %s (%s, %s) to %s", type(model).__name__, output_format, tf_checkpoints._describe(
         files.config), output_dir)
     return written
+
+
+def export_model_dir(model, export_dir: str, *, vocab_file: str | None,
+                     do_lower_case: bool | None, step: int | None = None) -> str:
+    """Writes a trained model (weights only) as a model directory, replacing an earlier export.
+
+    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). Written next to
+    `export_dir` first and renamed into place, so a job killed while exporting leaves either the previous export
+    or none, never half of one.
+    """
+    staging = export_dir.rstrip("/") + ".partial"
+    if tf.io.gfile.exists(staging):
+        tf.io.gfile.rmtree(staging)
+    save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint_number=step)
+    if tf.io.gfile.exists(export_dir):
+        tf.io.gfile.rmtree(export_dir)
+    tf.io.gfile.rename(staging, export_dir)  # the checkpoint state file holds relative paths
+    logging.info("Exported the model directory %s", export_dir)
+    return export_dir
+
+
+def export_is_current(export_dir: str, step: int) -> bool:
+    """Whether `export_dir` holds the export of training step `step` (written by `export_model_dir`)."""
+    latest = tf.train.latest_checkpoint(export_dir) if tf.io.gfile.isdir(export_dir) else None
+    return latest is not None and os.path.basename(latest) == f"{CHECKPOINT_NAME}-{step}"

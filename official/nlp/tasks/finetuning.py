@@ -40,7 +40,6 @@ from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.tasks.pretraining import export_model_dir
 from official.nlp.training import distribution, optimization, summaries
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
@@ -311,7 +310,8 @@ def save_fine_tuned(model: keras.Model, directory: str, files: model_dir_lib.Mod
     replacing an earlier one. Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels
     it restores the head too; another label set is refused."""
     step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
-    export_model_dir(model, directory, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, step=step)
+    model_dir_lib.export_model_dir(model, directory, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
+                                   step=step)
     with tf.io.gfile.GFile(os.path.join(directory, TASK_FILE), "w") as f:
         json.dump({"task": task_name, "head": head, "labels": list(labels), "metric": metric,
                    "evaluation": dict(evaluation or {})}, f, indent=1)

@@ -236,8 +236,8 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         raise diagnosed from e
     exported = None
     if is_chief:
-        if result.history or not export_is_current(export_dir, result.step):
-            exported = export_model_dir(model, export_dir, vocab_file=files.vocab_file,
+        if result.history or not model_dir_lib.export_is_current(export_dir, result.step):
+            exported = model_dir_lib.export_model_dir(model, export_dir, vocab_file=files.vocab_file,
                                         do_lower_case=files.do_lower_case, step=result.step)
         else:
             # A finished job run again (e.g. a relaunched two-phase script): nothing trained, nothing to rewrite.
@@ -247,28 +247,3 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
 
 
 # ---- model directories ----------------------------------------------------------------------------------------
-
-def export_model_dir(model: BertPretrainer, export_dir: str, *, vocab_file: str | None,
-                     do_lower_case: bool | None, step: int | None = None) -> str:
-    """Writes the pretrained model (weights only) as a model directory, replacing an earlier export.
-
-    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). Written next to
-    `export_dir` first and renamed into place, so a job killed while exporting leaves either the previous export
-    or none, never half of one.
-    """
-    staging = export_dir.rstrip("/") + ".partial"
-    if tf.io.gfile.exists(staging):
-        tf.io.gfile.rmtree(staging)
-    model_dir_lib.save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case,
-                                 checkpoint_number=step)
-    if tf.io.gfile.exists(export_dir):
-        tf.io.gfile.rmtree(export_dir)
-    tf.io.gfile.rename(staging, export_dir)  # the checkpoint state file holds relative paths
-    logging.info("Exported the model directory %s", export_dir)
-    return export_dir
-
-
-def export_is_current(export_dir: str, step: int) -> bool:
-    """Whether `export_dir` holds the export of training step `step` (written by `export_model_dir`)."""
-    latest = tf.train.latest_checkpoint(export_dir) if tf.io.gfile.isdir(export_dir) else None
-    return latest is not None and os.path.basename(latest) == f"{model_dir_lib.CHECKPOINT_NAME}-{step}"
