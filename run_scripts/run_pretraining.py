@@ -62,6 +62,8 @@ flags.DEFINE_enum("optimizer", DEFAULTS["optimizer"], list(optimization.OPTIMIZE
 flags.DEFINE_bool("adam_bias_correction", DEFAULTS["adam_bias_correction"], "AdamW with Adam's bias correction "
                   "(PyTorch's AdamW, the Hugging Face recipes). The default, false, is the original BERT optimizer, "
                   "whose first steps are larger (3.16x at step 1, 1.26x at step 1000).")
+flags.DEFINE_float("adam_epsilon", DEFAULTS["adam_epsilon"], "Adam's epsilon (default: 1e-8 with "
+                   "--adam_bias_correction, as PyTorch's AdamW; else 1e-6, as the original BERT).")
 flags.DEFINE_float("weight_decay", DEFAULTS["weight_decay"], "Decoupled weight decay.")
 flags.DEFINE_float("end_learning_rate", DEFAULTS["end_learning_rate"], "Learning rate at --num_train_steps.")
 flags.DEFINE_float("poly_power", DEFAULTS["poly_power"], "Power of the polynomial decay (1 = linear).")

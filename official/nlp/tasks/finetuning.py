@@ -73,6 +73,7 @@ class FineTuningConfig:
     weight_decay: float = 0.01
     clip_norm: float = 1.0
     adam_bias_correction: bool = False
+    adam_epsilon: float | None = None  # None: the optimizer recipe's own (optimization.default_epsilon)
     steps_per_loop: int = 100
     keep_checkpoint_max: int = 1
     gradient_accumulation_steps: int = 1
@@ -261,11 +262,11 @@ def restore_init(model: keras.Model, files: model_dir_lib.ModelFiles, task: Fine
 
 def create_optimizer(config: FineTuningConfig, train_steps: int, warmup_steps: int) -> keras.optimizers.Optimizer:
     """The paper's AdamW (or LAMB) with linear warmup and decay, from `config`."""
-    extra = {"adam_bias_correction": True} if config.adam_bias_correction else {}
     return optimization.create_optimizer(
         config.optimizer, learning_rate=config.learning_rate, num_train_steps=train_steps,
         num_warmup_steps=warmup_steps, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
-        mixed_precision=config.mixed_precision, **extra)
+        adam_bias_correction=config.adam_bias_correction, epsilon=config.adam_epsilon,
+        mixed_precision=config.mixed_precision)
 
 
 def make_strategy(config: FineTuningConfig) -> tf.distribute.Strategy:
@@ -439,7 +440,10 @@ _HELP = {
     "optimizer": "adamw (the paper) or lamb.",
     "weight_decay": "Decoupled weight decay (not on LayerNorm and bias weights).",
     "clip_norm": "Clip gradients to this global norm (0: no clipping).",
-    "adam_bias_correction": "Apply Adam's bias correction (PyTorch/Keras AdamW do; the original BERT does not).",
+    "adam_bias_correction": "Apply Adam's bias correction: PyTorch's AdamW, the Hugging Face recipes (the original "
+                            "BERT optimizer has none).",
+    "adam_epsilon": "Adam's epsilon (default: 1e-8 with --adam_bias_correction, as PyTorch's AdamW; else 1e-6, as "
+                    "the original BERT).",
     "steps_per_loop": "Steps per tf.function call; one log line per loop.",
     "keep_checkpoint_max": "Training checkpoints kept in --output_dir.",
     "gradient_accumulation_steps": "Micro-batches per optimizer step.",

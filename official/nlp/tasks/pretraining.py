@@ -77,6 +77,7 @@ class PretrainingConfig:
     poly_power: float = 1.0
     optimizer: str = "adamw"
     adam_bias_correction: bool = False  # False: the original optimizer; True: PyTorch's / Hugging Face's AdamW
+    adam_epsilon: float | None = None  # None: the optimizer recipe's own (optimization.default_epsilon)
     weight_decay: float = 0.01
     clip_norm: float = 1.0
     save_checkpoints_steps: int = 1000
@@ -134,7 +135,8 @@ def build_model_and_optimizer(config: PretrainingConfig, bert_config: BertConfig
             config.optimizer, learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
             num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
             poly_power=config.poly_power, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
-            adam_bias_correction=config.adam_bias_correction, mixed_precision=config.mixed_precision)
+            adam_bias_correction=config.adam_bias_correction, epsilon=config.adam_epsilon,
+            mixed_precision=config.mixed_precision)
     return model, optimizer
 
 

@@ -79,48 +79,89 @@ def test_factory_options_and_errors():
         optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, num_warmup_steps=11)
 
 
-def original_adamw(params, grads_per_step, lr, weight_decay, decayed, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-                   bias_correction=False):
-    """google-research/bert optimization.py AdamWeightDecayOptimizer.apply_gradients, transcribed to numpy.
-
-    bias_correction=True adds Adam's correction as Kingma & Ba (section 2, "epsilon hat") and Hugging Face's
-    AdamW write it: the step size becomes lr * sqrt(1 - b2^t) / (1 - b1^t). (PyTorch's AdamW adds epsilon after the
-    correction instead, a difference of order epsilon / |g|.)
-    """
+def original_adamw(params, grads_per_step, lr, weight_decay, decayed, beta_1=0.9, beta_2=0.999, epsilon=1e-6):
+    """google-research/bert optimization.py AdamWeightDecayOptimizer.apply_gradients, transcribed to numpy."""
     params = [p.astype(np.float64) for p in params]
     m = [np.zeros_like(p) for p in params]
     v = [np.zeros_like(p) for p in params]
-    for t, grads in enumerate(grads_per_step, start=1):
+    for grads in grads_per_step:
         for i, (param, grad) in enumerate(zip(params, grads)):
             m[i] = beta_1 * m[i] + (1.0 - beta_1) * grad
             v[i] = beta_2 * v[i] + (1.0 - beta_2) * grad**2
             update = m[i] / (np.sqrt(v[i]) + epsilon)
-            if bias_correction:
-                update *= np.sqrt(1 - beta_2**t) / (1 - beta_1**t)
             if decayed[i]:  # _do_use_weight_decay: not LayerNorm, not bias
                 update += weight_decay * param
             params[i] = param - lr * update
     return params
 
 
-@pytest.mark.parametrize("bias_correction", [False, True])
-def test_adamw_matches_the_original_update(bias_correction):
-    rng = np.random.RandomState(0)
-    init = [rng.normal(size=(3, 4)).astype("float32"), rng.normal(size=(4,)).astype("float32")]
-    steps = [[rng.normal(size=p.shape).astype("float32") for p in init] for _ in range(5)]
+def torch_adamw(params, grads_per_step, lr, weight_decay, decayed, epsilon=1e-8):
+    """The same steps with `torch.optim.AdamW` (decay off for the excluded variables, as in Hugging Face's recipes)."""
+    import torch
+
+    tensors = [torch.tensor(p, dtype=torch.float64, requires_grad=True) for p in params]
+    groups = [{"params": [t], "weight_decay": weight_decay if d else 0.0} for t, d in zip(tensors, decayed)]
+    optimizer = torch.optim.AdamW(groups, lr=lr, eps=epsilon)
+    for grads in grads_per_step:
+        for t, g in zip(tensors, grads):
+            t.grad = torch.tensor(g, dtype=torch.float64)
+        optimizer.step()
+    return [t.detach().numpy() for t in tensors]
+
+
+def _adamw_run(bias_correction, epsilon, steps, init):
     kernel, bias = keras.Variable(init[0], name="kernel"), keras.Variable(init[1], name="bias")
     optimizer = optimization.create_optimizer(learning_rate=0.01, end_learning_rate=0.01, num_train_steps=10,
-                                              weight_decay=0.1, clip_norm=None, adam_bias_correction=bias_correction)
+                                              weight_decay=0.1, clip_norm=None, adam_bias_correction=bias_correction,
+                                              epsilon=epsilon)
     for grads in steps:
         optimizer.apply([keras.ops.convert_to_tensor(g) for g in grads], [kernel, bias])
-    want = original_adamw(init, steps, lr=0.01, weight_decay=0.1, decayed=[True, False],
-                          bias_correction=bias_correction)
-    np.testing.assert_allclose(kernel.numpy(), want[0], rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(bias.numpy(), want[1], rtol=1e-5, atol=1e-7)
-    # The two settings really differ: without correction the first step is (1 - b1) / sqrt(1 - b2) = 3.16x larger.
-    other = original_adamw(init, steps, lr=0.01, weight_decay=0.1, decayed=[True, False],
-                           bias_correction=not bias_correction)
-    assert np.abs(other[1] - bias.numpy()).max() > 1e-3
+    return [kernel.numpy(), bias.numpy()]
+
+
+@pytest.mark.parametrize("bias_correction", [False, True])
+def test_adamw_matches_its_reference(bias_correction):
+    # False: the original BERT optimizer (1e-6); True: torch.optim.AdamW (1e-8). Each recipe's default epsilon.
+    rng = np.random.RandomState(0)
+    init = [rng.normal(size=(3, 4)).astype("float32"), rng.normal(size=(4,)).astype("float32")]
+    # Gradients as small as a fine-tuned encoder's (clipped to global norm 1 over millions of weights), where
+    # epsilon enters decides the step size.
+    steps = [[rng.normal(size=p.shape).astype("float32") * 1e-5 for p in init] for _ in range(5)]
+    got = _adamw_run(bias_correction, None, steps, init)
+    reference = torch_adamw if bias_correction else original_adamw
+    want = reference(init, steps, lr=0.01, weight_decay=0.1, decayed=[True, False])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-7)
+    # The two recipes really differ: without correction the first step is (1 - b1) / sqrt(1 - b2) = 3.16x larger.
+    other = (original_adamw if bias_correction else torch_adamw)(init, steps, lr=0.01, weight_decay=0.1,
+                                                               decayed=[True, False])
+    assert np.abs(other[1] - got[1]).max() > 1e-3
+
+
+def test_bias_corrected_epsilon_enters_as_in_pytorch():
+    # Keras' own AdamW adds epsilon before the bias correction: on 1e-5 gradients with epsilon 1e-6 its first steps
+    # are about a quarter of PyTorch's. Ours follows PyTorch for any epsilon.
+    rng = np.random.RandomState(1)
+    init = [rng.normal(size=(3, 4)).astype("float32"), rng.normal(size=(4,)).astype("float32")]
+    steps = [[rng.normal(size=p.shape).astype("float32") * 1e-5 for p in init] for _ in range(3)]
+    got = _adamw_run(True, 1e-6, steps, init)
+    want = torch_adamw(init, steps, lr=0.01, weight_decay=0.1, decayed=[True, False], epsilon=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-7)
+    kernel, bias = keras.Variable(init[0], name="kernel"), keras.Variable(init[1], name="bias")
+    stock = keras.optimizers.AdamW(learning_rate=0.01, weight_decay=0.1, epsilon=1e-6)
+    stock.exclude_from_weight_decay(var_names=["bias"])
+    for grads in steps:
+        stock.apply([keras.ops.convert_to_tensor(g) for g in grads], [kernel, bias])
+    assert np.abs(bias.numpy() - init[1]).max() < 0.5 * np.abs(want[1] - init[1]).max()
+
+
+def test_default_epsilon_follows_the_recipe():
+    assert optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10).epsilon == 1e-6
+    assert optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10,
+                                         adam_bias_correction=True).epsilon == 1e-8
+    assert optimization.create_optimizer("lamb", learning_rate=1e-3, num_train_steps=10).epsilon == 1e-6
+    assert optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, adam_bias_correction=True,
+                                         epsilon=1e-6).epsilon == 1e-6
 
 
 def _train_bias(optimizer, steps=1000):
