@@ -1,7 +1,6 @@
 """`--what=input` on a tiny classifier and real SST-2 rows: every pipeline feeds the same compiled step."""
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from official.nlp.benchmarks import input as input_benchmark
 
