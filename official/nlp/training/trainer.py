@@ -182,6 +182,8 @@ class Trainer:
             tf.function(self._micro_step, jit_compile=True) if config.jit_compile else self._micro_step
         )
         self.keeper: CheckpointKeeper | None = None
+        # (dataset_fn, step reached, iterator, traced loop) of the last `train` call, to continue it cheaply.
+        self._session: tuple | None = None
 
     def _check_scope(self) -> None:
         variable = self.model.trainable_variables[0]
@@ -327,6 +329,28 @@ class Trainer:
         """
         cfg = self.config
         last_step = cfg.num_train_steps if stop_at_step is None else min(stop_at_step, cfg.num_train_steps)
+        session = self._session
+        if session is not None and session[0] is dataset_fn and int(self.step.numpy()) == session[1]:
+            # The same input, continued where the last call stopped (fine-tuning's epochs): the iterator, the
+            # checkpoint keeper and the traced loop are reused, which saves a fresh trace (10-40 s) per call. The
+            # state is the one a restore would bring back, so the run is the same as one uninterrupted call.
+            _, _, iterator, loop = session
+        else:
+            iterator, loop = self._open(dataset_fn)
+        step = int(self.step.numpy())
+        if step >= last_step:
+            logging.info("model_dir %s is already at step %d of %d: nothing to train", cfg.model_dir, step,
+                         last_step)
+            return TrainResult(step, {}, [], self.keeper.latest_checkpoint)
+        self._session = None  # a call that fails (divergence) leaves nothing to continue: the next one restores
+        result = self._train_until(loop, step, last_step)
+        self._session = (dataset_fn, result.step, iterator, loop)
+        return result
+
+    def _open(self, dataset_fn: DatasetFn):
+        """Makes the input iterator and the traced loop, and restores `model_dir` (or runs `init_fn`)."""
+        cfg = self.config
+        self._session = None
         context = tf.distribute.InputContext(
             num_input_pipelines=self.worker.count,
             input_pipeline_id=self.worker.index,
@@ -362,15 +386,12 @@ class Trainer:
         # was built with (not the current values: an earlier call may have split them already).
         seeds = self._initial_rng_seeds if restored is None else distribution.primary_seeds(self._rng_states)
         distribution.seed_replica_streams(self.strategy, self._rng_states, seeds)
-        step = int(self.step.numpy())
-        if step >= last_step:
-            logging.info("model_dir %s is already at step %d of %d: nothing to train", cfg.model_dir, step,
-                         last_step)
-            return TrainResult(step, {}, [], self.keeper.latest_checkpoint)
+        return iterator, self._make_loop(iterator, distributed=not cfg.checkpoint_input)
 
+    def _train_until(self, loop, step: int, last_step: int) -> TrainResult:
+        cfg = self.config
         writer = summaries.summary_writer(
             os.path.join(cfg.model_dir, "summaries") if cfg.write_summaries and self.worker.is_chief else None)
-        loop = self._make_loop(iterator, distributed=not cfg.checkpoint_input)
         history: list[dict[str, float]] = []
         metrics: dict[str, float] = {}
         logging.info("Training from step %d to %d: %d replica(s), global batch %d, %d step(s) per loop",

@@ -76,6 +76,32 @@ def test_resume_continues_bitwise(tmp_path):
     assert resumed.history[-1]["loss"] == full.history[-1]["loss"]
 
 
+def test_calls_with_the_same_input_continue_without_a_new_trace(tmp_path):
+    # Fine-tuning trains epoch by epoch, one call each; the second call reuses the first one's iterator and traced
+    # loop, and the two calls land on the uninterrupted run's weights, bit for bit, dropout on.
+    from official.nlp.training.objectives import SparseCategoricalObjective
+    from official.nlp.training.trainer import Trainer, TrainerConfig
+
+    strategy = distribution.get_distribution_strategy("one_device")
+    _, full_model, _ = tiny.train(strategy, str(tmp_path / "full"), num_train_steps=20, dropout=0.2)
+    model, optimizer = tiny.build(strategy, num_train_steps=20, dropout=0.2)
+    trainer = Trainer(model, optimizer, SparseCategoricalObjective(label_key="label"), strategy,
+                      TrainerConfig(model_dir=str(tmp_path / "epochs"), num_train_steps=20, steps_per_loop=5,
+                                    save_checkpoints_steps=10), global_batch_size=tiny.GLOBAL_BATCH)
+
+    def dataset_fn(ctx):
+        return tiny.make_dataset(ctx.get_per_replica_batch_size(tiny.GLOBAL_BATCH))
+
+    first = trainer.train(dataset_fn, stop_at_step=10)
+    loop = trainer._session[3]
+    second = trainer.train(dataset_fn)
+    assert (first.step, second.step) == (10, 20) and [h["step"] for h in second.history] == [15, 20]
+    assert trainer._session[3] is loop and loop.experimental_get_tracing_count() == 1
+    assert _weights_equal(full_model.get_weights(), model.get_weights())
+    # Another input function starts over from model_dir: nothing left to train there.
+    assert trainer.train(lambda ctx: dataset_fn(ctx)).history == []
+
+
 def test_checkpoints_summaries_and_cleanup(tmp_path):
     model_dir = tmp_path / "run"
     model_dir.mkdir()
