@@ -260,6 +260,15 @@ def test_run_pretraining_preset_conflicts_with_a_config_file(tmp_path, records, 
 
 
 @pytest.mark.slow
+def test_run_pretraining_refuses_a_non_positive_adam_epsilon(tmp_path, records, vocab):
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps(CONFIG))
+    result = run_script("run_pretraining.py", *_pretraining_flags(records, vocab, tmp_path / "run"),
+                        f"--bert_config_file={config}", "--adam_epsilon=-1e-8")
+    assert_user_error(result, "--adam_epsilon=-1e-08 must be positive")
+
+
+@pytest.mark.slow
 def test_run_pretraining_from_an_encoder_only_checkpoint(tmp_path, records, vocab, encoder_dir):
     """Continued pretraining from a public encoder: the encoder is loaded, the heads start fresh, one log line.
     Also: one line per event (MirroredStrategy once), and a finished rerun ends without an empty metrics line."""

@@ -240,12 +240,9 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     if is_chief:
         if result.history or not model_dir_lib.export_is_current(export_dir, result.step):
             exported = model_dir_lib.export_model_dir(model, export_dir, vocab_file=files.vocab_file,
-                                        do_lower_case=files.do_lower_case, step=result.step)
+                                                      do_lower_case=files.do_lower_case, step=result.step)
         else:
             # A finished job run again (e.g. a relaunched two-phase script): nothing trained, nothing to rewrite.
             logging.info("%s already holds the model of step %d", export_dir, result.step)
             exported = export_dir
     return PretrainingResult(**vars(result), export_dir=exported)
-
-
-# ---- model directories ----------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import keras
 import tensorflow as tf
@@ -92,6 +92,15 @@ class TrainResult:
     metrics: dict[str, float]
     history: list[dict[str, float]]
     checkpoint: str | None
+
+
+class _Session(NamedTuple):
+    """What one `Trainer.train` call leaves for the next call on the same input: where it stopped, and how."""
+
+    dataset_fn: DatasetFn
+    step: int
+    iterator: object
+    loop: Callable
 
 
 class _GradientsAlreadyReduced:
@@ -182,8 +191,7 @@ class Trainer:
             tf.function(self._micro_step, jit_compile=True) if config.jit_compile else self._micro_step
         )
         self.keeper: CheckpointKeeper | None = None
-        # (dataset_fn, step reached, iterator, traced loop) of the last `train` call, to continue it cheaply.
-        self._session: tuple | None = None
+        self._session: _Session | None = None  # the last `train` call's input and loop, to continue them
 
     def _check_scope(self) -> None:
         variable = self.model.trainable_variables[0]
@@ -330,11 +338,11 @@ class Trainer:
         cfg = self.config
         last_step = cfg.num_train_steps if stop_at_step is None else min(stop_at_step, cfg.num_train_steps)
         session = self._session
-        if session is not None and session[0] is dataset_fn and int(self.step.numpy()) == session[1]:
+        if session is not None and session.dataset_fn is dataset_fn and int(self.step.numpy()) == session.step:
             # The same input, continued where the last call stopped (fine-tuning's epochs): the iterator, the
             # checkpoint keeper and the traced loop are reused, which saves a fresh trace (10-40 s) per call. The
             # state is the one a restore would bring back, so the run is the same as one uninterrupted call.
-            _, _, iterator, loop = session
+            iterator, loop = session.iterator, session.loop
         else:
             iterator, loop = self._open(dataset_fn)
         step = int(self.step.numpy())
@@ -344,13 +352,12 @@ class Trainer:
             return TrainResult(step, {}, [], self.keeper.latest_checkpoint)
         self._session = None  # a call that fails (divergence) leaves nothing to continue: the next one restores
         result = self._train_until(loop, step, last_step)
-        self._session = (dataset_fn, result.step, iterator, loop)
+        self._session = _Session(dataset_fn, result.step, iterator, loop)
         return result
 
     def _open(self, dataset_fn: DatasetFn):
         """Makes the input iterator and the traced loop, and restores `model_dir` (or runs `init_fn`)."""
         cfg = self.config
-        self._session = None
         context = tf.distribute.InputContext(
             num_input_pipelines=self.worker.count,
             input_pipeline_id=self.worker.index,

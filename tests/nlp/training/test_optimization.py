@@ -75,6 +75,8 @@ def test_factory_options_and_errors():
     assert optimization.current_learning_rate(fp16) == 0.0  # the warmup starts at 0, as in the original
     with pytest.raises(ValueError, match="optimizer_type must be one of"):
         optimization.create_optimizer("sgd", learning_rate=1e-3, num_train_steps=10)
+    with pytest.raises(ValueError, match=r"--adam_epsilon=0.0 must be positive"):
+        optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, epsilon=0.0)
     with pytest.raises(ValueError, match="num_warmup_steps .* is larger than num_train_steps"):
         optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, num_warmup_steps=11)
 

@@ -93,10 +93,10 @@ def test_calls_with_the_same_input_continue_without_a_new_trace(tmp_path):
         return tiny.make_dataset(ctx.get_per_replica_batch_size(tiny.GLOBAL_BATCH))
 
     first = trainer.train(dataset_fn, stop_at_step=10)
-    loop = trainer._session[3]
+    loop = trainer._session.loop
     second = trainer.train(dataset_fn)
     assert (first.step, second.step) == (10, 20) and [h["step"] for h in second.history] == [15, 20]
-    assert trainer._session[3] is loop and loop.experimental_get_tracing_count() == 1
+    assert trainer._session.loop is loop and loop.experimental_get_tracing_count() == 1
     assert _weights_equal(full_model.get_weights(), model.get_weights())
     # Another input function starts over from model_dir: nothing left to train there.
     assert trainer.train(lambda ctx: dataset_fn(ctx)).history == []
