@@ -5,8 +5,10 @@ r"""Tokenizer throughput: our in-graph BertTokenizer next to stock tf-text FastB
       --vocab_file=../shared/data/vocab/bert-base-uncased-vocab.txt --do_lower_case=True --batch_size=256
 
 Every tokenizer runs on the same non-empty lines. The in-graph ones run as one `tf.function` per batch of
-`--batch_size` strings (batches built beforehand, so only tokenization is timed; best of `--repeats` passes); the
-Python ones run line by line; Hugging Face `tokenizers` (if installed) runs `encode_batch` with its default
+`--batch_size` strings (batches built beforehand, so only tokenization is timed), one pass each per round, in
+interleaved rounds (`--repeats`; the median counts, and MB per CPU-second is printed next to it: our layer cuts a
+batch into slices tokenized in parallel, stock runs one op on one core, so the per-CPU-second ratio is the
+like-for-like one); the Python ones run line by line; Hugging Face `tokenizers` (if installed) runs `encode_batch` with its default
 threads. MB/s counts UTF-8 input bytes. It also checks that our in-graph ids equal our Python tokenizer's, and
 counts the lines where stock FastBertTokenizer differs from them.
 """
@@ -20,30 +22,34 @@ flags.DEFINE_string("text_file", None, "Text file; every non-empty line is one i
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary.")
 flags.DEFINE_bool("do_lower_case", True, "Uncased (True) or cased (False) tokenization.")
 flags.DEFINE_integer("batch_size", 256, "Strings per in-graph call.")
-flags.DEFINE_integer("repeats", 3, "Passes over the text per in-graph tokenizer; the fastest counts.")
+flags.DEFINE_integer("repeats", 5, "Interleaved rounds (one pass over the text per in-graph tokenizer each); the "
+                     "median counts.")
 flags.DEFINE_bool("python", True, "Also time the pure-Python FullTokenizer (slow).")
 flags.mark_flags_as_required(["text_file", "vocab_file"])
 FLAGS = flags.FLAGS
 
 
-def _time_graph(fn, batches, repeats):
+def _graph_pass(fn, batches):
+    """(pass() -> MB, outputs): `fn` traced once and warmed up; each call tokenizes every batch once."""
     import tensorflow as tf
 
-    traced = tf.function(fn)
+    traced = tf.function(fn, input_signature=[tf.TensorSpec([None], tf.string)])
     outputs = [traced(b) for b in batches]  # trace and warm up
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
+    mb = sum(len(t) for b in batches for t in b.numpy()) / 1e6
+
+    def one_pass():
         for b in batches:
             traced(b)
-        best = min(best, time.perf_counter() - start)
-    return best, outputs
+        return mb
+
+    return one_pass, outputs
 
 
 def main(_):
     import tensorflow as tf
     import tensorflow_text as tf_text
 
+    from official.nlp.benchmarks import timing
     from official.nlp.tokenizers import text_layers, tokenization
 
     with open(FLAGS.text_file, encoding="utf-8") as f:
@@ -53,17 +59,26 @@ def main(_):
     print(f"{len(lines)} lines, {mb:.2f} MB, batch_size={FLAGS.batch_size}, do_lower_case={FLAGS.do_lower_case}")
 
     ours = text_layers.BertTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    one_shard = text_layers.BertTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case, parallel_shards=1)
     exact_only = text_layers.BertTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case, fast_path=False)
     stock = tf_text.FastBertTokenizer(
         ours.vocabulary, token_out_type=tf.int32, lower_case_nfd_strip_accents=FLAGS.do_lower_case
     )
-    results = {}
-    stock_s, stock_out = _time_graph(stock.tokenize, batches, FLAGS.repeats)
-    ours_s, ours_out = _time_graph(ours.tokenize, batches, FLAGS.repeats)
-    exact_s, _ = _time_graph(exact_only.tokenize, batches, FLAGS.repeats)
-    results["tf-text FastBertTokenizer (stock, inexact)"] = stock_s
-    results["BertTokenizer (ours, in-graph, exact)"] = ours_s
-    results["BertTokenizer fast_path=False (exact path only)"] = exact_s
+    stock_name = "tf-text FastBertTokenizer (stock, inexact)"
+    graph = {
+        stock_name: stock.tokenize,
+        f"BertTokenizer (ours, exact, {ours.parallel_shards} shards)": ours.tokenize,
+        "BertTokenizer parallel_shards=1": one_shard.tokenize,
+        "BertTokenizer fast_path=False (exact path only)": exact_only.tokenize,
+    }
+    passes, outputs = {}, {}
+    for name, fn in graph.items():
+        passes[name], outputs[name] = _graph_pass(fn, batches)
+    rates = timing.interleaved(passes, FLAGS.repeats)
+    timing.print_table("in-graph tokenizers", rates, reference=stock_name, unit="MB/s")
+    stock_out, ours_out = outputs[stock_name], outputs[next(iter(list(graph)[1:]))]
+    stock_s = mb / rates[stock_name].median
+    results = {name: mb / rate.median for name, rate in rates.items()}
 
     python = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     start = time.perf_counter()

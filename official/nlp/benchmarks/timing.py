@@ -58,9 +58,10 @@ def print_table(title: str, rates: dict[str, Rate], reference: str, unit: str, e
     """One block per measurement: the command, then each variant's median, spread and ratio to `reference`."""
     print(f"\n## {title}\n$ {command_line()}")
     ref, ref_cpu = rates[reference].median, rates[reference].cpu_median
+    width = max(28, *(len(name) for name in rates))
     for name, rate in rates.items():
         note = (extra or {}).get(name, "")
-        print(f"  {name:<28} {rate.median:9.4g} {unit} (rounds {rate.spread()}) {rate.median / ref:5.2f}x {reference}"
+        print(f"  {name:<{width}} {rate.median:9.4g} {unit} (rounds {rate.spread()}) {rate.median / ref:5.2f}x {reference}"
               f" | per CPU-s {rate.cpu_median:8.4g}, {rate.cpu_median / ref_cpu:5.2f}x | {note}")
 
 

@@ -4,11 +4,14 @@ Stock `FastBertTokenizer` differs from the original BERT tokenizer on some chara
 `graph_basic_tokenizer`), but on most text it gives the same ids, several times faster than the exact path.
 `stock_safe_codepoints` finds the code points on which it provably does what the original does, by running the stock
 normalizer and pre-tokenizer on every BMP code point and comparing with `graph_basic_tokenizer.unicode_tables`.
-A string made only of such characters, with no run of more than `max_chars` non-space characters, is tokenized
-identically by the stock tokenizer (its normalizer maps code point by code point, and its splitter decides word
-boundaries character by character). `StockRouter` checks every string against precompiled regular expressions
-(`routing_patterns`) and sends those strings through the stock op and only the rest through the exact path
-(above, "½ price" takes the exact path: stock would make "½" into "1⁄2").
+A string made only of such characters is tokenized identically by the stock tokenizer (its normalizer maps code
+point by code point, and its splitter decides word boundaries character by character), except for the word limit:
+stock counts it in bytes, the original in characters. Stock is built with a limit of `max_chars` *bytes*, so a word
+of more than `max_chars` characters (which has at least as many bytes) is `[UNK]` in both, and the one case where
+they can differ, a word within the limit in characters but over it in bytes, makes stock emit `[UNK]`.
+`StockRouter` therefore checks each string once against a precompiled regular expression (`routing_patterns`), runs
+stock on the batch, and sends only the strings that failed the check, or got an `[UNK]` and have a long enough run
+of non-space characters (rare in real text), through the exact path (above, "½ price" takes the exact path: stock would make "½" into "1⁄2").
 
 Example:
 
@@ -29,11 +32,6 @@ import tensorflow_text as tf_text
 
 from official.nlp.tokenizers import char_rules
 from official.nlp.tokenizers import graph_basic_tokenizer as exact_lib
-
-# RE2 allows counted repetition up to 1000 (the long-word pattern counts max_chars + 1); longer word limits turn
-# the fast path off.
-MAX_ROUTABLE_WORD = 998
-
 
 @functools.lru_cache(maxsize=2)
 def stock_safe_codepoints(do_lower_case: bool) -> np.ndarray:
@@ -98,19 +96,16 @@ class RoutingPatterns:
 
     safe: str  # every character is stock-safe
     safe_offsets: str  # ... and none normalizes to nothing (stock end offsets stretch over those)
-    long_word: str  # a run of more than max_chars non-space characters (stock would cut by bytes, not characters)
 
-    def stock_is_exact(self, texts: tf.Tensor, with_offsets: bool = False) -> tf.Tensor:
-        """bool `[batch]`: whether stock gives exactly the original's ids (and offsets) for each string."""
-        safe = tf.strings.regex_full_match(texts, self.safe_offsets if with_offsets else self.safe)
-        return safe & ~tf.strings.regex_full_match(texts, self.long_word)
+    def stock_is_safe(self, texts: tf.Tensor, with_offsets: bool = False) -> tf.Tensor:
+        """bool `[batch]`: whether every character of each string is one stock handles like the original (a word
+        over the limit can still differ: see the module docstring)."""
+        return tf.strings.regex_full_match(texts, self.safe_offsets if with_offsets else self.safe)
 
 
-@functools.lru_cache(maxsize=8)
-def routing_patterns(do_lower_case: bool, max_chars: int) -> RoutingPatterns:
-    """The routing patterns for a case setting and word limit (at most `MAX_ROUTABLE_WORD` characters)."""
-    if max_chars > MAX_ROUTABLE_WORD:
-        raise ValueError(f"max_chars={max_chars} is over {MAX_ROUTABLE_WORD}, which RE2 patterns cannot count")
+@functools.lru_cache(maxsize=4)
+def routing_patterns(do_lower_case: bool) -> RoutingPatterns:
+    """The routing patterns for a case setting."""
     safe = stock_safe_codepoints(do_lower_case)
     tables = exact_lib.unicode_tables(do_lower_case)
     if do_lower_case:
@@ -119,11 +114,7 @@ def routing_patterns(do_lower_case: bool, max_chars: int) -> RoutingPatterns:
         vanishing = (tables.flags[safe] & exact_lib.DROP) != 0
     # Stock end offsets of a token stretch over characters that normalize to nothing right after it, so offsets
     # take the fast path only for strings without such characters.
-    return RoutingPatterns(
-        safe=char_class_regex(safe) + "*",
-        safe_offsets=char_class_regex(safe[~vanishing]) + "*",
-        long_word="(?s).*[^ \\t\\n\\r]{%d}.*" % (max_chars + 1),
-    )
+    return RoutingPatterns(safe=char_class_regex(safe) + "*", safe_offsets=char_class_regex(safe[~vanishing]) + "*")
 
 
 class StockRouter:
@@ -132,37 +123,58 @@ class StockRouter:
     Args:
       vocab: the tokens in id order.
       do_lower_case: lower-case and strip accents (uncased models).
-      max_chars: the word limit in characters (at most `MAX_ROUTABLE_WORD`).
+      max_chars: the word limit in characters.
       unk_token: the unknown token (in `vocab`).
     """
 
     def __init__(self, vocab: Sequence[str], do_lower_case: bool, max_chars: int, unk_token: str):
-        self.patterns = routing_patterns(do_lower_case, max_chars)
+        self.patterns = routing_patterns(do_lower_case)
+        self.unk_id = list(vocab).index(unk_token)
+        # A word over max_chars bytes has more than max_chars // 4 characters (4 UTF-8 bytes at most each), so only
+        # a row with such a run of non-space characters can owe an [UNK] to the byte limit (RE2 counts to 1000).
+        run = max_chars // 4 + 1
+        self.long_word = "(?s).*[^ \\t\\n\\r]{%d}.*" % run if run <= 1000 else None
         self.stock = tf_text.FastBertTokenizer(
             list(vocab),
             token_out_type=tf.int32,
             unknown_token=unk_token,
-            max_bytes_per_word=exact_lib.max_bytes_per_word(max_chars, unk_token),
+            max_bytes_per_word=max_chars,  # in bytes: see the module docstring
             lower_case_nfd_strip_accents=do_lower_case,
         )
 
-    def tokenize(self, texts: tf.Tensor, exact: Callable, with_offsets: bool = False):
-        """Tokenizes a 1-D string tensor: the rows stock handles exactly by stock, the others by `exact` (a
-        tokenizer with the same outputs: ids, or ids and start/end offsets with `with_offsets`), in input order."""
-        stock = self.stock.tokenize_with_offsets if with_offsets else self.stock.tokenize
-        safe = self.patterns.stock_is_exact(texts, with_offsets)
+    def stock_with_redo(self, texts: tf.Tensor, with_offsets: bool = False):
+        """Stock's output for every string, and bool `[batch]`: the strings whose output may differ from the
+        original's (an unsafe character, or an `[UNK]` that may come from the byte limit)."""
+        outputs = (self.stock.tokenize_with_offsets if with_offsets else self.stock.tokenize)(texts)
+        ids = outputs[0] if with_offsets else outputs
+        # Rows holding [UNK], found from the (few) positions of [UNK] in the flat ids: a ragged reduce_any over the
+        # whole batch costs a seventh of the tokenization itself.
+        positions = tf.where(tf.equal(ids.flat_values, self.unk_id))[:, 0]
+        rows = tf.searchsorted(ids.row_splits, positions, side="right") - 1
+        has_unk = tf.math.unsorted_segment_max(tf.ones_like(rows, tf.int32), rows, ids.nrows()) > 0
+        if self.long_word is not None:  # most [UNK]s are unknown words, on which both agree
+            unk_rows = tf.where(has_unk)
+            long_word = tf.strings.regex_full_match(tf.gather_nd(texts, unk_rows), self.long_word)
+            has_unk = tf.tensor_scatter_nd_update(tf.zeros_like(has_unk), unk_rows, long_word)
+        return outputs, has_unk | ~self.patterns.stock_is_safe(texts, with_offsets)
 
-        def fast_only():
-            return stock(texts)
+    def tokenize(self, texts: tf.Tensor, exact: Callable, with_offsets: bool = False):
+        """Tokenizes a 1-D string tensor: by stock, except the strings it may get wrong, which go through `exact` (a
+        tokenizer with the same outputs: ids, or ids and start/end offsets with `with_offsets`), in input order."""
+        outputs, redo = self.stock_with_redo(texts, with_offsets)
+
+        def stock_only():
+            return outputs
 
         def mixed():
-            fast_rows = tf.where(safe)[:, 0]
-            exact_rows = tf.where(~safe)[:, 0]
-            fast = stock(tf.gather(texts, fast_rows))
-            slow = exact(tf.gather(texts, exact_rows))
-            inverse = tf.math.invert_permutation(tf.concat([fast_rows, exact_rows], 0))
+            exact_rows = tf.where(redo)[:, 0]
+            exact_outputs = exact(tf.gather(texts, exact_rows))
+            # Row i of the result: row i of stock's output, or (redone) row B + k of the concatenation.
+            batch = tf.shape(redo, out_type=tf.int64)[0]
+            source = tf.tensor_scatter_nd_update(tf.range(batch), exact_rows[:, None],
+                                                 batch + tf.range(tf.size(exact_rows, out_type=tf.int64)))
             if with_offsets:
-                return tuple(tf.gather(tf.concat([f, s], 0), inverse) for f, s in zip(fast, slow))
-            return tf.gather(tf.concat([fast, slow], 0), inverse)
+                return tuple(tf.gather(tf.concat([s, e], 0), source) for s, e in zip(outputs, exact_outputs))
+            return tf.gather(tf.concat([outputs, exact_outputs], 0), source)
 
-        return tf.cond(tf.reduce_all(safe), fast_only, mixed)
+        return tf.cond(tf.reduce_any(redo), mixed, stock_only)

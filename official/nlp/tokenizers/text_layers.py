@@ -44,13 +44,14 @@ class BertTokenizer(keras.layers.Layer):
     Called on a string tensor `[batch]` it returns a `tf.RaggedTensor` `[batch, (tokens)]` of int32 ids (a scalar
     string gives a 1-D int32 tensor). `tokenize_with_offsets` also returns byte offsets into each input string.
 
-    How it stays exact and fast: each string is checked with two precompiled regular expressions. Strings made only
+    How it stays exact and fast: each string is checked with one precompiled regular expression. Strings made only
     of characters on which stock `tensorflow_text.FastBertTokenizer` provably behaves like the original (verified
-    per character against Python's Unicode rules when the layer is built, see `stock_routing`), with no
-    run of more than `max_input_chars_per_word` non-space characters, go through that fast C++ op. The others
-    (compatibility characters such as `½`, `ß`, Greek capital sigma, Hangul when uncased, emoji, long words, ...)
-    go through an exact path that applies tables derived from Python's `unicodedata` and `str.lower` with TF ops
-    and then tf-text's WordPiece on the resulting words (`graph_basic_tokenizer`).
+    per character against Python's Unicode rules when the layer is built, see `stock_routing`) keep that fast C++
+    op's ids, unless it emitted `[UNK]` (which is how a word over its byte limit shows). The others (compatibility
+    characters such as `½`, `ß`, Greek capital sigma, Hangul when uncased, emoji, ...) go through an exact path
+    that applies tables derived from Python's `unicodedata` and `str.lower` with TF ops and then tf-text's WordPiece
+    on the resulting words (`graph_basic_tokenizer`). A batch is cut into `parallel_shards` contiguous slices
+    tokenized side by side, since each tf-text op uses one core.
 
     Args:
       vocabulary: path of `vocab.txt`, or the list of tokens in id order.
@@ -58,7 +59,9 @@ class BertTokenizer(keras.layers.Layer):
       max_input_chars_per_word: longer words (in characters after normalization) become `[UNK]`.
       vocab_size: if given, the vocabulary must have this many tokens (e.g. `bert_config.vocab_size`).
       fast_path: route strings that allow it through stock `FastBertTokenizer` (same ids, faster). False sends
-        everything through the exact path, as does a `max_input_chars_per_word` over 998.
+        everything through the exact path.
+      parallel_shards: slices of a batch tokenized in parallel (default: the CPU count, at most 8). Output order
+        and ids do not depend on it.
       **kwargs: `keras.layers.Layer` arguments (`name`, ...).
 
     The vocabulary is validated like `tokenization.FullTokenizer`'s: special tokens present, size, and case.
@@ -79,6 +82,7 @@ class BertTokenizer(keras.layers.Layer):
         max_input_chars_per_word: int = tokenization.MAX_INPUT_CHARS_PER_WORD,
         vocab_size: Optional[int] = None,
         fast_path: bool = True,
+        parallel_shards: Optional[int] = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -87,8 +91,10 @@ class BertTokenizer(keras.layers.Layer):
         tokenization.validate_vocab(self._vocab, vocab_size=vocab_size, do_lower_case=do_lower_case, source=source)
         self.do_lower_case = bool(do_lower_case)
         self.max_input_chars_per_word = int(max_input_chars_per_word)
-        self.fast_path = bool(fast_path) and self.max_input_chars_per_word <= stock_routing.MAX_ROUTABLE_WORD
-        self._requested_fast_path = bool(fast_path)
+        self.fast_path = bool(fast_path)
+        self.parallel_shards = int(min(os.cpu_count() or 1, 8) if parallel_shards is None else parallel_shards)
+        if self.parallel_shards < 1:
+            raise ValueError(f"parallel_shards must be at least 1, got {parallel_shards}")
         self._token_to_id = {t: i for i, t in enumerate(self._vocab)}
         unk = tokenization.UNK_TOKEN
         try:
@@ -144,6 +150,17 @@ class BertTokenizer(keras.layers.Layer):
             return exact(texts)
         return self._router.tokenize(texts, exact, with_offsets)
 
+    def _sharded(self, texts, with_offsets: bool):
+        """`_routed` on contiguous slices of the batch, which TF's executor runs in parallel; concatenated back."""
+        if self.parallel_shards == 1:
+            return self._routed(texts, with_offsets)
+        size = tf.shape(texts, out_type=tf.int64)[0]
+        bounds = [size * i // self.parallel_shards for i in range(self.parallel_shards + 1)]
+        parts = [self._routed(texts[bounds[i]:bounds[i + 1]], with_offsets) for i in range(self.parallel_shards)]
+        if with_offsets:
+            return tuple(tf.concat(list(outputs), 0) for outputs in zip(*parts))
+        return tf.concat(parts, 0)
+
     @staticmethod
     def _check_text(inputs) -> None:
         """A clear TypeError for non-text input, raised before Keras wraps it (or fails on a list of ints)."""
@@ -179,7 +196,7 @@ class BertTokenizer(keras.layers.Layer):
                 f"BertTokenizer takes a string scalar or a 1-D batch of strings, got shape {texts.shape}. "
                 "Reshape the input (e.g. tf.reshape(x, [-1]))."
             )
-        outputs = self._routed(tf.reshape(texts, [-1]), with_offsets)
+        outputs = self._sharded(tf.reshape(texts, [-1]), with_offsets)
         if rank == 0:
             outputs = tuple(o[0] for o in outputs) if with_offsets else outputs[0]
         return outputs
@@ -203,7 +220,8 @@ class BertTokenizer(keras.layers.Layer):
                 "vocabulary": list(self._vocab),
                 "do_lower_case": self.do_lower_case,
                 "max_input_chars_per_word": self.max_input_chars_per_word,
-                "fast_path": self._requested_fast_path,
+                "fast_path": self.fast_path,
+                "parallel_shards": self.parallel_shards,
             }
         )
         return config

@@ -79,12 +79,43 @@ def test_stock_tf_text_differs_and_routing_keeps_the_fast_path_busy(case, shared
     wrong = {line for line, a, b in zip(squad, expected, stock_ids) if a != b}
     if lower:  # 20 lines (½, ß, ″, ς, ...); the cased stock tokenizer happens to be right on this file
         assert len(wrong) == 20
-    texts = tf.constant(squad)
-    safe = layer._router.patterns.stock_is_exact(texts).numpy()
-    assert safe.mean() > 0.99
+    _, redo = layer._router.stock_with_redo(tf.constant(squad))
+    redo = redo.numpy()
+    assert redo.mean() < 0.01
     # Every line stock gets wrong is routed to the exact path.
-    assert not any(s for line, s in zip(squad, safe) if line in wrong)
+    assert all(r for line, r in zip(squad, redo) if line in wrong)
     assert _ids(vocab_file, lower, True, squad) == expected
+
+
+@pytest.mark.parametrize("max_chars", [3, 5, 12, 200])
+def test_word_limit_in_characters_on_the_fast_path(case, max_chars):
+    """Stock counts the word limit in bytes and the original in characters; around the limit, with one-, two-,
+    three- and four-byte characters and with characters the normalizer drops, the routed layer still gives the
+    original's ids."""
+    _, lower, vocab_file = case
+    words = []
+    for char in ["a", "é", "É", "ß", "Ⱥ", "中", "😃", "e\u0301", "x\u200b"]:
+        words += [char * n for n in (max_chars - 1, max_chars, max_chars + 1, 2 * max_chars) if n > 0]
+    texts = tuple(words) + tuple(" ".join(words[i::5]) for i in range(5)) + ("plain words, short " * 3,)
+    python = tokenization.FullTokenizer(vocab_file, do_lower_case=lower, max_input_chars_per_word=max_chars)
+    expected = [python.convert_tokens_to_ids(python.tokenize(t)) for t in texts]
+    layer = text_layers.BertTokenizer(vocab_file, do_lower_case=lower, max_input_chars_per_word=max_chars)
+    got = tf.function(layer.tokenize)(tf.constant(texts)).to_list()
+    assert [t for t, a, b in zip(texts, expected, got) if a != b] == []
+
+
+@pytest.mark.parametrize("batch", [0, 1, 2, 7])
+def test_parallel_shards_keep_order_and_ids(uncased_vocab, batch):
+    texts = tf.constant(["½ price", "plain text", "", "Straße café", "x" * 300, "a b c", "中文"][:batch], tf.string)
+    outputs = {}
+    for shards in (1, 3):
+        layer = text_layers.BertTokenizer(uncased_vocab, do_lower_case=True, parallel_shards=shards)
+        ids, starts, ends = tf.function(layer.tokenize_with_offsets)(texts)
+        outputs[shards] = (ids.to_list(), starts.to_list(), ends.to_list(), layer.tokenize(texts).to_list())
+    assert outputs[1] == outputs[3]
+    assert len(outputs[1][0]) == batch
+    with pytest.raises(ValueError, match="parallel_shards"):
+        text_layers.BertTokenizer(uncased_vocab, parallel_shards=0)
 
 
 def _byte_offsets(text, char_offsets):
