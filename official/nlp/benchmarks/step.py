@@ -1,7 +1,8 @@
 """`--what=step`: one fixed-shape train and inference step of encoder + classifier, ours against keras-hub.
 
-Both models get the same config, batch, length, dtype policy, optimizer (AdamW), loss and `compile` settings,
-and run on the same constant batch through Keras' own compiled train function (so the input pipeline and
+Both models get the same config, batch, length, dtype policy, loss and `compile` settings, and AdamW with the
+same hyperparameters (Keras' defaults, learning rate 1e-5): keras-hub trains with `keras.optimizers.AdamW`, ours
+with this library's `BertAdamW` (the same update, one fused kernel per variable). They run on the same constant batch through Keras' own compiled train function (so the input pipeline and
 `fit`'s Python overhead are out of the picture). Rounds alternate between the two so that load from other
 jobs on the machine hits both alike.
 """
@@ -67,12 +68,12 @@ def build_keras_hub(config: StepConfig):
     return keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None), inputs
 
 
-def _step_functions(model, inputs, labels, config: StepConfig):
+def _step_functions(model, inputs, labels, config: StepConfig, optimizer):
     """(train() -> sequences, infer() -> sequences), both traced and warmed up."""
     import keras
     import tensorflow as tf
 
-    model.compile(optimizer=keras.optimizers.AdamW(1e-5),
+    model.compile(optimizer=optimizer,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   steps_per_execution=config.steps_per_execution, jit_compile=config.jit_compile)
     dataset = tf.data.Dataset.from_tensors((inputs, labels)).repeat()
@@ -110,9 +111,12 @@ def run(config: StepConfig) -> dict[str, timing.Rate]:
         keras.utils.set_random_seed(0)
         _, labels = _batch(config)
         functions = {}
+        # Keras' AdamW defaults (weight decay 0.004, epsilon 1e-7, bias-corrected) for both.
+        optimizers = {"ours": lambda: optimization.BertAdamW(1e-5, weight_decay=0.004, epsilon=1e-7),
+                      "keras-hub": lambda: keras.optimizers.AdamW(1e-5)}
         for name, build in (("ours", build_ours), ("keras-hub", build_keras_hub)):
             model, inputs = build(config)
-            functions[name] = _step_functions(model, inputs, labels, config)
+            functions[name] = _step_functions(model, inputs, labels, config, optimizers[name]())
     finally:
         keras.config.set_dtype_policy(previous)
 

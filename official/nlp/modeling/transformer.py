@@ -69,7 +69,7 @@ class BertSelfAttention(keras.layers.Layer):
         key = self._split_heads(_rows(self.key, rows), batch_size)
         value = self._split_heads(_rows(self.value, rows), batch_size)
 
-        scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))
+        scores = tf.matmul(query, key, transpose_b=True)  # no separate transpose of the keys
         scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
         if attention_mask is not None:
             mask = ops.cast(attention_mask, "float32")
