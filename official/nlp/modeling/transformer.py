@@ -123,6 +123,7 @@ class TransformerBlock(keras.layers.Layer):
         self.intermediate_size = intermediate_size
         self.hidden_act = hidden_act
         self.activation = get_activation(hidden_act)
+        self.training_activation = get_activation(hidden_act, training=True)
         self.hidden_dropout_prob = hidden_dropout_prob
         self.attention_probs_dropout_prob = attention_probs_dropout_prob
         self.initializer_range = initializer_range
@@ -164,7 +165,8 @@ class TransformerBlock(keras.layers.Layer):
         x = self.dropout(_rows(self.attention_output_dense, ops.reshape(x, (-1, hidden_size))), training=training)
         x = self.attention_layer_norm(residual + ops.cast(x, "float32"))
         residual = x
-        x = self.activation(_rows(self.intermediate_dense, ops.cast(x, self.compute_dtype)))
+        activation = self.training_activation if training else self.activation
+        x = activation(_rows(self.intermediate_dense, ops.cast(x, self.compute_dtype)))
         x = self.dropout(_rows(self.output_dense, x), training=training)
         return ops.reshape(self.output_layer_norm(residual + ops.cast(x, "float32")), shape)
 

@@ -131,12 +131,18 @@ class BertAdamW(keras.optimizers.AdamW):
             raise ValueError("amsgrad needs bias_correction=True")
         self.bias_correction = bool(bias_correction)
 
+    def _apply_weight_decay(self, variables):
+        if self.amsgrad:
+            super()._apply_weight_decay(variables)
+        # Otherwise in `update_step`, as one multiply and one in-place subtraction (Keras' takes three passes).
+
     def update_step(self, gradient, variable, learning_rate):
         if self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
-        # Keras has already applied the decoupled weight decay (lr * wd * w) to `variable` in `apply`.
         dtype = variable.dtype
         lr = ops.cast(learning_rate, dtype)
+        if self.weight_decay and self._use_weight_decay(variable):  # decoupled: w -= lr * wd * w, first
+            variable.assign_sub(variable * (lr * ops.cast(self.weight_decay, dtype)))
         gradient = tf.convert_to_tensor(ops.cast(gradient, dtype))  # IndexedSlices (embeddings) -> dense
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
