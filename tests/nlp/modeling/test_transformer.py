@@ -66,3 +66,15 @@ def test_head_size_comes_from_the_input_width():
     assert layer.head_size == 4
     with pytest.raises(ValueError, match="hidden size 18 is not divisible by 4 heads"):
         BertSelfAttention(num_attention_heads=4)(np.zeros((1, 2, 18), "float32"))
+
+
+def test_int8_quantized_dense_layers_still_run():
+    """The block applies its dense layers' variables directly (fusable MatMul + BiasAdd); Keras-quantized layers
+    go through their own call instead."""
+    block = TransformerBlock(num_attention_heads=2, intermediate_size=16)
+    x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
+    before = np.asarray(block(x))
+    for layer in (block.attention.query, block.attention.key, block.attention.value, block.attention_output_dense,
+                  block.intermediate_dense, block.output_dense):
+        layer.quantize("int8")
+    np.testing.assert_allclose(np.asarray(block(x)), before, atol=1e-3)
