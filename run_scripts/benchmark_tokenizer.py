@@ -8,8 +8,8 @@ Every tokenizer runs on the same non-empty lines. The in-graph ones run as one `
 `--batch_size` strings (batches built beforehand, so only tokenization is timed), one pass each per round, in
 interleaved rounds (`--repeats`; the median counts, and MB per CPU-second is printed next to it: our layer cuts a
 batch into slices tokenized in parallel, stock runs one op on one core, so the per-CPU-second ratio is the
-like-for-like one); the Python ones run line by line; Hugging Face `tokenizers` (if installed) runs `encode_batch` with its default
-threads. MB/s counts UTF-8 input bytes. It also checks that our in-graph ids equal our Python tokenizer's, and
+like-for-like one); the Python ones run line by line; Hugging Face `tokenizers` (if installed) runs
+`encode_batch` with its default threads. MB/s counts UTF-8 input bytes. It also checks that our in-graph ids equal our Python tokenizer's, and
 counts the lines where stock FastBertTokenizer differs from them.
 """
 import time
@@ -65,9 +65,10 @@ def main(_):
         ours.vocabulary, token_out_type=tf.int32, lower_case_nfd_strip_accents=FLAGS.do_lower_case
     )
     stock_name = "tf-text FastBertTokenizer (stock, inexact)"
+    ours_name = f"BertTokenizer (ours, exact, {ours.parallel_shards} shards)"
     graph = {
         stock_name: stock.tokenize,
-        f"BertTokenizer (ours, exact, {ours.parallel_shards} shards)": ours.tokenize,
+        ours_name: ours.tokenize,
         "BertTokenizer parallel_shards=1": one_shard.tokenize,
         "BertTokenizer fast_path=False (exact path only)": exact_only.tokenize,
     }
@@ -76,7 +77,7 @@ def main(_):
         passes[name], outputs[name] = _graph_pass(fn, batches)
     rates = timing.interleaved(passes, FLAGS.repeats)
     timing.print_table("in-graph tokenizers", rates, reference=stock_name, unit="MB/s")
-    stock_out, ours_out = outputs[stock_name], outputs[next(iter(list(graph)[1:]))]
+    stock_out, ours_out = outputs[stock_name], outputs[ours_name]
     stock_s = mb / rates[stock_name].median
     results = {name: mb / rate.median for name, rate in rates.items()}
 

@@ -250,21 +250,25 @@ def test_run_pretraining_checks_record_ids_against_vocab_size(tmp_path, records,
     assert_user_error(result, "part-000.tfrecord", "vocab_size is 500", "record 1")
 
 
+@pytest.fixture
+def config_file(tmp_path) -> str:
+    """The tiny model's `bert_config.json`."""
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps(CONFIG))
+    return str(path)
+
+
 @pytest.mark.slow
-def test_run_pretraining_preset_conflicts_with_a_config_file(tmp_path, records, vocab):
-    config = tmp_path / "bert_config.json"
-    config.write_text(json.dumps(CONFIG))
+def test_run_pretraining_preset_conflicts_with_a_config_file(tmp_path, records, vocab, config_file):
     result = run_script("run_pretraining.py", *_pretraining_flags(records, vocab, tmp_path / "run"),
-                        f"--bert_config_file={config}", "--preset=tiny")
+                        f"--bert_config_file={config_file}", "--preset=tiny")
     assert_user_error(result, "--preset=tiny", "--bert_config_file")
 
 
 @pytest.mark.slow
-def test_run_pretraining_refuses_a_non_positive_adam_epsilon(tmp_path, records, vocab):
-    config = tmp_path / "bert_config.json"
-    config.write_text(json.dumps(CONFIG))
+def test_run_pretraining_refuses_a_non_positive_adam_epsilon(tmp_path, records, vocab, config_file):
     result = run_script("run_pretraining.py", *_pretraining_flags(records, vocab, tmp_path / "run"),
-                        f"--bert_config_file={config}", "--adam_epsilon=-1e-8")
+                        f"--bert_config_file={config_file}", "--adam_epsilon=-1e-8")
     assert_user_error(result, "--adam_epsilon=-1e-08 must be positive")
 
 

@@ -2,8 +2,9 @@
 
 Both models get the same config, batch, length, dtype policy, loss and `compile` settings, and AdamW with the
 same hyperparameters (Keras' defaults, learning rate 1e-5): keras-hub trains with `keras.optimizers.AdamW`, ours
-with this library's `BertAdamW` (the same update, one fused kernel per variable). They run on the same constant batch through Keras' own compiled train function (so the input pipeline and
-`fit`'s Python overhead are out of the picture). Rounds alternate between the two so that load from other
+with this library's `BertAdamW` (the same update, one fused kernel per variable). They run on the same constant
+batch through Keras' own compiled train function (so the input pipeline and `fit`'s Python overhead are out of
+the picture). Rounds alternate between the two so that load from other
 jobs on the machine hits both alike.
 """
 from __future__ import annotations

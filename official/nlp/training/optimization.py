@@ -159,17 +159,12 @@ class BertAdamW(keras.optimizers.AdamW):
         # One fused kernel per variable (m, v and w in one pass) instead of about ten element-wise ops: the
         # optimizer was a tenth of a small model's train step, most of it on the word-embedding table.
         tf.raw_ops.ResourceApplyAdam(
-            var=_handle(variable), m=_handle(m), v=_handle(v), beta1_power=beta_1_power, beta2_power=beta_2_power,
+            var=variable.handle, m=m.handle, v=v.handle, beta1_power=beta_1_power, beta2_power=beta_2_power,
             lr=lr, beta1=ops.cast(self.beta_1, dtype), beta2=ops.cast(self.beta_2, dtype), epsilon=epsilon,
             grad=gradient, use_locking=False)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "bias_correction": self.bias_correction}
-
-
-def _handle(variable):
-    """The resource handle of a Keras variable (or of the tf.Variable a distribution strategy hands over)."""
-    return variable.handle
 
 
 @keras.saving.register_keras_serializable(package="bert")
