@@ -2,18 +2,28 @@
 
 The pretraining-data workers never import TensorFlow: an import costs about 600 MB of RSS and 5 s per process, and
 TF threads make forking unsafe. This module frames already-serialized records as TFRecord (length, masked CRC-32C
-of the length, data, masked CRC-32C of the data) for a whole batch with vectorized numpy, about as fast per record
-as `tf.io.TFRecordWriter`. Output is checked against `tf.data.TFRecordDataset` in the tests.
+of the length, data, masked CRC-32C of the data) for a whole batch at once. Output is checked against
+`tf.data.TFRecordDataset` and `tf.io.TFRecordWriter` in the tests.
 
-Records come in as a *right-aligned* matrix: row ``r`` holds record ``r`` in its last ``lengths[r]`` bytes. Leading
-zero bytes are made neutral by starting each row's CRC from a state that the zeros map onto the standard initial
-state (the CRC step over a zero byte is invertible), so every row runs the same number of vectorized steps.
+The data CRCs come from `google-crc32c` (the hardware instruction, one call per record; framing 4,096 random
+records of 600-900 bytes: 0.76 us each here) where its C implementation is installed, else from a vectorized numpy
+CRC over a *right-aligned* matrix (row ``r`` holds record ``r`` in its last ``lengths[r]`` bytes; 4.5 us each).
+Leading zero bytes are made neutral there by starting each row's CRC from a state that the zeros map onto the
+standard initial state (the CRC step over a zero byte is invertible), so every row runs the same number of
+vectorized steps.
 """
 from __future__ import annotations
 
 import functools
 
 import numpy as np
+
+try:  # Hardware CRC-32C (SSE 4.2 / ARMv8) through Google's C library; the numpy code below is the fallback.
+    import google_crc32c
+
+    _native_crc32c = google_crc32c.value if google_crc32c.implementation == "c" else None
+except ImportError:
+    _native_crc32c = None
 
 _POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected.
 _MASK_DELTA = 0xA282EAD8
@@ -96,33 +106,49 @@ def _to_words(matrix: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(matrix.reshape(n, w // 4, 4).transpose(1, 0, 2)).view("<u4")[..., 0]
 
 
-def frame_records(matrix: np.ndarray, lengths: np.ndarray) -> bytes:
+def _stream_crc32c(stream: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """CRC-32C of each record of a stream of records back to back."""
+    ends = np.cumsum(lengths)
+    if _native_crc32c is not None:
+        data = stream.tobytes()
+        return np.fromiter((_native_crc32c(data[a:b]) for a, b in zip((ends - lengths).tolist(), ends.tolist())),
+                           dtype=np.uint32, count=len(lengths))
+    width = int(-(-max(int(lengths.max(initial=0)), 1) // 4) * 4)
+    matrix = np.zeros((len(lengths), width), dtype=np.uint8)
+    matrix[np.arange(width) >= (width - lengths)[:, None]] = stream
+    return crc32c_rows(_to_words(matrix), width - lengths)
+
+
+def frame_records(stream: np.ndarray, lengths: np.ndarray) -> bytes:
     """TFRecord-frames a batch of serialized records.
 
     Args:
-      matrix: uint8 [N, W] with W % 4 == 0; row ``r`` holds record ``r`` right-aligned (in its last
-        ``lengths[r]`` bytes), zeros before it.
-      lengths: int [N] record lengths.
+      stream: uint8, the records back to back.
+      lengths: int [N], their lengths (summing to ``len(stream)``).
 
     Returns:
-      The bytes of the N framed records, in row order, ready to append to a .tfrecord file.
+      The bytes of the N framed records, in order, ready to append to a .tfrecord file.
     """
-    n, width = matrix.shape
-    if width % 4:
-        raise ValueError(f"matrix width must be a multiple of 4, got {width}")
-    lengths = np.asarray(lengths, dtype=np.int64)
+    stream = np.asarray(stream, dtype=np.uint8).reshape(-1)
+    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    n = len(lengths)
+    if int(lengths.sum()) != len(stream):
+        raise ValueError(f"record lengths sum to {int(lengths.sum())}, but the stream holds {len(stream)} bytes")
     if n == 0:
         return b""
-    data_crc = masked_crc32c(crc32c_rows(_to_words(matrix), width - lengths))
+    data_crc = masked_crc32c(_stream_crc32c(stream, lengths))
     len_bytes = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
     len_crc = masked_crc32c(crc32c_rows(_to_words(len_bytes), np.zeros(n, dtype=np.int64)))
-    # Framed row: [len 8][len crc 4][data][data crc 4], right-aligned in a matrix of width W + 16.
-    framed = np.zeros((n, width + 16), dtype=np.uint8)
-    framed[:, 12:width + 12] = matrix
-    framed[:, width + 12:] = data_crc.astype("<u4").view(np.uint8).reshape(n, 4)
-    rows = np.arange(n)[:, None]
-    start = (width - lengths)[:, None]
-    framed[rows, start + np.arange(8)] = len_bytes
-    framed[rows, start + 8 + np.arange(4)] = len_crc.astype("<u4").view(np.uint8).reshape(n, 4)
-    keep = np.arange(width + 16)[None, :] >= start
-    return framed[keep].tobytes()
+    # Framed record: [length 8][length crc 4][data][data crc 4].
+    head = np.concatenate([len_bytes, len_crc.astype("<u4").view(np.uint8).reshape(n, 4)], axis=1)
+    frame_start = np.cumsum(lengths + 16) - (lengths + 16)
+    head_at = frame_start[:, None] + np.arange(12)
+    tail_at = (frame_start + 12 + lengths)[:, None] + np.arange(4)
+    framed = np.empty(len(stream) + 16 * n, dtype=np.uint8)
+    is_data = np.ones(len(framed), dtype=bool)
+    is_data[head_at] = False
+    is_data[tail_at] = False
+    framed[is_data] = stream
+    framed[head_at] = head
+    framed[tail_at] = data_crc.astype("<u4").view(np.uint8).reshape(n, 4)
+    return framed.tobytes()

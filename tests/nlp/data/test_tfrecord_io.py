@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from official.nlp.data import tfrecord_io
@@ -12,18 +13,17 @@ def test_crc32c_known_values():
     assert tfrecord_io.crc32c(bytes(range(32))) == 0x46DD794E
 
 
-def test_frame_records_reads_back_with_tf_data(tmp_path):
+@pytest.mark.parametrize("crc", ["native", "numpy"])
+def test_frame_records_reads_back_with_tf_data(tmp_path, monkeypatch, crc):
+    if crc == "numpy":  # The fallback where google-crc32c has no C implementation.
+        monkeypatch.setattr(tfrecord_io, "_native_crc32c", None)
+    else:
+        assert tfrecord_io._native_crc32c is not None, "google-crc32c's C implementation is not installed"
     rng = np.random.default_rng(0)
     lengths = np.array([0, 1, 3, 4, 5, 8, 255, 256, 1000] + list(rng.integers(0, 700, 50)))
-    width = int(-(-lengths.max() // 4) * 4)
-    matrix = np.zeros((len(lengths), width), dtype=np.uint8)
-    records = []
-    for i, n in enumerate(lengths):
-        data = rng.integers(0, 256, n).astype(np.uint8)
-        matrix[i, width - n:] = data
-        records.append(data.tobytes())
+    records = [rng.integers(0, 256, n).astype(np.uint8).tobytes() for n in lengths]
     path = tmp_path / "x.tfrecord"
-    path.write_bytes(tfrecord_io.frame_records(matrix, lengths))
+    path.write_bytes(tfrecord_io.frame_records(np.frombuffer(b"".join(records), np.uint8), lengths))
     # tf.data checks both CRCs of every record.
     read = [r.numpy() for r in tf.data.TFRecordDataset(str(path))]
     assert read == records
@@ -33,3 +33,8 @@ def test_frame_records_reads_back_with_tf_data(tmp_path):
         for r in records:
             w.write(r)
     assert ref.read_bytes() == path.read_bytes()
+
+
+def test_frame_records_refuses_lengths_that_do_not_match_the_stream():
+    with pytest.raises(ValueError, match="sum to 5"):
+        tfrecord_io.frame_records(np.zeros(4, np.uint8), [2, 3])

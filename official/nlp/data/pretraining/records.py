@@ -26,12 +26,13 @@ Example:
   ...          "segment_ids": np.zeros((1, 4), np.int64), "masked_lm_positions": np.array([[1, 0]]),
   ...          "masked_lm_ids": np.array([[2023, 0]]), "masked_lm_weights": np.array([[1.0, 0.0]]),
   ...          "next_sentence_labels": np.array([[0]])}
-  >>> matrix, lengths = serialize_examples(batch)
-  >>> int(lengths[0]) == len(matrix[0]) - int((matrix[0] != 0).argmax())  # right-aligned record bytes
-  True
+  >>> stream, lengths = serialize_examples(batch)  # the records back to back, and their lengths
+  >>> (len(stream), lengths.tolist())
+  (199, [199])
 """
 from __future__ import annotations
 
+import functools
 from typing import Mapping
 
 import numpy as np
@@ -65,56 +66,85 @@ def feature_spec(max_seq_length: int, max_predictions_per_seq: int | None,
     return spec
 
 
+_TABLE_BITS = 21  # Values below 2**21 (every token id and position) are encoded by table lookup.
+
+
 def _varint_len(v: np.ndarray) -> np.ndarray:
     v = np.asarray(v, dtype=np.int64)
     n = np.ones(v.shape, dtype=np.int64)
-    for shift in (7, 14, 21, 28):
+    for shift in range(7, 64, 7):
         n += v >= (1 << shift)
     return n
 
 
-class _Builder:
-    """Writes the pieces of N records, one piece at a time in record order, into a right-aligned matrix."""
+def _varint_groups(values: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The varint bytes of ``values``: uint8 ``values.shape + (max len,)``, zero past each value's length."""
+    width = int(lens.max(initial=1))
+    groups = np.zeros(values.shape + (width,), dtype=np.uint8)
+    rest = values
+    for j in range(width):
+        groups[..., j] = np.where(lens > j, (rest & 0x7F) | ((lens > j + 1) << 7), 0)
+        rest = rest >> 7
+    return groups
 
-    def __init__(self, totals: np.ndarray):
-        self.n = len(totals)
-        self.width = int(-(-max(int(totals.max(initial=0)), 1) // 4) * 4)
-        self.matrix = np.zeros((self.n, self.width), dtype=np.uint8)
-        self.flat = self.matrix.reshape(-1)
-        # Absolute flat index of each record's next byte.
-        self.cursor = np.arange(self.n, dtype=np.int64) * self.width + (self.width - totals)
+
+@functools.lru_cache(maxsize=None)
+def _varint_table(bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """Varint bytes of 0 .. 2**bits - 1 packed little-endian in a uint32 each, and their lengths (uint8)."""
+    values = np.arange(1 << bits, dtype=np.int64)
+    lens = _varint_len(values)
+    packed = np.zeros(len(values), dtype="<u4")
+    packed.view(np.uint8).reshape(-1, 4)[:, :3] = _varint_groups(values, lens)[:, :3]
+    return packed, lens.astype(np.uint8)
+
+
+def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Varint-encodes each row of ``values`` [N, K] (non-negative) into fixed slots of the widest value's length.
+
+    Returns (slots uint8 [N, K * w], which slots hold a byte ([N, K * w] bool, or None when all do), the encoded
+    size of each row [N])."""
+    n, k = values.shape
+    top = int(values.max(initial=0))
+    if top < 128:  # The common case of masks, segment ids and short lengths: one byte each, no table.
+        return values.astype(np.uint8), None, np.full(n, k, dtype=np.int64)
+    if top < 1 << _TABLE_BITS:
+        packed, table_lens = _varint_table(max(16, top.bit_length()))
+        lens = table_lens[values]
+        width = int(lens.max())
+        groups = packed[values].view(np.uint8).reshape(n, k, 4)[..., :width]
+    else:
+        lens = _varint_len(values)
+        groups = _varint_groups(values, lens)
+        width = groups.shape[-1]
+    valid = None if int(lens.min()) == width else np.arange(width, dtype=np.uint8) < lens[..., None]
+    return (groups.reshape(n, k * width), None if valid is None else valid.reshape(n, k * width),
+            lens.sum(axis=1, dtype=np.int64))
+
+
+class _Layout:
+    """The bytes of N records as fixed-width slot blocks, some slots unused (varints shorter than their slot);
+    compacting the used slots row by row gives the records back to back."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.blocks: list[np.ndarray] = []
+        self.valid: list[np.ndarray] = []
+
+    def add(self, block: np.ndarray, valid: np.ndarray | None = None) -> None:
+        self.blocks.append(block)
+        self.valid.append(np.broadcast_to(True, block.shape) if valid is None else valid)
 
     def const(self, data: bytes) -> None:
-        self.flat[self.cursor[:, None] + np.arange(len(data))] = np.frombuffer(data, dtype=np.uint8)
-        self.cursor += len(data)
+        self.add(np.broadcast_to(np.frombuffer(data, dtype=np.uint8), (self.n, len(data))))
 
-    def varints(self, values: np.ndarray, lens: np.ndarray | None = None) -> None:
-        """Writes, per record, the varints of one row of ``values`` ([N] or [N, K]) back to back."""
-        values = np.asarray(values, dtype=np.int64).reshape(self.n, -1)
-        k = values.shape[1]
-        if values.size and int(values.max()) < 128:
-            self.flat[self.cursor[:, None] + np.arange(k)] = values.astype(np.uint8)
-            self.cursor += k
-            return
-        if lens is None:
-            lens = _varint_len(values)
-        lens = lens.reshape(self.n, -1)
-        width = int(lens.max(initial=1))
-        groups = np.empty(values.shape + (width,), dtype=np.uint8)
-        rest = values
-        for j in range(width):
-            groups[..., j] = (rest & 0x7F) | ((lens > j + 1) << 7)
-            rest = rest >> 7
-        stream = groups[np.arange(width) < lens[..., None]]  # Each record's varints, back to back, in order.
-        per_record = lens.sum(axis=1)
-        self.flat[np.repeat(self.cursor - (np.cumsum(per_record) - per_record), per_record)
-                  + np.arange(len(stream))] = stream
-        self.cursor += per_record
+    def varint(self, per_record: np.ndarray) -> None:
+        slots, valid, _ = _varints(np.asarray(per_record, dtype=np.int64).reshape(self.n, 1))
+        self.add(slots, valid)
 
-    def floats(self, values: np.ndarray) -> None:
-        raw = np.ascontiguousarray(values, dtype="<f4").view(np.uint8).reshape(self.n, -1)
-        self.flat[self.cursor[:, None] + np.arange(raw.shape[1])] = raw
-        self.cursor += raw.shape[1]
+    def stream(self) -> np.ndarray:
+        wide = np.concatenate(self.blocks, axis=1)
+        valid = np.concatenate(self.valid, axis=1)
+        return wide[valid]
 
 
 def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -125,8 +155,8 @@ def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.
         `next_sentence_labels` may be left out (MLM-only data).
 
     Returns:
-      (matrix, lengths): uint8 [N, W] with W a multiple of 4, record ``r`` right-aligned in row ``r``, and the
-      record lengths, the input `tfrecord_io.frame_records` takes.
+      (stream, lengths): the N records back to back (uint8), and their lengths: the input
+      `tfrecord_io.frame_records` takes.
     """
     names = [name for name in WIRE_ORDER if name in batch]
     n = len(next(iter(batch.values())))
@@ -136,38 +166,34 @@ def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.
         if values.ndim == 1:
             values = values[:, None]
         if name in FLOAT_FEATURES:
-            payload[name] = (values, np.full(n, 4 * values.shape[1], dtype=np.int64), None)
+            raw = np.ascontiguousarray(values, dtype="<f4").view(np.uint8).reshape(n, -1)
+            payload[name] = (raw, None, np.full(n, raw.shape[1], dtype=np.int64))
         else:
             if values.size and int(values.min()) < 0:
                 raise ValueError(f"feature {name} holds negative values; pretraining ids must be >= 0")
-            lens = _varint_len(values)
-            payload[name] = (values, lens.sum(axis=1), lens)
-    entry_sizes = {}
+            payload[name] = _varints(values.astype(np.int64, copy=False))
+    sizes = {}
     features_size = np.zeros(n, dtype=np.int64)
     for name in names:
-        p = payload[name][1]
+        p = payload[name][2]
         list_size = 1 + _varint_len(p) + p  # Int64List/FloatList: field 1, packed.
         feat_size = 1 + _varint_len(list_size) + list_size  # Feature: int64_list = 3 / float_list = 2.
         entry = 1 + 1 + len(name) + 1 + _varint_len(feat_size) + feat_size  # map entry: key = 1, value = 2.
-        entry_sizes[name] = (entry, feat_size, list_size)
+        sizes[name] = (entry, feat_size, list_size)
         features_size += 1 + _varint_len(entry) + entry
-    totals = 1 + _varint_len(features_size) + features_size
-    b = _Builder(totals)
-    b.const(b"\x0a")
-    b.varints(features_size)
+    layout = _Layout(n)
+    layout.const(b"\x0a")
+    layout.varint(features_size)
     for name in names:
-        values, p, lens = payload[name]
-        entry, feat_size, list_size = entry_sizes[name]
-        b.const(b"\x0a")
-        b.varints(entry)
-        b.const(b"\x0a" + bytes([len(name)]) + name.encode() + b"\x12")
-        b.varints(feat_size)
-        b.const(b"\x12" if name in FLOAT_FEATURES else b"\x1a")
-        b.varints(list_size)
-        b.const(b"\x0a")
-        b.varints(p)
-        if name in FLOAT_FEATURES:
-            b.floats(values)
-        else:
-            b.varints(values, lens)
-    return b.matrix, totals
+        slots, valid, p = payload[name]
+        entry, feat_size, list_size = sizes[name]
+        layout.const(b"\x0a")
+        layout.varint(entry)
+        layout.const(b"\x0a" + bytes([len(name)]) + name.encode() + b"\x12")
+        layout.varint(feat_size)
+        layout.const(b"\x12" if name in FLOAT_FEATURES else b"\x1a")
+        layout.varint(list_size)
+        layout.const(b"\x0a")
+        layout.varint(p)
+        layout.add(slots, valid)
+    return layout.stream(), 1 + _varint_len(features_size) + features_size

@@ -35,8 +35,7 @@ def encode_instances(tokens: np.ndarray, plan: dict, rows: np.ndarray, config: P
     if config.use_next_sentence_label:
         features[records_lib.NSP_FEATURE] = plan["is_random_next"][rows][:, None]
     stats.add_batch(batch["lengths"], plan["is_random_next"][rows], plan["short_target"][rows], actions)
-    matrix, lengths = records_lib.serialize_examples(features)
-    return tfrecord_io.frame_records(matrix, lengths)
+    return tfrecord_io.frame_records(*records_lib.serialize_examples(features))
 
 
 def gzip_writer(raw):

@@ -10,9 +10,9 @@ from tests.pretraining_records import parse_records
 
 def test_serialized_examples_equal_tf_train_example():
     rng = np.random.default_rng(1)
-    edge = np.array([0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**28 - 1, 2**28, 2**34])
+    edge = np.array([0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**28 - 1, 2**28, 2**34, 2**62 + 5])
     batch = {
-        "input_ids": np.concatenate([np.tile(edge, (3, 1)), rng.integers(0, 2**31, (3, 11))]),
+        "input_ids": np.concatenate([np.tile(edge, (3, 1)), rng.integers(0, 2**31, (3, 12))]),
         "input_mask": rng.integers(0, 2, (6, 22)),
         "segment_ids": rng.integers(0, 2, (6, 22)),
         "masked_lm_positions": rng.integers(0, 300, (6, 5)),
@@ -20,9 +20,11 @@ def test_serialized_examples_equal_tf_train_example():
         "masked_lm_weights": rng.random((6, 5)).astype(np.float32),
         "next_sentence_labels": rng.integers(0, 2, (6, 1)),
     }
-    matrix, lengths = pretraining_records.serialize_examples(batch)
+    stream, lengths = pretraining_records.serialize_examples(batch)
+    assert len(stream) == lengths.sum()
+    ends = np.cumsum(lengths)
     for i in range(6):
-        raw = matrix[i, matrix.shape[1] - lengths[i]:].tobytes()
+        raw = stream[ends[i] - lengths[i]:ends[i]].tobytes()
         ex = tf.train.Example.FromString(raw)
         ref = tf.train.Example()
         for k, v in batch.items():
@@ -39,8 +41,20 @@ def test_original_records_round_trip_byte_for_byte(shared_data, tmp_path):
     path = shared_data / "pretraining_golden" / "squad_contexts.uncased.seq128.dupe5.tfrecord.gz"
     batch = parse_records(path, "GZIP")
     assert len(batch["input_ids"]) == 22936
-    matrix, lengths = pretraining_records.serialize_examples(batch)
-    assert tfrecord_io.frame_records(matrix, lengths) == gzip.open(path).read()
+    assert tfrecord_io.frame_records(*pretraining_records.serialize_examples(batch)) == gzip.open(path).read()
+
+
+def test_each_varint_width_is_encoded_as_protobuf_does():
+    """Rows whose widest value differs (1 to 3 bytes: the table's range; 4+: arithmetic) in one batch."""
+    ids = np.array([[5, 0, 0], [127, 128, 3], [16384, 1, 2], [2**21 - 1, 2**21, 7], [300, 2**35, 0]])
+    batch = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+    stream, lengths = pretraining_records.serialize_examples(batch)
+    ends = np.cumsum(lengths)
+    for i, row in enumerate(ids):
+        ref = tf.train.Example()
+        for k, v in batch.items():
+            ref.features.feature[k].int64_list.value.extend(v[i].tolist())
+        assert tf.train.Example.FromString(stream[ends[i] - lengths[i]:ends[i]].tobytes()) == ref
 
 
 def test_mlm_only_records_have_no_label(tmp_path):
