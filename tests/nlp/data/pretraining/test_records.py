@@ -1,6 +1,7 @@
 import gzip
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from official.nlp.data.pretraining import records as pretraining_records
@@ -44,9 +45,10 @@ def test_original_records_round_trip_byte_for_byte(shared_data, tmp_path):
     assert tfrecord_io.frame_records(*pretraining_records.serialize_examples(batch)) == gzip.open(path).read()
 
 
-def test_each_varint_width_is_encoded_as_protobuf_does():
-    """Rows whose widest value differs (1 to 3 bytes: the table's range; 4+: arithmetic) in one batch."""
-    ids = np.array([[5, 0, 0], [127, 128, 3], [16384, 1, 2], [2**21 - 1, 2**21, 7], [300, 2**35, 0]])
+@pytest.mark.parametrize("largest", [2**21 - 1, 2**35])  # Below 2**21 by table lookup, above by arithmetic.
+def test_each_varint_width_is_encoded_as_protobuf_does(largest):
+    """Rows of different widest values (1 to 3 bytes, and 6 with arithmetic) in one batch."""
+    ids = np.array([[5, 0, 0], [127, 128, 3], [16384, 1, 2], [2**21 - 1, 2**14 - 1, 7], [300, largest, 0]])
     batch = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
     stream, lengths = pretraining_records.serialize_examples(batch)
     ends = np.cumsum(lengths)
