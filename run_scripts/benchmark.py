@@ -4,6 +4,8 @@ same process, with the command line that produced it (the logic is in `official.
   # Fixed-shape train and inference steps against keras-hub, with the fraction of TF's own matmul speed:
   python run_scripts/benchmark.py --what=step --num_layers=4 --hidden_size=256 --num_heads=4 --batch_size=32 \
       --max_seq_length=128 --mixed_precision=float32
+  # Where our train step's time goes (the step timed with the optimizer update, dropout or backward left out):
+  python run_scripts/benchmark.py --what=breakdown --num_layers=12 --hidden_size=768 --num_heads=12 --batch_size=8
   # End-to-end SST-2 fine-tuning (raw TSV -> trained model) against keras-hub and transformers:
   python run_scripts/benchmark.py --what=finetune --data_dir=../shared/data/glue/SST-2
   # Whether the input pipeline keeps up with the step (real SST-2 records and raw text against a constant batch),
@@ -27,7 +29,7 @@ from absl import flags
 from official.nlp.common import cli
 from official.nlp.common.errors import InputError
 
-WHATS = ("step", "finetune", "serve", "input", "data", "tokenizer")
+WHATS = ("step", "breakdown", "finetune", "serve", "input", "data", "tokenizer")
 flags.DEFINE_list("what", ["step"], f"Comma list of: {', '.join(WHATS)}.")
 flags.DEFINE_integer("num_layers", 4, "step: Transformer layers.")
 flags.DEFINE_integer("hidden_size", 256, "step: hidden size.")
@@ -69,13 +71,13 @@ def _precision() -> str:
     return precision.resolve_mixed_precision(FLAGS.mixed_precision)
 
 
-def _step():
+def _step_config():
     from official.nlp.benchmarks import step
 
-    step.run(step.StepConfig(
+    return step.StepConfig(
         num_layers=FLAGS.num_layers, hidden=FLAGS.hidden_size, heads=FLAGS.num_heads, batch=FLAGS.batch_size,
         seq=FLAGS.max_seq_length, precision=_precision(), steps_per_execution=FLAGS.steps_per_round,
-        rounds=FLAGS.rounds, jit_compile=FLAGS.jit_compile))
+        rounds=FLAGS.rounds, jit_compile=FLAGS.jit_compile)
 
 
 def _finetune():
@@ -127,8 +129,10 @@ def main(argv):
     if unknown:
         raise InputError(f"--what: unknown {', '.join(unknown)}; choose from {', '.join(WHATS)}")
     for what in FLAGS.what:
-        if what == "step":
-            _step()
+        if what in ("step", "breakdown"):
+            from official.nlp.benchmarks import step
+
+            (step.run if what == "step" else step.breakdown)(_step_config())
         elif what == "finetune":
             _finetune()
         elif what == "serve":

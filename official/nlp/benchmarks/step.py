@@ -135,3 +135,94 @@ def run(config: StepConfig) -> dict[str, timing.Rate]:
         print(f"  matmul limit (TF matmul on this step's shapes, {compute}): {limit / 1e9:.1f} GFLOP/s")
         results.update({f"{phase}/{name}": rate for name, rate in rates.items()})
     return results
+
+
+def breakdown(config: StepConfig) -> dict[str, float]:
+    """Where our train step's time goes, by wall clock: the step timed whole and with parts left out.
+
+    Each variant is its own `tf.function` on one constant batch, timed in interleaved rounds; differences of
+    medians attribute the time (the optimizer update = whole step - step without it; training mode = whole step -
+    the same step in inference mode, i.e. dropout and the unfused training GELU, forward and backward). Unlike a
+    profile's op times, which add up ops that run side by side on the two inter-op threads, these are what the
+    step takes. Returns milliseconds per step by variant.
+    """
+    import keras
+    import tensorflow as tf
+
+    from official.nlp.training import optimization
+
+    keras.utils.set_random_seed(0)
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(optimization.dtype_policy(config.precision))
+    try:
+        model, inputs = build_ours(config)
+    finally:
+        keras.config.set_dtype_policy(previous)
+    _, labels = _batch(config)
+    features, labels = {k: tf.constant(v) for k, v in inputs.items()}, tf.constant(labels)
+    optimizer = optimization.BertAdamW(1e-5, weight_decay=0.004, epsilon=1e-7)
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model(features)
+    variables = model.trainable_variables
+    optimizer.build(variables)
+
+    def variant(training=True, backward=True, update=True):
+        @tf.function(jit_compile=config.jit_compile)
+        def run():
+            with tf.GradientTape() as tape:
+                loss = loss_fn(labels, model(features, training=training))
+            if not backward:
+                return loss
+            grads = tape.gradient(loss, variables)
+            if update:
+                optimizer.apply(grads, variables)
+                return loss
+            # Every gradient computed, none applied: one element of each is read (Grappler drops a control
+            # dependency on ops without side effects, so a data dependency is needed).
+            firsts = [tf.reshape(g.values if isinstance(g, tf.IndexedSlices) else g, [-1])[0] for g in grads]
+            return loss + 0.0 * tf.add_n(firsts)
+        return run
+
+    dense_grads = [tf.fill(v.shape, 1e-3) for v in variables]
+    update_only = tf.function(lambda: optimizer.apply(dense_grads, variables))
+    variants = {
+        "train step": variant(),
+        "without the optimizer update": variant(update=False),
+        "in inference mode": variant(training=False),
+        "forward, training mode": variant(backward=False),
+        "forward, inference mode": variant(training=False, backward=False),
+        "optimizer update alone": update_only,
+    }
+
+    def timed(fn):
+        def call():
+            for _ in range(config.steps_per_execution):
+                out = fn()
+            if out is not None:
+                out.numpy()
+            else:
+                variables[0].numpy()
+            return config.steps_per_execution
+        return call
+
+    calls = {name: timed(fn) for name, fn in variants.items()}
+    for call in calls.values():
+        call(), call()  # trace, warm up
+    rates = timing.interleaved(calls, config.rounds)
+    ms = {name: 1000 / rate.median for name, rate in rates.items()}
+    shapes = timing.matmul_shapes(config.batch, config.seq, config.hidden, config.intermediate_size, config.heads,
+                                  train=True)
+    limit = timing.matmul_limit(shapes, config.precision)
+    train_flops = timing.layer_flops(shapes) * config.num_layers
+    print(f"\n## where the train step's time goes, ours, {config.describe()}\n$ {timing.command_line()}")
+    for name, value in ms.items():
+        print(f"  {name:<32} {value:9.1f} ms")
+    parts = {"optimizer update": ms["train step"] - ms["without the optimizer update"],
+             "training mode (dropout, GELU)": ms["train step"] - ms["in inference mode"],
+             "backward": ms["without the optimizer update"] - ms["forward, training mode"]}
+    for name, value in parts.items():
+        print(f"  = {name:<30} {value:9.1f} ms ({100 * value / ms['train step']:.0f}% of the step)")
+    matmul_ms = 1000 * train_flops / limit
+    print(f"  the step's matmuls at the limit ({limit / 1e9:.1f} GFLOP/s) would take {matmul_ms:.1f} ms: "
+          f"{100 * matmul_ms / ms['train step']:.0f}% of the step")
+    return ms
