@@ -13,12 +13,12 @@ from absl import flags, logging
 
 from official.nlp.common import cli
 from official.nlp.common.errors import InputError
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning_flags
 from official.nlp.tasks.classification import ClassifierConfig, run_classifier
 
 FLAGS = flags.FLAGS
 
-finetuning.define_flags(FLAGS, config_class=ClassifierConfig, help_texts={
+finetuning_flags.define_flags(FLAGS, config_class=ClassifierConfig, help_texts={
     "task_name": "cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, ax, or generic (with the column flags).",
     "data_dir": "The folder with the task's files (GLUE layout: train.tsv, dev.tsv, test.tsv, ...).",
     "do_train": "Fine-tune (resuming a run in --output_dir).",
@@ -43,7 +43,7 @@ finetuning.define_flags(FLAGS, config_class=ClassifierConfig, help_texts={
 def main(argv):
     if len(argv) > 1:
         raise InputError(f"unexpected arguments: {argv[1:]}")
-    result = run_classifier(finetuning.config_from_flags(FLAGS, config_class=ClassifierConfig))
+    result = run_classifier(finetuning_flags.config_from_flags(FLAGS, config_class=ClassifierConfig))
     for entry in result.eval_history[-1:]:
         logging.info("Evaluation: %s", ", ".join(f"{k}={v}" for k, v in entry.items()))
     if result.best_model_dir:

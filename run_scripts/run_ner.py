@@ -19,12 +19,12 @@ from absl import flags
 
 from official.nlp.common import cli
 from official.nlp.common.errors import InputError
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning_flags
 from official.nlp.tasks.feature_extraction import parse_layers
 from official.nlp.tasks.tagging import TaggingConfig, run_ner
 
 FLAGS = flags.FLAGS
-finetuning.define_flags(FLAGS)
+finetuning_flags.define_flags(FLAGS)
 flags.DEFINE_string("train_file", None, "CoNLL training file (e.g. eng.train or train.txt).")
 flags.DEFINE_string("eval_file", None, "CoNLL file for --do_eval (e.g. eng.testa).")
 flags.DEFINE_string("predict_file", None, "CoNLL file for --do_predict (e.g. eng.testb).")
@@ -54,7 +54,7 @@ def main(argv):
         labels=FLAGS.labels, skip_bad_rows=FLAGS.skip_bad_rows, window_stride=FLAGS.window_stride,
         feature_based=FLAGS.feature_based, feature_layers=layers, feature_combine=FLAGS.feature_combine,
         lstm_units=FLAGS.lstm_units, num_lstm_layers=FLAGS.num_lstm_layers, dropout_rate=FLAGS.dropout_rate)
-    result = run_ner(finetuning.config_from_flags(FLAGS), tagging, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+    result = run_ner(finetuning_flags.config_from_flags(FLAGS), tagging, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
                      do_predict=FLAGS.do_predict)
     for split, count in result.bad_rows.items():
         if count:

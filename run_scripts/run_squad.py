@@ -17,14 +17,14 @@ import json
 from absl import app, flags, logging
 
 from official.nlp.common import cli
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning, finetuning_flags
 from official.nlp.tasks.question_answering import SquadConfig, run_squad
 
 FLAGS = flags.FLAGS
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(SquadConfig) if f.default is not dataclasses.MISSING}
 
 # The shared fine-tuning flags (--init_checkpoint, --vocab_file, --train_batch_size, --learning_rate, ...).
-finetuning.define_flags(max_seq_length=DEFAULTS["max_seq_length"])
+finetuning_flags.define_flags(max_seq_length=DEFAULTS["max_seq_length"])
 # The SQuAD flags of the original.
 flags.DEFINE_string("train_file", None, "SQuAD JSON for training.")
 flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and evaluate, when it has answers).")
@@ -42,7 +42,7 @@ flags.DEFINE_float("null_score_diff_threshold", DEFAULTS["null_score_diff_thresh
 
 def config_from_flags() -> SquadConfig:
     """The `SquadConfig` of the command-line flags (--do_lower_case only when given, else the model's)."""
-    shared = finetuning.config_from_flags()
+    shared = finetuning_flags.config_from_flags()
     squad_only = {f.name: FLAGS[f.name].value for f in dataclasses.fields(SquadConfig)
                   if f.name not in {g.name for g in dataclasses.fields(finetuning.FineTuningConfig)}}
     return SquadConfig(**vars(shared), **squad_only)

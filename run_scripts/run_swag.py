@@ -15,11 +15,11 @@ from __future__ import annotations
 from absl import flags
 
 from official.nlp.common import cli
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning_flags
 from official.nlp.tasks.multiple_choice import MultipleChoiceConfig, run_swag
 
 FLAGS = flags.FLAGS
-finetuning.define_flags(FLAGS)
+finetuning_flags.define_flags(FLAGS)
 flags.DEFINE_string("train_file", None, "SWAG training file (train.csv or JSON lines).")
 flags.DEFINE_string("eval_file", None, "SWAG file for --do_eval (val.csv).")
 flags.DEFINE_string("predict_file", None, "SWAG file for --do_predict (test.csv; labels not needed).")
@@ -36,7 +36,7 @@ def main(argv):
     choice = MultipleChoiceConfig(train_file=FLAGS.train_file, eval_file=FLAGS.eval_file,
                                   predict_file=FLAGS.predict_file, skip_bad_rows=FLAGS.skip_bad_rows,
                                   dropout_rate=FLAGS.dropout_rate)
-    result = run_swag(finetuning.config_from_flags(FLAGS), choice, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+    result = run_swag(finetuning_flags.config_from_flags(FLAGS), choice, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
                       do_predict=FLAGS.do_predict)
     for split, count in result.bad_rows.items():
         if count:
