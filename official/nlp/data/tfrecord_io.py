@@ -132,6 +132,8 @@ def frame_records(stream: np.ndarray, lengths: np.ndarray) -> bytes:
     stream = np.asarray(stream, dtype=np.uint8).reshape(-1)
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
     n = len(lengths)
+    if (lengths < 0).any():
+        raise ValueError("record lengths must be >= 0")
     if int(lengths.sum()) != len(stream):
         raise ValueError(f"record lengths sum to {int(lengths.sum())}, but the stream holds {len(stream)} bytes")
     if n == 0:

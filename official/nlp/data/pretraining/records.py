@@ -72,7 +72,7 @@ _TABLE_BITS = 21  # Values below 2**21 (every token id and position) are encoded
 def _varint_len(v: np.ndarray) -> np.ndarray:
     v = np.asarray(v, dtype=np.int64)
     n = np.ones(v.shape, dtype=np.int64)
-    for shift in range(7, 64, 7):
+    for shift in range(7, 63, 7):  # a non-negative int64 has at most 9 varint bytes
         n += v >= (1 << shift)
     return n
 
@@ -89,9 +89,9 @@ def _varint_groups(values: np.ndarray, lens: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _varint_table(bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """Varint bytes of 0 .. 2**bits - 1 packed little-endian in a uint32 each, and their lengths (uint8)."""
-    values = np.arange(1 << bits, dtype=np.int64)
+def _varint_table() -> tuple[np.ndarray, np.ndarray]:
+    """Varint bytes of 0 .. 2**21 - 1 packed little-endian in a uint32 each, and their lengths (uint8)."""
+    values = np.arange(1 << _TABLE_BITS, dtype=np.int64)
     lens = _varint_len(values)
     packed = np.zeros(len(values), dtype="<u4")
     packed.view(np.uint8).reshape(-1, 4)[:, :3] = _varint_groups(values, lens)[:, :3]
@@ -103,12 +103,13 @@ def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndar
 
     Returns (slots uint8 [N, K * w], which slots hold a byte ([N, K * w] bool, or None when all do), the encoded
     size of each row [N])."""
+    values = np.ascontiguousarray(values)  # the table's uint32 rows are viewed as bytes below
     n, k = values.shape
     top = int(values.max(initial=0))
     if top < 128:  # The common case of masks, segment ids and short lengths: one byte each, no table.
         return values.astype(np.uint8), None, np.full(n, k, dtype=np.int64)
     if top < 1 << _TABLE_BITS:
-        packed, table_lens = _varint_table(max(16, top.bit_length()))
+        packed, table_lens = _varint_table()
         lens = table_lens[values]
         width = int(lens.max())
         groups = packed[values].view(np.uint8).reshape(n, k, 4)[..., :width]
@@ -158,6 +159,9 @@ def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.
       (stream, lengths): the N records back to back (uint8), and their lengths: the input
       `tfrecord_io.frame_records` takes.
     """
+    unknown = sorted(set(batch) - set(WIRE_ORDER))
+    if unknown:
+        raise ValueError(f"unknown pretraining features {unknown}; the schema has {sorted(WIRE_ORDER)}")
     names = [name for name in WIRE_ORDER if name in batch]
     n = len(next(iter(batch.values())))
     payload = {}
@@ -165,18 +169,21 @@ def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.
         values = np.asarray(batch[name])
         if values.ndim == 1:
             values = values[:, None]
+        if values.ndim != 2 or len(values) != n:
+            raise ValueError(f"feature {name} has shape {values.shape}; expected [{n}, length]")
         if name in FLOAT_FEATURES:
-            raw = np.ascontiguousarray(values, dtype="<f4").view(np.uint8).reshape(n, -1)
+            raw = np.ascontiguousarray(values, dtype="<f4").view(np.uint8).reshape(n, 4 * values.shape[1])
             payload[name] = (raw, None, np.full(n, raw.shape[1], dtype=np.int64))
         else:
-            if values.size and int(values.min()) < 0:
-                raise ValueError(f"feature {name} holds negative values; pretraining ids must be >= 0")
+            if values.size and (int(values.min()) < 0 or int(values.max()) >= 2**63):
+                raise ValueError(f"feature {name} holds values outside [0, 2**63); pretraining ids must be >= 0")
             payload[name] = _varints(values.astype(np.int64, copy=False))
     sizes = {}
     features_size = np.zeros(n, dtype=np.int64)
     for name in names:
         p = payload[name][2]
-        list_size = 1 + _varint_len(p) + p  # Int64List/FloatList: field 1, packed.
+        # Int64List/FloatList: field 1, packed; protobuf leaves out an empty packed field.
+        list_size = np.where(p > 0, 1 + _varint_len(p) + p, 0)
         feat_size = 1 + _varint_len(list_size) + list_size  # Feature: int64_list = 3 / float_list = 2.
         entry = 1 + 1 + len(name) + 1 + _varint_len(feat_size) + feat_size  # map entry: key = 1, value = 2.
         sizes[name] = (entry, feat_size, list_size)
@@ -193,7 +200,8 @@ def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.
         layout.varint(feat_size)
         layout.const(b"\x12" if name in FLOAT_FEATURES else b"\x1a")
         layout.varint(list_size)
-        layout.const(b"\x0a")
-        layout.varint(p)
-        layout.add(slots, valid)
+        if slots.shape[1]:
+            layout.const(b"\x0a")
+            layout.varint(p)
+            layout.add(slots, valid)
     return layout.stream(), 1 + _varint_len(features_size) + features_size

@@ -59,6 +59,34 @@ def test_each_varint_width_is_encoded_as_protobuf_does(largest):
         assert tf.train.Example.FromString(stream[ends[i] - lengths[i]:ends[i]].tobytes()) == ref
 
 
+def test_any_memory_layout_and_empty_features_give_tensorflows_bytes():
+    ids = np.asfortranarray(np.array([[300, 70000, 5], [1, 2, 3]], np.int64))  # table path, not C-ordered
+    batch = {"input_ids": ids, "input_mask": np.ones((2, 3), np.int64).T.copy().T,
+             "masked_lm_positions": np.zeros((2, 0), np.int64), "masked_lm_weights": np.zeros((2, 0), np.float32)}
+    stream, lengths = pretraining_records.serialize_examples(batch)
+    ends = np.cumsum(lengths)
+    for i in range(2):
+        ref = tf.train.Example()
+        for k, v in batch.items():
+            feature = ref.features.feature[k]
+            (feature.float_list if v.dtype == np.float32 else feature.int64_list).value.extend(v[i].tolist())
+        assert tf.train.Example.FromString(stream[ends[i] - lengths[i]:ends[i]].tobytes()) == ref
+        assert lengths[i] == len(ref.SerializeToString())  # an empty feature's packed field left out, as protobuf does
+
+
+def test_bad_batches_are_refused():
+    ids = np.ones((2, 3), np.int64)
+    with pytest.raises(ValueError, match="unknown pretraining features"):
+        pretraining_records.serialize_examples({"input_ids": ids, "next_sentence_label": ids[:, :1]})
+    with pytest.raises(ValueError, match="expected"):
+        pretraining_records.serialize_examples({"input_ids": ids, "masked_lm_weights": np.ones((4, 1), np.float32)})
+    with pytest.raises(ValueError, match="outside"):
+        pretraining_records.serialize_examples({"input_ids": np.array([[101, 2**63 + 5]], np.uint64)})
+    stream, lengths = pretraining_records.serialize_examples(
+        {"input_ids": np.zeros((0, 3), np.int64), "masked_lm_weights": np.zeros((0, 2), np.float32)})
+    assert len(stream) == 0 and len(lengths) == 0
+
+
 def test_mlm_only_records_have_no_label(tmp_path):
     batch = {k: np.ones((2, 4), np.int64) for k in ("input_ids", "input_mask", "segment_ids")}
     batch.update(masked_lm_positions=np.ones((2, 2), np.int64), masked_lm_ids=np.ones((2, 2), np.int64),
