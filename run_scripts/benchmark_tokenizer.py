@@ -9,8 +9,8 @@ Every tokenizer runs on the same non-empty lines. The in-graph ones run as one `
 interleaved rounds (`--repeats`; the median counts, and MB per CPU-second is printed next to it: our layer cuts a
 batch into slices tokenized in parallel, stock runs one op on one core, so the per-CPU-second ratio is the
 like-for-like one); the Python ones run line by line; Hugging Face `tokenizers` (if installed) runs
-`encode_batch` with its default threads. MB/s counts UTF-8 input bytes. It also checks that our in-graph ids equal our Python tokenizer's, and
-counts the lines where stock FastBertTokenizer differs from them.
+`encode_batch` with its default threads. MB/s counts UTF-8 input bytes. It also checks that our in-graph ids
+equal our Python tokenizer's, and counts the lines where stock FastBertTokenizer differs from them.
 """
 import time
 

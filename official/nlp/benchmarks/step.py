@@ -9,6 +9,7 @@ jobs on the machine hits both alike.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -69,6 +70,28 @@ def build_keras_hub(config: StepConfig):
     return keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None), inputs
 
 
+@contextlib.contextmanager
+def _dtype_policy(precision: str):
+    """Models built inside get the `--mixed_precision` policy; the previous global policy comes back after."""
+    import keras
+
+    from official.nlp.training import optimization
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(optimization.dtype_policy(precision))
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _our_optimizer():
+    """`BertAdamW` at learning rate 1e-5 with Keras' AdamW defaults (weight decay 0.004, epsilon 1e-7)."""
+    from official.nlp.training import optimization
+
+    return optimization.BertAdamW(1e-5, weight_decay=0.004, epsilon=1e-7)
+
+
 def _step_functions(model, inputs, labels, config: StepConfig, optimizer):
     """(train() -> sequences, infer() -> sequences), both traced and warmed up."""
     import keras
@@ -104,35 +127,27 @@ def run(config: StepConfig) -> dict[str, timing.Rate]:
     """Measures and prints train and inference sequences/s of both, ratios, and the matmul-limit fraction."""
     import keras
 
-    from official.nlp.training import optimization
-
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(optimization.dtype_policy(config.precision))
-    try:
+    with _dtype_policy(config.precision):
         keras.utils.set_random_seed(0)
         _, labels = _batch(config)
         functions = {}
-        # Keras' AdamW defaults (weight decay 0.004, epsilon 1e-7, bias-corrected) for both.
-        optimizers = {"ours": lambda: optimization.BertAdamW(1e-5, weight_decay=0.004, epsilon=1e-7),
-                      "keras-hub": lambda: keras.optimizers.AdamW(1e-5)}
+        # The same hyperparameters for both: Keras' AdamW defaults.
+        optimizers = {"ours": _our_optimizer, "keras-hub": lambda: keras.optimizers.AdamW(1e-5)}
         for name, build in (("ours", build_ours), ("keras-hub", build_keras_hub)):
             model, inputs = build(config)
             functions[name] = _step_functions(model, inputs, labels, config, optimizers[name]())
-    finally:
-        keras.config.set_dtype_policy(previous)
 
     results = {}
     for phase, index in (("train", 0), ("infer", 1)):
         rates = timing.interleaved({name: fns[index] for name, fns in functions.items()}, config.rounds)
         shapes = timing.matmul_shapes(config.batch, config.seq, config.hidden, config.intermediate_size,
                                       config.heads, train=phase == "train")
-        compute = "float32" if config.precision == "float32" else config.precision
-        limit = timing.matmul_limit(shapes, compute)
+        limit = timing.matmul_limit(shapes, config.precision)
         flops_per_seq = timing.layer_flops(shapes) * config.num_layers / config.batch
         notes = {name: f"{100 * r.median * flops_per_seq / limit:4.0f}% of matmul limit" for name, r in rates.items()}
         timing.print_table(f"{phase} step, {config.describe()}", rates, reference="keras-hub", unit="seq/s",
                            extra=notes)
-        print(f"  matmul limit (TF matmul on this step's shapes, {compute}): {limit / 1e9:.1f} GFLOP/s")
+        print(f"  matmul limit (TF matmul on this step's shapes, {config.precision}): {limit / 1e9:.1f} GFLOP/s")
         results.update({f"{phase}/{name}": rate for name, rate in rates.items()})
     return results
 
@@ -149,18 +164,12 @@ def breakdown(config: StepConfig) -> dict[str, float]:
     import keras
     import tensorflow as tf
 
-    from official.nlp.training import optimization
-
     keras.utils.set_random_seed(0)
-    previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(optimization.dtype_policy(config.precision))
-    try:
+    with _dtype_policy(config.precision):
         model, inputs = build_ours(config)
-    finally:
-        keras.config.set_dtype_policy(previous)
     _, labels = _batch(config)
     features, labels = {k: tf.constant(v) for k, v in inputs.items()}, tf.constant(labels)
-    optimizer = optimization.BertAdamW(1e-5, weight_decay=0.004, epsilon=1e-7)
+    optimizer = _our_optimizer()
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     model(features)
     variables = model.trainable_variables

@@ -61,8 +61,8 @@ def print_table(title: str, rates: dict[str, Rate], reference: str, unit: str, e
     width = max(28, *(len(name) for name in rates))
     for name, rate in rates.items():
         note = (extra or {}).get(name, "")
-        print(f"  {name:<{width}} {rate.median:9.4g} {unit} (rounds {rate.spread()}) {rate.median / ref:5.2f}x {reference}"
-              f" | per CPU-s {rate.cpu_median:8.4g}, {rate.cpu_median / ref_cpu:5.2f}x | {note}")
+        print(f"  {name:<{width}} {rate.median:9.4g} {unit} (rounds {rate.spread()}) "
+              f"{rate.median / ref:5.2f}x {reference} | per CPU-s {rate.cpu_median:8.4g}, {rate.cpu_median / ref_cpu:5.2f}x | {note}")
 
 
 def matmul_shapes(batch: int, seq: int, hidden: int, intermediate: int, heads: int, train: bool):

@@ -86,18 +86,8 @@ def masked_crc32c(crc: np.ndarray) -> np.ndarray:
 
 
 def crc32c(data: bytes) -> int:
-    """CRC-32C of one byte string (for tests and small inputs)."""
-    words, zeros = _right_align([np.frombuffer(data, dtype=np.uint8)])
-    return int(crc32c_rows(words, zeros)[0])
-
-
-def _right_align(rows: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.array([len(r) for r in rows], dtype=np.int64)
-    width = int(-(-max(int(lengths.max(initial=0)), 1) // 4) * 4)
-    matrix = np.zeros((len(rows), width), dtype=np.uint8)
-    for i, r in enumerate(rows):
-        matrix[i, width - len(r):] = r
-    return _to_words(matrix), width - lengths
+    """CRC-32C of one byte string, by the numpy code (for tests and small inputs)."""
+    return int(_numpy_stream_crc32c(np.frombuffer(data, dtype=np.uint8), np.array([len(data)]))[0])
 
 
 def _to_words(matrix: np.ndarray) -> np.ndarray:
@@ -106,17 +96,21 @@ def _to_words(matrix: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(matrix.reshape(n, w // 4, 4).transpose(1, 0, 2)).view("<u4")[..., 0]
 
 
-def _stream_crc32c(stream: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """CRC-32C of each record of a stream of records back to back."""
-    ends = np.cumsum(lengths)
-    if _native_crc32c is not None:
-        data = stream.tobytes()
-        return np.fromiter((_native_crc32c(data[a:b]) for a, b in zip((ends - lengths).tolist(), ends.tolist())),
-                           dtype=np.uint32, count=len(lengths))
+def _numpy_stream_crc32c(stream: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """CRC-32C of each record of a stream, vectorized over a right-aligned matrix of the records."""
     width = int(-(-max(int(lengths.max(initial=0)), 1) // 4) * 4)
     matrix = np.zeros((len(lengths), width), dtype=np.uint8)
     matrix[np.arange(width) >= (width - lengths)[:, None]] = stream
     return crc32c_rows(_to_words(matrix), width - lengths)
+
+
+def _stream_crc32c(stream: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """CRC-32C of each record of a stream of records back to back."""
+    if _native_crc32c is None:
+        return _numpy_stream_crc32c(stream, lengths)
+    data, ends = stream.tobytes(), np.cumsum(lengths)
+    return np.fromiter((_native_crc32c(data[a:b]) for a, b in zip((ends - lengths).tolist(), ends.tolist())),
+                       dtype=np.uint32, count=len(lengths))
 
 
 def frame_records(stream: np.ndarray, lengths: np.ndarray) -> bytes:
