@@ -33,3 +33,29 @@ def uncased_vocab(shared_data) -> pathlib.Path:
 @pytest.fixture(scope="session")
 def cased_vocab(shared_data) -> pathlib.Path:
     return shared_data / "vocab" / "bert-base-cased-vocab.txt"
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: one worker per available core, at most 4 (each worker holds TensorFlow and its own module fixtures)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, 4))
+
+
+# The files whose module fixtures take minutes go first, so that neither worker starts one while the other is idle.
+_LONGEST_FIRST = (
+    "run_scripts/test_quickstart.py",
+    "nlp/serving/test_exports.py",
+    "run_scripts/test_run_classifier.py",
+    "run_scripts/test_run_pretraining.py",
+    "test_readme.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(_LONGEST_FIRST)}
+
+    def file_rank(item) -> int:
+        relative = pathlib.Path(str(item.path)).relative_to(REPO_ROOT / "tests").as_posix()
+        return rank.get(relative, len(rank))
+
+    items.sort(key=file_rank)  # stable: the other files, and the tests within a file, keep their order
