@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
+import functools
 import types
 import typing
 from typing import Any, Sequence
@@ -48,7 +49,7 @@ def field(default: Any = dataclasses.MISSING, *, help: str, enum: Sequence[str] 
           lower_bound: float | None = None, flag: bool = True, kw_only: Any = dataclasses.MISSING):
     """A `dataclasses.field` whose metadata carries its flag's help (and `enum`, `lower_bound`, `flag`).
 
-    Without `default` the field is required. A list default (mutable) is stored as a tuple.
+    Without `default` the field is required. A list default (mutable) gives each instance a copy.
     """
     metadata = {"help": help}
     if enum is not None:
@@ -57,8 +58,13 @@ def field(default: Any = dataclasses.MISSING, *, help: str, enum: Sequence[str] 
         metadata["lower_bound"] = lower_bound
     if not flag:
         metadata["flag"] = False
+    return _field(default, metadata, kw_only)
+
+
+def _field(default: Any, metadata: dict, kw_only: Any):
     if isinstance(default, list):
-        default = tuple(default)
+        return dataclasses.field(default_factory=functools.partial(list, default), metadata=metadata,
+                                 kw_only=kw_only)
     return dataclasses.field(default=default, metadata=metadata, kw_only=kw_only)
 
 
@@ -68,7 +74,7 @@ def override(config_class: type, name: str, default: Any):
         keep_checkpoint_max: int = config_flags.override(TrainingConfig, "keep_checkpoint_max", 1)
     """
     base = {f.name: f for f in dataclasses.fields(config_class)}[name]
-    return dataclasses.field(default=default, metadata=base.metadata, kw_only=base.kw_only)
+    return _field(default, base.metadata, base.kw_only)
 
 
 def flag_fields(config_class: type) -> list[dataclasses.Field]:
