@@ -11,7 +11,8 @@ Writes `export_dir/<version>/` (signatures `serving_default` on raw text, `serve
 """
 from absl import flags, logging
 
-from official.nlp.common import cli, config_flags
+from official.nlp.common import cli
+from official.nlp.common import config_flags
 from official.nlp.serving.export_config import ExportConfig, export
 
 FLAGS = flags.FLAGS

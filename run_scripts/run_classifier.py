@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from absl import flags, logging
 
-from official.nlp.common import cli, config_flags
+from official.nlp.common import cli
+from official.nlp.common import config_flags
 from official.nlp.common.errors import InputError
 from official.nlp.tasks.classification import ClassifierConfig, run_classifier
 

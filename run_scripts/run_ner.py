@@ -17,7 +17,8 @@ import sys
 
 from absl import flags
 
-from official.nlp.common import cli, config_flags
+from official.nlp.common import cli
+from official.nlp.common import config_flags
 from official.nlp.tasks.tagging import TaggingConfig, run_ner
 
 FLAGS = flags.FLAGS

@@ -15,7 +15,8 @@ import json
 
 from absl import app, flags, logging
 
-from official.nlp.common import cli, config_flags
+from official.nlp.common import cli
+from official.nlp.common import config_flags
 from official.nlp.tasks.question_answering import SquadConfig, run_squad
 
 FLAGS = flags.FLAGS

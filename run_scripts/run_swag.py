@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from absl import flags
 
-from official.nlp.common import cli, config_flags
+from official.nlp.common import cli
+from official.nlp.common import config_flags
 from official.nlp.tasks.multiple_choice import MultipleChoiceConfig, run_swag
 
 FLAGS = flags.FLAGS
