@@ -57,8 +57,7 @@ EVAL_HISTORY_FILE = "eval_history.json"
 @dataclasses.dataclass
 class FineTuningConfig(TrainingConfig):
     """The settings every fine-tuning job shares: the model to start from, sequence length, batch sizes, the
-    schedule in epochs, and `TrainingConfig`'s loop. Field names are the flags (original ones first); a task's
-    config extends it with its data fields and its `do_train`/`do_eval`/`do_predict`."""
+    schedule in epochs, and `TrainingConfig`'s loop. Field names are the flags; a task's config extends it with its data fields and its `do_train`/`do_eval`/`do_predict`."""
 
     output_dir: str = field(help="Checkpoints, cached features, eval_results.txt, summaries and best_model/ go "
                                  "here; rerunning with the same flags resumes.")
@@ -83,7 +82,8 @@ class FineTuningConfig(TrainingConfig):
         "jit_compile")
 
     def finetuning_config(self) -> FineTuningConfig:
-        """The shared part alone (what the base records and checks when resuming)."""
+        """What `run_task` records and checks when resuming: the shared part alone (a task records its own
+        settings through `task.settings()`; a config whose own fields are to be recorded returns itself)."""
         return FineTuningConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(FineTuningConfig)})
 
 
