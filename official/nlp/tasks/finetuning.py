@@ -57,7 +57,8 @@ EVAL_HISTORY_FILE = "eval_history.json"
 @dataclasses.dataclass
 class FineTuningConfig(TrainingConfig):
     """The settings every fine-tuning job shares: the model to start from, sequence length, batch sizes, the
-    schedule in epochs, and `TrainingConfig`'s loop. Field names are the flags; a task's config extends it with its data fields and its `do_train`/`do_eval`/`do_predict`."""
+    schedule in epochs, and `TrainingConfig`'s loop. Field names are the flags; a task's config extends it with
+    its data fields and its `do_train`/`do_eval`/`do_predict`."""
 
     output_dir: str = field(help="Checkpoints, cached features, eval_results.txt, summaries and best_model/ go "
                                  "here; rerunning with the same flags resumes.")
