@@ -10,24 +10,16 @@ from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see 
 
 from absl import flags
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints.conversion import ConversionConfig, convert
+from official.nlp.common import config_flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("input", None, "TF1 checkpoint prefix or folder, Hugging Face model folder, or model directory.")
-flags.DEFINE_enum("input_format", "auto", ["auto", "tf1", "hf", "ours"], "Format of --input.")
-flags.DEFINE_string("output_dir", None, "Model directory to write (must not hold a checkpoint yet).")
-flags.DEFINE_enum("output_format", "ours", ["ours", "tf1"], "Checkpoint format to write.")
-flags.DEFINE_string("bert_config_file", None, "Overrides the config found next to --input.")
-flags.DEFINE_string("vocab_file", None, "Overrides the vocab.txt found next to --input.")
-flags.DEFINE_bool("do_lower_case", None, "Overrides the case found with --input (file, folder name or vocab).")
-flags.mark_flags_as_required(["input", "output_dir"])
+config_flags.define_flags(FLAGS, ConversionConfig)
 
 
 def main(argv):
     del argv
-    model_dir.convert_checkpoint(  # logs what it wrote
-        FLAGS.input, FLAGS.output_dir, input_format=FLAGS.input_format, output_format=FLAGS.output_format,
-        bert_config_file=FLAGS.bert_config_file, vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    convert(config_flags.config_from_flags(FLAGS, ConversionConfig))  # logs what it wrote
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 conlleval, predictions for conlleval) and --feature_based (only the BiLSTM and classifier change)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -94,12 +95,11 @@ def test_fine_tuning_end_to_end(setup, tmp_path):
 def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
     # From Python (the script's flags map one to one onto these configs; the subprocess path is tested above).
     out = tmp_path / "out"
-    config = finetuning.FineTuningConfig(output_dir=str(out), init_checkpoint=setup["init"], max_seq_length=24,
-                                         train_batch_size=16, num_train_epochs=1, learning_rate=1e-2,
-                                         steps_per_loop=4)
-    result = tagging.run_ner(config, tagging.TaggingConfig(train_file=setup["train"], feature_based=True,
-                                                           feature_layers=(-1, -2), lstm_units=8),
-                             do_train=True, do_eval=False)
+    config = tagging.TaggingConfig(output_dir=str(out), init_checkpoint=setup["init"], max_seq_length=24,
+                                   train_batch_size=16, num_train_epochs=1, learning_rate=1e-2, steps_per_loop=4,
+                                   train_file=setup["train"], feature_based=True, feature_layers=(-1, -2),
+                                   lstm_units=8, do_train=True)
+    result = tagging.run_ner(config)
     model = result.finetuning.model
     assert {w.path.split("/")[0] for w in model.trainable_weights} == {"bilstm_0", "bilstm_1", "classifier"}
     init = _encoder_values(model_dir.resolve_model_files(setup["init"]).checkpoint)
@@ -110,8 +110,7 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
     for k in common:
         np.testing.assert_array_equal(init[k], final[k], err_msg=k)
     # The checkpoint gives the trained BiLSTMs back to a fresh model (as a resumed run and best_model/ need).
-    fresh = tagging.make_task(config, tagging.TaggingConfig(
-        feature_based=True, feature_layers=(-1, -2), lstm_units=8)).build_model(
+    fresh = tagging.make_task(dataclasses.replace(config, train_file=None)).build_model(
         model_dir.resolve_model_files(setup["init"]).build_encoder())
     x = {k: np.ones((2, 24), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
     assert not np.allclose(fresh(x), model(x))
@@ -122,14 +121,15 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
 def test_bad_input_named(setup, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("EU NNP I-NP I-ORG\nrejects VBZ\n")
-    config = finetuning.FineTuningConfig(output_dir=str(tmp_path / "o"), init_checkpoint=setup["init"])
+    config = tagging.TaggingConfig(output_dir=str(tmp_path / "o"), init_checkpoint=setup["init"], do_train=True,
+                                   do_eval=True)
     with pytest.raises(InputError, match=r"bad\.txt:2: malformed CoNLL line"):
-        tagging.run_ner(config, tagging.TaggingConfig(train_file=str(bad)))
+        tagging.run_ner(dataclasses.replace(config, train_file=str(bad)))
     with pytest.raises(InputError, match="--feature_layers=-5: the model has 2 layers"):
-        tagging.make_task(config, tagging.TaggingConfig(train_file=setup["train"], feature_based=True,
-                                                        feature_layers=(-5,)))
+        tagging.make_task(dataclasses.replace(config, train_file=setup["train"], feature_based=True,
+                                              feature_layers=(-5,)))
     unknown = tmp_path / "dev.txt"
     unknown.write_text("Paris NNP I-NP I-GPE\n")
-    task = tagging.make_task(config, tagging.TaggingConfig(train_file=setup["train"], eval_file=str(unknown)))
+    task = tagging.make_task(dataclasses.replace(config, train_file=setup["train"], eval_file=str(unknown)))
     with pytest.raises(InputError, match=r"dev\.txt:1: unknown label 'I-GPE'"):
         task.evaluate(None)

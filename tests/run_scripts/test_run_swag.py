@@ -48,9 +48,10 @@ def test_run_swag_on_the_sample(shared_data, tmp_path):
              "--dropout_rate=0"]
 
     # Without --skip_bad_rows the bad row stops the job, named (from Python here: a subprocess costs ~10 s).
-    config = finetuning.FineTuningConfig(output_dir=str(tmp_path / "refused"), init_checkpoint=init)
+    config = multiple_choice.MultipleChoiceConfig(output_dir=str(tmp_path / "refused"), init_checkpoint=init,
+                                                  train_file=str(bad), do_train=True, do_eval=True)
     with pytest.raises(InputError, match=r"with_bad_row\.jsonl:11: missing ending: 'ending3'"):
-        multiple_choice.run_swag(config, multiple_choice.MultipleChoiceConfig(train_file=str(bad)))
+        multiple_choice.run_swag(config)
 
     run = _run(flags + ["--skip_bad_rows"])
     assert run.returncode == 0, run.stderr[-3000:]

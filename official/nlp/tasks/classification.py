@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, feature_cache, glue, length_buckets
 from official.nlp.metrics.glue import compute_metrics
@@ -38,30 +39,44 @@ FEATURES_VERSION = 1  # bump when the records' layout changes, so older caches a
 class ClassifierConfig(finetuning.FineTuningConfig):
     """`FineTuningConfig` plus the classification flags (names of the original `run_classifier.py` first)."""
 
-    task_name: str = ""
-    data_dir: str | None = None
-    do_train: bool = False
-    do_eval: bool = False
-    do_predict: bool = False
+    task_name: str = field("", help="cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, ax, or generic (with the "
+                                    "column flags).")
+    data_dir: str | None = field(None, help="The folder with the task's files (GLUE layout: train.tsv, dev.tsv, "
+                                            "test.tsv, ...).")
+    do_train: bool = field(False, help="Fine-tune (resuming a run in --output_dir).")
+    do_eval: bool = field(False, help="Evaluate on the dev set(s) after each epoch (eval_results.txt, TensorBoard, "
+                                      "best_model/).")
+    do_predict: bool = field(False, help="Write the GLUE submission file(s) and test_results.tsv for the test "
+                                         "set(s).")
     # ---
-    long_text: str = "truncate"
-    doc_stride: int | None = None
-    skip_bad_rows: bool = False
-    max_train_examples: int | None = None
-    tfds_name: str | None = None
-    tfds_data_dir: str | None = None
+    long_text: str = field("truncate", help="truncate (the original) or sliding_window (windows over the longer "
+                                            "text, logits averaged).")
+    doc_stride: int | None = field(None, help="Tokens between the starts of two windows (--long_text=sliding_window; "
+                                              "default: half a window).")
+    skip_bad_rows: bool = field(False, help="Skip (and count) rows with too few columns, an unknown label or an "
+                                            "empty text.")
+    max_train_examples: int | None = field(None, help="Use only the first N training examples.")
+    tfds_name: str | None = field(None, help="Read GLUE from tensorflow-datasets instead of --data_dir, e.g. "
+                                             "glue/mrpc (must be prepared).")
+    tfds_data_dir: str | None = field(None, help="tensorflow-datasets data folder.")
     # task_name=generic:
-    text_a_column: str | None = None
-    text_b_column: str | None = None
-    label_column: str = "label"
-    id_column: str | None = None
-    labels: str | None = None  # comma-separated, in head order
-    regression: bool = False
-    file_format: str = "tsv"
+    text_a_column: str | None = field(None, help="generic: column (or JSON key) of the first text.")
+    text_b_column: str | None = field(None, help="generic: column of the second text, for pairs.")
+    label_column: str = field("label", help="generic: column of the label.")
+    id_column: str | None = field(None, help="generic: column of the example id, written with the predictions.")
+    labels: str | None = field(None, help="generic: comma-separated label set in head order (default: sorted labels "
+                                          "of the training file).")
+    regression: bool = field(False, help="generic: numeric labels, one output (Pearson/Spearman).")
+    file_format: str = field("tsv", help="generic: tsv, csv or jsonl (files train.<fmt>, dev.<fmt>, test.<fmt> in "
+                                         "--data_dir).")
 
     # The data files are recorded by their content (`ClassificationTask.settings`), not by their folder.
     NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = finetuning.FineTuningConfig.NOT_TRAINING_SETTINGS + (
         "do_train", "do_eval", "do_predict", "data_dir", "tfds_data_dir", "skip_bad_rows")
+
+    def finetuning_config(self) -> ClassifierConfig:
+        """All of it: the classification fields are recorded with the shared ones (but `NOT_TRAINING_SETTINGS`)."""
+        return self
 
 
 def make_processor(config: ClassifierConfig):
@@ -277,12 +292,6 @@ def save_classifier(model: keras.Model, directory: str, files, *, task_name: str
 
 def run_classifier(config: ClassifierConfig, *, strategy: tf.distribute.Strategy | None = None) -> ClassifierResult:
     """Trains, evaluates and predicts as `config.do_train/do_eval/do_predict` say (see the module docstring)."""
-    if not (config.do_train or config.do_eval or config.do_predict):
-        raise InputError("At least one of --do_train, --do_eval or --do_predict must be set")
-    files = finetuning.resolve_model_files(config)
-    task = ClassificationTask(config, files)
-    result = finetuning.run_finetuning(config, task, do_train=config.do_train, do_eval=config.do_eval,
-                                       strategy=strategy, files=files)
-    predictions = task.predict(result.model) if config.do_predict else []
-    return ClassifierResult(result.model, result.eval_history, result.best_model_dir, predictions,
-                            result.train_metrics)
+    run = finetuning.run_task(config, lambda files: ClassificationTask(config, files), strategy=strategy)
+    return ClassifierResult(run.result.model, run.result.eval_history, run.result.best_model_dir,
+                            run.predictions or [], run.result.train_metrics)

@@ -23,6 +23,11 @@ Example:
     vectors = []
     write_jsonl("features.jsonl", collect_sentence_vectors(results, "mean", vectors), layers=[-1, -2, -3, -4])
     write_sentence_vectors("vectors.npy", vectors)
+
+or all of it, as `run_scripts/extract_features.py` does:
+
+    run_feature_extraction(FeatureExtractionConfig(input_file="data/sentence_pairs.txt",
+                                                   output_file="features.jsonl", init_checkpoint="models/minilm"))
 """
 from __future__ import annotations
 
@@ -36,6 +41,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import model_dir
+from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.instances import removal_counts
 
@@ -287,3 +294,51 @@ def write_sentence_vectors(path: str, vectors: Sequence[np.ndarray] | np.ndarray
     with tf.io.gfile.GFile(path, "wb") as f:
         np.save(f, array)
     return array
+
+
+@dataclasses.dataclass
+class FeatureExtractionConfig:
+    """The settings of `run_feature_extraction`; the field names are the flags of `extract_features.py`."""
+
+    input_file: str = field(help="Text file: `text_a` or `text_a ||| text_b` per line.")
+    output_file: str = field(help="JSON lines output.")
+    init_checkpoint: str = field(help="Model directory or original TF1 checkpoint prefix.")
+    layers: str = field("-1,-2,-3,-4", help="Comma-separated encoder layer indexes (-1 is the last).")
+    bert_config_file: str | None = field(None, help="Defaults to bert_config.json next to --init_checkpoint.")
+    vocab_file: str | None = field(None, help="Defaults to vocab.txt next to --init_checkpoint.")
+    do_lower_case: bool | None = field(None, help="Defaults to the model directory's do_lower_case.")
+    max_seq_length: int = field(128, lower_bound=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] "
+                                                         "included.")
+    batch_size: int = field(32, lower_bound=1, help="Examples per forward pass.")
+    output_format: str = field("original", enum=["original", "concat"], help=(
+        "original: one values list per layer; concat: the chosen layers concatenated per token."))
+    sentence_vectors_file: str | None = field(None, help="Optional .npy with one sentence vector per example.")
+    sentence_pooling: str = field("pooled", enum=["pooled", "mean"], help=(
+        "pooled: the tanh pooler on [CLS]; mean: mean over tokens of the chosen layers concatenated."))
+
+
+@dataclasses.dataclass
+class FeatureExtractionResult:
+    """What `run_feature_extraction` wrote: the number of examples, and the sentence vectors' shape (or None)."""
+
+    examples: int
+    sentence_vectors_shape: tuple[int, ...] | None
+
+
+def run_feature_extraction(config: FeatureExtractionConfig) -> FeatureExtractionResult:
+    """Writes the token vectors of `config.input_file` (and its sentence vectors, when asked for)."""
+    layers = parse_layers(config.layers)
+    examples = read_examples(config.input_file)  # first: bad input fails before any model work
+    files = model_dir.resolve_model_files(
+        config.init_checkpoint, bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
+        do_lower_case=config.do_lower_case)
+    results = extract(files.build_encoder(), files.tokenizer(), examples, layers=layers,
+                      max_seq_length=config.max_seq_length, batch_size=config.batch_size)
+    vectors = []  # One sentence vector per example, kept while the token vectors stream to the file.
+    if config.sentence_vectors_file:
+        results = collect_sentence_vectors(results, config.sentence_pooling, vectors)
+    count = write_jsonl(config.output_file, results, layers=layers, output_format=config.output_format)
+    shape = None
+    if config.sentence_vectors_file:
+        shape = write_sentence_vectors(config.sentence_vectors_file, vectors).shape
+    return FeatureExtractionResult(count, shape)

@@ -14,7 +14,9 @@ how to read its training data and how to evaluate; `run_finetuning` does the res
   best checkpoint by the task's metric is kept as a model directory (`best_model/`, with `finetuning.json`
   naming the task and its labels, so that a later job refuses a head of another label set).
 
-The training flags every fine-tuning script shares (original names) live in `tasks.finetuning_flags`.
+`FineTuningConfig` is the settings every fine-tuning job shares (`training.config.TrainingConfig`'s loop plus the
+model and the schedule in epochs); a task's config extends it with its data fields and `do_train`, `do_eval`,
+`do_predict`, and `run_task` runs what they ask for. The scripts' flags are the fields (`common.config_flags`).
 
 Example (see `tasks.classification` for a complete task):
 
@@ -29,7 +31,7 @@ import dataclasses
 import json
 import math
 import os
-from typing import ClassVar, Mapping, Protocol, Sequence
+from typing import Callable, ClassVar, Mapping, Protocol, Sequence
 
 import keras
 import tensorflow as tf
@@ -37,9 +39,11 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.training import distribution, optimization, summaries
+from official.nlp.training.config import TrainingConfig
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
 
@@ -51,45 +55,37 @@ EVAL_HISTORY_FILE = "eval_history.json"
 
 
 @dataclasses.dataclass
-class FineTuningConfig:
-    """The training settings every fine-tuning script shares; field names are the flags (original ones first)."""
+class FineTuningConfig(TrainingConfig):
+    """The settings every fine-tuning job shares: the model to start from, sequence length, batch sizes, the
+    schedule in epochs, and `TrainingConfig`'s loop. Field names are the flags; a task's config extends it with
+    its data fields and its `do_train`/`do_eval`/`do_predict`."""
 
-    output_dir: str
-    init_checkpoint: str | None = None
-    bert_config_file: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = None  # None: from the model directory
-    max_seq_length: int = 128
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
-    learning_rate: float = 5e-5
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
-    # ---
-    optimizer: str = "adamw"
-    weight_decay: float = 0.01
-    clip_norm: float = 1.0
-    adam_bias_correction: bool = False
-    adam_epsilon: float | None = None  # None: the optimizer recipe's own (optimization.default_epsilon)
-    steps_per_loop: int = 100
-    keep_checkpoint_max: int = 1
-    gradient_accumulation_steps: int = 1
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    distribution_strategy: str = "one_device"
-    num_gpus: int | None = None
-    tpu: str | None = None
-    all_reduce_alg: str | None = None
-    seed: int = 12345
-    deterministic: bool = False
+    output_dir: str = field(help="Checkpoints, cached features, eval_results.txt, summaries and best_model/ go "
+                                 "here; rerunning with the same flags resumes.")
+    init_checkpoint: str | None = field(None, help=(
+        "A model directory (convert_checkpoint.py or run_pretraining output), an original TF1 checkpoint prefix, or "
+        "a Hugging Face folder (config.json + model.safetensors + vocab.txt)."))
+    bert_config_file: str | None = field(None, help="bert_config.json (default: the one with --init_checkpoint).")
+    vocab_file: str | None = field(None, help="vocab.txt (default: the one with --init_checkpoint).")
+    do_lower_case: bool | None = field(None, help="Lower-case the input (default: the case stored with "
+                                                  "--init_checkpoint).")
+    max_seq_length: int = field(128, help="Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
+    eval_batch_size: int = field(8, help="Batch size for evaluation.")
+    predict_batch_size: int = field(8, help="Batch size for prediction.")
+    num_train_epochs: float = field(3.0, help="Epochs over the training data (may be fractional).")
+    warmup_proportion: float = field(0.1, help="Share of the training steps with linear warmup.")
+    keep_checkpoint_max: int = override(TrainingConfig, "keep_checkpoint_max", 1)
 
     # Fields that do not change what is trained: a resumed run may change them. Subclasses add theirs.
     NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
         "output_dir", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps", "steps_per_loop",
         "keep_checkpoint_max", "distribution_strategy", "num_gpus", "tpu", "all_reduce_alg", "deterministic",
         "jit_compile")
+
+    def finetuning_config(self) -> FineTuningConfig:
+        """What `run_task` records and checks when resuming: the shared part alone (a task records its own
+        settings through `task.settings()`; a config whose own fields are to be recorded returns itself)."""
+        return FineTuningConfig(**{f.name: getattr(self, f.name) for f in dataclasses.fields(FineTuningConfig)})
 
 
 class FineTuningTask(Protocol):
@@ -118,6 +114,9 @@ class FineTuningTask(Protocol):
     def settings(self) -> dict:
         """What the training depends on besides `FineTuningConfig` (data files' hashes, options), JSON-able."""
 
+    def predict(self, model: keras.Model):
+        """Writes the predictions of `model` on the prediction data (for `do_predict`); returns what it wrote."""
+
 
 @dataclasses.dataclass
 class FineTuningResult:
@@ -129,6 +128,41 @@ class FineTuningResult:
     train_metrics: dict[str, float]
     eval_history: list[dict]
     best_model_dir: str | None
+
+
+JOBS = ("do_train", "do_eval", "do_predict")  # the fields of a task's config that say what to run
+
+
+@dataclasses.dataclass
+class TaskRun:
+    """What `run_task` returns: the task, the fine-tuning result, and what `task.predict` returned (None when
+    nothing was predicted)."""
+
+    task: FineTuningTask
+    result: FineTuningResult
+    predictions: object | None
+
+
+def run_task(config: FineTuningConfig, make_task: Callable[[model_dir_lib.ModelFiles], FineTuningTask], *,
+             evaluate: Callable[[FineTuningTask], bool] | None = None,
+             strategy: tf.distribute.Strategy | None = None) -> TaskRun:
+    """Runs the jobs a task's config asks for (its `do_train`, `do_eval`, `do_predict` fields): fine-tunes (or
+    resumes) with an evaluation after each epoch, then predicts with `task.predict(model)`.
+
+    `make_task(files)` builds the task on the resolved `--init_checkpoint`. `evaluate(task)` is for a task whose
+    evaluation is its prediction, without a `do_eval` of its own (SQuAD evaluates `--predict_file` when it has
+    answers): whether to evaluate; it then predicts only when it did not evaluate.
+    """
+    jobs = [name for name in JOBS if hasattr(config, name)]
+    if not any(getattr(config, name) for name in jobs):
+        raise InputError(f"Nothing to do: give at least one of {', '.join('--' + name for name in jobs)}")
+    files = resolve_model_files(config)
+    task = make_task(files)
+    do_eval = evaluate(task) if evaluate else config.do_eval
+    result = run_finetuning(config.finetuning_config(), task, do_train=config.do_train, do_eval=do_eval,
+                            strategy=strategy, files=files)
+    predict = config.do_predict and not (evaluate and do_eval)
+    return TaskRun(task, result, task.predict(result.model) if predict else None)
 
 
 def resolve_model_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:

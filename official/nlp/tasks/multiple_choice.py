@@ -3,9 +3,9 @@
 
 `run_swag` is everything `run_scripts/run_swag.py` does, callable from Python:
 
-    result = run_swag(
-        FineTuningConfig(output_dir="/tmp/swag", init_checkpoint="models/minilm", num_train_epochs=3),
-        MultipleChoiceConfig(train_file="train.csv", eval_file="val.csv"))
+    result = run_swag(MultipleChoiceConfig(
+        output_dir="/tmp/swag", init_checkpoint="models/minilm", num_train_epochs=3, train_file="train.csv",
+        eval_file="val.csv", do_train=True, do_eval=True))
     result.eval_history[-1]["accuracy"]
 
 With `fit` instead: `model = BertMultipleChoice(encoder)`, `model.compile(optimizer,
@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, swag
 from official.nlp.modeling.encoder import BertEncoder
@@ -37,15 +38,19 @@ _RECORD_NAMES = {"input_word_ids": "input_ids", "input_mask": "input_mask", "inp
 
 
 @dataclasses.dataclass
-class MultipleChoiceConfig:
-    """The SWAG settings beside `FineTuningConfig` (field names are the script's flags): the CSV or JSON-lines
-    files (see `data.swag`), whether bad rows are skipped and counted instead of stopping, and the head's dropout."""
+class MultipleChoiceConfig(finetuning.FineTuningConfig):
+    """`FineTuningConfig` plus the SWAG settings (field names are the script's flags): the CSV or JSON-lines files
+    (see `data.swag`), whether bad rows are skipped and counted instead of stopping, and the head's dropout."""
 
-    train_file: str | None = None
-    eval_file: str | None = None
-    predict_file: str | None = None
-    skip_bad_rows: bool = False
-    dropout_rate: float = 0.1
+    train_file: str | None = field(None, help="SWAG training file (train.csv or JSON lines).")
+    eval_file: str | None = field(None, help="SWAG file for --do_eval (val.csv).")
+    predict_file: str | None = field(None, help="SWAG file for --do_predict (test.csv; labels not needed).")
+    do_train: bool = field(False, help="Fine-tune (or resume).")
+    do_eval: bool = field(False, help="Accuracy on --eval_file after each epoch (or once, without --do_train).")
+    do_predict: bool = field(False, help="Predict --predict_file into --output_dir/test_results.csv.")
+    skip_bad_rows: bool = field(False, help="Skip and count rows with too few columns, a missing ending, an empty "
+                                            "context or an unknown label.")
+    dropout_rate: float = field(0.1, help="Dropout before the choice scorer.")
 
 
 class MultipleChoiceTask:
@@ -172,20 +177,16 @@ class SwagResult:
     bad_rows: dict[str, int]
 
 
-def make_task(config: finetuning.FineTuningConfig, choice: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
+def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
+    """The task of `config` with the tokenizer of `config.init_checkpoint`."""
     files = files or finetuning.resolve_model_files(config)
-    return MultipleChoiceTask(choice, files.tokenizer(), max_seq_length=config.max_seq_length,
+    return MultipleChoiceTask(config, files.tokenizer(), max_seq_length=config.max_seq_length,
                               output_dir=config.output_dir, vocab_file=files.vocab_file,
                               do_lower_case=files.do_lower_case, eval_batch_size=config.eval_batch_size)
 
 
-def run_swag(config: finetuning.FineTuningConfig, choice: MultipleChoiceConfig, *, do_train: bool = True,
-             do_eval: bool = True, do_predict: bool = False) -> SwagResult:
-    """Trains (or resumes), evaluates after each epoch and predicts; see the module docstring."""
-    if not (do_train or do_eval or do_predict):
-        raise InputError("Nothing to do: give at least one of --do_train, --do_eval, --do_predict")
-    files = finetuning.resolve_model_files(config)
-    task = make_task(config, choice, files)
-    result = finetuning.run_finetuning(config, task, do_train=do_train, do_eval=do_eval, files=files)
-    predictions = task.predict(result.model) if do_predict else None
-    return SwagResult(result, result.eval_history, predictions, dict(task.bad_rows))
+def run_swag(config: MultipleChoiceConfig) -> SwagResult:
+    """Trains (or resumes), evaluates after each epoch and predicts, as `config.do_train/do_eval/do_predict` say;
+    see the module docstring."""
+    run = finetuning.run_task(config, lambda files: make_task(config, files))
+    return SwagResult(run.result, run.result.eval_history, run.predictions, dict(run.task.bad_rows))

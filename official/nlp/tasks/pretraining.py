@@ -22,14 +22,16 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import losses as bert_losses
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.configs import PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
 from official.nlp.training import distribution, optimization
+from official.nlp.training.config import TrainingConfig
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
 
 
@@ -55,49 +57,36 @@ class PretrainingObjective:
 
 
 @dataclasses.dataclass
-class PretrainingConfig:
-    """Every setting of a pretraining run; the field names are the script's flags (see the README)."""
+class PretrainingConfig(TrainingConfig):
+    """Every setting of a pretraining run: the records, the model, the schedule in steps, dynamic masking, and
+    `TrainingConfig`'s loop. The field names are the script's flags (see the README)."""
 
-    input_file: str
-    model_dir: str
-    bert_config_file: str | None = None
-    bert_config: BertConfig | None = None  # instead of bert_config_file, from Python
-    preset: str | None = None  # instead of bert_config_file: a BertConfig preset sized to vocab_file
-    init_checkpoint: str | None = None
-    vocab_file: str | None = None
-    do_lower_case: bool | None = None
-    export_dir: str | None = None  # default: model_dir/export
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    train_batch_size: int = 32
-    num_train_steps: int = 100000
-    num_warmup_steps: int = 10000
-    learning_rate: float = 5e-5
-    end_learning_rate: float = 0.0
-    poly_power: float = 1.0
-    optimizer: str = "adamw"
-    adam_bias_correction: bool = False  # False: the original optimizer; True: PyTorch's / Hugging Face's AdamW
-    adam_epsilon: float | None = None  # None: the optimizer recipe's own (optimization.default_epsilon)
-    weight_decay: float = 0.01
-    clip_norm: float = 1.0
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    steps_per_loop: int = 100
-    gradient_accumulation_steps: int = 1
-    mixed_precision: str = "float32"
-    jit_compile: bool = False
-    distribution_strategy: str = "one_device"
-    num_gpus: int | None = None
-    tpu: str | None = None
-    all_reduce_alg: str | None = None
-    use_next_sentence_label: bool = True
-    dynamic_masking: bool = False
-    masked_lm_prob: float = 0.15
-    whole_word_mask: bool = False
-    shuffle_buffer_size: int = 1000
-    seed: int = 12345
-    deterministic: bool = False
-    checkpoint_input: bool = True
+    input_file: str = field(help="TFRecord files: globs, comma-separated (plain or gzip).")
+    model_dir: str = field(help="Checkpoints, summaries and the export go here.")
+    bert_config_file: str | None = field(None, help="bert_config.json of the model (optional with a model-dir "
+                                                    "--init_checkpoint).")
+    bert_config: BertConfig | None = field(None, flag=False, help="Instead of bert_config_file, from Python.")
+    preset: str | None = field(None, enum=PRESETS, help="Instead of --bert_config_file: a BERT size, with vocab_size "
+                                                        "from --vocab_file.")
+    init_checkpoint: str | None = field(None, help=(
+        "Start from this model directory or original TF1 checkpoint (ignored when --model_dir already holds a "
+        "checkpoint, which is resumed)."))
+    vocab_file: str | None = field(None, help="vocab.txt to ship with the export (and for --dynamic_masking).")
+    do_lower_case: bool | None = field(None, help="Recorded in the export for the fine-tuning tokenizer.")
+    export_dir: str | None = field(None, help="Where the final model directory goes (default: --model_dir/export).")
+    max_seq_length: int = field(128, help="Sequence length of the records.")
+    max_predictions_per_seq: int = field(20, help="Masked LM predictions per sequence in the records.")
+    num_train_steps: int = field(100000, help="Optimizer steps.")
+    num_warmup_steps: int = field(10000, help="Linear warmup steps.")
+    end_learning_rate: float = field(0.0, help="Learning rate at --num_train_steps.")
+    poly_power: float = field(1.0, help="Power of the polynomial decay (1 = linear).")
+    use_next_sentence_label: bool = field(True, help="Train next sentence prediction.")
+    dynamic_masking: bool = field(False, help="Draw new masks on every pass (records masked offline are unmasked "
+                                              "first); needs --vocab_file.")
+    masked_lm_prob: float = field(0.15, help="Share of tokens masked by --dynamic_masking.")
+    whole_word_mask: bool = field(False, help="Whole-word masking for --dynamic_masking.")
+    shuffle_buffer_size: int = field(1000, help="Records in the shuffle buffer (saved with every checkpoint).")
+    checkpoint_input: bool = field(True, help="Save the input position with each checkpoint.")
 
 
 @dataclasses.dataclass

@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, squad, squad_records
 from official.nlp.data.squad_postprocessing import PostprocessSettings, SquadPredictions, postprocess
@@ -69,24 +70,21 @@ class SpanObjective:
 
 @dataclasses.dataclass
 class SquadConfig(finetuning.FineTuningConfig):
-    """The shared fine-tuning settings plus the original `run_squad.py` flags."""
+    """The shared fine-tuning settings plus the original `run_squad.py` flags. There is no `do_eval`: with
+    `do_predict`, a predict file that has answers is evaluated."""
 
-    max_seq_length: int = 384
-    train_file: str | None = None
-    predict_file: str | None = None
-    do_train: bool = False
-    do_predict: bool = False
-    doc_stride: int = 128
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: float = 0.0
-
-    def finetuning_config(self) -> finetuning.FineTuningConfig:
-        """The shared part (what the base records and checks when resuming)."""
-        return finetuning.FineTuningConfig(**{f.name: getattr(self, f.name)
-                                              for f in dataclasses.fields(finetuning.FineTuningConfig)})
+    max_seq_length: int = override(finetuning.FineTuningConfig, "max_seq_length", 384)
+    train_file: str | None = field(None, help="SQuAD JSON for training.")
+    predict_file: str | None = field(None, help="SQuAD JSON to predict (and evaluate, when it has answers).")
+    do_train: bool = field(False, help="Fine-tune on --train_file.")
+    do_predict: bool = field(False, help="Predict --predict_file.")
+    doc_stride: int = field(128, help="Tokens between the starts of consecutive windows.")
+    max_query_length: int = field(64, help="Longer questions are truncated (and counted).")
+    n_best_size: int = field(20, help="Candidates kept per question (nbest_predictions).")
+    max_answer_length: int = field(30, help="Longest answer, in tokens.")
+    version_2_with_negative: bool = field(False, help="SQuAD 2.0: questions may have no answer.")
+    null_score_diff_threshold: float = field(0.0, help='v2.0: answer "" when null score - best span score exceeds '
+                                                       'this.')
 
 
 def _check_config(config: SquadConfig) -> None:
@@ -243,15 +241,24 @@ def write_predictions(result: SquadPredictions, output_dir: str, version_2_with_
 def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = None) -> dict:
     """Trains and/or predicts as `config` says (see the module docstring); returns statistics and metrics."""
     _check_config(config)
-    files = finetuning.resolve_model_files(config)
-    if files.config.max_position_embeddings < config.max_seq_length:
-        raise InputError(f"--max_seq_length={config.max_seq_length} exceeds the model's max_position_embeddings="
-                         f"{files.config.max_position_embeddings}")
-    task = SquadTask(config, files.tokenizer(), files.do_lower_case)
-    evaluate = config.do_predict and task.has_answers
-    started = time.monotonic()
-    result = finetuning.run_finetuning(config.finetuning_config(), task, do_train=config.do_train,
-                                       do_eval=evaluate, strategy=strategy)
+
+    started = None
+
+    def make_task(files) -> SquadTask:
+        nonlocal started
+        if files.config.max_position_embeddings < config.max_seq_length:
+            raise InputError(f"--max_seq_length={config.max_seq_length} exceeds the model's "
+                             f"max_position_embeddings={files.config.max_position_embeddings}")
+        task = SquadTask(config, files.tokenizer(), files.do_lower_case)
+        started = time.monotonic()  # the files are read: what follows is the work
+        return task
+
+    def evaluates(task: SquadTask) -> bool:
+        return config.do_predict and task.has_answers
+
+    run = finetuning.run_task(config, make_task, evaluate=evaluates, strategy=strategy)
+    task, result = run.task, run.result
+    evaluate = evaluates(task)
     info = dict(task.info)
     if config.do_train:
         info.update(seconds=time.monotonic() - started, step=result.step,
@@ -263,5 +270,5 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
             summaries.write_scalars(writer, 0, {k: v for k, v in info.items() if isinstance(v, float)})
             writer.flush()
     elif config.do_predict:
-        info.update(task.predict(result.model)[1])
+        info.update(run.predictions[1])
     return info

@@ -5,9 +5,9 @@
 paper's feature-based model (`modeling.feature_tagger.BertFeatureTagger`: frozen encoder, chosen layers, two-layer
 BiLSTM; only that trains). `run_ner` is everything `run_scripts/run_ner.py` does, callable from Python:
 
-    result = run_ner(
-        FineTuningConfig(output_dir="/tmp/ner", init_checkpoint="models/minilm", num_train_epochs=3),
-        TaggingConfig(train_file="eng.train", eval_file="eng.testa", predict_file="eng.testb"))
+    result = run_ner(TaggingConfig(
+        output_dir="/tmp/ner", init_checkpoint="models/minilm", num_train_epochs=3, train_file="eng.train",
+        eval_file="eng.testa", predict_file="eng.testb", do_train=True, do_eval=True, do_predict=True))
     result.eval_history[-1]["f1"]     # dev entity F1 after the last epoch
     result.predictions_file           # /tmp/ner/test_predictions.txt, in CoNLL columns for conlleval
 
@@ -28,6 +28,7 @@ import tensorflow as tf
 from absl import logging
 from keras import ops
 
+from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll, feature_cache
 from official.nlp.metrics import conlleval
@@ -46,33 +47,28 @@ _RECORD_NAMES = {"input_word_ids": "input_ids", "input_mask": "input_mask", "inp
 
 
 @dataclasses.dataclass
-class TaggingConfig:
-    """The NER settings beside `FineTuningConfig` (field names are the script's flags).
+class TaggingConfig(finetuning.FineTuningConfig):
+    """`FineTuningConfig` plus the NER settings (field names are the script's flags); the CoNLL files are IOB1 or
+    IOB2 columns (see `data.conll`)."""
 
-    Attributes:
-      train_file, eval_file, predict_file: CoNLL column files (IOB1 or IOB2, see `data.conll`).
-      labels: the tag set, in the head's order (default: the training file's tags, "O" first, then sorted).
-      skip_bad_rows: leave out (and count) sentences with a malformed line or an unknown tag instead of stopping.
-      window_stride: sub-tokens between two windows of a sentence longer than `max_seq_length` (default: half).
-      feature_based: the paper's feature-based approach instead of fine-tuning.
-      feature_layers: encoder layers for `feature_based` (-1 is the last).
-      feature_combine: `concat` or `weighted_sum` of `feature_layers`.
-      lstm_units, num_lstm_layers: the BiLSTM of `feature_based` (per direction).
-      dropout_rate: dropout before the classifier (and in the BiLSTM stack).
-    """
-
-    train_file: str | None = None
-    eval_file: str | None = None
-    predict_file: str | None = None
-    labels: Sequence[str] | None = None
-    skip_bad_rows: bool = False
-    window_stride: int | None = None
-    feature_based: bool = False
-    feature_layers: Sequence[int] = (-1, -2, -3, -4)
-    feature_combine: str = "concat"
-    lstm_units: int = 768
-    num_lstm_layers: int = 2
-    dropout_rate: float = 0.1
+    train_file: str | None = field(None, help="CoNLL training file (e.g. eng.train or train.txt).")
+    eval_file: str | None = field(None, help="CoNLL file for --do_eval (e.g. eng.testa).")
+    predict_file: str | None = field(None, help="CoNLL file for --do_predict (e.g. eng.testb).")
+    do_train: bool = field(False, help="Fine-tune (or resume).")
+    do_eval: bool = field(False, help="Entity F1 on --eval_file after each epoch (or once, without --do_train).")
+    do_predict: bool = field(False, help="Tag --predict_file into --output_dir/test_predictions.txt.")
+    labels: Sequence[str] | None = field(None, help="The tag set in the head's order (default: the training file's "
+                                                    "tags, O first, then sorted).")
+    skip_bad_rows: bool = field(False, help="Leave out and count sentences with a malformed line or an unknown tag.")
+    window_stride: int | None = field(None, help="Sub-tokens between windows of a long sentence (default: half a "
+                                                 "window).")
+    feature_based: bool = field(False, help="Freeze BERT and train a BiLSTM on its layers (the paper's Table 7).")
+    feature_layers: Sequence[int] = field((-1, -2, -3, -4), help="--feature_based: encoder layers to use (-1 is the "
+                                                                 "last).")
+    feature_combine: str = field("concat", enum=COMBINE, help="--feature_based: how the layers are combined.")
+    lstm_units: int = field(768, help="--feature_based: units per direction of each BiLSTM layer.")
+    num_lstm_layers: int = field(2, help="--feature_based: BiLSTM layers.")
+    dropout_rate: float = field(0.1, help="Dropout before the classifier (and in the BiLSTM stack).")
 
 
 def masked_token_loss(y_true, y_pred):
@@ -291,32 +287,26 @@ class NerResult:
     bad_rows: dict[str, int]
 
 
-def make_task(config: finetuning.FineTuningConfig, tagging: TaggingConfig,
-              files=None) -> TaggingTask:
-    """The task of `tagging` (fine-tuned or feature-based) with the tokenizer of `config.init_checkpoint`."""
-    if tagging.feature_combine not in COMBINE:
-        raise InputError(f"--feature_combine={tagging.feature_combine}: must be one of {COMBINE}")
+def make_task(config: TaggingConfig, files=None) -> TaggingTask:
+    """The task of `config` (fine-tuned or feature-based) with the tokenizer of `config.init_checkpoint`."""
+    if config.feature_combine not in COMBINE:
+        raise InputError(f"--feature_combine={config.feature_combine}: must be one of {COMBINE}")
     files = files or finetuning.resolve_model_files(config)
     num_layers = files.config.num_hidden_layers
-    if tagging.feature_based and any(not -num_layers <= i < num_layers for i in tagging.feature_layers):
-        raise InputError(f"--feature_layers={','.join(map(str, tagging.feature_layers))}: the model has "
+    if config.feature_based and any(not -num_layers <= i < num_layers for i in config.feature_layers):
+        raise InputError(f"--feature_layers={','.join(map(str, config.feature_layers))}: the model has "
                          f"{num_layers} layers (indexes -{num_layers}..{num_layers - 1})")
-    cls = FeatureBasedTaggingTask if tagging.feature_based else TaggingTask
-    return cls(tagging, files.tokenizer(), max_seq_length=config.max_seq_length, output_dir=config.output_dir,
+    cls = FeatureBasedTaggingTask if config.feature_based else TaggingTask
+    return cls(config, files.tokenizer(), max_seq_length=config.max_seq_length, output_dir=config.output_dir,
                vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
                eval_batch_size=config.eval_batch_size, init_checkpoint=config.init_checkpoint)
 
 
-def run_ner(config: finetuning.FineTuningConfig, tagging: TaggingConfig, *, do_train: bool = True,
-            do_eval: bool = True, do_predict: bool = False) -> NerResult:
-    """Trains (or resumes), evaluates after each epoch and tags `predict_file`; see the module docstring."""
-    if not (do_train or do_eval or do_predict):
-        raise InputError("Nothing to do: give at least one of --do_train, --do_eval, --do_predict")
-    files = finetuning.resolve_model_files(config)
-    task = make_task(config, tagging, files)
-    result = finetuning.run_finetuning(config, task, do_train=do_train, do_eval=do_eval, files=files)
-    predictions_file = scores = None
-    if do_predict:
-        predictions_file, scores = task.predict(result.model)
+def run_ner(config: TaggingConfig) -> NerResult:
+    """Trains (or resumes), evaluates after each epoch and tags `predict_file`, as `config.do_train/do_eval/
+    do_predict` say; see the module docstring."""
+    run = finetuning.run_task(config, lambda files: make_task(config, files))
+    predictions_file, scores = run.predictions or (None, None)
+    if predictions_file:
         logging.info("Wrote %s; conlleval against its tags:\n%s", predictions_file, scores.report())
-    return NerResult(result, result.eval_history, predictions_file, scores, dict(task.bad_rows))
+    return NerResult(run.result, run.result.eval_history, predictions_file, scores, dict(run.task.bad_rows))

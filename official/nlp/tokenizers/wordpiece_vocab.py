@@ -10,16 +10,20 @@ Example:
 
 >>> vocab = build_vocab(["corpus.txt"], vocab_size=8000, do_lower_case=True)   # doctest: +SKIP
 >>> write_vocab(vocab, "vocab.txt")                                            # doctest: +SKIP
+
+or, as `run_scripts/build_vocab.py` does, `build_vocab_file(VocabConfig(input_file=..., output_file=...))`.
 """
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import time
 from typing import Iterable, List, Mapping, Optional, Sequence
 
 from absl import logging
 
+from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.tokenizers import tokenization
 from official.nlp.common import input_files
@@ -160,3 +164,28 @@ def write_vocab(vocab: Sequence[str], path: str) -> None:
     with open(tmp, "w", encoding="utf-8", newline="\n") as f:
         f.writelines(token + "\n" for token in vocab)
     os.replace(tmp, path)
+
+
+@dataclasses.dataclass
+class VocabConfig:
+    """The settings of `build_vocab_file`; the field names are the flags of `build_vocab.py`."""
+
+    input_file: str = field(help="Input text files: a comma-separated list of paths and glob patterns.")
+    output_file: str = field(help="Where to write vocab.txt.")
+    vocab_size: int = field(30522, help="Maximum vocabulary size, reserved tokens included.")
+    do_lower_case: bool = field(True, help="Lower-case and strip accents before counting (uncased vocabulary).")
+    num_unused: int = field(0, help="Number of [unusedN] tokens to reserve after [PAD].")
+    min_count: int = field(10, help="Minimum count of a word to be a vocabulary candidate (learner lower_thresh).")
+    max_token_length: int = field(50, help="Longest token to learn, in characters.")
+    max_unique_chars: int = field(1000, help="Alphabet size: words with rarer characters are not counted.")
+    max_lines: Optional[int] = field(None, help="Read at most this many lines (all by default).")
+
+
+def build_vocab_file(config: VocabConfig) -> List[str]:
+    """Learns the vocabulary of `config.input_file` and writes it to `config.output_file`; returns it."""
+    vocab = build_vocab(
+        expand_input_files(config.input_file), config.vocab_size, config.do_lower_case, num_unused=config.num_unused,
+        max_lines=config.max_lines, lower_thresh=config.min_count, max_token_length=config.max_token_length,
+        max_unique_chars=config.max_unique_chars)
+    write_vocab(vocab, config.output_file)
+    return vocab

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional, Sequence
 
+from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import masking as masking_lib
 
@@ -17,28 +18,39 @@ class PretrainingDataConfig:
     ``PATH-00000-of-0000N`` ... ``PATH-0000{N-1}-of-0000N``.
     """
 
-    input_file: str | Sequence[str]
-    output_file: str | Sequence[str]
-    vocab_file: str
-    do_lower_case: bool = True
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    random_seed: int = 12345
-    dupe_factor: int = 10
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    do_whole_word_mask: bool = False
+    input_file: str | Sequence[str] = field(help="Input text files: a comma-separated list of paths and glob "
+                                                  "patterns.")
+    output_file: str | Sequence[str] = field(help="Output TFRecord files: a comma-separated list, or PATH@N for N "
+                                                   "shards PATH-0000i-of-0000N.")
+    vocab_file: str = field(help="The vocabulary file that the BERT model was trained on.")
+    do_lower_case: bool = field(True, help="Lower-case the input (True for uncased models, False for cased).")
+    max_seq_length: int = field(128, help="Maximum sequence length.")
+    max_predictions_per_seq: int = field(20, help="Maximum number of masked-LM predictions per sequence.")
+    random_seed: int = field(12345, help="Random seed for data generation.")
+    dupe_factor: int = field(10, help="Number of passes over the input (each with different masks).")
+    masked_lm_prob: float = field(0.15, help="Masked-LM probability.")
+    short_seq_prob: float = field(0.1, help="Probability of a shorter target length for a document.")
+    do_whole_word_mask: bool = field(False, help="Mask whole words rather than single WordPiece tokens.")
     # ---
-    max_ngram_size: int = 1
-    use_next_sentence_label: bool = True
-    static_masking: bool = True  # False writes unmasked records for `masking.dynamic_masking`.
-    gzip: bool = False
-    num_workers: int = 0  # 0: all cores.
-    unit_mb: float = 4.0
-    max_line_bytes: int = 1 << 20
-    skip_bad_lines: bool = False
-    stats_file: Optional[str] = None
-    reference_order: bool = False  # Single process, whole corpus, the original's exact random stream.
+    max_ngram_size: int = field(1, help="Mask spans of up to this many words (ALBERT n-gram masking, P(n) ~ 1/n).")
+    use_next_sentence_label: bool = field(True, help=(
+        "Write next_sentence_labels. False gives MLM-only records of contiguous text: B always continues A (no "
+        "random next segments)."))
+    static_masking: bool = field(True, help="Mask here. False writes unmasked records for on-the-fly masking "
+                                            "(masking.dynamic_masking).")
+    gzip: bool = field(False, help="Write gzip-compressed TFRecords (read with compression_type='GZIP').")
+    num_workers: int = field(0, help="Worker processes (0: all cores). The output does not depend on it.")
+    unit_mb: float = field(4.0, help=(
+        "Size of the independent work units (at least two documents each; the shard count does not change them); "
+        "the random next document and the instance shuffle are drawn within a unit, and a worker holds one unit in "
+        "memory."))
+    max_line_bytes: int = field(1 << 20, help="Longer lines are an error (or skipped with --skip_bad_lines).")
+    skip_bad_lines: bool = field(False, help="Count and skip lines that are not UTF-8 or too long, instead of "
+                                             "failing.")
+    stats_file: Optional[str] = field(None, help="Statistics JSON (default: next to the output).")
+    reference_order: bool = field(False, help=(
+        "Single process, whole corpus in memory, the original script's exact random stream (slow; for comparisons "
+        "with the original)."))
 
 
 def validate_config(config: PretrainingDataConfig) -> None:
