@@ -251,7 +251,7 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
     evaluate = config.do_predict and task.has_answers
     started = time.monotonic()
     result = finetuning.run_finetuning(config.finetuning_config(), task, do_train=config.do_train,
-                                       do_eval=evaluate, strategy=strategy)
+                                       do_eval=evaluate, strategy=strategy, files=files)
     info = dict(task.info)
     if config.do_train:
         info.update(seconds=time.monotonic() - started, step=result.step,
