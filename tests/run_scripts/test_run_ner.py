@@ -84,7 +84,7 @@ def test_fine_tuning_end_to_end(setup, tmp_path):
     written = conll.read_conll(str(out / tagging.PREDICTIONS_FILE)).sentences
     assert [s.words for s in written] == [s.words for s in dev]
     assert all(len(c) == 5 and c[:4] == g for s, d in zip(written, dev) for c, g in zip(s.columns, d.columns))
-    assert (out / "best_model" / finetuning.TASK_FILE).exists()
+    assert (out / "best_model" / model_dir.TASK_FILE).exists()
     # The encoder was fine-tuned.
     init = _encoder_values(model_dir.resolve_model_files(setup["init"]).checkpoint)
     final = _encoder_values(tf.train.latest_checkpoint(str(out)))

@@ -102,13 +102,7 @@ def tf1_name_to_hf(name: str) -> str:
     return f"{scope}/{last}".replace("/", ".")
 
 
-def read_hf_weights(path: str) -> dict[str, np.ndarray]:
-    """Reads Hugging Face BERT weights (`model.safetensors`, or the folder holding it) as TF1 names and layouts.
-
-    Works with and without the `bert.` prefix (BertModel vs BertForPreTraining) and maps the `cls.*` pretraining
-    heads. Tensors without a TF1 counterpart keep their Hugging Face name, so `assign_weights` can report them.
-    The tied decoder (`cls.predictions.decoder.*`) is checked against the word embeddings and bias.
-    """
+def _safetensors_file(path: str) -> str:
     file = os.path.join(path, "model.safetensors") if os.path.isdir(path) else path
     if not os.path.exists(file):
         hint = ""
@@ -116,7 +110,30 @@ def read_hf_weights(path: str) -> dict[str, np.ndarray]:
             hint = ("; only model.safetensors is read: re-save with "
                     "transformers' save_pretrained(..., safe_serialization=True)")
         raise MissingInputError(f"No model.safetensors at {path}{hint}")
-    tensors = load_safetensors(file)
+    return file
+
+
+def has_masked_lm_head(path: str) -> bool:
+    """Whether Hugging Face BERT weights (`model.safetensors` or its folder) hold the masked-LM head; reads only
+    the file's header."""
+    file = _safetensors_file(path)
+    with open(file, "rb") as f:
+        try:
+            (header_size,) = struct.unpack("<Q", f.read(8))
+            names = json.loads(f.read(header_size))
+        except (struct.error, ValueError) as e:
+            raise InputError(f"{file} is not a safetensors file ({e})") from None
+    return any((hf_name_to_tf1(name)[0] or "").startswith("cls/predictions/") for name in names)
+
+
+def read_hf_weights(path: str) -> dict[str, np.ndarray]:
+    """Reads Hugging Face BERT weights (`model.safetensors`, or the folder holding it) as TF1 names and layouts.
+
+    Works with and without the `bert.` prefix (BertModel vs BertForPreTraining) and maps the `cls.*` pretraining
+    heads. Tensors without a TF1 counterpart keep their Hugging Face name, so `assign_weights` can report them.
+    The tied decoder (`cls.predictions.decoder.*`) is checked against the word embeddings and bias.
+    """
+    tensors = load_safetensors(_safetensors_file(path))
     weights, decoder = {}, {}
     for hf_name, value in tensors.items():
         bare = hf_name.removeprefix("bert.")

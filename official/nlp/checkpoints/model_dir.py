@@ -7,6 +7,11 @@ A model directory holds
     do_lower_case      "true" or "false"
     checkpoint, ckpt-N.index, ckpt-N.data-*    our checkpoint (tf.train.Checkpoint, see tf_checkpoints.py)
       or bert_model.ckpt.index/.data-*         an original TF1 checkpoint (--output_format=tf1)
+    finetuning.json    only in a fine-tuned model directory: the task, head and labels of its head (TASK_FILE)
+
+A fine-tuning job's output directory is a model directory too (its checkpoints hold the whole task model), plus
+`finetuning_settings.json` (the settings it was trained with, SETTINGS_FILE) and `best_model/` (the best checkpoint
+as a fine-tuned model directory, BEST_MODEL_DIR).
 
 Every script's `--init_checkpoint` goes through `resolve_model_files`, which accepts a model directory, an
 original TF1 checkpoint prefix (with `bert_config.json`/`vocab.txt` looked up next to it, as in Google's released
@@ -22,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -40,6 +46,9 @@ VOCAB_FILE = "vocab.txt"
 DO_LOWER_CASE_FILE = "do_lower_case"
 TF1_CHECKPOINT_NAME = "bert_model.ckpt"
 CHECKPOINT_NAME = tf_checkpoints.CHECKPOINT_NAME
+TASK_FILE = "finetuning.json"
+SETTINGS_FILE = "finetuning_settings.json"
+BEST_MODEL_DIR = "best_model"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,35 +72,27 @@ class ModelFiles:
             self.restore(encoder)
         return encoder
 
-    def restore(self, model, *, encoder_only: bool = False, _quiet: bool = False) -> None:
+    def restore(self, model, *, encoder_only: bool = False) -> None:
         """Loads the checkpoint into `model`: the encoder, plus the pretraining heads for a `BertPretrainer`.
 
         Other task models get the encoder only (their heads start fresh, as in fine-tuning). A `BertPretrainer`
         from a checkpoint without pretraining heads (a converted Hugging Face encoder, a TF1 checkpoint without
         `cls/*`) gets the encoder, and its heads keep their fresh initial values. To resume a whole fine-tuned
-        model from our format use `tf_checkpoints.restore_checkpoint(model, prefix)`.
+        model from our format use `tf_checkpoints.restore_checkpoint(model, prefix)`; a job decides what it starts
+        from with `restore_plan.plan_restore`.
         """
         if self.checkpoint is None:
             raise ValueError("No checkpoint to restore (the model directory was resolved without one)")
         heads = isinstance(model, BertPretrainer) and not encoder_only
-        if heads and not tf_checkpoints.has_masked_lm_head(self.checkpoint):
+        if heads and not has_masked_lm_head(self.checkpoint, self.checkpoint_format):
             logging.info("Restored the encoder from %s (%s format); it has no pretraining heads, so the masked-LM "
                          "and next-sentence heads start from fresh initial values", self.checkpoint,
                          self.checkpoint_format)
-            self.restore(model, encoder_only=True, _quiet=True)
+            restore_weights(model, self.checkpoint, self.checkpoint_format, whole_model=False)
             return
-        target = model if heads else (model if isinstance(model, BertEncoder) else model.encoder)
-        if self.checkpoint_format == "tf1":
-            tf_checkpoints.assign_weights(tf_checkpoints.read_tf1_checkpoint(self.checkpoint), target,
-                                       source=self.checkpoint)
-        elif self.checkpoint_format == "hf":
-            tf_checkpoints.assign_weights(hf_weights.read_hf_weights(self.checkpoint), target,
-                                          source=self.checkpoint)
-        else:
-            tf_checkpoints.restore_checkpoint(target, self.checkpoint, encoder_only=not heads)
-        if not _quiet:
-            logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
-                         self.checkpoint, self.checkpoint_format)
+        restore_weights(model, self.checkpoint, self.checkpoint_format, whole_model=heads)
+        logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
+                     self.checkpoint, self.checkpoint_format)
 
     def tokenizer(self):
         """The pure-Python `FullTokenizer` for this vocabulary and case."""
@@ -101,6 +102,25 @@ class ModelFiles:
             raise InputError("No vocabulary or case: pass --vocab_file and --do_lower_case, or use a model "
                              "directory that has vocab.txt and do_lower_case")
         return FullTokenizer(self.vocab_file, do_lower_case=self.do_lower_case)
+
+
+def has_masked_lm_head(checkpoint: str, checkpoint_format: str) -> bool:
+    """Whether a checkpoint of any format holds the masked-LM head (public encoder-only ones do not)."""
+    if checkpoint_format == "hf":
+        return hf_weights.has_masked_lm_head(checkpoint)
+    return tf_checkpoints.has_masked_lm_head(checkpoint)
+
+
+def restore_weights(model, checkpoint: str, checkpoint_format: str, *, whole_model: bool) -> None:
+    """Reads `checkpoint` (`checkpoint_format` "ours", "tf1" or "hf") into `model`'s encoder, or with `whole_model`
+    into all of `model` (a `BertPretrainer`'s heads; any task model's head from our format). Decides nothing."""
+    target = model if whole_model or isinstance(model, BertEncoder) else model.encoder
+    if checkpoint_format == "tf1":
+        tf_checkpoints.assign_weights(tf_checkpoints.read_tf1_checkpoint(checkpoint), target, source=checkpoint)
+    elif checkpoint_format == "hf":
+        tf_checkpoints.assign_weights(hf_weights.read_hf_weights(checkpoint), target, source=checkpoint)
+    else:
+        tf_checkpoints.restore_checkpoint(target, checkpoint, encoder_only=not whole_model)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -156,6 +176,29 @@ def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_ca
 
 # ---------------------------------------------------------------------------------------------------------------
 # Reading
+
+
+def _read_json_beside(path: str | None, name: str) -> dict | None:
+    if not path:
+        return None
+    folder = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    file = os.path.join(folder, name)
+    if not tf.io.gfile.exists(file):
+        return None
+    with tf.io.gfile.GFile(file) as f:
+        return json.load(f)
+
+
+def read_task_file(path: str | None) -> dict | None:
+    """The `finetuning.json` of a fine-tuned model directory (or of the folder of a checkpoint prefix in one):
+    `{"task", "head", "labels", "metric", "evaluation"}`; None where there is none."""
+    return _read_json_beside(path, TASK_FILE)
+
+
+def read_settings_file(path: str | None) -> dict | None:
+    """The `finetuning_settings.json` of a fine-tuning output directory (or of the folder of a checkpoint prefix in
+    one); None where there is none."""
+    return _read_json_beside(path, SETTINGS_FILE)
 
 
 def read_do_lower_case(path: str) -> bool:
@@ -284,7 +327,7 @@ def resolve_model_files(
     """
     if bert_config is not None and bert_config_file is not None:
         raise ValueError("Pass bert_config or --bert_config_file, not both")
-    if init_checkpoint and detect_format(init_checkpoint) == "hf":
+    if init_checkpoint and _is_hf(init_checkpoint):
         files = hf_model_files(init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file,
                                do_lower_case=do_lower_case)
         if bert_config is not None and bert_config != files.config:
@@ -337,8 +380,6 @@ def resolve_model_files(
 
 
 def _hf_do_lower_case(directory: str) -> bool | None:
-    import json
-
     path = os.path.join(directory, "tokenizer_config.json")
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
@@ -366,13 +407,15 @@ def hf_model_files(path: str, *, bert_config_file: str | None = None, vocab_file
                       checkpoint_format="hf")
 
 
+def _is_hf(path: str) -> bool:
+    return path.endswith(".safetensors") or (tf.io.gfile.isdir(path) and (
+        tf.io.gfile.exists(os.path.join(path, "model.safetensors"))
+        or tf.io.gfile.exists(os.path.join(path, "pytorch_model.bin"))))
+
+
 def detect_format(path: str) -> str:
     """`"hf"` for a Hugging Face model folder or `.safetensors` file, else `"ours"` or `"tf1"` (see find_checkpoint)."""
-    if path.endswith(".safetensors") or (tf.io.gfile.isdir(path) and (
-            tf.io.gfile.exists(os.path.join(path, "model.safetensors"))
-            or tf.io.gfile.exists(os.path.join(path, "pytorch_model.bin")))):
-        return "hf"
-    return find_checkpoint(path)[1]
+    return "hf" if _is_hf(path) else find_checkpoint(path)[1]
 
 
 def load_model(path: str, *, input_format: str = "auto", bert_config_file: str | None = None,

@@ -16,7 +16,6 @@ Written under `export_dir`: `<version>/` (all signatures), `token_ids/<version>/
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Sequence
 
@@ -28,9 +27,6 @@ from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import models
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
-from official.nlp.tasks.finetuning import BEST_MODEL_DIR as _BEST_MODEL_DIR
-from official.nlp.tasks.finetuning import SETTINGS_FILE as _SETTINGS_FILE
-from official.nlp.tasks.finetuning import TASK_FILE as _TASK_FILE
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
 _SINGLE_TEXT_TASKS = ("cola", "sst-2")  # GLUE's one-sentence tasks (names of official.nlp.data.glue)
@@ -38,21 +34,13 @@ _SQUAD_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_
                    "null_score_diff_threshold")
 
 
-def _read_json(path: str) -> dict:
-    if not tf.io.gfile.exists(path):
-        return {}
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
-
-
 def _locate(init_checkpoint: str) -> tuple[str, dict]:
     """The checkpoint to load (a fine-tuning output_dir's best model when it has one) and the fine-tuning record."""
-    directory = init_checkpoint if tf.io.gfile.isdir(init_checkpoint) else os.path.dirname(init_checkpoint)
-    record = {**_read_json(os.path.join(directory, _SETTINGS_FILE)), **_read_json(os.path.join(directory,
-                                                                                               _TASK_FILE))}
-    best = os.path.join(init_checkpoint, _BEST_MODEL_DIR)
+    record = {**(model_dir_lib.read_settings_file(init_checkpoint) or {}),
+              **(model_dir_lib.read_task_file(init_checkpoint) or {})}
+    best = os.path.join(init_checkpoint, model_dir_lib.BEST_MODEL_DIR)
     if tf.io.gfile.isdir(init_checkpoint) and tf.io.gfile.isdir(best):
-        record.update(_read_json(os.path.join(best, _TASK_FILE)))
+        record.update(model_dir_lib.read_task_file(best) or {})
         return best, record
     return init_checkpoint, record
 

@@ -5,7 +5,9 @@ how to read its training data and how to evaluate; `run_finetuning` does the res
 (`training.trainer.Trainer`):
 
 - the encoder from `--init_checkpoint`: one of our model directories, an original TF1 checkpoint or a Hugging
-  Face folder (`checkpoints.model_dir.resolve_model_files`), config, vocabulary and case with it;
+  Face folder (`checkpoints.model_dir.resolve_model_files`), config, vocabulary and case with it; which weights
+  the model starts from (a resumed run, a fine-tuned head, the encoder alone) is `checkpoints.restore_plan`'s
+  decision;
 - the optimizer and schedule of the paper, sized from the number of training examples
   (`num_train_epochs * examples / train_batch_size` steps, `warmup_proportion` of them warming up);
 - training with resume: rerunning with the same `output_dir` continues from the last checkpoint; a rerun with
@@ -38,8 +40,8 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common.config_flags import field, override
+from official.nlp.checkpoints import restore_plan
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.training import distribution, optimization, summaries
@@ -47,9 +49,6 @@ from official.nlp.training.config import TrainingConfig
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
 
-SETTINGS_FILE = "finetuning_settings.json"
-TASK_FILE = "finetuning.json"  # in a fine-tuned model directory: the task and labels of its head
-BEST_MODEL_DIR = "best_model"
 EVAL_RESULTS_FILE = "eval_results.txt"
 EVAL_HISTORY_FILE = "eval_history.json"
 
@@ -175,33 +174,9 @@ def resolve_model_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
         raise InputError(str(e)) from e
 
 
-def read_task_file(directory: str | None) -> dict | None:
-    """The `finetuning.json` of a fine-tuned model directory (or of the directory of a checkpoint prefix)."""
-    if not directory:
-        return None
-    folder = directory if tf.io.gfile.isdir(directory) else os.path.dirname(directory)
-    path = os.path.join(folder, TASK_FILE)
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
-
-
-def check_head(init_checkpoint: str | None, task: FineTuningTask) -> bool:
-    """Whether `init_checkpoint` holds a head for `task`'s labels (restore it too); refuses another label set."""
-    found = read_task_file(init_checkpoint)
-    if found is None:
-        return False
-    if list(found.get("labels", [])) != list(task.labels) or found.get("head") != _head_name(task):
-        raise InputError(
-            f"--init_checkpoint={init_checkpoint} holds a fine-tuned {found.get('head')} head for the labels "
-            f"{found.get('labels')} (task {found.get('task')!r}); this task needs a {_head_name(task)} head for "
-            f"{list(task.labels)}. Start from the pretrained model directory instead, or fix the label set.")
-    return True
-
-
-def _head_name(task: FineTuningTask) -> str:
-    return getattr(task, "head", type(task).__name__)
+def task_head(task: FineTuningTask) -> restore_plan.Head:
+    """The head `task` builds, as fine-tuned model directories record it."""
+    return restore_plan.Head(getattr(task, "head", type(task).__name__), tuple(task.labels), task.name)
 
 
 def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, int, int]:
@@ -249,10 +224,8 @@ def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles,
 def check_settings(output_dir: str, settings: dict) -> bool:
     """Refuses to resume `output_dir` when it was trained with other settings, naming them; returns whether it
     already records them (else `record_settings` writes them once training starts)."""
-    path = os.path.join(output_dir, SETTINGS_FILE)
-    if tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path) as f:
-            recorded = json.load(f)
+    recorded = model_dir_lib.read_settings_file(output_dir) if tf.io.gfile.isdir(output_dir) else None
+    if recorded is not None:
         differing = [f"--{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
                      for k in sorted(set(recorded) | set(settings)) if recorded.get(k) != settings.get(k)]
         if differing:
@@ -260,14 +233,14 @@ def check_settings(output_dir: str, settings: dict) -> bool:
                              "Rerun with the same flags to resume it, or choose another --output_dir.")
         return True
     if tf.io.gfile.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
-        raise InputError(f"--output_dir={output_dir} holds checkpoints but no {SETTINGS_FILE}, so they may belong "
-                         "to other settings; choose another --output_dir")
+        raise InputError(f"--output_dir={output_dir} holds checkpoints but no {model_dir_lib.SETTINGS_FILE}, so they "
+                         "may belong to other settings; choose another --output_dir")
     return False
 
 
 def record_settings(output_dir: str, settings: dict) -> None:
     tf.io.gfile.makedirs(output_dir)
-    with tf.io.gfile.GFile(os.path.join(output_dir, SETTINGS_FILE), "w") as f:
+    with tf.io.gfile.GFile(os.path.join(output_dir, model_dir_lib.SETTINGS_FILE), "w") as f:
         json.dump(settings, f, indent=1, sort_keys=True)
 
 
@@ -277,20 +250,6 @@ def build_model(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task:
     with strategy.scope():
         encoder = BertEncoder.from_bert_config(files.config, dtype=optimization.dtype_policy(config.mixed_precision))
         return task.build_model(encoder)
-
-
-def restore_init(model: keras.Model, files: model_dir_lib.ModelFiles, task: FineTuningTask,
-                 init_checkpoint: str | None) -> None:
-    """Loads `--init_checkpoint` into `model`: the encoder, and the head too when it was fine-tuned for the same
-    labels (another label set is refused)."""
-    if files.checkpoint is None:
-        logging.warning("No --init_checkpoint: the encoder starts from random weights")
-        return
-    if check_head(init_checkpoint, task):
-        tf_checkpoints.restore_checkpoint(model, files.checkpoint)
-        logging.info("Restored the encoder and the %s head from %s", task.name, files.checkpoint)
-    else:
-        files.restore(model)
 
 
 def create_optimizer(config: FineTuningConfig, train_steps: int, warmup_steps: int) -> keras.optimizers.Optimizer:
@@ -346,7 +305,7 @@ def save_fine_tuned(model: keras.Model, directory: str, files: model_dir_lib.Mod
     step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
     model_dir_lib.export_model_dir(model, directory, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
                                    step=step)
-    with tf.io.gfile.GFile(os.path.join(directory, TASK_FILE), "w") as f:
+    with tf.io.gfile.GFile(os.path.join(directory, model_dir_lib.TASK_FILE), "w") as f:
         json.dump({"task": task_name, "head": head, "labels": list(labels), "metric": metric,
                    "evaluation": dict(evaluation or {})}, f, indent=1)
     return directory
@@ -367,9 +326,12 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
     files = files or resolve_model_files(config)
+    head = task_head(task)
+    plan = restore_plan.plan_restore(files, init_checkpoint=config.init_checkpoint, output_dir=config.output_dir,
+                                     head=head, inference=not do_train)
     model = build_model(config, files, task, strategy)
     if not do_train:
-        _restore_for_inference(model, files, task, config)
+        plan.apply(model)
         history = _read_history(config.output_dir)
         if do_eval:
             history = history + [{"epoch": None, "step": None, **task.evaluate(model)}]
@@ -390,7 +352,7 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
                       max_checkpoints_to_keep=config.keep_checkpoint_max,
                       gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile),
         global_batch_size=config.train_batch_size,
-        init_fn=lambda: restore_init(model, files, task, config.init_checkpoint))
+        init_fn=lambda: plan.apply(model))
     per_replica = config.train_batch_size // strategy.num_replicas_in_sync
 
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
@@ -399,7 +361,7 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
     is_chief = distribution.worker_info(strategy).is_chief
     history = _read_history(config.output_dir)
     done = {entry["step"] for entry in history}
-    best_dir = os.path.join(config.output_dir, BEST_MODEL_DIR)
+    best_dir = os.path.join(config.output_dir, model_dir_lib.BEST_MODEL_DIR)
     eval_writer = summaries.summary_writer(os.path.join(config.output_dir, "summaries", "eval")
                                            if do_eval and is_chief else None)
     logging.info("Fine-tuning %s: %d steps (%d per epoch, %d warming up), global batch %d", task.name, train_steps,
@@ -421,32 +383,10 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
             summaries.write_scalars(eval_writer, point, metrics)
             eval_writer.flush()
             if entry[task.metric_name] > best or not tf.io.gfile.exists(best_dir):
-                save_fine_tuned(model, best_dir, files, task_name=task.name, head=_head_name(task),
+                save_fine_tuned(model, best_dir, files, task_name=task.name, head=head.kind,
                                 labels=task.labels, metric=task.metric_name, evaluation=entry)
                 logging.info("Best %s so far (%.4f): kept as the model directory %s", task.metric_name,
                              entry[task.metric_name], best_dir)
             _write_eval(config.output_dir, history)
     return FineTuningResult(model, files, result.step, result.metrics, history,
                             best_dir if tf.io.gfile.exists(best_dir) else None)
-
-
-def _restore_for_inference(model: keras.Model, files: model_dir_lib.ModelFiles, task: FineTuningTask,
-                           config: FineTuningConfig) -> None:
-    latest = tf.train.latest_checkpoint(config.output_dir) if tf.io.gfile.isdir(config.output_dir) else None
-    if latest is not None:
-        recorded = os.path.join(config.output_dir, SETTINGS_FILE)
-        if tf.io.gfile.exists(recorded):
-            with tf.io.gfile.GFile(recorded) as f:
-                labels = json.load(f).get("labels")
-            if labels is not None and list(labels) != list(task.labels):
-                raise InputError(f"--output_dir={config.output_dir} was trained for the labels {labels}, not "
-                                 f"{list(task.labels)}")
-        tf_checkpoints.restore_checkpoint(model, latest)
-        logging.info("Restored the fine-tuned model from %s", latest)
-    elif files.checkpoint is not None and check_head(config.init_checkpoint, task):
-        tf_checkpoints.restore_checkpoint(model, files.checkpoint)
-    else:
-        raise InputError(f"Nothing to evaluate or predict with: --output_dir={config.output_dir} has no checkpoint "
-                         f"and --init_checkpoint={config.init_checkpoint} is not a model fine-tuned for "
-                         f"{task.name} (no {TASK_FILE}). Add --do_train, or point --init_checkpoint at a "
-                         f"{BEST_MODEL_DIR} directory.")

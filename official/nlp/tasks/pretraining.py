@@ -26,6 +26,7 @@ from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import losses as bert_losses
 from official.nlp.checkpoints import model_dir as model_dir_lib
+from official.nlp.checkpoints import restore_plan
 from official.nlp.modeling.configs import PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
@@ -210,14 +211,13 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
         model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
 
+    # The encoder and, from a pretraining checkpoint, the heads; or the run's own checkpoint, which the loop resumes.
+    plan = restore_plan.plan_restore(files, init_checkpoint=config.init_checkpoint, output_dir=config.model_dir,
+                                     head=restore_plan.PRETRAINING)
     model, optimizer = build_model_and_optimizer(config, bert_config, strategy)
-
-    def init_from_checkpoint():
-        if files.checkpoint is not None:
-            files.restore(model)  # the encoder and, from a pretraining checkpoint, the heads
-
     trainer = Trainer(model, optimizer, PretrainingObjective(config.use_next_sentence_label), strategy,
-                      trainer_config(config), global_batch_size=config.train_batch_size, init_fn=init_from_checkpoint)
+                      trainer_config(config), global_batch_size=config.train_batch_size,
+                      init_fn=lambda: plan.apply(model))
     try:
         result = trainer.train(loader.load)
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:

@@ -18,7 +18,6 @@ From Python with `fit` instead of the loop: build the features with `data.conll.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Sequence
 
@@ -28,6 +27,7 @@ import tensorflow as tf
 from absl import logging
 from keras import ops
 
+from official.nlp.checkpoints import model_dir
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll, feature_cache
@@ -95,14 +95,11 @@ class TokenClassificationObjective:
 
 def _recorded_labels(output_dir: str, init_checkpoint: str | None) -> list[str] | None:
     """The labels of an earlier run in `output_dir`, or of a fine-tuned `init_checkpoint`."""
-    path = os.path.join(output_dir, finetuning.SETTINGS_FILE)
-    if tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path) as f:
-            labels = json.load(f).get("labels")
-        if labels:
-            return list(labels)
-    found = finetuning.read_task_file(init_checkpoint)
-    return list(found["labels"]) if found and found.get("labels") else None
+    for found in (model_dir.read_settings_file(output_dir) if tf.io.gfile.isdir(output_dir) else None,
+                  model_dir.read_task_file(init_checkpoint)):
+        if found and found.get("labels"):
+            return list(found["labels"])
+    return None
 
 
 class TaggingTask:

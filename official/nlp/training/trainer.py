@@ -6,7 +6,8 @@ steps per call, with:
 - gradient accumulation done in the step (k micro-batches, one optimizer update), not with the Keras optimizer
   option, which fails under MirroredStrategy;
 - losses normalized over the global batch (see `objectives`), gradients summed over replicas *before* the
-  optimizer sees them, so that clipping uses the norm of the global gradient;
+  optimizer sees them, so that clipping uses the norm of the global gradient (`keras_compat` keeps the optimizer
+  from summing them again);
 - float16 dynamic loss scaling through `keras.optimizers.LossScaleOptimizer`: non-finite steps are skipped and
   counted (`nonfinite_steps`);
 - optional XLA (`jit_compile`) of the forward and backward pass;
@@ -42,7 +43,7 @@ from absl import logging
 
 from official.nlp.common.errors import InputError
 from official.nlp.checkpoints import tf_checkpoints
-from official.nlp.training import distribution, summaries
+from official.nlp.training import distribution, keras_compat, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
 from official.nlp.training.objectives import Objective
 from official.nlp.training.optimization import current_learning_rate
@@ -101,29 +102,6 @@ class _Session(NamedTuple):
     step: int
     iterator: object
     loop: Callable
-
-
-class _GradientsAlreadyReduced:
-    """While tracing our step, stops Keras' TF optimizer from summing gradients over replicas a second time.
-
-    Keras 3 sums gradients over replicas inside `apply`, *after* clipping them. We sum them ourselves first
-    (clipping needs the global gradient), so the optimizer's own reduction must be a no-op. Keras has no public
-    switch; the instance attribute shadows its method only for the duration of the trace.
-    """
-
-    def __init__(self, optimizer: keras.optimizers.Optimizer):
-        self.inner = getattr(optimizer, "inner_optimizer", optimizer)
-        if not hasattr(type(self.inner), "_all_reduce_sum_gradients"):
-            raise RuntimeError(
-                "This Keras version has no TFOptimizer._all_reduce_sum_gradients; the training loop needs "
-                "updating for it (gradients would be summed over replicas twice)"
-            )
-
-    def __enter__(self):
-        self.inner._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
-
-    def __exit__(self, *exc):
-        del self.inner._all_reduce_sum_gradients
 
 
 def _with_nones(grads: list, present: list[bool]) -> list:
@@ -198,8 +176,9 @@ class Trainer:
         variable = getattr(variable, "value", variable)
         if not self.strategy.extended.variable_created_in_scope(variable):
             raise ValueError("the model must be built inside `strategy.scope()` of the strategy given to Trainer")
-        inner = getattr(self.optimizer, "inner_optimizer", self.optimizer)
-        if getattr(inner, "_distribution_strategy", self.strategy) is not self.strategy:
+        # Every optimizer creates its first variable (the step count, or the loss scale's) in its constructor.
+        variable = self.optimizer.variables[0]
+        if not self.strategy.extended.variable_created_in_scope(getattr(variable, "value", variable)):
             raise ValueError("the optimizer must be created inside `strategy.scope()` of the strategy given to Trainer")
 
     # ---- the step ---------------------------------------------------------------------------------------------
@@ -292,7 +271,7 @@ class Trainer:
             total = tf.zeros([size])
             for _ in tf.range(num_steps):
                 x, y = next_inputs()
-                with _GradientsAlreadyReduced(self.optimizer):
+                with keras_compat.gradients_already_reduced(self.optimizer):
                     per_replica = self.strategy.run(self._replica_step, args=(x, y))
                 total += self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
                 self.step.assign_add(1)

@@ -97,7 +97,7 @@ def test_trains_evaluates_each_epoch_and_keeps_the_best(trained):
     assert result.eval_history[-1]["accuracy"] > 0.9
     text = (out / finetuning.EVAL_RESULTS_FILE).read_text()
     assert "global_step 12" in text and "global_step 24" in text and "accuracy = " in text
-    best = json.loads((out / "best_model" / finetuning.TASK_FILE).read_text())
+    best = json.loads((out / "best_model" / model_dir.TASK_FILE).read_text())
     assert best["labels"] == ["no", "yes"]
     assert best["evaluation"]["accuracy"] == max(e["accuracy"] for e in result.eval_history)
     assert model_dir.resolve_model_files(str(out / "best_model")).checkpoint.endswith(f"ckpt-{best['evaluation']['step']}")
@@ -130,7 +130,7 @@ def test_fine_tuned_head_with_other_labels_is_refused(trained, init_dir, tmp_pat
     task = ToyTask()
     evaluated = finetuning.run_finetuning(_config(best, tmp_path / "b"), task, do_train=False)
     assert evaluated.eval_history[-1]["accuracy"] == json.loads(
-        (out / "best_model" / finetuning.TASK_FILE).read_text())["evaluation"]["accuracy"]
+        (out / "best_model" / model_dir.TASK_FILE).read_text())["evaluation"]["accuracy"]
 
 
 def test_predicting_without_a_fine_tuned_model_is_refused(init_dir, tmp_path):
