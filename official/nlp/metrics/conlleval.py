@@ -7,9 +7,8 @@ gold chunk has the same type, start and end. Precision = correct / predicted chu
 chunks, F1 their harmonic mean (0 when both are 0), overall and per type; token accuracy counts every word.
 
 Hand-written rather than calling seqeval (whose default mode follows the same rules and is the reference in the
-tests): seqeval ships only as an sdist, which fails to build under pip's legacy setup.py path (pip 23 with `wheel`
-installed, as in this project's own development venv: its setup_requires pulls a setuptools_scm that cannot
-import); conlleval's chunk rules are a few lines.
+tests): seqeval ships only as an sdist, so the library would gain a build-time dependency for a few lines of chunk
+rules.
 
 Example:
 

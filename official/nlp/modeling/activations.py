@@ -44,7 +44,7 @@ def gelu_for_training(approximate: bool) -> Callable:
     """GELU (tanh approximation, or the exact erf form) with a hand-written gradient.
 
     Autodiff of the GELU graph takes about twelve element-wise passes over the `[tokens, intermediate]` activations
-    in the backward pass and the forward takes eight; they were 14% of a small model's train step. The tanh form is
+    in the backward pass and the forward takes eight, a visible share of a small model's train step. The tanh form is
     written as `x * sigmoid(2u)` (equal to `0.5 x (1 + tanh(u))`), and each gradient reuses what the forward pass
     computed, so both passes take about six.
     """

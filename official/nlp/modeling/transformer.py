@@ -16,8 +16,8 @@ def _rows(layer: keras.layers.Dense, rows):
     """`layer` applied to 2-D `[rows, in]` inputs as `MatMul` + `BiasAdd`, on the layer's own variables.
 
     That exact pair (Keras' `Dense` adds the bias with `AddV2` and runs 3-D inputs through `tensordot` reshapes)
-    is what TensorFlow's CPU graph optimizer fuses, with a GELU after it, into one oneDNN kernel: 1.2x on a float32
-    inference step (`benchmark.py --what=step`). Checkpoints do not change.
+    is what TensorFlow's CPU graph optimizer fuses, with a GELU after it, into one oneDNN kernel
+    (`benchmark.py --what=step` measures the step). Checkpoints do not change.
     """
     if layer.quantization_mode is not None:  # quantized kernels need Dense's own call
         return layer(rows)

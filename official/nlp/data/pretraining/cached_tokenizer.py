@@ -1,6 +1,6 @@
 """An exact, fast front end to the original WordPiece tokenizer for bulk text: a cache per whitespace piece.
 
-The original `FullTokenizer` spends ~20 us per word in Python character loops. Its output for a line is the
+The original `FullTokenizer` walks every word's characters in Python loops. Its output for a line is the
 concatenation of its outputs for the line's whitespace-separated pieces (cleaning, CJK spacing, lower-casing,
 accent stripping, punctuation splitting and WordPiece all act inside a piece), so a line can be tokenized piece by
 piece from a dictionary, and natural text repeats most pieces (Zipf). The one exception: seven characters that

@@ -16,7 +16,7 @@ next_sentence_labels   1                           int64  (absent in MLM-only da
 
 so records written by the original `create_pretraining_data.py` parse with `feature_spec` and ours parse with the
 original reader. `serialize_examples` writes the protobuf wire format for a whole batch with numpy (building a
-`tf.train.Example` per record costs ~100 us, 30x the whole budget per instance here). Map entries are written in the
+`tf.train.Example` per record would cost more than all the rest of the generator's work). Map entries are written in the
 order the original's records have them, so identical content gives identical bytes.
 
 Example:
