@@ -37,6 +37,7 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.common import output_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.training import distribution, optimization, summaries
@@ -181,16 +182,16 @@ def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, i
 
 
 def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> None:
+    optimization.check_batch_size(config.train_batch_size, strategy.num_replicas_in_sync,
+                                  config.gradient_accumulation_steps)
+    # The number of steps is known once the examples are read; the rest of the schedule is checked now.
+    optimization.check_schedule(learning_rate=config.learning_rate, num_train_steps=1,
+                                weight_decay=config.weight_decay, clip_norm=config.clip_norm)
     problems = []
-    per_step = strategy.num_replicas_in_sync * config.gradient_accumulation_steps
-    if config.train_batch_size % per_step:
-        problems.append(f"--train_batch_size={config.train_batch_size} must divide by replicas "
-                        f"({strategy.num_replicas_in_sync}) x --gradient_accumulation_steps "
-                        f"({config.gradient_accumulation_steps}) = {per_step}")
     if not 0 <= config.warmup_proportion <= 1:
         problems.append(f"--warmup_proportion={config.warmup_proportion} must be in [0, 1]")
-    if config.learning_rate <= 0:
-        problems.append(f"--learning_rate={config.learning_rate} must be positive")
+    problems += [f"--{name}={getattr(config, name)} must be positive" for name in ("eval_batch_size",
+                 "predict_batch_size") if getattr(config, name) <= 0]
     if config.num_train_epochs <= 0:
         problems.append(f"--num_train_epochs={config.num_train_epochs} must be positive")
     if config.mixed_precision not in optimization.MIXED_PRECISION:
@@ -233,7 +234,7 @@ def check_settings(output_dir: str, settings: dict) -> bool:
 
 def record_settings(output_dir: str, settings: dict) -> None:
     tf.io.gfile.makedirs(output_dir)
-    with tf.io.gfile.GFile(os.path.join(output_dir, SETTINGS_FILE), "w") as f:
+    with output_files.write_atomically(os.path.join(output_dir, SETTINGS_FILE)) as f:
         json.dump(settings, f, indent=1, sort_keys=True)
 
 
@@ -293,13 +294,13 @@ def _read_history(output_dir: str) -> list[dict]:
 
 def _write_eval(output_dir: str, history: list[dict]) -> None:
     """`eval_history.json` and `eval_results.txt` (the original's `key = value` lines, one block per epoch)."""
-    with tf.io.gfile.GFile(os.path.join(output_dir, EVAL_HISTORY_FILE), "w") as f:
+    with output_files.write_atomically(os.path.join(output_dir, EVAL_HISTORY_FILE)) as f:
         json.dump(history, f, indent=1)
     lines = []
     for entry in history:
         lines.append(f"***** Eval results: epoch {entry['epoch']}, global_step {entry['step']} *****")
         lines += [f"{k} = {v}" for k, v in sorted(entry.items())]
-    with tf.io.gfile.GFile(os.path.join(output_dir, EVAL_RESULTS_FILE), "w") as f:
+    with output_files.write_atomically(os.path.join(output_dir, EVAL_RESULTS_FILE)) as f:
         f.write("\n".join(lines) + "\n")
 
 
