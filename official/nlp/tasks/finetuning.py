@@ -167,6 +167,16 @@ def check_head(init_checkpoint: str | None, task: FineTuningTask) -> bool:
     return True
 
 
+def warn_if_other_task(init_checkpoint: str | None, task: FineTuningTask) -> None:
+    """Warns when `init_checkpoint` was fine-tuned for another task: the head check passes any head whose labels
+    match (an MRPC model's 0/1 evaluated on SST-2), so this is the only notice of the mix-up."""
+    found = read_task_file(init_checkpoint)
+    if found and found.get("task") not in (None, task.name):
+        logging.warning("--init_checkpoint=%s was fine-tuned for the task %r, and this run is %r: its head is used "
+                        "because the labels match (%s). If that is not meant, start from the pretrained model "
+                        "directory.", init_checkpoint, found["task"], task.name, list(task.labels))
+
+
 def _head_name(task: FineTuningTask) -> str:
     return getattr(task, "head", type(task).__name__)
 
@@ -334,6 +344,7 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
     files = files or resolve_model_files(config)
+    warn_if_other_task(config.init_checkpoint, task)
     model = build_model(config, files, task, strategy)
     if not do_train:
         _restore_for_inference(model, files, task, config)
