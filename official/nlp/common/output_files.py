@@ -42,7 +42,7 @@ def _kind(path: str) -> str | None:
         return None  # object stores hold neither devices nor FIFOs, and an object and a "folder" prefix coexist
     try:
         mode = os.stat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a file among the folders is reported where they are made
         return None
     for test, kind in _KINDS:
         if test(mode):
