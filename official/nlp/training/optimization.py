@@ -323,8 +323,9 @@ def check_schedule(*, learning_rate: float, num_train_steps: int, num_warmup_ste
         return float(value) if value is not None else 0.0
 
     problems = []
-    if not number(learning_rate) > 0:  # `not >` also catches NaN
-        problems.append(f"--learning_rate must be positive, got {learning_rate}")
+    # 0 is allowed: it keeps the weights as loaded (a loss-only run); `not >=` also catches NaN.
+    if not number(learning_rate) >= 0:
+        problems.append(f"--learning_rate must not be negative, got {learning_rate} (a negative rate climbs the loss)")
     if not number(num_train_steps) > 0:
         problems.append(f"--num_train_steps must be positive, got {num_train_steps}")
     if not number(num_warmup_steps) >= 0:

@@ -215,8 +215,8 @@ def test_lamb_trust_ratio_and_weight_decay_on_kernels():
 
 
 @pytest.mark.parametrize("setting, message", [
-    (dict(learning_rate=-1e-3), r"--learning_rate must be positive, got -0.001"),
-    (dict(learning_rate=float("nan")), r"--learning_rate must be positive, got nan"),
+    (dict(learning_rate=-1e-3), r"--learning_rate must not be negative, got -0.001"),
+    (dict(learning_rate=float("nan")), r"--learning_rate must not be negative, got nan"),
     (dict(num_train_steps=0), r"--num_train_steps must be positive, got 0"),
     (dict(num_warmup_steps=-1), r"--num_warmup_steps must be >= 0, got -1"),
     (dict(end_learning_rate=-1e-5), r"--end_learning_rate must be >= 0"),
