@@ -47,5 +47,6 @@ def decode_line(raw: bytes, path: str, line_number: int) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"{not_utf8(f'{path}:{line_number}', raw, e, path)}. Re-encode the file as UTF-8 (for Latin-1: "
-                         f"iconv -f LATIN1 -t UTF-8 {path})") from None
+        where = f"{path}:{line_number}"
+        raise InputError(f"{not_utf8(where, raw, e, path)}. Re-encode the file as UTF-8 (for Latin-1: iconv -f "
+                         f"LATIN1 -t UTF-8 {path})") from None
