@@ -140,6 +140,16 @@ def test_create_pretraining_data_output_under_a_file(tmp_path, vocab, shared_dat
     assert_user_error(result, str(blocker), "a file is in the way")
 
 
+def test_create_pretraining_data_refuses_an_output_that_is_a_fifo(tmp_path, vocab, shared_data):
+    """As root, --output_file=/dev/full was replaced by a regular file; a FIFO stands in for the device here."""
+    fifo = tmp_path / "full"
+    os.mkfifo(fifo)
+    result = run_script("create_pretraining_data.py", *_create_args(
+        tmp_path, vocab, shared_data / "bert_sample_text.txt", output=fifo))
+    assert_user_error(result, f"--output_file={fifo} is a FIFO, not a regular file")
+    assert not fifo.is_file() and not (tmp_path / "stats").exists()
+
+
 def test_create_pretraining_data_output_not_writable(tmp_path, vocab, shared_data):
     # /sys refuses new entries even to root, where chmod would not.
     result = run_script("create_pretraining_data.py", *_create_args(

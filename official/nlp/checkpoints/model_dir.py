@@ -36,6 +36,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
+from official.nlp.common.output_files import check_target
 from official.nlp.checkpoints import tf_checkpoints, hf_weights
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -473,6 +474,7 @@ def export_model_dir(model, export_dir: str, *, vocab_file: str | None,
     `export_dir` first and renamed into place, so a job killed while exporting leaves either the previous export
     or none, never half of one.
     """
+    check_target(export_dir, folder=True)
     staging = export_dir.rstrip("/") + ".partial"
     if tf.io.gfile.exists(staging):
         tf.io.gfile.rmtree(staging)

@@ -73,6 +73,11 @@ def check_settings(max_seq_length: int, long_text: str, doc_stride: int | None) 
         raise InputError(f"--long_text={long_text}: must be one of {LONG_TEXT}")
     if doc_stride is not None and doc_stride < 1:
         raise InputError(f"--doc_stride={doc_stride}: must be positive")
+    if doc_stride is not None and doc_stride > max_seq_length - 2:
+        # A window moves by at most its own length, so a longer stride would silently not be the one used.
+        raise InputError(f"--doc_stride={doc_stride} is longer than the largest window ([CLS] text [SEP] in "
+                         f"--max_seq_length={max_seq_length}: {max_seq_length - 2} tokens); windows that far apart "
+                         f"would leave tokens in no window. Pass --doc_stride={max_seq_length - 2} or less")
 
 
 def convert_examples(examples: Sequence[InputExample], tokenizer, *, labels: Sequence[str] | None,

@@ -33,6 +33,7 @@ import numpy as np
 from absl import logging
 
 from official.nlp.common.errors import InputError
+from official.nlp.common.output_files import write_atomically
 
 DOCSTART = "-DOCSTART-"
 IGNORE = -1  # label id of positions outside the loss: [CLS], [SEP], padding, non-first sub-tokens, context words
@@ -296,7 +297,7 @@ def write_predictions(path: str, sentences: Sequence[Sentence], predictions: Seq
     out, so that conlleval's token accuracy counts words only."""
     if len(sentences) != len(predictions):
         raise ValueError(f"{len(sentences)} sentences but {len(predictions)} predictions")
-    with open(path, "w", encoding="utf-8") as f:
+    with write_atomically(path) as f:
         for sentence, tags in zip(sentences, predictions):
             if len(tags) != len(sentence.words):
                 raise ValueError(f"{sentence.where()}: {len(sentence.words)} words but {len(tags)} predictions")

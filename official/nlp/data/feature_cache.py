@@ -24,6 +24,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common.output_files import check_target, commit
+
 KEY_SUFFIX = ".key.json"
 
 
@@ -81,6 +83,7 @@ def cached_records(path: str, key: Mapping, build: Callable[[], Iterable[Mapping
         differing = sorted(k for k in set(found) | set(key) if found.get(k) != key.get(k))
         logging.warning("Rebuilding %s: it was built with other settings (%s)", path, ", ".join(
             f"{k}: {found.get(k)!r} there, {key.get(k)!r} now" for k in differing))
+    check_target(path)
     tf.io.gfile.makedirs(os.path.dirname(path) or ".")
     if tf.io.gfile.exists(path + KEY_SUFFIX):
         tf.io.gfile.remove(path + KEY_SUFFIX)  # first: a crash below must not leave an old key on new bytes
@@ -90,10 +93,10 @@ def cached_records(path: str, key: Mapping, build: Callable[[], Iterable[Mapping
         for record in build():
             writer.write(serialize(record))
             count += 1
-    tf.io.gfile.rename(staging, path, overwrite=True)
+    commit(staging, path)
     with tf.io.gfile.GFile(path + KEY_SUFFIX + ".partial", "w") as f:
         json.dump({**key, "count": count}, f, indent=1, sort_keys=True)
-    tf.io.gfile.rename(path + KEY_SUFFIX + ".partial", path + KEY_SUFFIX, overwrite=True)
+    commit(path + KEY_SUFFIX + ".partial", path + KEY_SUFFIX)
     logging.info("Wrote %d feature records to %s", count, path)
     return count
 

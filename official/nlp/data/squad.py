@@ -249,6 +249,16 @@ def check_settings(max_seq_length: int, doc_stride: int, max_query_length: int) 
     if max_seq_length - max_query_length - 3 <= 0:
         raise InputError(f"--max_seq_length={max_seq_length} leaves no room for the context after a question of "
                          f"--max_query_length={max_query_length} and 3 special tokens; raise --max_seq_length")
+    max_tokens_for_doc = max_seq_length - max_query_length - 3
+    if doc_stride > max_tokens_for_doc:
+        # A window moves by at most its own length (the original's min(length, doc_stride)), so such a stride is
+        # not what the windows use; refuse it rather than silently run another one.
+        raise InputError(
+            f"--doc_stride={doc_stride} is longer than the context a window holds with the longest question: "
+            f"--max_seq_length={max_seq_length} - --max_query_length={max_query_length} - 3 special tokens = "
+            f"{max_tokens_for_doc} tokens. Windows that far apart would leave tokens between them in no window; "
+            f"pass --doc_stride={max_tokens_for_doc} or less (the largest that covers every token), or raise "
+            f"--max_seq_length")
 
 
 def convert_examples_to_features(examples: Sequence[SquadExample], tokenizer, *, max_seq_length: int,

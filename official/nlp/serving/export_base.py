@@ -56,6 +56,18 @@ def id_specs(rank: int = 2) -> Dict[str, tf.TensorSpec]:
     return {name: tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES}
 
 
+def check_token_id_shapes(features: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """`features` once the graph has checked that `input_mask` and `input_type_ids` have the shape of
+    `input_word_ids`: a shorter mask made the length bucketing cut the ids to the mask's length, silently."""
+    shape = tf.shape(features["input_word_ids"])
+    checks = [tf.debugging.assert_equal(
+        tf.shape(features[name]), shape,
+        message=f"serve_token_ids: {name} must have the shape of input_word_ids (one value per token id)")
+        for name in INPUT_NAMES if name != "input_word_ids"]
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(value) for name, value in features.items()}
+
+
 def encoder_of(model) -> BertEncoder:
     return model if isinstance(model, BertEncoder) else model.encoder
 
@@ -139,6 +151,7 @@ class ServingModule(tf.Module):
         return self.text_outputs(texts, features, context, self._run(features))
 
     def serve_token_ids(self, features):
+        features = check_token_id_shapes(features)
         return self.token_id_outputs(features, self._run(features))
 
     def serve_examples(self, examples, serve_text=None):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from official.nlp.common.errors import InputError
+from official.nlp.data import squad
 from official.nlp.serving.export_base import ServingModule, string_spec
 from official.nlp.serving.ner_export import char_offsets
 
@@ -49,6 +50,7 @@ class SpanLabelerExport(ServingModule):
                             ("max_answer_length", max_answer_length), ("max_query_length", max_query_length)):
             if int(value) < 1:
                 raise InputError(f"--{name} must be at least 1, got {value}")
+        squad.check_settings(self.seq_length, int(doc_stride), int(max_query_length))  # as run_squad windows
         self.settings = dict(doc_stride=int(doc_stride), max_query_length=int(max_query_length),
                              n_best_size=int(n_best_size), max_answer_length=int(max_answer_length),
                              version_2_with_negative=bool(version_2_with_negative),

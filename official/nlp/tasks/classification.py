@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common import output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, feature_cache, glue, length_buckets
@@ -259,10 +260,10 @@ class ClassificationTask:
             predictions = [self.labels[i] for i in outputs.argmax(-1)]
             probabilities = np.exp(outputs - _logsumexp(outputs))
             rows = ["\t".join(f"{p:.6f}" for p in row) for row in probabilities]
-        with tf.io.gfile.GFile(submission, "w") as f:
+        with output_files.write_atomically(submission) as f:
             f.write("index\tprediction\n")
             f.write("".join(f"{e.guid}\t{p}\n" for e, p in zip(examples, predictions)))
-        with tf.io.gfile.GFile(results, "w") as f:
+        with output_files.write_atomically(results) as f:
             f.write("".join(row + "\n" for row in rows))
         logging.info("Wrote %d predictions to %s and %s", len(examples), submission, results)
         return [submission, results]

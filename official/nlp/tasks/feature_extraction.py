@@ -44,6 +44,8 @@ from absl import logging
 from official.nlp.checkpoints import model_dir
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
+from official.nlp.common.output_files import write_atomically
+from official.nlp.common.text_files import decode_line
 from official.nlp.data.pretraining.instances import removal_counts
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -85,11 +87,7 @@ def read_examples(input_file: str) -> list[InputExample]:
     skipped = 0
     with tf.io.gfile.GFile(input_file, "rb") as f:
         for line_number, raw in enumerate(f):
-            try:
-                line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError as e:
-                raise InputError(f"{input_file}, line {line_number + 1}: not valid UTF-8 ({e}); re-encode the "
-                                 "file as UTF-8") from None
+            line = decode_line(raw, input_file, line_number + 1).strip()
             if not line:
                 skipped += 1
                 continue
@@ -230,7 +228,7 @@ def write_jsonl(output_file: str, results: Iterable[ExampleResult], *, layers: S
     if output_format not in ("original", "concat"):
         raise InputError(f"output_format must be 'original' or 'concat', got {output_format!r}")
     count = 0
-    with tf.io.gfile.GFile(output_file, "w") as writer:
+    with write_atomically(output_file, name="--output_file") as writer:
         for result in results:
             features = []
             for position, token in enumerate(result.tokens):
@@ -291,7 +289,7 @@ def write_sentence_vectors(path: str, vectors: Sequence[np.ndarray] | np.ndarray
     """Saves the vectors (one per example, e.g. from `collect_sentence_vectors`) as a `[num_examples, D]` `.npy`
     (row k is the k-th non-blank input line); returns that array."""
     array = np.stack(vectors) if not isinstance(vectors, np.ndarray) else vectors
-    with tf.io.gfile.GFile(path, "wb") as f:
+    with write_atomically(path, "wb") as f:
         np.save(f, array)
     return array
 

@@ -40,8 +40,9 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.common.config_flags import field, override
 from official.nlp.checkpoints import restore_plan
+from official.nlp.common import output_files
+from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.training import distribution, optimization, summaries
@@ -179,6 +180,16 @@ def task_head(task: FineTuningTask) -> restore_plan.Head:
     return restore_plan.Head(getattr(task, "head", type(task).__name__), tuple(task.labels), task.name)
 
 
+def warn_if_other_task(init_checkpoint: str | None, task: FineTuningTask) -> None:
+    """Warns when `init_checkpoint` was fine-tuned for another task: the restore plan accepts any head whose labels
+    match (an MRPC model's 0/1 evaluated on SST-2), so this is the only notice of the mix-up."""
+    found = model_dir_lib.read_task_file(init_checkpoint)
+    if found and found.get("task") not in (None, task.name):
+        logging.warning("--init_checkpoint=%s was fine-tuned for the task %r, and this run is %r: its head is used "
+                        "because the labels match (%s). If that is not meant, start from the pretrained model "
+                        "directory.", init_checkpoint, found["task"], task.name, list(task.labels))
+
+
 def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, int, int]:
     """`(train steps, warmup steps, steps per epoch)` as in the original: `int(examples / batch * epochs)`."""
     steps = int(num_examples / config.train_batch_size * config.num_train_epochs)
@@ -190,16 +201,16 @@ def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, i
 
 
 def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> None:
+    optimization.check_batch_size(config.train_batch_size, strategy.num_replicas_in_sync,
+                                  config.gradient_accumulation_steps)
+    # The number of steps is known once the examples are read; the rest of the schedule is checked now.
+    optimization.check_schedule(learning_rate=config.learning_rate, num_train_steps=1,
+                                weight_decay=config.weight_decay, clip_norm=config.clip_norm)
     problems = []
-    per_step = strategy.num_replicas_in_sync * config.gradient_accumulation_steps
-    if config.train_batch_size % per_step:
-        problems.append(f"--train_batch_size={config.train_batch_size} must divide by replicas "
-                        f"({strategy.num_replicas_in_sync}) x --gradient_accumulation_steps "
-                        f"({config.gradient_accumulation_steps}) = {per_step}")
     if not 0 <= config.warmup_proportion <= 1:
         problems.append(f"--warmup_proportion={config.warmup_proportion} must be in [0, 1]")
-    if config.learning_rate <= 0:
-        problems.append(f"--learning_rate={config.learning_rate} must be positive")
+    problems += [f"--{name}={getattr(config, name)} must be positive" for name in ("eval_batch_size",
+                 "predict_batch_size") if getattr(config, name) <= 0]
     if config.num_train_epochs <= 0:
         problems.append(f"--num_train_epochs={config.num_train_epochs} must be positive")
     if config.mixed_precision not in optimization.MIXED_PRECISION:
@@ -240,7 +251,7 @@ def check_settings(output_dir: str, settings: dict) -> bool:
 
 def record_settings(output_dir: str, settings: dict) -> None:
     tf.io.gfile.makedirs(output_dir)
-    with tf.io.gfile.GFile(os.path.join(output_dir, model_dir_lib.SETTINGS_FILE), "w") as f:
+    with output_files.write_atomically(os.path.join(output_dir, model_dir_lib.SETTINGS_FILE)) as f:
         json.dump(settings, f, indent=1, sort_keys=True)
 
 
@@ -286,13 +297,13 @@ def _read_history(output_dir: str) -> list[dict]:
 
 def _write_eval(output_dir: str, history: list[dict]) -> None:
     """`eval_history.json` and `eval_results.txt` (the original's `key = value` lines, one block per epoch)."""
-    with tf.io.gfile.GFile(os.path.join(output_dir, EVAL_HISTORY_FILE), "w") as f:
+    with output_files.write_atomically(os.path.join(output_dir, EVAL_HISTORY_FILE)) as f:
         json.dump(history, f, indent=1)
     lines = []
     for entry in history:
         lines.append(f"***** Eval results: epoch {entry['epoch']}, global_step {entry['step']} *****")
         lines += [f"{k} = {v}" for k, v in sorted(entry.items())]
-    with tf.io.gfile.GFile(os.path.join(output_dir, EVAL_RESULTS_FILE), "w") as f:
+    with output_files.write_atomically(os.path.join(output_dir, EVAL_RESULTS_FILE)) as f:
         f.write("\n".join(lines) + "\n")
 
 
@@ -329,6 +340,7 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
     head = task_head(task)
     plan = restore_plan.plan_restore(files, init_checkpoint=config.init_checkpoint, output_dir=config.output_dir,
                                      head=head, inference=not do_train)
+    warn_if_other_task(config.init_checkpoint, task)
     model = build_model(config, files, task, strategy)
     if not do_train:
         plan.apply(model)

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common import output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, swag
@@ -158,7 +159,7 @@ class MultipleChoiceTask:
         probabilities = np.asarray(keras.ops.softmax(self._logits(model, features), axis=-1))
         output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
         tf.io.gfile.makedirs(os.path.dirname(output_file) or ".")
-        with open(output_file, "w", newline="", encoding="utf-8") as f:
+        with output_files.write_atomically(output_file) as f:
             writer = csv.writer(f)
             writer.writerow(["source", "prediction", *(f"probability{i}" for i in range(swag.NUM_CHOICES))])
             for example, probs in zip(examples, probabilities):

@@ -98,13 +98,11 @@ class PretrainingResult(TrainResult):
 
 
 def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
-    replicas = strategy.num_replicas_in_sync
-    per_step = replicas * config.gradient_accumulation_steps
-    if config.train_batch_size % per_step:
-        raise InputError(
-            f"--train_batch_size={config.train_batch_size} must divide by replicas ({replicas}) x "
-            f"--gradient_accumulation_steps ({config.gradient_accumulation_steps}) = {per_step}"
-        )
+    optimization.check_batch_size(config.train_batch_size, strategy.num_replicas_in_sync,
+                                  config.gradient_accumulation_steps)
+    optimization.check_schedule(learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
+                                num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
+                                weight_decay=config.weight_decay, clip_norm=config.clip_norm)
     optimization.dtype_policy(config.mixed_precision)  # refuses an unknown --mixed_precision
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common import output_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, squad, squad_records
@@ -167,7 +168,7 @@ class SquadTask:
         metrics = squad_metrics.evaluate(dataset, result.predictions, result.null_odds or None,
                                          version_2_with_negative=self.config.version_2_with_negative)
         metrics.update(info)
-        with tf.io.gfile.GFile(os.path.join(self.config.output_dir, "eval_results.json"), "w") as f:
+        with output_files.write_atomically(os.path.join(self.config.output_dir, "eval_results.json")) as f:
             f.write(json.dumps(metrics, indent=2) + "\n")
         return metrics
 
@@ -234,7 +235,7 @@ def write_predictions(result: SquadPredictions, output_dir: str, version_2_with_
     if version_2_with_negative:
         outputs["null_odds.json"] = result.null_odds
     for name, value in outputs.items():
-        with tf.io.gfile.GFile(os.path.join(output_dir, name), "w") as f:
+        with output_files.write_atomically(os.path.join(output_dir, name)) as f:
             f.write(json.dumps(value, indent=4) + "\n")
 
 

@@ -11,7 +11,8 @@ import os
 from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from official.nlp.common.errors import InputError
-from official.nlp.tokenizers.char_rules import convert_to_unicode, uncased
+from official.nlp.common.text_files import decode_line
+from official.nlp.tokenizers.char_rules import uncased
 
 UNK_TOKEN = "[UNK]"
 PAD_TOKEN = "[PAD]"
@@ -34,7 +35,14 @@ def _read_lines(vocab_file: str) -> List[str]:
     else:
         with open(vocab_file, "rb") as f:
             data = f.read()
-    text = convert_to_unicode(data)  # invalid UTF-8 bytes dropped, as the original decodes
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # The original drops such bytes: a Latin-1 "caf\xe9" would silently become the token "caf".
+        start = data.rfind(b"\n", 0, e.start) + 1
+        end = data.find(b"\n", e.start)
+        decode_line(data[start:end if end >= 0 else len(data)], vocab_file, data.count(b"\n", 0, start) + 1)
+        raise  # not reached: that line holds the byte that failed, so decode_line raises
     # The original reads line by line with readline(), which splits only at "\n".
     lines = text.split("\n")
     if lines and lines[-1] == "":

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import os
 import time
 from typing import Iterable, List, Mapping, Optional, Sequence
 
@@ -25,6 +24,8 @@ from absl import logging
 
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError, MissingInputError
+from official.nlp.common.output_files import write_atomically
+from official.nlp.common.text_files import decode_line
 from official.nlp.tokenizers import tokenization
 from official.nlp.common import input_files
 
@@ -45,11 +46,12 @@ def expand_input_files(input_file: str) -> List[str]:
 
 
 def iter_lines(files: Sequence[str]) -> Iterable[str]:
-    """The lines of the files (UTF-8; invalid bytes dropped as the tokenizer does), split at "\\n" only."""
+    """The lines of the files, split at "\\n" only. A line that is not UTF-8 is refused: dropping its bytes, as the
+    tokenizer does, would learn "caf" from Latin-1 "Café", and junk from a binary file."""
     for path in files:
         with open(path, "rb") as f:
-            for raw in f:
-                yield tokenization.convert_to_unicode(raw)
+            for number, raw in enumerate(f, 1):
+                yield decode_line(raw, path, number)
 
 
 def count_words(lines: Iterable[str], do_lower_case: bool, max_lines: Optional[int] = None) -> collections.Counter:
@@ -160,10 +162,8 @@ def build_vocab(
 
 def write_vocab(vocab: Sequence[str], path: str) -> None:
     """Writes one token per line (the `vocab.txt` format), atomically."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+    with write_atomically(path) as f:
         f.writelines(token + "\n" for token in vocab)
-    os.replace(tmp, path)
 
 
 @dataclasses.dataclass

@@ -276,6 +276,8 @@ def create_optimizer(
         raise InputError(f"mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
     if epsilon is not None and not epsilon > 0:
         raise InputError(f"--adam_epsilon={epsilon} must be positive (or left unset for the recipe's default)")
+    check_schedule(learning_rate=learning_rate, num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps,
+                   end_learning_rate=end_learning_rate, weight_decay=weight_decay, clip_norm=clip_norm)
     if num_warmup_steps > num_train_steps:
         raise InputError(
             f"num_warmup_steps ({num_warmup_steps}) is larger than num_train_steps ({num_train_steps}); "
@@ -311,6 +313,43 @@ def create_optimizer(
             optimizer, initial_scale=initial_loss_scale, dynamic_growth_steps=loss_scale_growth_steps
         )
     return optimizer
+
+
+def check_schedule(*, learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
+                   end_learning_rate: float = 0.0, weight_decay: float = 0.0, clip_norm: float | None = None) -> None:
+    """Refuses training settings that would run but train wrongly (a negative learning rate climbs the loss),
+    naming the flag; the same check for pretraining and fine-tuning, since both build their optimizer here."""
+    def number(value) -> float:
+        return float(value) if value is not None else 0.0
+
+    problems = []
+    # 0 is allowed: it keeps the weights as loaded (a loss-only run); `not >=` also catches NaN.
+    if not number(learning_rate) >= 0:
+        problems.append(f"--learning_rate must not be negative, got {learning_rate} (a negative rate climbs the loss)")
+    if not number(num_train_steps) > 0:
+        problems.append(f"--num_train_steps must be positive, got {num_train_steps}")
+    if not number(num_warmup_steps) >= 0:
+        problems.append(f"--num_warmup_steps must be >= 0, got {num_warmup_steps}")
+    if not number(end_learning_rate) >= 0:
+        problems.append(f"--end_learning_rate must be >= 0, got {end_learning_rate}")
+    if not number(weight_decay) >= 0:
+        problems.append(f"--weight_decay must be >= 0, got {weight_decay}")
+    if not number(clip_norm) >= 0:
+        problems.append(f"--clip_norm must be >= 0 (0 turns clipping off), got {clip_norm}")
+    if problems:
+        raise InputError("; ".join(problems))
+
+
+def check_batch_size(train_batch_size: int, num_replicas: int, gradient_accumulation_steps: int = 1) -> None:
+    """Refuses a global batch that is not positive or does not split evenly over replicas and accumulation steps."""
+    per_step = num_replicas * gradient_accumulation_steps
+    if train_batch_size <= 0:
+        raise InputError(f"--train_batch_size must be positive, got {train_batch_size}")
+    if gradient_accumulation_steps <= 0:
+        raise InputError(f"--gradient_accumulation_steps must be positive, got {gradient_accumulation_steps}")
+    if train_batch_size % per_step:
+        raise InputError(f"--train_batch_size={train_batch_size} must divide by replicas ({num_replicas}) x "
+                         f"--gradient_accumulation_steps ({gradient_accumulation_steps}) = {per_step}")
 
 
 def default_epsilon(optimizer_type: str = "adamw", adam_bias_correction: bool = False) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, feature_cache, glue
 from official.nlp.data.squad import doc_windows
 from official.nlp.tasks import feature_extraction
@@ -96,3 +97,11 @@ def test_records_round_trip_through_make_dataset(tmp_path, tokenizer, mrpc_dev, 
     np.testing.assert_allclose(labels_out, [f["label_ids"][0] for f in features])
     train = next(iter(classifier_features.make_dataset(path, 24, 8, regression=regression, is_training=True, seed=1)))
     assert train[0]["input_word_ids"].shape == (8, 24) and train[0]["input_word_ids"].dtype.name == "int32"
+
+
+def test_a_stride_longer_than_any_window_is_refused(tokenizer):
+    single = glue.InputExample("1", "one two three four five six seven", None, "1")
+    with pytest.raises(InputError, match=r"--doc_stride=5 is longer than the largest window .* 4 tokens.*"
+                                         r"Pass --doc_stride=4 or less"):
+        list(classifier_features.convert_examples([single], tokenizer, labels=("0", "1"), max_seq_length=6,
+                                                  long_text="sliding_window", doc_stride=5))

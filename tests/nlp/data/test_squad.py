@@ -228,3 +228,13 @@ def test_question_without_windows_answers_empty(tokenizer):
         result = pp.postprocess(examples, features, empty, empty, pp.PostprocessSettings(version_2_with_negative=v2))
         assert result.predictions == {"0": ""}
         assert result.null_odds == ({"0": pp.NO_SPAN_ODDS} if v2 else {})
+
+
+def test_a_stride_longer_than_a_window_is_refused_naming_the_largest_that_covers(tokenizer):
+    """--doc_stride=128 --max_seq_length=128: 61 context tokens per window, so a stride of 128 cannot be honoured."""
+    ex = squad.examples_from_strings([("a question", "some context")])
+    with pytest.raises(InputError, match=r"--doc_stride=128 .* = 61 tokens.*pass --doc_stride=61 or less"):
+        squad.convert_examples_to_features(ex, tokenizer, max_seq_length=128, doc_stride=128, max_query_length=64,
+                                           is_training=False)
+    squad.convert_examples_to_features(ex, tokenizer, max_seq_length=128, doc_stride=61, max_query_length=64,
+                                       is_training=False)

@@ -64,7 +64,7 @@ def test_read_examples_pairs_blank_lines_and_bad_bytes(tmp_path):
     assert examples == [fe.InputExample(0, "first", "second"), fe.InputExample(2, "single line"),
                         fe.InputExample(3, "a|||b")]  # the separator needs its spaces, as in the original
     path.write_bytes(b"fine\nbad \xff byte\n")
-    with pytest.raises(ValueError, match=r"in.txt, line 2: not valid UTF-8"):
+    with pytest.raises(ValueError, match=r"in.txt:2: not valid UTF-8"):
         fe.read_examples(str(path))
     path.write_text("\n\n", encoding="utf-8")
     with pytest.raises(ValueError, match="holds no text"):
@@ -117,6 +117,17 @@ def test_writing_streams_and_keeps_one_vector_per_example(tiny_encoder, tmp_path
     saved = fe.write_sentence_vectors(str(tmp_path / "v.npy"), vectors["mean"])
     np.testing.assert_array_equal(np.load(tmp_path / "v.npy"), saved)
     assert saved.shape == (5, 256)
+
+
+def test_an_interrupted_write_leaves_no_features_file(tmp_path):
+    """A full disk (here: the results failing after one line) must not leave a cut file under the final name."""
+    def results():
+        yield fe.ExampleResult(0, ["[CLS]"], [np.zeros((1, 2))], np.zeros(2))
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        fe.write_jsonl(str(tmp_path / "features.jsonl"), results(), layers=[-1])
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow

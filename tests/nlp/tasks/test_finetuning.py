@@ -133,6 +133,20 @@ def test_fine_tuned_head_with_other_labels_is_refused(trained, init_dir, tmp_pat
         (out / "best_model" / model_dir.TASK_FILE).read_text())["evaluation"]["accuracy"]
 
 
+def test_a_model_fine_tuned_for_another_task_with_the_same_labels_is_warned_about(trained, tmp_path, caplog):
+    """An MRPC best_model evaluated on SST-2 matched the labels 0/1 and gave no notice."""
+    out, _, _ = trained
+    other = ToyTask()
+    other.name = "other_toy"
+    with caplog.at_level("WARNING"):
+        finetuning.run_finetuning(_config(str(out / "best_model"), tmp_path), other, do_train=False)
+    assert "fine-tuned for the task 'toy', and this run is 'other_toy'" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        finetuning.run_finetuning(_config(str(out / "best_model"), tmp_path), ToyTask(), do_train=False)
+    assert "fine-tuned for the task" not in caplog.text
+
+
 def test_predicting_without_a_fine_tuned_model_is_refused(init_dir, tmp_path):
     with pytest.raises(InputError, match="Nothing to evaluate or predict"):
         finetuning.run_finetuning(_config(init_dir, tmp_path), ToyTask(), do_train=False)

@@ -141,6 +141,10 @@ def test_bad_settings_stop_early_with_a_message(data, tmp_path):
     with pytest.raises(ValueError, match=r"--train_batch_size=30 must divide by replicas \(1\) x "
                                          r"--gradient_accumulation_steps \(4\)"):
         run_pretraining(_config(data, tmp_path, train_batch_size=30, gradient_accumulation_steps=4))
+    with pytest.raises(ValueError, match=r"--learning_rate must not be negative, got -0.001"):  # the loss would rise
+        run_pretraining(_config(data, tmp_path, learning_rate=-1e-3))
+    with pytest.raises(ValueError, match=r"--train_batch_size must be positive, got 0"):
+        run_pretraining(_config(data, tmp_path, train_batch_size=0))
     with pytest.raises(PretrainDataError, match="but max_seq_length=64; pass --max_seq_length=32"):
         run_pretraining(_config(data, tmp_path, max_seq_length=64))
     with pytest.raises(PretrainDataError, match="larger than the model's max_position_embeddings=64"):

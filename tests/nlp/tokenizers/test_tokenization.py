@@ -4,6 +4,7 @@ import unicodedata
 
 import pytest
 
+from official.nlp.common.errors import InputError
 from official.nlp.tokenizers import tokenization
 from tests.nlp.tokenizers import tokenizer_corpus as corpus
 
@@ -161,6 +162,14 @@ def test_vocab_refused_with_clear_messages(tmp_path, uncased_vocab, cased_vocab)
     tokenization.validate_vocab(tokenization.load_vocab(cased_vocab), vocab_size=28996, do_lower_case=False)
     tokenization.validate_vocab(base, do_lower_case=False, source="tiny")
     tokenization.validate_vocab(base, do_lower_case=True, source="tiny")
+
+
+def test_a_vocab_that_is_not_utf8_is_refused_naming_its_line(tmp_path):
+    """The original drops invalid bytes, so a Latin-1 vocab.txt loaded with "caf\xe9" as the token "caf"."""
+    path = tmp_path / "vocab.txt"
+    path.write_bytes("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\ncaf\u00e9\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"vocab.txt:6: not valid UTF-8 .*seems to be Latin-1"):
+        tokenization.FullTokenizer(str(path))
 
 
 def test_load_vocab_matches_original_line_rules(tmp_path):

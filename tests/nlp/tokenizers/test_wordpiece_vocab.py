@@ -1,5 +1,6 @@
 """Tests for learning a WordPiece vocabulary (library and absl script)."""
 import os
+import random
 import subprocess
 import sys
 
@@ -57,6 +58,18 @@ def test_bad_arguments_are_refused(tmp_path):
     empty.write_text("\n\n")
     with pytest.raises(ValueError, match="no words"):
         wordpiece_vocab.build_vocab([str(empty)], vocab_size=100, do_lower_case=True)
+
+
+def test_text_that_is_not_utf8_is_refused_naming_file_line_and_encoding(tmp_path):
+    """Before: Latin-1 "Caf\xe9" was counted as "caf", and random bytes gave a vocabulary of junk."""
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Good morning.\nCaf\u00e9 cr\u00e8me.\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.txt:2: not valid UTF-8 .*seems to be Latin-1"):
+        wordpiece_vocab.build_vocab([str(latin1)], vocab_size=100, do_lower_case=True)
+    noise = tmp_path / "noise.bin"
+    noise.write_bytes(random.Random(0).randbytes(20_000))
+    with pytest.raises(ValueError, match=r"noise.bin:\d+: not valid UTF-8 .*seems to be binary data, not text"):
+        wordpiece_vocab.build_vocab([str(noise)], vocab_size=1000, do_lower_case=True)
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ import keras
 import numpy as np
 import pytest
 
+from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
@@ -211,3 +212,28 @@ def test_lamb_trust_ratio_and_weight_decay_on_kernels():
     update = g / (np.abs(g) + 1e-6) + 0.1 * w0
     ratio = np.linalg.norm(w0) / np.linalg.norm(update)
     np.testing.assert_allclose(kernel.numpy(), w0 - 0.01 * ratio * update, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("setting, message", [
+    (dict(learning_rate=-1e-3), r"--learning_rate must not be negative, got -0.001"),
+    (dict(learning_rate=float("nan")), r"--learning_rate must not be negative, got nan"),
+    (dict(num_train_steps=0), r"--num_train_steps must be positive, got 0"),
+    (dict(num_warmup_steps=-1), r"--num_warmup_steps must be >= 0, got -1"),
+    (dict(end_learning_rate=-1e-5), r"--end_learning_rate must be >= 0"),
+    (dict(weight_decay=-0.01), r"--weight_decay must be >= 0"),
+    (dict(clip_norm=-1.0), r"--clip_norm must be >= 0"),
+])
+def test_the_shared_factory_refuses_settings_that_train_wrongly(setting, message):
+    """Pretraining and fine-tuning both build their optimizer here, so both refuse these."""
+    kwargs = {"learning_rate": 1e-3, "num_train_steps": 10, **setting}
+    with pytest.raises(InputError, match=message):
+        optimization.create_optimizer(**kwargs)
+
+
+def test_batch_sizes_must_be_positive_and_split_evenly():
+    optimization.check_batch_size(32, 2, 4)
+    with pytest.raises(InputError, match="--train_batch_size must be positive, got 0"):
+        optimization.check_batch_size(0, 1)
+    with pytest.raises(InputError, match=r"--train_batch_size=31 must divide by replicas \(2\) x "
+                                          r"--gradient_accumulation_steps \(1\) = 2"):
+        optimization.check_batch_size(31, 2)

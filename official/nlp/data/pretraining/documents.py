@@ -25,6 +25,7 @@ from typing import Callable, Iterable, Optional, Sequence
 import numpy as np
 
 from official.nlp.common.errors import InputError
+from official.nlp.common.text_files import not_utf8
 
 _SCAN_BYTES = 1 << 16
 # The counts `read_documents` keeps (the "input" part of the statistics).
@@ -225,9 +226,8 @@ def read_documents(pieces: Iterable[tuple[str, int, int]], tokenize: Callable[[s
                 except UnicodeDecodeError as e:
                     where = f"{path}:{line_number(path, line_start)}"
                     if not options.skip_bad_lines:
-                        raise InputError(f"{where}: not valid UTF-8 ({e.reason} at byte {e.start} of the line). "
-                                         f"Re-encode the file as UTF-8, or pass --skip_bad_lines to count and skip "
-                                         f"such lines.") from None
+                        raise InputError(f"{not_utf8(where, raw, e, path)}. Re-encode the file as UTF-8, or pass "
+                                         f"--skip_bad_lines to count and skip such lines.") from None
                     logging.warning("%s: skipped a line that is not valid UTF-8", where)
                     c["skipped_invalid_utf8"] += 1
                     continue

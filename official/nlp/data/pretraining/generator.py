@@ -39,6 +39,7 @@ import time
 import numpy as np
 
 from official.nlp.common.errors import InputError
+from official.nlp.common.output_files import check_target, commit
 from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
@@ -134,7 +135,7 @@ def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics, rec
                 with open(part, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 22)
     stats.write(shard_stats_path(path), record)
-    os.replace(joined, path)  # The shard gets its final name only now, complete.
+    commit(joined, path, name="--output_file")  # The shard gets its final name only now, complete.
     shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
@@ -149,6 +150,16 @@ def _holds_text(path: str) -> bool:
 def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatistics:
     """Runs the whole job; returns the merged statistics (also written to the statistics file)."""
     validate_config(config)
+    paths = output_paths(config.output_file)
+    stats_path = config.stats_file or default_stats_path(config.output_file, paths)
+    records = {os.path.abspath(shard_stats_path(p)): s for s, p in enumerate(paths)}
+    if len(paths) > 1 and os.path.abspath(stats_path) in records:
+        raise InputError(f"--stats_file={stats_path} is the statistics file of one shard; name another file")
+    # Before any work: a rename onto a device, a FIFO or a folder would replace it.
+    for path in paths:
+        check_target(path, name="--output_file")
+        check_target(shard_stats_path(path), name="statistics file")
+    check_target(stats_path, name="--stats_file" if config.stats_file else "statistics file")
     files = expand_input_files(config.input_file)
     # Empty inputs would give complete-looking shards of 0 records; one empty file among others is only counted.
     if not any(_holds_text(f) for f in files):
@@ -156,11 +167,6 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
                          "per line and blank lines between documents")
     vocab = load_checked_vocab(config)
     masking_config(config, vocab)  # Fails early on a vocabulary without [CLS], [SEP] or [MASK].
-    paths = output_paths(config.output_file)
-    stats_path = config.stats_file or default_stats_path(config.output_file, paths)
-    records = {os.path.abspath(shard_stats_path(p)): s for s, p in enumerate(paths)}
-    if len(paths) > 1 and os.path.abspath(stats_path) in records:
-        raise InputError(f"--stats_file={stats_path} is the statistics file of one shard; name another file")
     settings = output_settings(config, files, len(paths))
     # Before anything is written: a shard of other settings stops the job here.
     complete = [is_complete(path, settings, s) for s, path in enumerate(paths)]

@@ -14,6 +14,7 @@ import random
 
 import numpy as np
 
+from official.nlp.common.output_files import commit, temporary_name
 from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
@@ -94,8 +95,8 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
                                          np.asarray(replacement, np.int64), mask_config)
 
     for j, path in enumerate(paths):
-        tmp = f"{path}.tmp-{os.getpid()}"
+        tmp = temporary_name(path)
         write_instances(tmp, docs.tokens, arrays, instance_order[j::len(paths)], config, mask_config, masker,
                                  stats)
-        os.replace(tmp, path)
+        commit(tmp, path, name="--output_file")
     return stats

@@ -26,6 +26,7 @@ import os
 
 import numpy as np
 
+from official.nlp.common.output_files import write_atomically
 from official.nlp.data.pretraining.documents import INPUT_COUNTERS
 ACTION_NAMES = ("mask", "keep", "random")
 
@@ -108,10 +109,8 @@ class PretrainingStatistics:
         if extra:
             d.update(extra)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "w") as f:
+        with write_atomically(path) as f:
             json.dump(d, f, indent=1)
-        os.replace(tmp, path)
 
     @classmethod
     def read(cls, path: str) -> "PretrainingStatistics":

@@ -190,6 +190,24 @@ def test_bad_flags_are_refused_before_anything_is_made(shared_data, tmp_path, fl
     assert not out.exists()
 
 
+def test_an_output_that_is_not_a_regular_file_is_refused_before_any_work(shared_data, tmp_path):
+    """Run as root, --output_file=/dev/full was replaced by a regular file and /dev/stats/ was made."""
+    fifo = tmp_path / "full"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match=r"--output_file=.*full is a FIFO, not a regular file"):
+        pretraining_data.create_pretraining_data(config(shared_data, tmp_path, output_file=str(fifo)))
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(ValueError, match=r"--output_file=.*folder is a folder, not a regular file"):
+        pretraining_data.create_pretraining_data(config(shared_data, tmp_path, output_file=str(tmp_path / "folder")))
+    (tmp_path / "stats").mkdir()
+    os.mkfifo(tmp_path / "stats" / "x.json")  # the statistics side-file is refused too
+    with pytest.raises(ValueError, match=r"statistics file .*x.json is a FIFO"):
+        pretraining_data.create_pretraining_data(config(shared_data, tmp_path, output_file=str(tmp_path / "x")))
+    assert not os.path.isfile(fifo)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder", "full", "stats"]
+    assert os.listdir(tmp_path / "stats") == ["x.json"] and os.listdir(tmp_path / "folder") == []
+
+
 def test_flags_without_a_problem_pass_and_problems_are_reported_together(shared_data, tmp_path):
     pretraining_data.validate_config(config(shared_data, tmp_path, random_seed=-1, reference_order=True,
                                             short_seq_prob=1.0, masked_lm_prob=1.0, unit_mb=1e-6))
