@@ -32,7 +32,7 @@ from official.nlp.modeling.models import BertClassifier
 from official.nlp.tasks import finetuning
 from official.nlp.training.objectives import MeanSquaredErrorObjective, SparseCategoricalObjective
 
-FEATURES_VERSION = 1  # bump when the records' layout changes, so older caches are rebuilt
+FEATURES_VERSION = 2  # bump when the records' layout changes, so older caches are rebuilt
 
 
 @dataclasses.dataclass

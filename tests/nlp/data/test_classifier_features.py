@@ -96,3 +96,17 @@ def test_records_round_trip_through_make_dataset(tmp_path, tokenizer, mrpc_dev, 
     np.testing.assert_allclose(labels_out, [f["label_ids"][0] for f in features])
     train = next(iter(classifier_features.make_dataset(path, 24, 8, regression=regression, is_training=True, seed=1)))
     assert train[0]["input_word_ids"].shape == (8, 24) and train[0]["input_word_ids"].dtype.name == "int32"
+
+
+def test_an_empty_second_segment_is_left_out(tokenizer):
+    """As the original (`if tokens_b:`): same hand-worked layouts as the in-graph packer's test."""
+    from tests.nlp.tokenizers.test_text_layers import EMPTY_B_CASES
+
+    examples = [glue.InputExample(str(i), a, b, "0") for i, (a, b, _, _) in enumerate(EMPTY_B_CASES)]
+    features = classifier_features.convert_examples(examples, tokenizer, labels=("0", "1"), max_seq_length=8)
+    for feature, (_, _, tokens, types) in zip(features, EMPTY_B_CASES):
+        n = len(tokens)
+        assert tokenizer.convert_ids_to_tokens(feature["input_ids"][:n]) == tokens and feature["input_ids"][n:] == [
+            0] * (8 - n)
+        assert feature["segment_ids"] == types + [0] * (8 - n)
+        assert feature["input_mask"] == [1] * n + [0] * (8 - n)

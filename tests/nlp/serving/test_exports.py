@@ -46,6 +46,7 @@ def py_pack(tok, a, b=None, seq_length=L, *, ids_a=None, ids_b=None):
     tokens_a = list(ids_a) if ids_a is not None else tok.convert_tokens_to_ids(tok.tokenize(a))
     pair = b is not None or ids_b is not None
     tokens_b = (list(ids_b) if ids_b is not None else tok.convert_tokens_to_ids(tok.tokenize(b))) if pair else []
+    pair = pair and bool(tokens_b)  # a B with no token is no second segment (the original's `if tokens_b:`)
     if pair:
         truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
     else:
@@ -95,6 +96,7 @@ def texts(shared_data):
     # Real text plus the edge cases: empty strings, an over-long text (truncated as in training), accents.
     pairs[1] = ("", "")
     pairs[2] = (" ".join(r[3] for r in mrpc[50:56]), "Déjà vu: ½ price — naïve café")
+    pairs[3] = ("Naïve 東京 café", "\u200b")  # a B that tokenizes to nothing
     conll = conll_sentences(shared_data / "conll2003" / "iob2" / "valid.txt", 40)
     swag = [json.loads(line) for line in open(shared_data / "swag" / "hf_transformers_sample.jsonl")]
     with open(shared_data / "squad" / "dev-v1.1.json", encoding="utf-8") as f:
