@@ -2,9 +2,9 @@
 
 `init_checkpoint` is anything the other jobs write or accept: a model directory, a fine-tuning `--output_dir`
 (its `best_model/` when there is one, else its latest checkpoint; the labels and `max_seq_length` come from its
-`finetuning.json` / `finetuning_settings.json`), an original TF1 checkpoint or a converted one. Task heads must be
-fine-tuned (the checkpoint holds `model/classifier` or `model/span_logits`); the encoder exports from any
-checkpoint.
+`finetuning.json` / `finetuning_settings.json`, which a fine-tuned model directory such as `best_model/` carries
+itself), an original TF1 checkpoint or a converted one. Task heads must be fine-tuned (the checkpoint holds
+`model/classifier` or `model/span_logits`); the encoder exports from any checkpoint.
 
 Example:
 
@@ -52,6 +52,7 @@ def _locate(init_checkpoint: str) -> tuple[str, dict]:
                                                                                                _TASK_FILE))}
     best = os.path.join(init_checkpoint, _BEST_MODEL_DIR)
     if tf.io.gfile.isdir(init_checkpoint) and tf.io.gfile.isdir(best):
+        record.update(_read_json(os.path.join(best, _SETTINGS_FILE)))
         record.update(_read_json(os.path.join(best, _TASK_FILE)))
         return best, record
     return init_checkpoint, record
