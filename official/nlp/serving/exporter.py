@@ -128,6 +128,12 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
     if task not in TASKS:
         raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
     checkpoint, record = _locate(init_checkpoint)
+    if task == "classifier" and record.get("long_text", "truncate") != "truncate":
+        raise InputError(
+            f"--init_checkpoint={init_checkpoint} was fine-tuned with --long_text={record['long_text']}: "
+            "run_classifier averages its logits over windows of a text longer than max_seq_length, but this export "
+            "would truncate such a text to its first window and answer differently; it is not exported. Predict "
+            "with run_classifier --do_predict, or fine-tune with --long_text=truncate to serve the model")
     try:
         files = model_dir_lib.resolve_model_files(checkpoint, bert_config_file=bert_config_file,
                                                   vocab_file=vocab_file, do_lower_case=do_lower_case)
