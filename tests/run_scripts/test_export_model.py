@@ -25,20 +25,3 @@ def test_head_missing_is_one_clean_line(tmp_path, uncased_vocab):
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "export").exists()
 
-
-def test_a_sliding_window_classifier_is_refused_not_served_truncated(tmp_path):
-    """Served differently from run_classifier --do_predict (truncated instead of averaged over windows): refused."""
-    import json
-
-    import pytest
-
-    from official.nlp.common.errors import InputError
-    from official.nlp.serving import exporter
-
-    for name, content in (("finetuning.json", {"task": "mrpc", "labels": ["0", "1"]}),
-                          ("finetuning_settings.json", {"long_text": "sliding_window", "max_seq_length": 16})):
-        (tmp_path / name).write_text(json.dumps(content))
-    with pytest.raises(InputError, match="--long_text=sliding_window: run_classifier averages its logits over "
-                                         "windows"):
-        exporter.export_model("classifier", str(tmp_path), str(tmp_path / "export"))
-    assert not (tmp_path / "export").exists()

@@ -92,7 +92,7 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
 
 def build_export(task: str, model, *, vocab_file: str, do_lower_case: bool, max_seq_length: int,
                  label_names: Sequence[str] = (), text_pair: bool = False, squad_settings: dict | None = None,
-                 tokenizer=None):
+                 tokenizer=None, long_text: str = "truncate", doc_stride: int | None = None):
     """The `ServingModule` for `task` around an in-memory `model` (see `sequence_exports`, `ner_export`,
     `squad_export`)."""
     common = dict(vocab_file=vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length,
@@ -100,7 +100,8 @@ def build_export(task: str, model, *, vocab_file: str, do_lower_case: bool, max_
     if task == "encoder":
         return sequence_exports.EncoderExport(model, pair=text_pair, **common)
     if task == "classifier":
-        return sequence_exports.ClassifierExport(model, pair=text_pair, label_names=label_names, **common)
+        return sequence_exports.ClassifierExport(model, pair=text_pair, label_names=label_names, long_text=long_text,
+                                                 doc_stride=doc_stride, **common)
     if task == "ner":
         return ner_export.TokenClassifierExport(model, label_names=label_names, **common)
     if task == "swag":
@@ -128,12 +129,6 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
     if task not in TASKS:
         raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
     checkpoint, record = _locate(init_checkpoint)
-    if task == "classifier" and record.get("long_text", "truncate") != "truncate":
-        raise InputError(
-            f"--init_checkpoint={init_checkpoint} was fine-tuned with --long_text={record['long_text']}: "
-            "run_classifier averages its logits over windows of a text longer than max_seq_length, but this export "
-            "would truncate such a text to its first window and answer differently; it is not exported. Predict "
-            "with run_classifier --do_predict, or fine-tune with --long_text=truncate to serve the model")
     try:
         files = model_dir_lib.resolve_model_files(checkpoint, bert_config_file=bert_config_file,
                                                   vocab_file=vocab_file, do_lower_case=do_lower_case)
@@ -153,7 +148,8 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
     settings.update(squad_settings or {})
     export = build_export(task, model, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
                           max_seq_length=max_seq_length, label_names=label_names, text_pair=text_pair,
-                          squad_settings=settings if task == "squad" else None, tokenizer=tokenizer)
+                          squad_settings=settings if task == "squad" else None, tokenizer=tokenizer,
+                          long_text=record.get("long_text") or "truncate", doc_stride=record.get("doc_stride"))
     saved = export.save(export_dir, version)
     version = int(os.path.basename(saved))
     paths = {"saved_model": saved, "token_ids": os.path.join(export_dir, "token_ids", str(version))}
