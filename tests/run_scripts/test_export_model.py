@@ -24,3 +24,4 @@ def test_head_missing_is_one_clean_line(tmp_path, uncased_vocab):
     assert last.startswith("export_model: --init_checkpoint=") and "holds no fine-tuned classifier head" in last
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "export").exists()
+

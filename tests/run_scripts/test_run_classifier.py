@@ -145,3 +145,64 @@ def test_model_fit_on_raw_strings_predicts_what_the_script_path_predicts(tiny_mo
     probabilities = np.loadtxt(tmp_path / "predict" / "test_results.tsv")
     np.testing.assert_allclose(probabilities, tf.nn.softmax(logits).numpy(), atol=1e-5)
     assert result.predictions
+
+
+@pytest.mark.slow
+def test_eval_only_and_predict_settings_in_process(tiny_model, mrpc, tmp_path, monkeypatch):
+    """`--do_eval` alone writes eval_results.txt with the numbers the training run reported for the same
+    checkpoint; prediction batches by --predict_batch_size and writes full-precision probabilities."""
+    from official.nlp.data import classifier_features
+
+    out = tmp_path / "out"
+    common = dict(task_name="mrpc", data_dir=str(mrpc), init_checkpoint=tiny_model, output_dir=str(out),
+                  max_seq_length=SEQ, train_batch_size=16, eval_batch_size=16, predict_batch_size=5,
+                  num_train_epochs=1, learning_rate=1e-3, skip_bad_rows=True)
+    trained = classification.run_classifier(classification.ClassifierConfig(**common, do_train=True, do_eval=True))
+    reported = trained.eval_history[-1]
+    (out / "eval_results.txt").unlink()
+    batch_sizes = []
+    make_dataset = classifier_features.make_dataset
+
+    def recording(path, seq, batch_size, **kwargs):
+        batch_sizes.append((os.path.basename(path), batch_size))
+        return make_dataset(path, seq, batch_size, **kwargs)
+
+    monkeypatch.setattr(classifier_features, "make_dataset", recording)
+    classification.run_classifier(classification.ClassifierConfig(**common, do_eval=True, do_predict=True))
+    block = (out / "eval_results.txt").read_text().split("*****")[-1]
+    written = dict(line.split(" = ") for line in block.strip().splitlines())
+    assert written["step"] == str(reported["step"])
+    for key in ("f1", "accuracy", "loss"):
+        assert written[key] == repr(reported[key])
+    assert batch_sizes == [("eval.tf_record", 16), ("predict.tf_record", 5)]
+    rows = (out / "test_results.tsv").read_text().splitlines()
+    values = [v for row in rows for v in row.split("\t")]
+    assert len(rows) == 16 and all(v == repr(float(v)) for v in values)
+    assert max(len(v.split(".")[-1]) for v in values) > 6  # not rounded to 6 decimals
+
+
+def test_group_by_length_off_draws_the_original_batches(tiny_model, mrpc, tmp_path):
+    """`group_by_length=False`: the examples and order of a uniformly shuffled run, padded to max_seq_length."""
+    from official.nlp.data import classifier_features
+
+    files = model_dir.resolve_model_files(tiny_model)
+    seq = 64  # MRPC pairs fall into several length buckets
+    context = tf.distribute.InputContext()
+
+    def first_batches(group_by_length, count=5):
+        config = classification.ClassifierConfig(
+            task_name="mrpc", data_dir=str(mrpc), init_checkpoint=tiny_model, output_dir=str(tmp_path),
+            max_seq_length=seq, skip_bad_rows=True, group_by_length=group_by_length)
+        dataset = classification.ClassificationTask(config, files).train_dataset(context, 8, seed=3)
+        return [x["input_word_ids"].numpy() for x, _ in dataset.take(count)]
+
+    fixed = first_batches(False)
+    spec = classifier_features.feature_spec(seq, regression=False)
+    original = (tf.data.TFRecordDataset(str(tmp_path / "train.tf_record"))
+                .shuffle(10000, seed=3, reshuffle_each_iteration=True).repeat().batch(8, drop_remainder=True)
+                .map(lambda records: tf.io.parse_example(records, spec)["input_ids"]))
+    for got, want in zip(fixed, original.take(5)):
+        assert got.shape == (8, seq)
+        np.testing.assert_array_equal(got, want.numpy())
+    grouped = first_batches(True)
+    assert any(g.shape != f.shape or (g != f).any() for g, f in zip(grouped, fixed))

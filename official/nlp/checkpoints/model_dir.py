@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Mapping
 
 import tensorflow as tf
 from absl import logging
@@ -467,18 +468,23 @@ def convert_checkpoint(input_path: str, output_dir: str, *, input_format: str = 
 
 
 def export_model_dir(model, export_dir: str, *, vocab_file: str | None,
-                     do_lower_case: bool | None, step: int | None = None) -> str:
+                     do_lower_case: bool | None, step: int | None = None,
+                     json_files: Mapping[str, Mapping] | None = None) -> str:
     """Writes a trained model (weights only) as a model directory, replacing an earlier export.
 
-    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). Written next to
-    `export_dir` first and renamed into place, so a job killed while exporting leaves either the previous export
-    or none, never half of one.
+    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). `json_files`
+    (`{file name: content}`, e.g. a fine-tuned head's `finetuning.json`) are written into it too. Everything is
+    written next to `export_dir` first and renamed into place, so a job killed while exporting leaves either the
+    previous export or none, never half of one.
     """
     check_target(export_dir, folder=True)
     staging = export_dir.rstrip("/") + ".partial"
     if tf.io.gfile.exists(staging):
         tf.io.gfile.rmtree(staging)
     save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint_number=step)
+    for name, content in (json_files or {}).items():
+        with tf.io.gfile.GFile(os.path.join(staging, name), "w") as f:
+            json.dump(dict(content), f, indent=1, sort_keys=True)
     if tf.io.gfile.exists(export_dir):
         tf.io.gfile.rmtree(export_dir)
     tf.io.gfile.rename(staging, export_dir)  # the checkpoint state file holds relative paths

@@ -1,8 +1,8 @@
 """Sentence(-pair) classification features: tokenized examples as records, and the input pipeline that reads them.
 
 `convert_examples` turns `glue.InputExample`s into features with the exact WordPiece tokenizer, as the original
-`convert_single_example` does: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, zero-padded to `max_seq_length`. A text
-too long for the sequence is handled by `long_text`:
+`convert_single_example` does: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` (a B that tokenizes to nothing is left out,
+with its `[SEP]`), zero-padded to `max_seq_length`. A text too long for the sequence is handled by `long_text`:
 
 - `truncate` (the original): one feature; a pair loses tokens from the end of its longer segment first.
 - `sliding_window`: the longer segment is cut into windows `doc_stride` tokens apart by SQuAD's window rule
@@ -51,7 +51,7 @@ class ConversionStats:
 def _pack(tokens_a: Sequence[str], tokens_b: Sequence[str] | None, tokenizer, max_seq_length: int) -> dict:
     tokens = ["[CLS]", *tokens_a, "[SEP]"]
     segment_ids = [0] * len(tokens)
-    if tokens_b is not None:
+    if tokens_b:
         tokens += [*tokens_b, "[SEP]"]
         segment_ids += [1] * (len(tokens_b) + 1)
     ids = tokenizer.convert_tokens_to_ids(tokens)
@@ -93,7 +93,8 @@ def convert_examples(examples: Sequence[InputExample], tokenizer, *, labels: Seq
     for index, example in enumerate(examples):
         stats.examples += 1
         tokens_a = tokenizer.tokenize(example.text_a)
-        tokens_b = tokenizer.tokenize(example.text_b) if example.text_b is not None else None
+        # A second text that tokenizes to nothing is no second segment (the original's `if tokens_b:`).
+        tokens_b = (tokenizer.tokenize(example.text_b) if example.text_b is not None else None) or None
         label = {"label_ids": _label_value(example.label, labels), "example_index": [index]}
         budget = max_seq_length - (3 if tokens_b is not None else 2)
         total = len(tokens_a) + (len(tokens_b) if tokens_b is not None else 0)

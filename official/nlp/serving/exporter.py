@@ -2,9 +2,9 @@
 
 `init_checkpoint` is anything the other jobs write or accept: a model directory, a fine-tuning `--output_dir`
 (its `best_model/` when there is one, else its latest checkpoint; the labels and `max_seq_length` come from its
-`finetuning.json` / `finetuning_settings.json`), an original TF1 checkpoint or a converted one. Task heads must be
-fine-tuned (the checkpoint holds `model/classifier` or `model/span_logits`); the encoder exports from any
-checkpoint.
+`finetuning.json` / `finetuning_settings.json`, which a fine-tuned model directory such as `best_model/` carries
+itself), an original TF1 checkpoint or a converted one. Task heads must be fine-tuned (the checkpoint holds
+`model/classifier` or `model/span_logits`); the encoder exports from any checkpoint.
 
 Example:
 
@@ -40,6 +40,7 @@ def _locate(init_checkpoint: str) -> tuple[str, dict]:
               **(model_dir_lib.read_task_file(init_checkpoint) or {})}
     best = os.path.join(init_checkpoint, model_dir_lib.BEST_MODEL_DIR)
     if tf.io.gfile.isdir(init_checkpoint) and tf.io.gfile.isdir(best):
+        record.update(model_dir_lib.read_settings_file(best) or {})
         record.update(model_dir_lib.read_task_file(best) or {})
         return best, record
     return init_checkpoint, record
@@ -79,7 +80,7 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
 
 def build_export(task: str, model, *, vocab_file: str, do_lower_case: bool, max_seq_length: int,
                  label_names: Sequence[str] = (), text_pair: bool = False, squad_settings: dict | None = None,
-                 tokenizer=None):
+                 tokenizer=None, long_text: str = "truncate", doc_stride: int | None = None):
     """The `ServingModule` for `task` around an in-memory `model` (see `sequence_exports`, `ner_export`,
     `squad_export`)."""
     common = dict(vocab_file=vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length,
@@ -87,7 +88,8 @@ def build_export(task: str, model, *, vocab_file: str, do_lower_case: bool, max_
     if task == "encoder":
         return sequence_exports.EncoderExport(model, pair=text_pair, **common)
     if task == "classifier":
-        return sequence_exports.ClassifierExport(model, pair=text_pair, label_names=label_names, **common)
+        return sequence_exports.ClassifierExport(model, pair=text_pair, label_names=label_names, long_text=long_text,
+                                                 doc_stride=doc_stride, **common)
     if task == "ner":
         return ner_export.TokenClassifierExport(model, label_names=label_names, **common)
     if task == "swag":
@@ -134,7 +136,8 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
     settings.update(squad_settings or {})
     export = build_export(task, model, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
                           max_seq_length=max_seq_length, label_names=label_names, text_pair=text_pair,
-                          squad_settings=settings if task == "squad" else None, tokenizer=tokenizer)
+                          squad_settings=settings if task == "squad" else None, tokenizer=tokenizer,
+                          long_text=record.get("long_text") or "truncate", doc_stride=record.get("doc_stride"))
     saved = export.save(export_dir, version)
     version = int(os.path.basename(saved))
     paths = {"saved_model": saved, "token_ids": os.path.join(export_dir, "token_ids", str(version))}

@@ -25,7 +25,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from official.nlp.data import length_buckets
+from official.nlp.data import classifier_features, length_buckets
 from official.nlp.serving import export_base
 from official.nlp.serving.export_base import ServingModule, id_specs, string_spec
 
@@ -75,11 +75,17 @@ def _class_outputs(logits, label_names):
 class ClassifierExport(_TextSegments):
     """`BertClassifier`: `probabilities`, `label_index`, `label_name` and `logits`; a regression model
     (`num_classes=1`) gives `score`. `label_names` default to "0", "1", ...; serve_examples also gives TF
-    Serving's classify outputs `classes` (all label names) and `scores` (their probabilities)."""
+    Serving's classify outputs `classes` (all label names) and `scores` (their probabilities).
+
+    `long_text` is the fine-tuning job's: `truncate` packs each raw text as training's truncation does;
+    `sliding_window` cuts a text longer than `max_seq_length` into the windows of `classifier_features` (same
+    `doc_stride`, the shorter text of a pair repeated in each) and averages the logits over them, as
+    `run_classifier --do_predict` does. `serve_token_ids` takes packed sequences and answers for each."""
 
     task = "classifier"
 
-    def __init__(self, model, *, label_names: Sequence[str] = (), **kwargs):
+    def __init__(self, model, *, label_names: Sequence[str] = (), long_text: str = "truncate",
+                 doc_stride: int | None = None, **kwargs):
         regression = model.num_classes == 1
         if regression:
             label_names = ()
@@ -90,8 +96,55 @@ class ClassifierExport(_TextSegments):
                 f"{len(label_names)} label names ({', '.join(label_names)}) for a classifier with "
                 f"{model.num_classes} classes; pass one name per class in the order of the training labels")
         super().__init__(model, label_names=label_names, **kwargs)
+        classifier_features.check_settings(self.seq_length, long_text, doc_stride)
         self.regression = regression
         self.buckets = length_buckets.bucket_lengths(self.seq_length)
+        self.windows = long_text == "sliding_window"
+        self.doc_stride = doc_stride
+        self.long_text = tf.Variable(long_text, trainable=False, name="long_text")
+
+    def pack(self, texts):
+        if not self.windows:
+            return super().pack(texts)
+        a = self.tokenizer(texts["text_a"])
+        b = self.tokenizer(texts["text_b"]) if self.pair else a[:, :0]
+        return self._windows(a, b)
+
+    def _windows(self, a, b):
+        """`classifier_features.convert_examples`' sliding windows, for a batch: the packed windows, and for each
+        its example (see that function for the rule; a text that fits is one window, packed as `truncate` does)."""
+        len_a, len_b = a.row_lengths(), b.row_lengths()
+        batch = tf.shape(len_a, out_type=tf.int64)[0]
+        has_b = len_b > 0  # a B that tokenizes to nothing is no second segment
+        budget = self.seq_length - tf.where(has_b, tf.constant(3, tf.int64), 2)
+        b_is_longer = has_b & (len_b >= len_a)
+        rows = tf.range(batch)
+        both = tf.concat([a, b], axis=0)
+        long = tf.gather(both, tf.where(b_is_longer, rows + batch, rows))
+        short = tf.gather(both, tf.where(b_is_longer, rows, rows + batch))
+        len_short = tf.where(has_b, tf.minimum(short.row_lengths(), budget // 2), tf.zeros_like(budget))
+        len_long = long.row_lengths()
+        window = budget - len_short
+        stride = tf.fill([batch], tf.cast(self.doc_stride, tf.int64)) if self.doc_stride else tf.maximum(
+            window // 2, 1)
+        step = tf.minimum(window, stride)
+        num_windows = (tf.maximum(len_long - window, 0) + step - 1) // step + 1
+        example = tf.repeat(rows, num_windows)
+        start = tf.ragged.range(num_windows).flat_values * tf.gather(step, example)
+        length = tf.minimum(tf.gather(window, example), tf.gather(len_long, example) - start)
+        first = tf.gather(long.row_splits[:-1], example) + start
+        piece = tf.gather(long.flat_values, tf.ragged.range(first, first + length))
+        kept_short = tf.gather(short.flat_values, tf.ragged.range(
+            tf.gather(short.row_splits[:-1], example), tf.gather(short.row_splits[:-1] + len_short, example)))
+        short_first, piece_first = self.packer([kept_short, piece]), self.packer([piece, kept_short])
+        order = tf.gather(b_is_longer, example)[:, None]
+        features = {k: tf.where(order, short_first[k], piece_first[k]) for k in short_first}
+        return features, dict(example=example, batch=batch)
+
+    def text_outputs(self, texts, features, context, logits):
+        if context is not None:  # the mean of the logits of each example's windows
+            logits = tf.math.unsorted_segment_mean(logits, context["example"], context["batch"])
+        return self.token_id_outputs(features, logits)
 
     def _run(self, features):
         # One output per text, which padding does not change: cut each request batch to its length bucket
@@ -102,9 +155,6 @@ class ClassifierExport(_TextSegments):
         if self.regression:
             return {"score": logits[:, 0]}
         return _class_outputs(logits, self.label_names)
-
-    def text_outputs(self, texts, features, context, logits):
-        return self.token_id_outputs(features, logits)
 
     def serve_examples(self, examples, serve_text=None):
         outputs = dict(super().serve_examples(examples, serve_text))

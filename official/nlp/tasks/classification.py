@@ -33,7 +33,7 @@ from official.nlp.modeling.models import BertClassifier
 from official.nlp.tasks import finetuning
 from official.nlp.training.objectives import MeanSquaredErrorObjective, SparseCategoricalObjective
 
-FEATURES_VERSION = 1  # bump when the records' layout changes, so older caches are rebuilt
+FEATURES_VERSION = 2  # bump when the records' layout changes, so older caches are rebuilt
 
 
 @dataclasses.dataclass
@@ -54,6 +54,9 @@ class ClassifierConfig(finetuning.FineTuningConfig):
                                             "text, logits averaged).")
     doc_stride: int | None = field(None, help="Tokens between the starts of two windows (--long_text=sliding_window; "
                                               "default: half a window).")
+    group_by_length: bool = field(True, help="Batch training examples of similar length together, each batch cut to "
+                                             "its length bucket (faster). False: the original's batches, uniformly "
+                                             "shuffled and padded to --max_seq_length.")
     skip_bad_rows: bool = field(False, help="Skip (and count) rows with too few columns, an unknown label or an "
                                             "empty text.")
     max_train_examples: int | None = field(None, help="Use only the first N training examples.")
@@ -195,7 +198,9 @@ class ClassificationTask:
             self._train_path, self.config.max_seq_length, batch_size, regression=self.regression, is_training=True,
             seed=seed, input_context=input_context, buckets=self._buckets())
 
-    def _buckets(self) -> tuple[int, ...]:
+    def _buckets(self) -> tuple[int, ...] | None:
+        if not self.config.group_by_length:
+            return None
         # TPUs recompile for every new shape: they keep max_seq_length.
         return length_buckets.bucket_lengths(self.config.max_seq_length,
                                              fixed=self.config.distribution_strategy == "tpu")
@@ -205,9 +210,9 @@ class ClassificationTask:
         return {"train_data": self._input_digest(train), "long_text": self.config.long_text,
                 "doc_stride": self.config.doc_stride, "max_train_examples": self.config.max_train_examples}
 
-    def predict_outputs(self, model: keras.Model, path: str, num_examples: int) -> np.ndarray:
+    def predict_outputs(self, model: keras.Model, path: str, num_examples: int, batch_size: int) -> np.ndarray:
         """Per-example logits (scores for regression), averaged over an example's windows."""
-        dataset = classifier_features.make_dataset(path, self.config.max_seq_length, self.config.eval_batch_size,
+        dataset = classifier_features.make_dataset(path, self.config.max_seq_length, batch_size,
                                                    regression=self.regression, is_training=False,
                                                    buckets=self._buckets())
         step = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
@@ -221,7 +226,7 @@ class ClassificationTask:
         metrics = {}
         for eval_set in self.splits[glue.DEV]:
             path, examples, _ = self.features(glue.DEV, eval_set)
-            outputs = self.predict_outputs(model, path, len(examples))
+            outputs = self.predict_outputs(model, path, len(examples), self.config.eval_batch_size)
             metrics.update({f"{k}{eval_set.suffix}": v for k, v in self.score(examples, outputs).items()})
         metrics.update({f"bad_rows_{k}": float(v) for k, v in self.bad_rows.items()})
         return metrics
@@ -244,7 +249,7 @@ class ClassificationTask:
             raise InputError(f"{self.name} has no test set to predict")
         for eval_set in self.splits[glue.TEST]:
             path, examples, _ = self.features(glue.TEST, eval_set)
-            outputs = self.predict_outputs(model, path, len(examples))
+            outputs = self.predict_outputs(model, path, len(examples), self.config.predict_batch_size)
             written += self.write_predictions(examples, outputs, eval_set)
         return written
 
@@ -255,11 +260,11 @@ class ClassificationTask:
         results = os.path.join(out, f"test_results{eval_set.suffix}.tsv")
         if self.regression:
             predictions = [f"{s:.3f}" for s in outputs[:, 0]]
-            rows = [f"{s:.6f}" for s in outputs[:, 0]]
+            rows = [repr(float(s)) for s in outputs[:, 0]]
         else:
             predictions = [self.labels[i] for i in outputs.argmax(-1)]
             probabilities = np.exp(outputs - _logsumexp(outputs))
-            rows = ["\t".join(f"{p:.6f}" for p in row) for row in probabilities]
+            rows = ["\t".join(repr(float(p)) for p in row) for row in probabilities]  # full precision, as the original
         with output_files.write_atomically(submission) as f:
             f.write("index\tprediction\n")
             f.write("".join(f"{e.guid}\t{p}\n" for e, p in zip(examples, predictions)))

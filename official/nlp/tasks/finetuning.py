@@ -299,27 +299,52 @@ def _write_eval(output_dir: str, history: list[dict]) -> None:
     """`eval_history.json` and `eval_results.txt` (the original's `key = value` lines, one block per epoch)."""
     with output_files.write_atomically(os.path.join(output_dir, EVAL_HISTORY_FILE)) as f:
         json.dump(history, f, indent=1)
+    _write_eval_results(output_dir, history)
+
+
+def _write_eval_results(output_dir: str, history: list[dict]) -> None:
+    """`eval_results.txt`; an evaluation without training (`epoch` None) is written like the others, after them."""
     lines = []
     for entry in history:
         lines.append(f"***** Eval results: epoch {entry['epoch']}, global_step {entry['step']} *****")
         lines += [f"{k} = {v}" for k, v in sorted(entry.items())]
+    tf.io.gfile.makedirs(output_dir)
     with output_files.write_atomically(os.path.join(output_dir, EVAL_RESULTS_FILE)) as f:
         f.write("\n".join(lines) + "\n")
 
 
+def _checkpoint_step(output_dir: str) -> int | None:
+    """The step of `output_dir`'s latest checkpoint (what an evaluation without training restores), if any."""
+    latest = tf.train.latest_checkpoint(output_dir) if tf.io.gfile.isdir(output_dir) else None
+    suffix = latest.rsplit("-", 1)[-1] if latest else ""
+    return int(suffix) if suffix.isdigit() else None
+
+
 def save_fine_tuned(model: keras.Model, directory: str, files: model_dir_lib.ModelFiles, *, task_name: str,
                     head: str, labels: Sequence[str], metric: str | None = None,
-                    evaluation: Mapping | None = None) -> str:
+                    evaluation: Mapping | None = None, settings: Mapping | None = None) -> str:
     """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation),
     replacing an earlier one. Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels
-    it restores the head too; another label set is refused."""
+    it restores the head too; another label set is refused. `settings` (the job's, see `serving_settings`) go to
+    its `finetuning_settings.json`, so that the directory alone says how to serve it (`max_seq_length`, ...)."""
     step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
+    task_file = {"task": task_name, "head": head, "labels": list(labels), "metric": metric,
+                 "evaluation": dict(evaluation or {})}
+    json_files = {model_dir_lib.TASK_FILE: task_file}
+    if settings is not None:
+        json_files[model_dir_lib.SETTINGS_FILE] = settings
+    # The task file goes in before the directory is put in place: a best_model/ without it would load as a bare
+    # encoder and silently drop its head.
     model_dir_lib.export_model_dir(model, directory, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
-                                   step=step)
-    with tf.io.gfile.GFile(os.path.join(directory, model_dir_lib.TASK_FILE), "w") as f:
-        json.dump({"task": task_name, "head": head, "labels": list(labels), "metric": metric,
-                   "evaluation": dict(evaluation or {})}, f, indent=1)
+                                   step=step, json_files=json_files)
     return directory
+
+
+def serving_settings(settings: Mapping, task: FineTuningTask) -> dict:
+    """What a fine-tuned model directory records: the job's training settings plus what the task's predictions
+    also depend on (`task.serving_settings()`, e.g. SQuAD's answer post-processing), where it has such."""
+    extra = task.serving_settings() if hasattr(task, "serving_settings") else {}
+    return json.loads(json.dumps({**settings, **extra}))
 
 
 def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: bool = True, do_eval: bool = True,
@@ -346,7 +371,10 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
         plan.apply(model)
         history = _read_history(config.output_dir)
         if do_eval:
-            history = history + [{"epoch": None, "step": None, **task.evaluate(model)}]
+            history = history + [{"epoch": None, "step": _checkpoint_step(config.output_dir),
+                                  **{k: float(v) for k, v in task.evaluate(model).items()}}]
+            if distribution.worker_info(strategy).is_chief:
+                _write_eval_results(config.output_dir, history)
         return FineTuningResult(model, files, 0, {}, history, None)
 
     settings = training_settings(config, files, task)
@@ -396,7 +424,8 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
             eval_writer.flush()
             if entry[task.metric_name] > best or not tf.io.gfile.exists(best_dir):
                 save_fine_tuned(model, best_dir, files, task_name=task.name, head=head.kind,
-                                labels=task.labels, metric=task.metric_name, evaluation=entry)
+                                labels=task.labels, metric=task.metric_name, evaluation=entry,
+                                settings=serving_settings(settings, task))
                 logging.info("Best %s so far (%.4f): kept as the model directory %s", task.metric_name,
                              entry[task.metric_name], best_dir)
             _write_eval(config.output_dir, history)

@@ -63,7 +63,8 @@ class MultipleChoiceTask:
     labels = [str(i) for i in range(swag.NUM_CHOICES)]
 
     def __init__(self, config: MultipleChoiceConfig, tokenizer, *, max_seq_length: int, output_dir: str,
-                 vocab_file: str | None = None, do_lower_case: bool | None = None, eval_batch_size: int = 8):
+                 vocab_file: str | None = None, do_lower_case: bool | None = None, eval_batch_size: int = 8,
+                 predict_batch_size: int | None = None):
         self.config = config
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
@@ -71,6 +72,7 @@ class MultipleChoiceTask:
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
         self.eval_batch_size = eval_batch_size
+        self.predict_batch_size = predict_batch_size or eval_batch_size
         self.bad_rows: dict[str, int] = {}
         self._loaded: dict[str, swag.MultipleChoiceFeatures] = {}
         self._num_train: int | None = None
@@ -138,13 +140,13 @@ class MultipleChoiceTask:
 
     # ---- evaluation and prediction ----------------------------------------------------------------------------
 
-    def _logits(self, model: keras.Model, features: swag.MultipleChoiceFeatures) -> np.ndarray:
-        return model.predict(features.model_inputs(), batch_size=self.eval_batch_size, verbose=0)
+    def _logits(self, model: keras.Model, features: swag.MultipleChoiceFeatures, batch_size: int) -> np.ndarray:
+        return model.predict(features.model_inputs(), batch_size=batch_size, verbose=0)
 
     def evaluate(self, model: keras.Model) -> dict[str, float]:
         """`accuracy` (the metric of the SWAG paper and BERT's) and the mean cross entropy `loss` on `eval_file`."""
         features = self._features("eval", self.config.eval_file, "--eval_file")
-        logits = self._logits(model, features)
+        logits = self._logits(model, features, self.eval_batch_size)
         labels = features.arrays["label"]
         return {"accuracy": float(np.mean(np.argmax(logits, -1) == labels)),
                 "loss": float(np.mean(np.asarray(cross_entropy(labels, logits)))),
@@ -156,7 +158,8 @@ class MultipleChoiceTask:
             raise InputError("--do_predict needs --predict_file")
         examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=None)
         features = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
-        probabilities = np.asarray(keras.ops.softmax(self._logits(model, features), axis=-1))
+        logits = self._logits(model, features, self.predict_batch_size)
+        probabilities = np.asarray(keras.ops.softmax(logits, axis=-1))
         output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
         tf.io.gfile.makedirs(os.path.dirname(output_file) or ".")
         with output_files.write_atomically(output_file) as f:
@@ -183,7 +186,8 @@ def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
     files = files or finetuning.resolve_model_files(config)
     return MultipleChoiceTask(config, files.tokenizer(), max_seq_length=config.max_seq_length,
                               output_dir=config.output_dir, vocab_file=files.vocab_file,
-                              do_lower_case=files.do_lower_case, eval_batch_size=config.eval_batch_size)
+                              do_lower_case=files.do_lower_case, eval_batch_size=config.eval_batch_size,
+                              predict_batch_size=config.predict_batch_size)
 
 
 def run_swag(config: MultipleChoiceConfig) -> SwagResult:

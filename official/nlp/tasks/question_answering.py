@@ -136,6 +136,12 @@ class SquadTask:
                 "doc_stride": c.doc_stride, "max_query_length": c.max_query_length,
                 "version_2_with_negative": c.version_2_with_negative}
 
+    def serving_settings(self) -> dict:
+        """Recorded with a fine-tuned model directory: the answer post-processing its exports use."""
+        c = self.config
+        return {"n_best_size": c.n_best_size, "max_answer_length": c.max_answer_length,
+                "null_score_diff_threshold": c.null_score_diff_threshold}
+
     def num_train_examples(self) -> int:
         """Training features (windows), built and cached on first use."""
         c = self.config

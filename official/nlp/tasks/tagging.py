@@ -111,7 +111,7 @@ class TaggingTask:
       max_seq_length: tokens per window.
       output_dir: where the training features are cached (`train.tf_record`).
       vocab_file, do_lower_case: recorded in the cache key.
-      eval_batch_size: batch size of evaluation and prediction.
+      eval_batch_size, predict_batch_size: batch sizes of evaluation and of prediction (default: eval's).
       init_checkpoint: read for the labels when there is no training file.
     """
 
@@ -121,7 +121,7 @@ class TaggingTask:
 
     def __init__(self, config: TaggingConfig, tokenizer, *, max_seq_length: int, output_dir: str,
                  vocab_file: str | None = None, do_lower_case: bool | None = None, eval_batch_size: int = 32,
-                 init_checkpoint: str | None = None):
+                 init_checkpoint: str | None = None, predict_batch_size: int | None = None):
         self.config = config
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
@@ -129,6 +129,7 @@ class TaggingTask:
         self.vocab_file = vocab_file
         self.do_lower_case = do_lower_case
         self.eval_batch_size = eval_batch_size
+        self.predict_batch_size = predict_batch_size or eval_batch_size
         self.bad_rows: dict[str, int] = {}
         self._train = self._read(config.train_file, "train") if config.train_file else None
         if config.labels:
@@ -218,10 +219,11 @@ class TaggingTask:
 
     # ---- evaluation and prediction --------------------------------------------------------------------------
 
-    def predict_tags(self, model: keras.Model, sentences: Sequence[conll.Sentence]) -> list[list[str]]:
-        """The model's tag for every word of `sentences`."""
+    def predict_tags(self, model: keras.Model, sentences: Sequence[conll.Sentence],
+                     batch_size: int | None = None) -> list[list[str]]:
+        """The model's tag for every word of `sentences` (`batch_size`: default eval's)."""
         features = self._features(sentences, None)
-        logits = model.predict(features.model_inputs(), batch_size=self.eval_batch_size, verbose=0)
+        logits = model.predict(features.model_inputs(), batch_size=batch_size or self.eval_batch_size, verbose=0)
         return conll.word_predictions(features, np.argmax(logits, axis=-1), self.labels, sentences)
 
     def evaluate(self, model: keras.Model) -> dict[str, float]:
@@ -246,7 +248,7 @@ class TaggingTask:
         if not self.config.predict_file:
             raise InputError("--do_predict needs --predict_file")
         sentences = self._read(self.config.predict_file, "predict")
-        predicted = self.predict_tags(model, sentences)
+        predicted = self.predict_tags(model, sentences, self.predict_batch_size)
         output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
         tf.io.gfile.makedirs(os.path.dirname(output_file) or ".")
         conll.write_predictions(output_file, sentences, predicted)
@@ -296,7 +298,8 @@ def make_task(config: TaggingConfig, files=None) -> TaggingTask:
     cls = FeatureBasedTaggingTask if config.feature_based else TaggingTask
     return cls(config, files.tokenizer(), max_seq_length=config.max_seq_length, output_dir=config.output_dir,
                vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
-               eval_batch_size=config.eval_batch_size, init_checkpoint=config.init_checkpoint)
+               eval_batch_size=config.eval_batch_size, init_checkpoint=config.init_checkpoint,
+               predict_batch_size=config.predict_batch_size)
 
 
 def run_ner(config: TaggingConfig) -> NerResult:

@@ -241,7 +241,8 @@ def truncated_pair_lengths(len_a, len_b, max_total):
 
 @keras.saving.register_keras_serializable(package="bert")
 class BertPackInputs(keras.layers.Layer):
-    """Packs one or two tokenized segments into BERT's inputs: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`.
+    """Packs one or two tokenized segments into BERT's inputs: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`
+    (`[CLS] A [SEP]` for an example whose B has no token, as the original packs it).
 
     Called on a RaggedTensor `[batch, (tokens)]` of ids, or a list of one or two of them, it returns the dict
     `input_word_ids`, `input_mask`, `input_type_ids` of int32 `[batch, seq_length]` tensors. Truncation is the
@@ -312,10 +313,18 @@ class BertPackInputs(keras.layers.Layer):
             len_a, len_b = truncated_pair_lengths(
                 segments[0].row_lengths(), segments[1].row_lengths(), seq_length - 3
             )
+            # A B with no token is no second segment, per example (the original's `if tokens_b:`): A alone may
+            # then take `seq_length - 2` tokens, and its `[SEP]` is dropped below.
+            no_b = tf.equal(segments[1].row_lengths(), 0)
+            len_a = tf.where(no_b, tf.minimum(segments[0].row_lengths(), tf.cast(seq_length - 2, len_a.dtype)),
+                             len_a)
             segments = [self._keep_first(segments[0], len_a), self._keep_first(segments[1], len_b)]
         ids, type_ids = tf_text.combine_segments(
             segments, start_of_sequence_id=self.start_of_sequence_id, end_of_segment_id=self.end_of_segment_id
         )
+        if len(segments) == 2:
+            ids, type_ids = self._keep_first(ids, ids.row_lengths() - tf.cast(no_b, tf.int64)), self._keep_first(
+                type_ids, type_ids.row_lengths() - tf.cast(no_b, tf.int64))
         word_ids, mask = tf_text.pad_model_inputs(ids, seq_length, pad_value=self.padding_id)
         type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, pad_value=0)
         outputs = {

@@ -105,3 +105,17 @@ def test_a_stride_longer_than_any_window_is_refused(tokenizer):
                                          r"Pass --doc_stride=4 or less"):
         list(classifier_features.convert_examples([single], tokenizer, labels=("0", "1"), max_seq_length=6,
                                                   long_text="sliding_window", doc_stride=5))
+
+
+def test_an_empty_second_segment_is_left_out(tokenizer):
+    """As the original (`if tokens_b:`): same hand-worked layouts as the in-graph packer's test."""
+    from tests.nlp.tokenizers.test_text_layers import EMPTY_B_CASES
+
+    examples = [glue.InputExample(str(i), a, b, "0") for i, (a, b, _, _) in enumerate(EMPTY_B_CASES)]
+    features = classifier_features.convert_examples(examples, tokenizer, labels=("0", "1"), max_seq_length=8)
+    for feature, (_, _, tokens, types) in zip(features, EMPTY_B_CASES):
+        n = len(tokens)
+        assert tokenizer.convert_ids_to_tokens(feature["input_ids"][:n]) == tokens and feature["input_ids"][n:] == [
+            0] * (8 - n)
+        assert feature["segment_ids"] == types + [0] * (8 - n)
+        assert feature["input_mask"] == [1] * n + [0] * (8 - n)

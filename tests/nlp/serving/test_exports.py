@@ -33,6 +33,7 @@ SQUAD = dict(doc_stride=16, max_query_length=12, n_best_size=5, max_answer_lengt
 SQUAD_L = 64
 CONLL_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
 MRPC_LABELS = ["not_equivalent", "equivalent"]
+WINDOW_STRIDE = 5
 ATOL = 2e-5
 
 
@@ -46,6 +47,7 @@ def py_pack(tok, a, b=None, seq_length=L, *, ids_a=None, ids_b=None):
     tokens_a = list(ids_a) if ids_a is not None else tok.convert_tokens_to_ids(tok.tokenize(a))
     pair = b is not None or ids_b is not None
     tokens_b = (list(ids_b) if ids_b is not None else tok.convert_tokens_to_ids(tok.tokenize(b))) if pair else []
+    pair = pair and bool(tokens_b)  # a B with no token is no second segment (the original's `if tokens_b:`)
     if pair:
         truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
     else:
@@ -95,6 +97,7 @@ def texts(shared_data):
     # Real text plus the edge cases: empty strings, an over-long text (truncated as in training), accents.
     pairs[1] = ("", "")
     pairs[2] = (" ".join(r[3] for r in mrpc[50:56]), "Déjà vu: ½ price — naïve café")
+    pairs[3] = ("Naïve 東京 café", "\u200b")  # a B that tokenizes to nothing
     conll = conll_sentences(shared_data / "conll2003" / "iob2" / "valid.txt", 40)
     swag = [json.loads(line) for line in open(shared_data / "swag" / "hf_transformers_sample.jsonl")]
     with open(shared_data / "squad" / "dev-v1.1.json", encoding="utf-8") as f:
@@ -181,6 +184,15 @@ def exported(tmp_path_factory, tok, texts, uncased_vocab, graph_tokenizer):
         elif task == "squad":
             kwargs.update(max_seq_length=SQUAD_L, squad_settings=SQUAD)
         paths[task] = exporter.export_model(task, str(directory), str(root / f"{task}_export"), **kwargs)
+    # The classifier fine-tuned with --long_text=sliding_window: served with the same windows.
+    directory = root / "classifier_windows_model"
+    model_dir.save_model_dir(str(directory), trained["classifier"], vocab_file=str(uncased_vocab), do_lower_case=True)
+    (directory / "finetuning.json").write_text(json.dumps({"task": "mrpc", "labels": MRPC_LABELS}))
+    (directory / "finetuning_settings.json").write_text(json.dumps(
+        {"max_seq_length": L, "long_text": "sliding_window", "doc_stride": WINDOW_STRIDE}))
+    paths["classifier"]["sliding_window"] = exporter.export_model(
+        "classifier", str(directory), str(root / "classifier_windows_export"), keras_file=False, hub_pair=False,
+        tokenizer=graph_tokenizer)["saved_model"]
     return trained, paths
 
 
@@ -298,6 +310,28 @@ def test_classifier(exported, served, tok, texts):
     # The .keras file reloads to the same predictions.
     reloaded = keras.saving.load_model(paths["classifier"]["keras"])
     np.testing.assert_allclose(np.asarray(reloaded(ids["classifier"], training=False)), logits, atol=1e-6)
+
+
+def test_classifier_sliding_window(exported, tok, texts):
+    """Fine-tuned with --long_text=sliding_window: the export answers as run_classifier --do_predict does (logits
+    averaged over the same windows of a long text), on the edge cases too (empty and zero-width B, accents, CJK)."""
+    from official.nlp.data import classifier_features, glue
+
+    trained, paths = exported
+    pairs = texts["pairs"][:8] + [("", "東京 " * 40), ("Déjà " * 50, "")]
+    examples = [glue.InputExample(str(i), a, b, MRPC_LABELS[0]) for i, (a, b) in enumerate(pairs)]
+    features = list(classifier_features.convert_examples(examples, tok, labels=MRPC_LABELS, max_seq_length=L,
+                                                         long_text="sliding_window", doc_stride=WINDOW_STRIDE))
+    assert len(features) > len(pairs) + 10  # several examples span windows
+    x = {name: np.array([f[key] for f in features], np.int32) for name, key in (
+        ("input_word_ids", "input_ids"), ("input_mask", "input_mask"), ("input_type_ids", "segment_ids"))}
+    logits = classifier_features.average_by_example(np.asarray(trained["classifier"](x, training=False)),
+                                                    np.array([f["example_index"][0] for f in features]), len(pairs))
+    serve = tf.saved_model.load(paths["classifier"]["sliding_window"]).signatures["serving_default"]
+    got = serve(text_a=tf.constant([a for a, _ in pairs]), text_b=tf.constant([b for _, b in pairs]))
+    np.testing.assert_array_equal(got["label_index"].numpy(), logits.argmax(-1))
+    np.testing.assert_allclose(got["probabilities"].numpy(), tf.nn.softmax(logits).numpy(), atol=1e-5)
+    np.testing.assert_allclose(got["logits"].numpy(), logits, atol=ATOL)
 
 
 def test_encoder(exported, served):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import keras
 import numpy as np
@@ -183,3 +184,66 @@ def test_feature_cache_reuses_same_key_and_rebuilds_another(tmp_path, caplog):
     # A key file without its records (a killed writer) is not a cache.
     os.remove(path)
     assert feature_cache.cached_records(path, {"max_seq_length": 4}, build(2)) == 2
+
+
+def test_eval_without_training_writes_eval_results(trained, init_dir, tmp_path):
+    """As the original: `--do_eval` alone writes eval_results.txt, numbers as the training run reported them."""
+    out, _, result = trained
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    (copy / finetuning.EVAL_RESULTS_FILE).unlink()
+    evaluated = finetuning.run_finetuning(_config(init_dir, copy), ToyTask(), do_train=False)
+    last = evaluated.eval_history[-1]
+    assert last["step"] == 24 and last["accuracy"] == result.eval_history[-1]["accuracy"]
+    text = (copy / finetuning.EVAL_RESULTS_FILE).read_text()
+    assert text.endswith(f"***** Eval results: epoch None, global_step 24 *****\naccuracy = {last['accuracy']}\n"
+                         "epoch = None\nstep = 24\n")
+    assert text.count("*****") == 2 * 3  # the two training evaluations, then this one
+    # From a fine-tuned model directory into a new --output_dir: the file is written there.
+    fresh = tmp_path / "fresh"
+    finetuning.run_finetuning(_config(str(out / "best_model"), fresh), ToyTask(), do_train=False)
+    assert "accuracy = " in (fresh / finetuning.EVAL_RESULTS_FILE).read_text()
+
+
+class ServedToyTask(ToyTask):
+    """A pair task whose job records serving settings (as a generic pair classifier and SQuAD do)."""
+
+    name = "generic"
+
+    def settings(self):
+        return {"data": "toy", "text_b_column": "b", "doc_stride": 3, "max_query_length": 4,
+                "version_2_with_negative": True}
+
+    def serving_settings(self):
+        return {"n_best_size": 5, "max_answer_length": 6, "null_score_diff_threshold": 0.5}
+
+
+def test_best_model_carries_what_it_is_served_with(init_dir, tmp_path, monkeypatch):
+    """Exporting `best_model/` alone gets the job's max_seq_length, pair signature and SQuAD settings."""
+    from official.nlp.serving import exporter
+
+    out = tmp_path / "out"
+    finetuning.run_finetuning(_config(init_dir, out, num_train_epochs=1), ServedToyTask())
+    recorded = json.loads((out / finetuning.SETTINGS_FILE).read_text())
+    carried = json.loads((out / "best_model" / finetuning.SETTINGS_FILE).read_text())
+    assert carried == {**recorded, "n_best_size": 5, "max_answer_length": 6, "null_score_diff_threshold": 0.5}
+
+    built = {}
+
+    class Built(Exception):
+        pass
+
+    def build_export(task, model, **kwargs):
+        built[task] = kwargs
+        raise Built
+
+    monkeypatch.setattr(exporter, "load_task_model", lambda *args: None)
+    monkeypatch.setattr(exporter, "build_export", build_export)
+    for task in ("classifier", "squad"):
+        with pytest.raises(Built):
+            exporter.export_model(task, str(out / "best_model"), str(tmp_path / "export"))
+    assert built["classifier"]["max_seq_length"] == SEQ and built["classifier"]["text_pair"] is True
+    assert built["classifier"]["label_names"] == ["no", "yes"]
+    assert built["squad"]["squad_settings"] == {"doc_stride": 3, "max_query_length": 4, "n_best_size": 5,
+                                                "max_answer_length": 6, "version_2_with_negative": True,
+                                                "null_score_diff_threshold": 0.5}

@@ -249,3 +249,26 @@ def test_packer_hand_worked_examples():
     assert clone.get_config() == packer.get_config()
     with pytest.raises(ValueError, match="one or two segments"):
         packer([tf.ragged.constant([[1]])] * 3)
+
+
+# The original's layout, hand-worked: a second text that tokenizes to nothing ("" or a zero-width space) is no
+# second segment (`if tokens_b:`), so A alone may take seq_length - 2 tokens and no second [SEP] is written.
+EMPTY_B_CASES = [
+    ("hello world", "", ["[CLS]", "hello", "world", "[SEP]"], [0, 0, 0, 0]),
+    ("hello world", "\u200b", ["[CLS]", "hello", "world", "[SEP]"], [0, 0, 0, 0]),
+    ("hello", "world", ["[CLS]", "hello", "[SEP]", "world", "[SEP]"], [0, 0, 0, 1, 1]),
+    ("one two three four five six seven", "\u200b",
+     ["[CLS]", "one", "two", "three", "four", "five", "six", "[SEP]"], [0] * 8),
+]
+
+
+def test_packer_leaves_out_an_empty_second_segment(uncased_vocab):
+    tokenizer = text_layers.BertTokenizer(str(uncased_vocab), do_lower_case=True)
+    packer = tokenizer.packer(8)
+    out = packer([tokenizer([a for a, *_ in EMPTY_B_CASES]), tokenizer([b for _, b, *_ in EMPTY_B_CASES])])
+    for row, (_, _, tokens, types) in enumerate(EMPTY_B_CASES):
+        n = len(tokens)
+        ids = out["input_word_ids"].numpy()[row]
+        assert [tokenizer.id_to_token(i) for i in ids[:n]] == tokens and not ids[n:].any()
+        assert out["input_type_ids"].numpy()[row].tolist() == types + [0] * (8 - n)
+        assert out["input_mask"].numpy()[row].tolist() == [1] * n + [0] * (8 - n)
