@@ -224,8 +224,8 @@ def test_best_model_carries_what_it_is_served_with(init_dir, tmp_path, monkeypat
 
     out = tmp_path / "out"
     finetuning.run_finetuning(_config(init_dir, out, num_train_epochs=1), ServedToyTask())
-    recorded = json.loads((out / finetuning.SETTINGS_FILE).read_text())
-    carried = json.loads((out / "best_model" / finetuning.SETTINGS_FILE).read_text())
+    recorded = json.loads((out / model_dir.SETTINGS_FILE).read_text())
+    carried = json.loads((out / "best_model" / model_dir.SETTINGS_FILE).read_text())
     assert carried == {**recorded, "n_best_size": 5, "max_answer_length": 6, "null_score_diff_threshold": 0.5}
 
     built = {}
