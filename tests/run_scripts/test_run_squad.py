@@ -74,8 +74,8 @@ def test_train_predict_evaluate_and_predict_again(tmp_path, tiny_model_dir, squa
 @pytest.mark.parametrize("args, message", [
     (["--do_train"], "--do_train needs --train_file"),
     (["--do_predict", "--predict_file=x.json", "--doc_stride=0"], "--doc_stride (0)"),
-    (["--do_predict", "--predict_file=missing.json", "--max_seq_length=64",
-      "--max_query_length=16"], "missing.json: file not found"),
+    (["--do_predict", "--predict_file=missing.json", "--max_seq_length=64", "--max_query_length=16",
+      "--doc_stride=32"], "missing.json: file not found"),
     (["--do_predict", "--predict_file=x.json"], "--max_seq_length=384 exceeds the model's max_position_embeddings=64"),
 ])
 def test_user_errors_are_one_line(tmp_path, tiny_model_dir, args, message):
