@@ -211,11 +211,17 @@ def _example(features):
         for k, v in features.items()})).SerializeToString()
 
 
+def _ner_texts(texts):
+    """CoNLL sentences, the empty string, odd whitespace, and three sentences as one (longer than a window)."""
+    long = " ".join(w for words, _ in texts["conll"][6:9] for w in words)
+    return [" ".join(words) for words, _ in texts["conll"][:6]] + ["", "EU  rejects\tGerman call", long]
+
+
 def _jobs(tok, texts, paths):
     """Inputs of every signature of every export (one fresh process runs them all)."""
     a = [p[0] for p in texts["pairs"][:8]]
     b = [p[1] for p in texts["pairs"][:8]]
-    ner_text = [" ".join(words) for words, _ in texts["conll"][:6]] + ["", "EU  rejects\tGerman call"]
+    ner_text = _ner_texts(texts)
     swag = texts["swag"][:3]
     swag_context = [r["sent1"] for r in swag]
     swag_endings = [[f"{r['sent2']} {r[f'ending{i}']}" for i in range(4)] for r in swag]
@@ -368,28 +374,31 @@ def test_hub_pair(exported, served, texts):
     assert longer["input_word_ids"].shape == (8, 48)
 
 
-def _reference_words(tok, text, logits_row):
-    """Whitespace words, the label at each one's first sub-token, its character span (truncated words dropped)."""
-    words, position = [], 1
-    for match in re.finditer(r"\S+", text):
-        pieces = tok.tokenize(match.group())
-        if not pieces:
-            continue
-        if position < L - 1:
-            words.append((match.group(), int(logits_row[position].argmax()), match.start(), match.end()))
-        position += len(pieces)
-    return words
+def _reference_words(tok, model, text):
+    """What run_ner predicts for each whitespace word that has sub-tokens (the export's words): its label, from
+    the window where it has the most context (`conll.convert_sentences`, `conll.word_predictions`), and its
+    character span."""
+    from official.nlp.data import conll
+
+    matches = [m for m in re.finditer(r"\S+", text) if tok.tokenize(m.group())]
+    words = [m.group() for m in matches]
+    sentence = conll.Sentence(words=words, labels=["O"] * len(words), columns=[[w] for w in words], path="text",
+                              lines=list(range(len(words))))
+    features = conll.convert_sentences([sentence], tok, None, L)
+    logits = np.asarray(model(features.model_inputs(), training=False))
+    [tags] = conll.word_predictions(features, logits.argmax(-1), CONLL_LABELS, [sentence])
+    return [(m.group(), CONLL_LABELS.index(t), m.start(), m.end()) for m, t in zip(matches, tags)], len(features)
 
 
 def test_ner(exported, served, tok, texts):
     trained, _ = exported
     full, token_only, ids = served
     logits = np.asarray(trained["ner"](ids["ner"], training=False))
-    ner_text = [" ".join(words) for words, _ in texts["conll"][:6]] + ["", "EU  rejects\tGerman call"]
+    windows = 0
     for signature in ("raw", "examples"):
         prefix = f"ner/{signature}"
-        for row, text in enumerate(ner_text):
-            want = _reference_words(tok, text, logits[row])
+        for row, text in enumerate(_ner_texts(texts)):
+            want, windows = _reference_words(tok, trained["ner"], text)
             n = int(full[f"{prefix}/num_words"][row])
             assert n == len(want), (text, n)
             assert list(full[f"{prefix}/words"][row][:n]) == [w for w, *_ in want]
@@ -398,6 +407,7 @@ def test_ner(exported, served, tok, texts):
             assert list(full[f"{prefix}/word_start"][row][:n]) == [s for *_, s, _ in want]
             assert list(full[f"{prefix}/word_end"][row][:n]) == [e for *_, e in want]
             assert all(text[s:e] == w for w, _, s, e in want)
+    assert windows > 1  # the last text spans several windows, and every one of its words is labelled
     assert full["ner/raw/num_words"][6] == 0  # the empty string: no words
     expected = {"logits": logits, "token_label_ids": logits.argmax(-1),
                 "token_labels": np.array(CONLL_LABELS)[logits.argmax(-1)]}
