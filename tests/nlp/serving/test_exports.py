@@ -184,9 +184,14 @@ def exported(tmp_path_factory, tok, texts, uncased_vocab, graph_tokenizer):
         elif task == "squad":
             kwargs.update(max_seq_length=SQUAD_L, squad_settings=SQUAD)
         paths[task] = exporter.export_model(task, str(directory), str(root / f"{task}_export"), **kwargs)
-    # The classifier fine-tuned with --long_text=sliding_window: served with the same windows.
+    # The classifier fine-tuned with --long_text=sliding_window: served with the same windows. A tiny model's
+    # logits hardly depend on the input, so its head is scaled up until windows and truncation tell apart.
+    windows_model = models.BertClassifier(BertEncoder.from_bert_config(tiny_config()), 2)
+    windows_model.set_weights(trained["classifier"].get_weights())
+    windows_model.classifier.kernel.assign(windows_model.classifier.kernel * 1000.0)
+    trained["classifier_windows"] = windows_model
     directory = root / "classifier_windows_model"
-    model_dir.save_model_dir(str(directory), trained["classifier"], vocab_file=str(uncased_vocab), do_lower_case=True)
+    model_dir.save_model_dir(str(directory), windows_model, vocab_file=str(uncased_vocab), do_lower_case=True)
     (directory / "finetuning.json").write_text(json.dumps({"task": "mrpc", "labels": MRPC_LABELS}))
     (directory / "finetuning_settings.json").write_text(json.dumps(
         {"max_seq_length": L, "long_text": "sliding_window", "doc_stride": WINDOW_STRIDE}))
@@ -331,8 +336,11 @@ def test_classifier_sliding_window(exported, tok, texts):
     assert len(features) > len(pairs) + 10  # several examples span windows
     x = {name: np.array([f[key] for f in features], np.int32) for name, key in (
         ("input_word_ids", "input_ids"), ("input_mask", "input_mask"), ("input_type_ids", "segment_ids"))}
-    logits = classifier_features.average_by_example(np.asarray(trained["classifier"](x, training=False)),
+    model = trained["classifier_windows"]
+    logits = classifier_features.average_by_example(np.asarray(model(x, training=False)),
                                                     np.array([f["example_index"][0] for f in features]), len(pairs))
+    truncated = np.asarray(model(stack([py_pack(tok, a, b) for a, b in pairs]), training=False))
+    assert np.abs(truncated - logits).max() > 1e-3  # this model tells windows and truncation apart
     serve = tf.saved_model.load(paths["classifier"]["sliding_window"]).signatures["serving_default"]
     got = serve(text_a=tf.constant([a for a, _ in pairs]), text_b=tf.constant([b for _, b in pairs]))
     np.testing.assert_array_equal(got["label_index"].numpy(), logits.argmax(-1))
