@@ -80,7 +80,8 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
 
 def build_export(task: str, model, *, vocab_file: str, do_lower_case: bool, max_seq_length: int,
                  label_names: Sequence[str] = (), text_pair: bool = False, squad_settings: dict | None = None,
-                 tokenizer=None, long_text: str = "truncate", doc_stride: int | None = None):
+                 tokenizer=None, long_text: str = "truncate", doc_stride: int | None = None,
+                 window_stride: int | None = None):
     """The `ServingModule` for `task` around an in-memory `model` (see `sequence_exports`, `ner_export`,
     `squad_export`)."""
     common = dict(vocab_file=vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length,
@@ -91,7 +92,8 @@ def build_export(task: str, model, *, vocab_file: str, do_lower_case: bool, max_
         return sequence_exports.ClassifierExport(model, pair=text_pair, label_names=label_names, long_text=long_text,
                                                  doc_stride=doc_stride, **common)
     if task == "ner":
-        return ner_export.TokenClassifierExport(model, label_names=label_names, **common)
+        return ner_export.TokenClassifierExport(model, label_names=label_names, window_stride=window_stride,
+                                                **common)
     if task == "swag":
         return sequence_exports.MultipleChoiceExport(model, **common)
     if task == "squad":
@@ -137,7 +139,8 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
     export = build_export(task, model, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
                           max_seq_length=max_seq_length, label_names=label_names, text_pair=text_pair,
                           squad_settings=settings if task == "squad" else None, tokenizer=tokenizer,
-                          long_text=record.get("long_text") or "truncate", doc_stride=record.get("doc_stride"))
+                          long_text=record.get("long_text") or "truncate", doc_stride=record.get("doc_stride"),
+                          window_stride=record.get("window_stride"))
     saved = export.save(export_dir, version)
     version = int(os.path.basename(saved))
     paths = {"saved_model": saved, "token_ids": os.path.join(export_dir, "token_ids", str(version))}

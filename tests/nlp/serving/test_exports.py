@@ -184,9 +184,14 @@ def exported(tmp_path_factory, tok, texts, uncased_vocab, graph_tokenizer):
         elif task == "squad":
             kwargs.update(max_seq_length=SQUAD_L, squad_settings=SQUAD)
         paths[task] = exporter.export_model(task, str(directory), str(root / f"{task}_export"), **kwargs)
-    # The classifier fine-tuned with --long_text=sliding_window: served with the same windows.
+    # The classifier fine-tuned with --long_text=sliding_window: served with the same windows. A tiny model's
+    # logits hardly depend on the input, so its head is scaled up until windows and truncation tell apart.
+    windows_model = models.BertClassifier(BertEncoder.from_bert_config(tiny_config()), 2)
+    windows_model.set_weights(trained["classifier"].get_weights())
+    windows_model.classifier.kernel.assign(windows_model.classifier.kernel * 1000.0)
+    trained["classifier_windows"] = windows_model
     directory = root / "classifier_windows_model"
-    model_dir.save_model_dir(str(directory), trained["classifier"], vocab_file=str(uncased_vocab), do_lower_case=True)
+    model_dir.save_model_dir(str(directory), windows_model, vocab_file=str(uncased_vocab), do_lower_case=True)
     (directory / "finetuning.json").write_text(json.dumps({"task": "mrpc", "labels": MRPC_LABELS}))
     (directory / "finetuning_settings.json").write_text(json.dumps(
         {"max_seq_length": L, "long_text": "sliding_window", "doc_stride": WINDOW_STRIDE}))
@@ -211,11 +216,17 @@ def _example(features):
         for k, v in features.items()})).SerializeToString()
 
 
+def _ner_texts(texts):
+    """CoNLL sentences, the empty string, odd whitespace, and three sentences as one (longer than a window)."""
+    long = " ".join(w for words, _ in texts["conll"][6:9] for w in words)
+    return [" ".join(words) for words, _ in texts["conll"][:6]] + ["", "EU  rejects\tGerman call", long]
+
+
 def _jobs(tok, texts, paths):
     """Inputs of every signature of every export (one fresh process runs them all)."""
     a = [p[0] for p in texts["pairs"][:8]]
     b = [p[1] for p in texts["pairs"][:8]]
-    ner_text = [" ".join(words) for words, _ in texts["conll"][:6]] + ["", "EU  rejects\tGerman call"]
+    ner_text = _ner_texts(texts)
     swag = texts["swag"][:3]
     swag_context = [r["sent1"] for r in swag]
     swag_endings = [[f"{r['sent2']} {r[f'ending{i}']}" for i in range(4)] for r in swag]
@@ -325,8 +336,11 @@ def test_classifier_sliding_window(exported, tok, texts):
     assert len(features) > len(pairs) + 10  # several examples span windows
     x = {name: np.array([f[key] for f in features], np.int32) for name, key in (
         ("input_word_ids", "input_ids"), ("input_mask", "input_mask"), ("input_type_ids", "segment_ids"))}
-    logits = classifier_features.average_by_example(np.asarray(trained["classifier"](x, training=False)),
+    model = trained["classifier_windows"]
+    logits = classifier_features.average_by_example(np.asarray(model(x, training=False)),
                                                     np.array([f["example_index"][0] for f in features]), len(pairs))
+    truncated = np.asarray(model(stack([py_pack(tok, a, b) for a, b in pairs]), training=False))
+    assert np.abs(truncated - logits).max() > 1e-3  # this model tells windows and truncation apart
     serve = tf.saved_model.load(paths["classifier"]["sliding_window"]).signatures["serving_default"]
     got = serve(text_a=tf.constant([a for a, _ in pairs]), text_b=tf.constant([b for _, b in pairs]))
     np.testing.assert_array_equal(got["label_index"].numpy(), logits.argmax(-1))
@@ -368,28 +382,31 @@ def test_hub_pair(exported, served, texts):
     assert longer["input_word_ids"].shape == (8, 48)
 
 
-def _reference_words(tok, text, logits_row):
-    """Whitespace words, the label at each one's first sub-token, its character span (truncated words dropped)."""
-    words, position = [], 1
-    for match in re.finditer(r"\S+", text):
-        pieces = tok.tokenize(match.group())
-        if not pieces:
-            continue
-        if position < L - 1:
-            words.append((match.group(), int(logits_row[position].argmax()), match.start(), match.end()))
-        position += len(pieces)
-    return words
+def _reference_words(tok, model, text):
+    """What run_ner predicts for each whitespace word that has sub-tokens (the export's words): its label, from
+    the window where it has the most context (`conll.convert_sentences`, `conll.word_predictions`), and its
+    character span."""
+    from official.nlp.data import conll
+
+    matches = [m for m in re.finditer(r"\S+", text) if tok.tokenize(m.group())]
+    words = [m.group() for m in matches]
+    sentence = conll.Sentence(words=words, labels=["O"] * len(words), columns=[[w] for w in words], path="text",
+                              lines=list(range(len(words))))
+    features = conll.convert_sentences([sentence], tok, None, L)
+    logits = np.asarray(model(features.model_inputs(), training=False))
+    [tags] = conll.word_predictions(features, logits.argmax(-1), CONLL_LABELS, [sentence])
+    return [(m.group(), CONLL_LABELS.index(t), m.start(), m.end()) for m, t in zip(matches, tags)], len(features)
 
 
 def test_ner(exported, served, tok, texts):
     trained, _ = exported
     full, token_only, ids = served
     logits = np.asarray(trained["ner"](ids["ner"], training=False))
-    ner_text = [" ".join(words) for words, _ in texts["conll"][:6]] + ["", "EU  rejects\tGerman call"]
+    windows = 0
     for signature in ("raw", "examples"):
         prefix = f"ner/{signature}"
-        for row, text in enumerate(ner_text):
-            want = _reference_words(tok, text, logits[row])
+        for row, text in enumerate(_ner_texts(texts)):
+            want, windows = _reference_words(tok, trained["ner"], text)
             n = int(full[f"{prefix}/num_words"][row])
             assert n == len(want), (text, n)
             assert list(full[f"{prefix}/words"][row][:n]) == [w for w, *_ in want]
@@ -398,6 +415,7 @@ def test_ner(exported, served, tok, texts):
             assert list(full[f"{prefix}/word_start"][row][:n]) == [s for *_, s, _ in want]
             assert list(full[f"{prefix}/word_end"][row][:n]) == [e for *_, e in want]
             assert all(text[s:e] == w for w, _, s, e in want)
+    assert windows > 1  # the last text spans several windows, and every one of its words is labelled
     assert full["ner/raw/num_words"][6] == 0  # the empty string: no words
     expected = {"logits": logits, "token_label_ids": logits.argmax(-1),
                 "token_labels": np.array(CONLL_LABELS)[logits.argmax(-1)]}
