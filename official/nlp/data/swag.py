@@ -161,6 +161,9 @@ class MultipleChoiceFeatures:
 
 
 def _pack(tokens_a: list[int], tokens_b: list[int], seq: int, cls_id: int, sep_id: int) -> tuple[list, list]:
+    if not tokens_b:  # as the original (`if tokens_b:`) and the in-graph packer the export uses: no second segment
+        a = tokens_a[: seq - 2]
+        return [cls_id, *a, sep_id], [0] * (len(a) + 2)
     cut_a, cut_b = removal_counts(len(tokens_a), len(tokens_b), seq - 3)
     a, b = tokens_a[: len(tokens_a) - cut_a], tokens_b[: len(tokens_b) - cut_b]
     ids = [cls_id, *a, sep_id, *b, sep_id]
@@ -181,7 +184,7 @@ def convert_examples(examples: Sequence[SwagExample], tokenizer, max_seq_length:
         context = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(example.context))
         for c, ending in enumerate(example.endings):
             choice = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(f"{example.start} {ending}".strip()))
-            truncated += len(context) + len(choice) > max_seq_length - 3
+            truncated += len(context) + len(choice) > max_seq_length - (3 if choice else 2)
             ids, types = _pack(context, choice, max_seq_length, cls_id, sep_id)
             arrays["input_word_ids"][e, c, : len(ids)] = ids
             arrays["input_mask"][e, c, : len(ids)] = 1

@@ -82,3 +82,19 @@ def test_features(shared_data, uncased_vocab):
     assert arrays["input_mask"][0, 0].all()
     # The four choices share the context and differ in the ending.
     assert len({tuple(arrays["input_word_ids"][0, c]) for c in range(4)}) == 4
+
+
+def test_a_choice_that_tokenizes_to_nothing_has_no_second_segment(uncased_vocab):
+    """As the original (`if tokens_b:`) and the in-graph packer of the SWAG export: [CLS] A [SEP], all segment 0."""
+    tokenizer = FullTokenizer(str(uncased_vocab), do_lower_case=True)
+    example = swag.SwagExample(context="The man sat down.", start="", endings=["\u200b", "", "He left.", "Ok"],
+                               label=0, where="test:1")
+    arrays = swag.convert_examples([example], tokenizer, max_seq_length=12).arrays
+    a = tokenizer.tokenize("The man sat down.")
+    single = tokenizer.convert_tokens_to_ids(["[CLS]", *a, "[SEP]"])
+    assert list(arrays["input_word_ids"][0, 0]) == single + [0] * (12 - len(single))
+    assert list(arrays["input_type_ids"][0, 1]) == [0] * 12
+    assert list(arrays["input_mask"][0, 1]) == [1] * len(single) + [0] * (12 - len(single))
+    b = tokenizer.tokenize("He left.")
+    padding = [0] * (12 - len(a) - len(b) - 3)
+    assert list(arrays["input_type_ids"][0, 2]) == [0] * (len(a) + 2) + [1] * (len(b) + 1) + padding
