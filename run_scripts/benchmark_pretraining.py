@@ -7,21 +7,26 @@ first loop/epoch (tracing) is not timed. Also times the input pipeline alone, to
         --input_file=../shared/data/pretraining_golden/squad_contexts.uncased.seq128.dupe5.tfrecord.gz \
         --preset=tiny --train_batch_size=32 --steps=60
 """
+
 from __future__ import annotations
 
 import dataclasses
 import tempfile
 import time
 
-from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
-
 import keras
 from absl import flags
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 from official.nlp.modeling.configs import BertConfig
+from official.nlp.tasks.pretraining import (
+    PretrainingConfig,
+    PretrainingObjective,
+    build_model_and_optimizer,
+    make_data_loader,
+    trainer_config,
+)
 from official.nlp.training import distribution, optimization
-from official.nlp.tasks.pretraining import (PretrainingConfig, PretrainingObjective, build_model_and_optimizer,
-                                               make_data_loader, trainer_config)
 from official.nlp.training.trainer import Trainer
 
 flags.DEFINE_string("input_file", None, "Pretraining TFRecords (glob).")
@@ -32,8 +37,9 @@ flags.DEFINE_integer("train_batch_size", 32, "Global batch size.")
 flags.DEFINE_integer("steps", 60, "Timed steps per variant (after one untimed loop/epoch of the same length).")
 flags.DEFINE_enum("mixed_precision", "float32", list(optimization.MIXED_PRECISION), "Compute dtype.")
 flags.DEFINE_bool("jit_compile", False, "XLA for both variants.")
-flags.DEFINE_integer("gradient_accumulation_steps", 1, "Our loop only (fit has no working equivalent under "
-                     "tf.distribute).")
+flags.DEFINE_integer(
+    "gradient_accumulation_steps", 1, "Our loop only (fit has no working equivalent under tf.distribute)."
+)
 FLAGS = flags.FLAGS
 
 
@@ -41,11 +47,20 @@ def _config(model_dir: str) -> PretrainingConfig:
     """The run both variants share: two loops of --steps (the first one untimed), no checkpoint in between."""
     steps = FLAGS.steps
     return PretrainingConfig(
-        input_file=FLAGS.input_file, model_dir=model_dir, max_seq_length=FLAGS.max_seq_length,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq, train_batch_size=FLAGS.train_batch_size,
-        num_train_steps=2 * steps, num_warmup_steps=10, learning_rate=1e-4, mixed_precision=FLAGS.mixed_precision,
-        jit_compile=FLAGS.jit_compile, gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
-        steps_per_loop=steps, save_checkpoints_steps=10**9)
+        input_file=FLAGS.input_file,
+        model_dir=model_dir,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        train_batch_size=FLAGS.train_batch_size,
+        num_train_steps=2 * steps,
+        num_warmup_steps=10,
+        learning_rate=1e-4,
+        mixed_precision=FLAGS.mixed_precision,
+        jit_compile=FLAGS.jit_compile,
+        gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+        steps_per_loop=steps,
+        save_checkpoints_steps=10**9,
+    )
 
 
 def _build(config: PretrainingConfig, bert_config: BertConfig, strategy):
@@ -73,9 +88,14 @@ def main(argv):
 
         # Our loop: one untimed loop of `steps` (tracing), then one timed loop.
         model, optimizer = _build(config, bert_config, strategy)
-        trainer = Trainer(model, optimizer, PretrainingObjective(), strategy,
-                          dataclasses.replace(trainer_config(config), write_summaries=False),
-                          global_batch_size=config.train_batch_size)
+        trainer = Trainer(
+            model,
+            optimizer,
+            PretrainingObjective(),
+            strategy,
+            dataclasses.replace(trainer_config(config), write_summaries=False),
+            global_batch_size=config.train_batch_size,
+        )
         result = trainer.train(loader.load)
         loop_rate = result.history[-1]["examples_per_second"]
 
@@ -94,9 +114,11 @@ def main(argv):
         model.fit(loader.load(), steps_per_epoch=steps, epochs=2, verbose=0, shuffle=False, callbacks=[Timer()])
         fit_rate = steps * FLAGS.train_batch_size / times[-1]
 
-    print(f"preset={FLAGS.preset} seq={FLAGS.max_seq_length} batch={FLAGS.train_batch_size} "
-          f"precision={FLAGS.mixed_precision} jit_compile={FLAGS.jit_compile} "
-          f"accumulation={FLAGS.gradient_accumulation_steps}")
+    print(
+        f"preset={FLAGS.preset} seq={FLAGS.max_seq_length} batch={FLAGS.train_batch_size} "
+        f"precision={FLAGS.mixed_precision} jit_compile={FLAGS.jit_compile} "
+        f"accumulation={FLAGS.gradient_accumulation_steps}"
+    )
     print(f"input pipeline alone:  {input_rate:9.1f} examples/s")
     print(f"our training loop:     {loop_rate:9.1f} examples/s")
     print(f"keras model.fit:       {fit_rate:9.1f} examples/s")

@@ -12,6 +12,7 @@ stream and in-memory design) on the unrepeated text as the original-style baseli
 Repeated text makes the tokenizer's piece cache hit more often than on a corpus of new text; the cache hit rate
 of the first copy (all text new) is printed with the baseline.
 """
+
 import os
 import random
 import resource
@@ -19,10 +20,9 @@ import shutil
 import tempfile
 import time
 
-from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
-
 from absl import flags, logging
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 from official.nlp.data.pretraining import generator as pretraining_data
 
 flags.DEFINE_string("text_file", None, "Real text, one sentence per line, blank lines between documents.")
@@ -52,9 +52,19 @@ def _make_corpus(text_file: str, path: str, target_bytes: int) -> int:
 
 def _config(input_file, output_file, **kw):
     return pretraining_data.PretrainingDataConfig(
-        input_file=input_file, output_file=output_file, vocab_file=FLAGS.vocab_file, do_lower_case=True,
-        max_seq_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15, random_seed=12345,
-        dupe_factor=FLAGS.dupe_factor, short_seq_prob=0.1, gzip=FLAGS.gzip, **kw)
+        input_file=input_file,
+        output_file=output_file,
+        vocab_file=FLAGS.vocab_file,
+        do_lower_case=True,
+        max_seq_length=128,
+        max_predictions_per_seq=20,
+        masked_lm_prob=0.15,
+        random_seed=12345,
+        dupe_factor=FLAGS.dupe_factor,
+        short_seq_prob=0.1,
+        gzip=FLAGS.gzip,
+        **kw,
+    )
 
 
 def main(_):
@@ -68,7 +78,8 @@ def main(_):
 
     start = time.time()
     stats = pretraining_data.create_pretraining_data(
-        _config(corpus, os.path.join(work, "out", "train.tfrecord@8"), num_workers=FLAGS.num_workers))
+        _config(corpus, os.path.join(work, "out", "train.tfrecord@8"), num_workers=FLAGS.num_workers)
+    )
     fast_s = time.time() - start
     main_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     worker_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -76,21 +87,34 @@ def main(_):
 
     start = time.time()
     ref = pretraining_data.create_pretraining_data(
-        _config(FLAGS.text_file, os.path.join(work, "ref", "ref.tfrecord"), reference_order=True))
+        _config(FLAGS.text_file, os.path.join(work, "ref", "ref.tfrecord"), reference_order=True)
+    )
     ref_s = time.time() - start
     ref_rate = ref.instances / ref_s
-    out_mb = sum(os.path.getsize(os.path.join(work, "out", f)) for f in os.listdir(os.path.join(work, "out"))
-                 if os.path.isfile(os.path.join(work, "out", f))) / 2**20  # the records; statistics are in stats/
+    out_mb = (
+        sum(
+            os.path.getsize(os.path.join(work, "out", f))
+            for f in os.listdir(os.path.join(work, "out"))
+            if os.path.isfile(os.path.join(work, "out", f))
+        )
+        / 2**20
+    )  # the records; statistics are in stats/
 
-    print(f"corpus {size / 2**20:.1f} MB -> {stats.instances:,} instances, {out_mb:.0f} MB of records, "
-          f"in {fast_s:.1f} s with {FLAGS.num_workers or os.cpu_count()} workers")
+    print(
+        f"corpus {size / 2**20:.1f} MB -> {stats.instances:,} instances, {out_mb:.0f} MB of records, "
+        f"in {fast_s:.1f} s with {FLAGS.num_workers or os.cpu_count()} workers"
+    )
     print(f"  {fast_rate:,.0f} instances/s, {size / 2**20 / fast_s:.2f} MB/s of text")
     print(f"  peak RSS: main {main_rss:.0f} MB, largest worker {worker_rss:.0f} MB")
-    print(f"reference-order mode on {FLAGS.text_file} ({ref.instances:,} instances): {ref_s:.1f} s, "
-          f"{ref_rate:,.0f} instances/s")
-    print(f"ratio: {fast_rate / ref_rate:.1f}x the reference-order mode (same run), "
-          f"{fast_rate / ORIGINAL_INSTANCES_PER_S:.1f}x the original script's {ORIGINAL_INSTANCES_PER_S:,}/s "
-          f"(measured in issue 3, not here)")
+    print(
+        f"reference-order mode on {FLAGS.text_file} ({ref.instances:,} instances): {ref_s:.1f} s, "
+        f"{ref_rate:,.0f} instances/s"
+    )
+    print(
+        f"ratio: {fast_rate / ref_rate:.1f}x the reference-order mode (same run), "
+        f"{fast_rate / ORIGINAL_INSTANCES_PER_S:.1f}x the original script's {ORIGINAL_INSTANCES_PER_S:,}/s "
+        f"(measured in issue 3, not here)"
+    )
 
 
 if __name__ == "__main__":

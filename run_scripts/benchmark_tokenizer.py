@@ -12,18 +12,20 @@ like-for-like one); the Python ones run line by line; Hugging Face `tokenizers` 
 `encode_batch` with its default threads. MB/s counts UTF-8 input bytes. It also checks that our in-graph ids
 equal our Python tokenizer's, and counts the lines where stock FastBertTokenizer differs from them.
 """
+
 import time
 
-from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
-
 from absl import flags
+
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 
 flags.DEFINE_string("text_file", None, "Text file; every non-empty line is one input string.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary.")
 flags.DEFINE_bool("do_lower_case", True, "Uncased (True) or cased (False) tokenization.")
 flags.DEFINE_integer("batch_size", 256, "Strings per in-graph call.")
-flags.DEFINE_integer("repeats", 5, "Interleaved rounds (one pass over the text per in-graph tokenizer each); the "
-                     "median counts.")
+flags.DEFINE_integer(
+    "repeats", 5, "Interleaved rounds (one pass over the text per in-graph tokenizer each); the median counts."
+)
 flags.DEFINE_bool("python", True, "Also time the pure-Python FullTokenizer (slow).")
 flags.mark_flags_as_required(["text_file", "vocab_file"])
 FLAGS = flags.FLAGS
@@ -105,8 +107,10 @@ def main(_):
     if python_ids is not None:
         flat = lambda outs: [row for out in outs for row in out.to_list()]  # noqa: E731
         ours_ids, stock_ids = flat(ours_out), flat(stock_out)
-        print(f"ours in-graph == ours Python on {sum(a == b for a, b in zip(ours_ids, python_ids))}/{len(lines)} "
-              f"lines; stock FastBertTokenizer differs on {sum(a != b for a, b in zip(stock_ids, python_ids))}")
+        print(
+            f"ours in-graph == ours Python on {sum(a == b for a, b in zip(ours_ids, python_ids))}/{len(lines)} "
+            f"lines; stock FastBertTokenizer differs on {sum(a != b for a, b in zip(stock_ids, python_ids))}"
+        )
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ r"""Converts a BERT checkpoint (original TF1, Hugging Face, or ours) into a mode
 The output directory holds the checkpoint, bert_config.json, vocab.txt and do_lower_case, and is what every
 script takes as --init_checkpoint. --output_format=tf1 writes bert_model.ckpt with the original variable names.
 """
-from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 
 from absl import flags
 
 from official.nlp.checkpoints.conversion import ConversionConfig, convert
-from official.nlp.common import config_flags
+from official.nlp.common import (
+    cli,  # first: quiets TensorFlow's start-up (see cli.py)
+    config_flags,
+)
 
 FLAGS = flags.FLAGS
 config_flags.define_flags(FLAGS, ConversionConfig)

@@ -8,11 +8,13 @@ r"""Creates masked-LM / next-sentence pretraining TFRecords from text (the origi
 Input: one sentence per line, blank lines between documents. Output: the original record schema; statistics go
 to a JSON file next to the output. See `official.nlp.data.pretraining.generator` for how work is split and resumed.
 """
-from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 
 from absl import flags, logging
 
-from official.nlp.common import config_flags
+from official.nlp.common import (
+    cli,  # first: quiets TensorFlow's start-up (see cli.py)
+    config_flags,
+)
 from official.nlp.data.pretraining import generator as pretraining_data
 
 FLAGS = flags.FLAGS
@@ -23,9 +25,13 @@ def main(_):
     config = config_flags.config_from_flags(FLAGS, pretraining_data.PretrainingDataConfig)
     stats = pretraining_data.create_pretraining_data(config)
     rates = stats.to_dict()["rates"]
-    logging.info("wrote %d instances; masked %.3f of tokens (%.3f of non-special), random next %.3f",
-                 stats.instances, rates["masked_fraction"] or 0, rates["masked_fraction_of_non_special"] or 0,
-                 rates["random_next_rate"] or 0)
+    logging.info(
+        "wrote %d instances; masked %.3f of tokens (%.3f of non-special), random next %.3f",
+        stats.instances,
+        rates["masked_fraction"] or 0,
+        rates["masked_fraction_of_non_special"] or 0,
+        rates["random_next_rate"] or 0,
+    )
 
 
 if __name__ == "__main__":

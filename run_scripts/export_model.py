@@ -9,10 +9,10 @@ Writes `export_dir/<version>/` (signatures `serving_default` on raw text, `serve
 --init_checkpoint is a model directory, a fine-tuning --output_dir, or an original or converted checkpoint; labels,
 --max_seq_length and the SQuAD settings default to what the fine-tuning job recorded.
 """
+
 from absl import flags, logging
 
-from official.nlp.common import cli
-from official.nlp.common import config_flags
+from official.nlp.common import cli, config_flags
 from official.nlp.serving.export_config import ExportConfig, export
 
 FLAGS = flags.FLAGS

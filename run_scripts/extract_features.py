@@ -10,11 +10,13 @@ google-research/bert's extract_features.py (`--output_format=concat` concatenate
 --init_checkpoint is a model directory or an original TF1 checkpoint prefix; --bert_config_file, --vocab_file
 and --do_lower_case default to the files found with it.
 """
-from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 
 from absl import flags, logging
 
-from official.nlp.common import config_flags
+from official.nlp.common import (
+    cli,  # first: quiets TensorFlow's start-up (see cli.py)
+    config_flags,
+)
 from official.nlp.tasks.feature_extraction import FeatureExtractionConfig, run_feature_extraction
 
 FLAGS = flags.FLAGS

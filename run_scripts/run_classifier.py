@@ -7,12 +7,12 @@ The flags of the original `run_classifier.py`, plus the training flags every fin
         --do_train --do_eval --do_predict --max_seq_length=128 --train_batch_size=32 --learning_rate=2e-5 \
         --num_train_epochs=3 --output_dir=/tmp/mrpc
 """
+
 from __future__ import annotations
 
 from absl import flags, logging
 
-from official.nlp.common import cli
-from official.nlp.common import config_flags
+from official.nlp.common import cli, config_flags
 from official.nlp.common.errors import InputError
 from official.nlp.tasks.classification import ClassifierConfig, run_classifier
 

@@ -11,14 +11,14 @@ conlleval entity F1 (overall and per type) to eval_results.txt after each epoch 
 --output_dir/best_model; --do_predict writes test_predictions.txt in CoNLL columns (`conlleval <
 test_predictions.txt` reads it). Rerunning with the same --output_dir resumes.
 """
+
 from __future__ import annotations
 
 import sys
 
 from absl import flags
 
-from official.nlp.common import cli
-from official.nlp.common import config_flags
+from official.nlp.common import cli, config_flags
 from official.nlp.tasks.tagging import TaggingConfig, run_ner
 
 FLAGS = flags.FLAGS
@@ -33,8 +33,7 @@ def main(argv):
             print(f"skipped {count} bad row(s) in the {split} file")
     if result.eval_history:
         last = result.eval_history[-1]
-        print("eval: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
-                                   for k, v in last.items()))
+        print("eval: " + ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in last.items()))
     if result.predictions_file:
         print(f"predictions: {result.predictions_file}")
         print(result.predict_scores.report())

@@ -14,13 +14,15 @@ base|large instead of --bert_config_file builds a config of that size for --voca
         --model_dir=/tmp/pretrain --train_batch_size=32 --num_train_steps=10000 --num_warmup_steps=1000 \
         --learning_rate=1e-4
 """
-from __future__ import annotations
 
-from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+from __future__ import annotations
 
 from absl import app, flags, logging
 
-from official.nlp.common import config_flags
+from official.nlp.common import (
+    cli,  # first: quiets TensorFlow's start-up (see cli.py)
+    config_flags,
+)
 from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
 
 FLAGS = flags.FLAGS
@@ -33,8 +35,9 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     result = run_pretraining(config_flags.config_from_flags(FLAGS, PretrainingConfig))
     if result.metrics:  # else a finished job run again, which the trainer has reported already
-        logging.info("Finished at step %d: %s", result.step,
-                     ", ".join(f"{k}={v:.4g}" for k, v in result.metrics.items()))
+        logging.info(
+            "Finished at step %d: %s", result.step, ", ".join(f"{k}={v:.4g}" for k, v in result.metrics.items())
+        )
     if result.export_dir:
         logging.info("Model directory for fine-tuning (--init_checkpoint): %s", result.export_dir)
 

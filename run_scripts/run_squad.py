@@ -9,14 +9,14 @@ the predict file has answers, `eval_results.json`, `eval_results.txt` and Tensor
 Training checkpoints go to --output_dir; the same command run again resumes from them, and `best_model/` is the
 fine-tuned model directory (it works as --init_checkpoint for --do_predict).
 """
+
 from __future__ import annotations
 
 import json
 
 from absl import app, flags, logging
 
-from official.nlp.common import cli
-from official.nlp.common import config_flags
+from official.nlp.common import cli, config_flags
 from official.nlp.tasks.question_answering import SquadConfig, run_squad
 
 FLAGS = flags.FLAGS

@@ -10,12 +10,12 @@ accuracy (and the evaluation loss) to eval_results.txt after each epoch and keep
 --output_dir/best_model; --do_predict writes test_results.csv (predicted ending and the four probabilities).
 Rerunning with the same --output_dir resumes.
 """
+
 from __future__ import annotations
 
 from absl import flags
 
-from official.nlp.common import cli
-from official.nlp.common import config_flags
+from official.nlp.common import cli, config_flags
 from official.nlp.tasks.multiple_choice import MultipleChoiceConfig, run_swag
 
 FLAGS = flags.FLAGS

@@ -3,6 +3,7 @@
 The data directory is found from $BERT_SHARED_DATA, else ../shared/data next to the checkout. CI has it, so a
 missing directory is an error rather than a skip: a skipped parity test would pass without checking anything.
 """
+
 import os
 import pathlib
 
@@ -36,7 +37,7 @@ def cased_vocab(shared_data) -> pathlib.Path:
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
-    """`-n auto`: one worker per available core, at most 4 (each worker holds TensorFlow and its own module fixtures)."""
+    """`-n auto`: one worker per available core, at most 4 (each holds TensorFlow and its own module fixtures)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cores, 4))
 

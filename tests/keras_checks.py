@@ -5,10 +5,12 @@ functional wrapper (outputs must be identical) and runs it under `mixed_bfloat16
 (variables stay float32, outputs finite, and float32 where the layer promises it).
 `check_model` does the same for a functional model built by a factory.
 """
+
 from __future__ import annotations
 
 import pathlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import keras
 import numpy as np
@@ -127,8 +129,11 @@ def check_model(
         before = [w.numpy().copy() for w in model.trainable_weights]
         history = model.fit(inputs, labels, epochs=2, batch_size=len(next(iter(inputs.values()))), verbose=0)
         assert all(np.isfinite(v).all() for v in history.history["loss"])
-        unchanged = [w.path for b, w in zip(before, model.trainable_weights)
-                     if np.array_equal(b, w.numpy()) and not w.path.startswith(unused_weights)]
+        unchanged = [
+            w.path
+            for b, w in zip(before, model.trainable_weights)
+            if np.array_equal(b, w.numpy()) and not w.path.startswith(unused_weights)
+        ]
         assert not unchanged, f"fit left trainable weights unchanged: {unchanged}"
         return model, history
     return model, None

@@ -7,6 +7,7 @@ comparing the two segments.
 
 `parse_records` reads a whole file of pretraining records into numpy arrays, for the tests of the writer.
 """
+
 from __future__ import annotations
 
 import pathlib
@@ -20,8 +21,9 @@ PAD, CLS, SEP, MASK = 0, 1, 2, 3
 FIRST_WORD = 10
 
 
-def make_examples(num: int, *, vocab_size: int = 1000, seq_length: int = 32, max_predictions: int = 5,
-                  seed: int = 0) -> list[dict[str, np.ndarray]]:
+def make_examples(
+    num: int, *, vocab_size: int = 1000, seq_length: int = 32, max_predictions: int = 5, seed: int = 0
+) -> list[dict[str, np.ndarray]]:
     rng = np.random.RandomState(seed)
     words = vocab_size - FIRST_WORD
     examples = []
@@ -49,15 +51,17 @@ def make_examples(num: int, *, vocab_size: int = 1000, seq_length: int = 32, max
                 masked[p] = rng.randint(FIRST_WORD, vocab_size)
         pad = seq_length - len(ids)
         pad_p = max_predictions - count
-        examples.append({
-            "input_ids": np.pad(masked, (0, pad)),
-            "input_mask": np.pad(np.ones(len(ids), np.int64), (0, pad)),
-            "segment_ids": np.pad(segments, (0, pad)),
-            "masked_lm_positions": np.pad(positions, (0, pad_p)).astype(np.int64),
-            "masked_lm_ids": np.pad(labels, (0, pad_p)).astype(np.int64),
-            "masked_lm_weights": np.pad(np.ones(count, np.float32), (0, pad_p)),
-            "next_sentence_labels": np.array([label], np.int64),
-        })
+        examples.append(
+            {
+                "input_ids": np.pad(masked, (0, pad)),
+                "input_mask": np.pad(np.ones(len(ids), np.int64), (0, pad)),
+                "segment_ids": np.pad(segments, (0, pad)),
+                "masked_lm_positions": np.pad(positions, (0, pad_p)).astype(np.int64),
+                "masked_lm_ids": np.pad(labels, (0, pad_p)).astype(np.int64),
+                "masked_lm_weights": np.pad(np.ones(count, np.float32), (0, pad_p)),
+                "next_sentence_labels": np.array([label], np.int64),
+            }
+        )
     return examples
 
 
@@ -71,8 +75,16 @@ def serialize(example: dict[str, np.ndarray]) -> bytes:
     return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
 
 
-def write_records(directory, *, num_files: int = 2, per_file: int = 64, gzip: bool = False, seed: int = 0,
-                  drop: tuple[str, ...] = (), **kwargs) -> list[str]:
+def write_records(
+    directory,
+    *,
+    num_files: int = 2,
+    per_file: int = 64,
+    gzip: bool = False,
+    seed: int = 0,
+    drop: tuple[str, ...] = (),
+    **kwargs,
+) -> list[str]:
     """Writes `num_files` files of `per_file` examples, without the features named in `drop`; returns their paths."""
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -87,8 +99,9 @@ def write_records(directory, *, num_files: int = 2, per_file: int = 64, gzip: bo
     return paths
 
 
-def parse_records(path, compression: str = "", *, seq: int = 128, preds: int | None = 20,
-                  nsp: bool = True) -> dict[str, np.ndarray]:
+def parse_records(
+    path, compression: str = "", *, seq: int = 128, preds: int | None = 20, nsp: bool = True
+) -> dict[str, np.ndarray]:
     """Every record of a file, feature name -> [num_records, length] array (``preds=None``: unmasked records)."""
     spec = pretraining_records.feature_spec(seq, preds, nsp)
     ds = tf.data.TFRecordDataset(str(path), compression_type=compression)

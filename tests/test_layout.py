@@ -1,5 +1,6 @@
 """The layout rule of DESIGN.md, kept true: imports only go down the layers, there are no import circles, and no
 folder holds more than about a dozen modules. Every import counts, including those inside functions."""
+
 import ast
 import pathlib
 
@@ -10,8 +11,11 @@ PACKAGE = ROOT / "official"
 # Lower rank = lower layer. A package may import its own modules and any package of a lower rank.
 LAYERS = {
     "common": 0,
-    "modeling": 1, "tokenizers": 1,
-    "checkpoints": 2, "data": 2, "metrics": 2,
+    "modeling": 1,
+    "tokenizers": 1,
+    "checkpoints": 2,
+    "data": 2,
+    "metrics": 2,
     "training": 3,
     "tasks": 4,
     "serving": 5,

@@ -8,6 +8,7 @@ order, run in the clone's root: the bash blocks in a shell with `.venv` activate
 session per file. A block preceded by ``<!-- not-tested: reason -->`` is skipped. At the end the clone must have
 no untracked file: everything the docs write goes to ignored folders.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,23 @@ from tests.conftest import REPO_ROOT
 README = REPO_ROOT / "README.md"
 DOCS = REPO_ROOT / "docs"
 # The order a newcomer follows the README's links in; a page runs after the files it builds on.
-PAGES = ["data", "quickstart", "notebook", "checkpoints", "tokenizers", "pretraining_data", "pretraining",
-         "classification", "squad", "ner", "swag", "feature_extraction", "serving", "benchmarks", "development"]
+PAGES = [
+    "data",
+    "quickstart",
+    "notebook",
+    "checkpoints",
+    "tokenizers",
+    "pretraining_data",
+    "pretraining",
+    "classification",
+    "squad",
+    "ner",
+    "swag",
+    "feature_extraction",
+    "serving",
+    "benchmarks",
+    "development",
+]
 DOC_FILES = [README] + [DOCS / f"{page}.md" for page in PAGES]
 # docs/data.md's downloads -> the same public files in ../shared/data (see its MANIFEST.md).
 _DATASETS = {
@@ -47,17 +63,22 @@ def code_blocks(text: str) -> list[tuple[int, str, str, str | None]]:
     blocks = []
     for m in _BLOCK.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
-        before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
         skip = _SKIP.search(before)
         blocks.append((line, m.group(1), m.group(2), skip.group(1) if skip else None))
     return blocks
 
 
 def test_block_parsing_and_skip_marker():
-    text = ("x\n```python\na = 1\n```\n<!-- not-tested: needs a GPU -->\n```python\nb = 2\n```\n```bash\nc\n```\n"
-            "```\nplain\n```\n")
-    assert code_blocks(text) == [(2, "python", "a = 1\n", None), (6, "python", "b = 2\n", "needs a GPU"),
-                                 (9, "bash", "c\n", None)]
+    text = (
+        "x\n```python\na = 1\n```\n<!-- not-tested: needs a GPU -->\n```python\nb = 2\n```\n```bash\nc\n```\n"
+        "```\nplain\n```\n"
+    )
+    assert code_blocks(text) == [
+        (2, "python", "a = 1\n", None),
+        (6, "python", "b = 2\n", "needs a GPU"),
+        (9, "bash", "c\n", None),
+    ]
 
 
 def test_every_docs_page_is_run_and_linked_from_the_readme():
@@ -111,8 +132,16 @@ def test_record_globs_match_what_the_generator_writes():
 
 
 def _fresh_clone(root: pathlib.Path, shared_data: pathlib.Path) -> pathlib.Path:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     clone = root / "bert"
     for name in filter(None, listed):
         source = REPO_ROOT / name
@@ -131,9 +160,14 @@ def _fresh_clone(root: pathlib.Path, shared_data: pathlib.Path) -> pathlib.Path:
     # packages (tensorflow, the MiniLM weights, ...) behind it.
     env_dir = clone / ".venv"
     venv.create(env_dir, with_pip=False)
-    site_packages = pathlib.Path(subprocess.run(
-        [str(env_dir / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True).stdout.strip())
+    site_packages = pathlib.Path(
+        subprocess.run(
+            [str(env_dir / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     ours = sysconfig.get_paths()["purelib"]
     (site_packages / "_bert_docs_test.pth").write_text(f"{clone}\nimport site; site.addsitedir({ours!r})\n")
     return clone
@@ -170,21 +204,30 @@ class _Workspace:
 
     def run(self, doc: pathlib.Path) -> None:
         """Runs the blocks of every file up to `doc`, in order, that have not run yet."""
-        for path in DOC_FILES[:DOC_FILES.index(doc) + 1]:
+        for path in DOC_FILES[: DOC_FILES.index(doc) + 1]:
             if path in self.done:
                 continue
             self.done.add(path)
             name = path.relative_to(REPO_ROOT).as_posix()
-            blocks = [(line, language, code) for line, language, code, skip in
-                      code_blocks(path.read_text(encoding="utf-8")) if skip is None]
+            blocks = [
+                (line, language, code)
+                for line, language, code, skip in code_blocks(path.read_text(encoding="utf-8"))
+                if skip is None
+            ]
             if not blocks:
                 continue
             script = self.clone.parent / f"run_{path.stem}.py"
             script.write_text(_RUNNER.format(name=name, blocks=blocks))
             env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHON")}
-            result = subprocess.run([str(self.clone / ".venv" / "bin" / "python"), str(script)], cwd=self.clone,
-                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    timeout=900)
+            result = subprocess.run(
+                [str(self.clone / ".venv" / "bin" / "python"), str(script)],
+                cwd=self.clone,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=900,
+            )
             assert result.returncode == 0, result.stdout[-6000:]
             assert result.stdout.count(": ok\n") == len(blocks), result.stdout[-3000:]
 
@@ -205,7 +248,12 @@ def test_blocks_run_as_pasted(workspace, doc):
 @pytest.mark.slow
 def test_following_the_docs_leaves_no_untracked_files(workspace):
     workspace.run(DOC_FILES[-1])
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=workspace.clone,
-                            capture_output=True, text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=workspace.clone,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     untracked = [line[3:] for line in status.splitlines() if line.startswith("??")]
     assert not untracked, f"files outside .gitignore: {untracked}"

@@ -8,6 +8,7 @@ ops that the graph uses) and the SavedModel folder, not this library. `sentences
 column (a label name). A file without that header is read as one sentence per line. The predictions (the input
 columns, label, probability) are written as TSV and printed.
 """
+
 import csv
 import sys
 
@@ -21,8 +22,14 @@ def read_rows(path):
     header = lines[0].split("\t") if lines else []
     if "sentence" in header or "text_a" in header:
         rows = list(csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE))
-        return [{"text_a": r.get("text_a", r.get("sentence")), "text_b": r.get("text_b"),
-                 "expected": r.get("expected") or ""} for r in rows]
+        return [
+            {
+                "text_a": r.get("text_a", r.get("sentence")),
+                "text_b": r.get("text_b"),
+                "expected": r.get("expected") or "",
+            }
+            for r in rows
+        ]
     return [{"text_a": line, "text_b": None, "expected": ""} for line in lines if line.strip()]
 
 

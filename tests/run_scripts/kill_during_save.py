@@ -3,6 +3,7 @@
 The worst moment for a preemption: the checkpoint's files are on disk but not yet committed. Test-only wrapper;
 it runs the real script's main with the same flags.
 """
+
 import os
 import runpy
 import signal

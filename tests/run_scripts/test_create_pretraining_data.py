@@ -1,5 +1,6 @@
 """The absl script: a kill mid-run leaves no complete-looking shard and the rerun gives the same bytes; a rerun with
 other flags is refused; bad input and bad flags fail with a message naming the file or the flag."""
+
 import os
 import pathlib
 import signal
@@ -13,9 +14,16 @@ SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "run_scripts" / "create_p
 
 
 def _args(shared_data, input_file, output_file, *extra):
-    return [sys.executable, str(SCRIPT), f"--input_file={input_file}", f"--output_file={output_file}",
-            f"--vocab_file={shared_data / 'vocab' / 'bert-base-uncased-vocab.txt'}", "--dupe_factor=3",
-            "--unit_mb=0.3", *extra]
+    return [
+        sys.executable,
+        str(SCRIPT),
+        f"--input_file={input_file}",
+        f"--output_file={output_file}",
+        f"--vocab_file={shared_data / 'vocab' / 'bert-base-uncased-vocab.txt'}",
+        "--dupe_factor=3",
+        "--unit_mb=0.3",
+        *extra,
+    ]
 
 
 @pytest.mark.slow
@@ -24,13 +32,18 @@ def test_kill_mid_run_then_rerun_gives_the_same_bytes(shared_data, tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_bytes(text * 2)
     shards = [f"out-{i:05d}-of-00008" for i in range(8)]
-    subprocess.run(_args(shared_data, corpus, tmp_path / "full" / "out@8", "--num_workers=1"), check=True,
-                   capture_output=True)
+    subprocess.run(
+        _args(shared_data, corpus, tmp_path / "full" / "out@8", "--num_workers=1"), check=True, capture_output=True
+    )
     full = {name: (tmp_path / "full" / name).read_bytes() for name in shards}
 
     run_dir = tmp_path / "killed"
-    proc = subprocess.Popen(_args(shared_data, corpus, run_dir / "out@8", "--num_workers=2"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        _args(shared_data, corpus, run_dir / "out@8", "--num_workers=2"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.time() + 120
     while not (run_dir / shards[0]).exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.02)
@@ -42,8 +55,9 @@ def test_kill_mid_run_then_rerun_gives_the_same_bytes(shared_data, tmp_path):
         assert (run_dir / name).read_bytes() == full[name]
     assert list(run_dir.glob("*.incomplete"))  # Unfinished work sits under temporary names only.
 
-    result = subprocess.run(_args(shared_data, corpus, run_dir / "out@8", "--num_workers=2"), check=True,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        _args(shared_data, corpus, run_dir / "out@8", "--num_workers=2"), check=True, capture_output=True, text=True
+    )
     assert "is complete; skipped" in result.stderr
     for name in shards:
         assert (run_dir / name).read_bytes() == full[name]
@@ -53,14 +67,16 @@ def test_kill_mid_run_then_rerun_gives_the_same_bytes(shared_data, tmp_path):
 def test_bad_input_fails_with_a_clear_message(shared_data, tmp_path):
     bad = tmp_path / "latin1.txt"
     bad.write_bytes("First sentence.\n\nCaf\u00e9 cr\u00e8me.\n".encode("latin-1"))
-    result = subprocess.run(_args(shared_data, bad, tmp_path / "out.tfrecord", "--num_workers=1"),
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        _args(shared_data, bad, tmp_path / "out.tfrecord", "--num_workers=1"), capture_output=True, text=True
+    )
     assert result.returncode != 0
     assert f"{bad}:3: not valid UTF-8" in result.stderr and "--skip_bad_lines" in result.stderr
     assert not (tmp_path / "out.tfrecord").exists()
 
-    result = subprocess.run(_args(shared_data, tmp_path / "none*.txt", tmp_path / "out.tfrecord"),
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        _args(shared_data, tmp_path / "none*.txt", tmp_path / "out.tfrecord"), capture_output=True, text=True
+    )
     assert result.returncode != 0 and "matches no file" in result.stderr
 
 
@@ -78,29 +94,46 @@ def test_rerun_with_another_max_seq_length_is_refused(shared_data, tmp_path):
     args = _args(shared_data, sample, out / "x@2", "--num_workers=1", "--unit_mb=0.001")
     subprocess.run(args, check=True, capture_output=True)
     shards = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
-    assert shards == ["stats/x-00000-of-00002.json", "stats/x-00001-of-00002.json", "stats/x.json",
-                      "x-00000-of-00002", "x-00001-of-00002"]
+    assert shards == [
+        "stats/x-00000-of-00002.json",
+        "stats/x-00001-of-00002.json",
+        "stats/x.json",
+        "x-00000-of-00002",
+        "x-00001-of-00002",
+    ]
     assert sorted(p.name for p in out.glob("x-*")) == ["x-00000-of-00002", "x-00001-of-00002"]  # no stats caught
     before = {name: (out / name).read_bytes() for name in shards}
 
     result = subprocess.run(args + ["--max_seq_length=64"], capture_output=True, text=True)
     assert result.returncode != 0
-    assert (f"{out / 'x-00000-of-00002'} was written with other settings than this run's (--max_seq_length: 128 "
-            "there, 64 now)") in result.stderr
+    assert (
+        f"{out / 'x-00000-of-00002'} was written with other settings than this run's (--max_seq_length: 128 "
+        "there, 64 now)"
+    ) in result.stderr
     assert "delete the old outputs" in result.stderr and "or choose another --output_file" in result.stderr
     assert {name: (out / name).read_bytes() for name in shards} == before
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == shards
 
     # The same flags (another worker count) keep the complete shards.
-    result = subprocess.run(args[:-2] + ["--num_workers=2", "--unit_mb=0.001"], check=True, capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        args[:-2] + ["--num_workers=2", "--unit_mb=0.001"], check=True, capture_output=True, text=True
+    )
     assert result.stderr.count("is complete; skipped") == 2
     assert {name: (out / name).read_bytes() for name in shards} == before
 
 
 def test_bad_flags_fail_before_any_output(shared_data, tmp_path):
-    result = subprocess.run(_args(shared_data, shared_data / "bert_sample_text.txt", tmp_path / "new" / "x@2",
-                                  "--dupe_factor=0", "--short_seq_prob=1.5"), capture_output=True, text=True)
+    result = subprocess.run(
+        _args(
+            shared_data,
+            shared_data / "bert_sample_text.txt",
+            tmp_path / "new" / "x@2",
+            "--dupe_factor=0",
+            "--short_seq_prob=1.5",
+        ),
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode != 0
     assert "--dupe_factor=0: must be at least 1" in result.stderr and "--short_seq_prob=1.5" in result.stderr
     assert not (tmp_path / "new").exists()

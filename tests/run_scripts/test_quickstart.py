@@ -5,6 +5,7 @@ the records are parsed and counted, the pretrained checkpoint is restored, the d
 fine-tuning jobs, and the SavedModel's answers (served in a fresh process) are recomputed here with the library's
 Python tokenizer and the fine-tuned checkpoint.
 """
+
 import csv
 import json
 import math
@@ -27,8 +28,13 @@ _CPP_LOG = re.compile(r"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w./+-]+\.(?:cc|cpp|c|h|hpp)
 
 def _cpp_log_messages(env) -> set[str]:
     """The messages of the C++ log lines that `import tensorflow` and one op print to stderr in `env`."""
-    probe = subprocess.run([sys.executable, "-c", "import tensorflow as tf; tf.constant(1) + 1"], capture_output=True,
-                           text=True, env=env, timeout=300)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import tensorflow as tf; tf.constant(1) + 1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert probe.returncode == 0, probe.stderr
     return {_CPP_LOG.sub("", line) for line in probe.stderr.splitlines() if _CPP_LOG.match(line)}
 
@@ -40,16 +46,22 @@ def _env(**extra):
 
 
 def test_help_prints_usage_and_runs_nothing(tmp_path):
-    result = subprocess.run(["bash", str(SCRIPT), "--help"], capture_output=True, text=True, env=_env(),
-                            cwd=tmp_path, timeout=30)
+    result = subprocess.run(
+        ["bash", str(SCRIPT), "--help"], capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=30
+    )
     assert result.returncode == 0
     assert result.stdout.startswith("Usage: bash run_scripts/quickstart.sh")
     assert "--smallest" in result.stdout and "--input_file" in result.stdout
 
 
 def test_unknown_flag_is_one_clean_line(tmp_path):
-    result = subprocess.run(["bash", str(SCRIPT), "--no_install", "--pretrain_step=3"], capture_output=True,
-                            text=True, env=_env(), timeout=30)
+    result = subprocess.run(
+        ["bash", str(SCRIPT), "--no_install", "--pretrain_step=3"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=30,
+    )
     assert result.returncode == 2
     assert result.stderr.strip() == "quickstart.sh: unknown argument '--pretrain_step=3' (see --help)"
     assert result.stdout == ""
@@ -58,8 +70,13 @@ def test_unknown_flag_is_one_clean_line(tmp_path):
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory):
     out = tmp_path_factory.mktemp("quickstart")
-    result = subprocess.run(["bash", str(SCRIPT), "--no_install", f"--output_dir={out}"], capture_output=True,
-                            text=True, env=_env(QUICKSTART_SMALLEST="1"), timeout=900)
+    result = subprocess.run(
+        ["bash", str(SCRIPT), "--no_install", f"--output_dir={out}"],
+        capture_output=True,
+        text=True,
+        env=_env(QUICKSTART_SMALLEST="1"),
+        timeout=900,
+    )
     log = (out / "quickstart.log").read_text() if (out / "quickstart.log").exists() else ""
     assert result.returncode == 0, f"{result.stdout}\n{result.stderr}\n{log[-5000:]}"
     return out, result
@@ -138,7 +155,7 @@ def test_pretrained_checkpoint_restores_and_learned(quickstart):
     assert files.config.vocab_size == vocab_size and files.config.num_hidden_layers == 2
     pretrainer = BertPretrainer(files.build_encoder())
     files.restore(pretrainer)  # the encoder and the pretraining heads
-    line = next(l for l in result.stdout.splitlines() if l.startswith("[3/7] "))
+    line = next(text for text in result.stdout.splitlines() if text.startswith("[3/7] "))
     mlm_loss = float(line.split("MLM loss ")[1].split()[0])
     assert mlm_loss < math.log(vocab_size) - 0.5  # below the loss of a uniform guess
 

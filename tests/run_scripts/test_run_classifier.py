@@ -1,6 +1,7 @@
 """run_classifier.py as users run it (train, evaluate each epoch, predict, rerun, refused rerun, bad rows), and the
 `model.fit` path: a classifier fine-tuned from Python on raw strings tokenized in-graph predicts what the script
 predicts with the same weights."""
+
 from __future__ import annotations
 
 import json
@@ -25,22 +26,30 @@ from tests.conftest import REPO_ROOT
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_classifier.py")
 SEQ = 32
-TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
-            max_position_embeddings=64)
+TINY = dict(
+    vocab_size=30522,
+    hidden_size=32,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=64,
+)
 
 
 def _run(args):
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    return subprocess.run([sys.executable, SCRIPT, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory, uncased_vocab):
     path = str(tmp_path_factory.mktemp("tiny") / "model")
     keras.utils.set_random_seed(3)
-    model_dir.save_model_dir(path, BertEncoder.from_bert_config(BertConfig(**TINY)), vocab_file=str(uncased_vocab),
-                             do_lower_case=True)
+    model_dir.save_model_dir(
+        path, BertEncoder.from_bert_config(BertConfig(**TINY)), vocab_file=str(uncased_vocab), do_lower_case=True
+    )
     return path
 
 
@@ -50,7 +59,7 @@ def mrpc(tmp_path_factory, shared_data):
     folder = tmp_path_factory.mktemp("mrpc")
     for name, rows in (("train.tsv", 64), ("dev.tsv", 32), ("test.tsv", 16)):
         lines = (shared_data / "glue" / "MRPC" / name).read_text(encoding="utf-8").splitlines(keepends=True)
-        kept = lines[:rows + 1]
+        kept = lines[: rows + 1]
         if name == "train.tsv":
             kept.insert(5, "1\t12\t13\tonly three columns\n")
         (folder / name).write_text("".join(kept), encoding="utf-8")
@@ -58,9 +67,19 @@ def mrpc(tmp_path_factory, shared_data):
 
 
 def _flags(tiny_model, mrpc, out, *extra):
-    return ["--task_name=MRPC", f"--data_dir={mrpc}", f"--init_checkpoint={tiny_model}", f"--output_dir={out}",
-            f"--max_seq_length={SEQ}", "--train_batch_size=16", "--eval_batch_size=16", "--num_train_epochs=2",
-            "--learning_rate=1e-3", "--steps_per_loop=2", *extra]
+    return [
+        "--task_name=MRPC",
+        f"--data_dir={mrpc}",
+        f"--init_checkpoint={tiny_model}",
+        f"--output_dir={out}",
+        f"--max_seq_length={SEQ}",
+        "--train_batch_size=16",
+        "--eval_batch_size=16",
+        "--num_train_epochs=2",
+        "--learning_rate=1e-3",
+        "--steps_per_loop=2",
+        *extra,
+    ]
 
 
 @pytest.mark.slow
@@ -70,7 +89,8 @@ def test_train_eval_predict_resume_and_refusals(tiny_model, mrpc, tmp_path):
     assert bad.returncode == 2, bad.stderr[-2000:]
     assert bad.stderr.strip().splitlines()[-1] == (
         f"run_classifier: {mrpc}/train.tsv:6: 4 column(s), mrpc needs at least 5 (--skip_bad_rows skips and counts "
-        "such rows)")
+        "such rows)"
+    )
 
     first = _run(_flags(tiny_model, mrpc, out, "--do_train", "--do_eval", "--do_predict", "--skip_bad_rows"))
     assert first.returncode == 0, first.stderr[-3000:]
@@ -87,8 +107,9 @@ def test_train_eval_predict_resume_and_refusals(tiny_model, mrpc, tmp_path):
     assert best["labels"] == ["0", "1"] and best["head"] == "classifier" and best["metric"] == "f1"
     assert best["evaluation"]["f1"] == max(e["f1"] for e in history)
     summaries = tf.io.gfile.glob(str(out / "summaries" / "eval" / "events*"))
-    tags = {v.tag for path in summaries for event in tf.compat.v1.train.summary_iterator(path)
-            for v in event.summary.value}
+    tags = {
+        v.tag for path in summaries for event in tf.compat.v1.train.summary_iterator(path) for v in event.summary.value
+    }
     assert {"f1", "accuracy"} <= tags
 
     again = _run(_flags(tiny_model, mrpc, out, "--do_train", "--do_eval", "--skip_bad_rows"))
@@ -101,8 +122,16 @@ def test_train_eval_predict_resume_and_refusals(tiny_model, mrpc, tmp_path):
     assert other.returncode == 2
     assert "--max_seq_length: 32 there, 48 now" in other.stderr.strip().splitlines()[-1]
 
-    wrong_head = _run(["--task_name=RTE", f"--data_dir={mrpc}", f"--init_checkpoint={out / 'best_model'}",
-                       f"--output_dir={tmp_path / 'rte'}", f"--max_seq_length={SEQ}", "--do_predict"])
+    wrong_head = _run(
+        [
+            "--task_name=RTE",
+            f"--data_dir={mrpc}",
+            f"--init_checkpoint={out / 'best_model'}",
+            f"--output_dir={tmp_path / 'rte'}",
+            f"--max_seq_length={SEQ}",
+            "--do_predict",
+        ]
+    )
     assert wrong_head.returncode == 2
     assert "labels ['0', '1']" in wrong_head.stderr and "['entailment', 'not_entailment']" in wrong_head.stderr
 
@@ -110,9 +139,17 @@ def test_train_eval_predict_resume_and_refusals(tiny_model, mrpc, tmp_path):
 def _in_graph_dataset(vocab_file, examples, labels, batch_size):
     """Raw strings -> ids in the tf.data graph: the library's exact tokenizer and packer layers."""
     tokenizer = BertTokenizer(vocab_file, do_lower_case=True)
-    packer = BertPackInputs(SEQ, **{k: v for k, v in {
-        "start_of_sequence_id": tokenizer.token_to_id("[CLS]"), "end_of_segment_id": tokenizer.token_to_id("[SEP]"),
-        "padding_id": tokenizer.token_to_id("[PAD]")}.items()})
+    packer = BertPackInputs(
+        SEQ,
+        **{
+            k: v
+            for k, v in {
+                "start_of_sequence_id": tokenizer.token_to_id("[CLS]"),
+                "end_of_segment_id": tokenizer.token_to_id("[SEP]"),
+                "padding_id": tokenizer.token_to_id("[PAD]"),
+            }.items()
+        },
+    )
     texts = tf.data.Dataset.from_tensor_slices(([e.text_a for e in examples], [e.text_b for e in examples]))
     dataset = texts.batch(batch_size).map(lambda a, b: packer([tokenizer(a), tokenizer(b)]))
     if labels is not None:
@@ -129,17 +166,28 @@ def test_model_fit_on_raw_strings_predicts_what_the_script_path_predicts(tiny_mo
     keras.utils.set_random_seed(0)
     model = BertClassifier(files.build_encoder(), num_classes=2)
     labels = np.array([int(e.label) for e in train], "int32")
-    model.compile(optimizer=optimization.create_optimizer(learning_rate=1e-3, num_train_steps=12, num_warmup_steps=1),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    model.compile(
+        optimizer=optimization.create_optimizer(learning_rate=1e-3, num_train_steps=12, num_warmup_steps=1),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
     history = model.fit(_in_graph_dataset(files.vocab_file, train, labels, 16), epochs=3, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
     logits = model.predict(_in_graph_dataset(files.vocab_file, test, None, 8), verbose=0)
 
-    saved = classification.save_classifier(model, str(tmp_path / "fit_model"), files, task_name="mrpc",
-                                           labels=processor.labels)
-    result = classification.run_classifier(classification.ClassifierConfig(
-        task_name="mrpc", data_dir=str(mrpc), init_checkpoint=saved, output_dir=str(tmp_path / "predict"),
-        max_seq_length=SEQ, do_predict=True))
+    saved = classification.save_classifier(
+        model, str(tmp_path / "fit_model"), files, task_name="mrpc", labels=processor.labels
+    )
+    result = classification.run_classifier(
+        classification.ClassifierConfig(
+            task_name="mrpc",
+            data_dir=str(mrpc),
+            init_checkpoint=saved,
+            output_dir=str(tmp_path / "predict"),
+            max_seq_length=SEQ,
+            do_predict=True,
+        )
+    )
     submission = (tmp_path / "predict" / "MRPC.tsv").read_text().splitlines()[1:]
     assert [row.split("\t")[1] for row in submission] == [processor.labels[i] for i in logits.argmax(-1)]
     probabilities = np.loadtxt(tmp_path / "predict" / "test_results.tsv")
@@ -154,9 +202,19 @@ def test_eval_only_and_predict_settings_in_process(tiny_model, mrpc, tmp_path, m
     from official.nlp.data import classifier_features
 
     out = tmp_path / "out"
-    common = dict(task_name="mrpc", data_dir=str(mrpc), init_checkpoint=tiny_model, output_dir=str(out),
-                  max_seq_length=SEQ, train_batch_size=16, eval_batch_size=16, predict_batch_size=5,
-                  num_train_epochs=1, learning_rate=1e-3, skip_bad_rows=True)
+    common = dict(
+        task_name="mrpc",
+        data_dir=str(mrpc),
+        init_checkpoint=tiny_model,
+        output_dir=str(out),
+        max_seq_length=SEQ,
+        train_batch_size=16,
+        eval_batch_size=16,
+        predict_batch_size=5,
+        num_train_epochs=1,
+        learning_rate=1e-3,
+        skip_bad_rows=True,
+    )
     trained = classification.run_classifier(classification.ClassifierConfig(**common, do_train=True, do_eval=True))
     reported = trained.eval_history[-1]
     (out / "eval_results.txt").unlink()
@@ -191,16 +249,26 @@ def test_group_by_length_off_draws_the_original_batches(tiny_model, mrpc, tmp_pa
 
     def first_batches(group_by_length, count=5):
         config = classification.ClassifierConfig(
-            task_name="mrpc", data_dir=str(mrpc), init_checkpoint=tiny_model, output_dir=str(tmp_path),
-            max_seq_length=seq, skip_bad_rows=True, group_by_length=group_by_length)
+            task_name="mrpc",
+            data_dir=str(mrpc),
+            init_checkpoint=tiny_model,
+            output_dir=str(tmp_path),
+            max_seq_length=seq,
+            skip_bad_rows=True,
+            group_by_length=group_by_length,
+        )
         dataset = classification.ClassificationTask(config, files).train_dataset(context, 8, seed=3)
         return [x["input_word_ids"].numpy() for x, _ in dataset.take(count)]
 
     fixed = first_batches(False)
     spec = classifier_features.feature_spec(seq, regression=False)
-    original = (tf.data.TFRecordDataset(str(tmp_path / "train.tf_record"))
-                .shuffle(10000, seed=3, reshuffle_each_iteration=True).repeat().batch(8, drop_remainder=True)
-                .map(lambda records: tf.io.parse_example(records, spec)["input_ids"]))
+    original = (
+        tf.data.TFRecordDataset(str(tmp_path / "train.tf_record"))
+        .shuffle(10000, seed=3, reshuffle_each_iteration=True)
+        .repeat()
+        .batch(8, drop_remainder=True)
+        .map(lambda records: tf.io.parse_example(records, spec)["input_ids"])
+    )
     for got, want in zip(fixed, original.take(5)):
         assert got.shape == (8, seq)
         np.testing.assert_array_equal(got, want.numpy())

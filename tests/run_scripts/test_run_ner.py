@@ -1,5 +1,6 @@
 """run_ner.py end to end on slices of the real CoNLL-2003 files with a tiny model: fine-tuning (train, per-epoch
 conlleval, predictions for conlleval) and --feature_based (only the BiLSTM and classifier change)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,8 +22,14 @@ from official.nlp.tasks import finetuning, tagging
 from tests.conftest import REPO_ROOT
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_ner.py")
-TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-            max_position_embeddings=64)
+TINY = dict(
+    vocab_size=30522,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=64,
+)
 
 
 def _slice(source, target, sentences):
@@ -45,30 +52,50 @@ def setup(tmp_path_factory, shared_data):
     keras.utils.set_random_seed(3)
     encoder = BertEncoder.from_bert_config(BertConfig(**TINY))
     init = str(root / "model")
-    model_dir.save_model_dir(init, encoder, vocab_file=str(shared_data / "vocab" / "bert-base-uncased-vocab.txt"),
-                             do_lower_case=True)
+    model_dir.save_model_dir(
+        init, encoder, vocab_file=str(shared_data / "vocab" / "bert-base-uncased-vocab.txt"), do_lower_case=True
+    )
     data = shared_data / "conll2003" / "original_iob1"
-    return {"init": init, "train": _slice(data / "eng.train", root / "train.txt", 64),
-            "dev": _slice(data / "eng.testa", root / "dev.txt", 24), "root": root}
+    return {
+        "init": init,
+        "train": _slice(data / "eng.train", root / "train.txt", 64),
+        "dev": _slice(data / "eng.testa", root / "dev.txt", 24),
+        "root": root,
+    }
 
 
 def _run(args):
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    return subprocess.run([sys.executable, SCRIPT, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=400)
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=400
+    )
 
 
 def _flags(setup, output_dir, *extra):
-    return [f"--init_checkpoint={setup['init']}", f"--output_dir={output_dir}", f"--train_file={setup['train']}",
-            f"--eval_file={setup['dev']}", f"--predict_file={setup['dev']}", "--do_train", "--do_eval",
-            "--do_predict", "--max_seq_length=24", "--train_batch_size=16", "--num_train_epochs=1",
-            "--steps_per_loop=4", *extra]
+    return [
+        f"--init_checkpoint={setup['init']}",
+        f"--output_dir={output_dir}",
+        f"--train_file={setup['train']}",
+        f"--eval_file={setup['dev']}",
+        f"--predict_file={setup['dev']}",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--max_seq_length=24",
+        "--train_batch_size=16",
+        "--num_train_epochs=1",
+        "--steps_per_loop=4",
+        *extra,
+    ]
 
 
 def _encoder_values(prefix):
     reader = tf.train.load_checkpoint(prefix)
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
-            if name.startswith("encoder/") and "OPTIMIZER_SLOT" not in name}
+    return {
+        name: reader.get_tensor(name)
+        for name in reader.get_variable_to_shape_map()
+        if name.startswith("encoder/") and "OPTIMIZER_SLOT" not in name
+    }
 
 
 @pytest.mark.slow
@@ -95,10 +122,20 @@ def test_fine_tuning_end_to_end(setup, tmp_path):
 def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
     # From Python (the script's flags map one to one onto these configs; the subprocess path is tested above).
     out = tmp_path / "out"
-    config = tagging.TaggingConfig(output_dir=str(out), init_checkpoint=setup["init"], max_seq_length=24,
-                                   train_batch_size=16, num_train_epochs=1, learning_rate=1e-2, steps_per_loop=4,
-                                   train_file=setup["train"], feature_based=True, feature_layers=(-1, -2),
-                                   lstm_units=8, do_train=True)
+    config = tagging.TaggingConfig(
+        output_dir=str(out),
+        init_checkpoint=setup["init"],
+        max_seq_length=24,
+        train_batch_size=16,
+        num_train_epochs=1,
+        learning_rate=1e-2,
+        steps_per_loop=4,
+        train_file=setup["train"],
+        feature_based=True,
+        feature_layers=(-1, -2),
+        lstm_units=8,
+        do_train=True,
+    )
     result = tagging.run_ner(config)
     model = result.finetuning.model
     assert {w.path.split("/")[0] for w in model.trainable_weights} == {"bilstm_0", "bilstm_1", "classifier"}
@@ -111,7 +148,8 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
         np.testing.assert_array_equal(init[k], final[k], err_msg=k)
     # The checkpoint gives the trained BiLSTMs back to a fresh model (as a resumed run and best_model/ need).
     fresh = tagging.make_task(dataclasses.replace(config, train_file=None)).build_model(
-        model_dir.resolve_model_files(setup["init"]).build_encoder())
+        model_dir.resolve_model_files(setup["init"]).build_encoder()
+    )
     x = {k: np.ones((2, 24), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
     assert not np.allclose(fresh(x), model(x))
     tf_checkpoints.restore_checkpoint(fresh, final_prefix)
@@ -121,13 +159,15 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
 def test_bad_input_named(setup, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("EU NNP I-NP I-ORG\nrejects VBZ\n")
-    config = tagging.TaggingConfig(output_dir=str(tmp_path / "o"), init_checkpoint=setup["init"], do_train=True,
-                                   do_eval=True)
+    config = tagging.TaggingConfig(
+        output_dir=str(tmp_path / "o"), init_checkpoint=setup["init"], do_train=True, do_eval=True
+    )
     with pytest.raises(InputError, match=r"bad\.txt:2: malformed CoNLL line"):
         tagging.run_ner(dataclasses.replace(config, train_file=str(bad)))
     with pytest.raises(InputError, match="--feature_layers=-5: the model has 2 layers"):
-        tagging.make_task(dataclasses.replace(config, train_file=setup["train"], feature_based=True,
-                                              feature_layers=(-5,)))
+        tagging.make_task(
+            dataclasses.replace(config, train_file=setup["train"], feature_based=True, feature_layers=(-5,))
+        )
     unknown = tmp_path / "dev.txt"
     unknown.write_text("Paris NNP I-NP I-GPE\n")
     task = tagging.make_task(dataclasses.replace(config, train_file=setup["train"], eval_file=str(unknown)))

@@ -1,4 +1,5 @@
 """run_squad.py end to end in a subprocess: a tiny model on a slice of real SQuAD v2.0 data."""
+
 import json
 import os
 import subprocess
@@ -25,11 +26,13 @@ def tiny_model_dir(tmp_path_factory, uncased_vocab):
     from official.nlp.modeling.encoder import BertEncoder
 
     keras.utils.set_random_seed(0)
-    config = BertConfig.preset("tiny", vocab_size=30522, hidden_size=32, num_hidden_layers=1,
-                               num_attention_heads=2, max_position_embeddings=64)
+    config = BertConfig.preset(
+        "tiny", vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, max_position_embeddings=64
+    )
     folder = str(tmp_path_factory.mktemp("tiny") / "model")
-    model_dir.save_model_dir(folder, BertEncoder.from_bert_config(config), vocab_file=str(uncased_vocab),
-                             do_lower_case=True)
+    model_dir.save_model_dir(
+        folder, BertEncoder.from_bert_config(config), vocab_file=str(uncased_vocab), do_lower_case=True
+    )
     return folder
 
 
@@ -45,15 +48,32 @@ def squad_slice(shared_data, tmp_path_factory):
 @pytest.mark.slow
 def test_train_predict_evaluate_and_predict_again(tmp_path, tiny_model_dir, squad_slice):
     out = str(tmp_path / "out")
-    common = [f"--init_checkpoint={tiny_model_dir}", f"--predict_file={squad_slice}", "--version_2_with_negative",
-              "--max_seq_length=64", "--doc_stride=24", "--max_query_length=16", f"--output_dir={out}"]
-    done = _run(*common, "--do_train", f"--train_file={squad_slice}", "--do_predict", "--train_batch_size=8",
-                "--num_train_epochs=1", "--steps_per_loop=2", "--learning_rate=1e-3")
+    common = [
+        f"--init_checkpoint={tiny_model_dir}",
+        f"--predict_file={squad_slice}",
+        "--version_2_with_negative",
+        "--max_seq_length=64",
+        "--doc_stride=24",
+        "--max_query_length=16",
+        f"--output_dir={out}",
+    ]
+    done = _run(
+        *common,
+        "--do_train",
+        f"--train_file={squad_slice}",
+        "--do_predict",
+        "--train_batch_size=8",
+        "--num_train_epochs=1",
+        "--steps_per_loop=2",
+        "--learning_rate=1e-3",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     with open(squad_slice, encoding="utf-8") as f:
         ids = {qa["id"] for p in json.load(f)["data"][0]["paragraphs"] for qa in p["qas"]}
-    outputs = {name: json.load(open(os.path.join(out, name))) for name in
-               ("predictions.json", "nbest_predictions.json", "null_odds.json", "eval_results.json")}
+    outputs = {
+        name: json.load(open(os.path.join(out, name)))
+        for name in ("predictions.json", "nbest_predictions.json", "null_odds.json", "eval_results.json")
+    }
     assert set(outputs["predictions.json"]) == set(outputs["null_odds.json"]) == ids
     assert all(1 <= len(v) <= 20 for v in outputs["nbest_predictions.json"].values())
     results = outputs["eval_results.json"]
@@ -71,13 +91,27 @@ def test_train_predict_evaluate_and_predict_again(tmp_path, tiny_model_dir, squa
     assert json.load(open(os.path.join(out, "predictions.json"))) == first
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--do_train"], "--do_train needs --train_file"),
-    (["--do_predict", "--predict_file=x.json", "--doc_stride=0"], "--doc_stride (0)"),
-    (["--do_predict", "--predict_file=missing.json", "--max_seq_length=64", "--max_query_length=16",
-      "--doc_stride=32"], "missing.json: file not found"),
-    (["--do_predict", "--predict_file=x.json"], "--max_seq_length=384 exceeds the model's max_position_embeddings=64"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--do_train"], "--do_train needs --train_file"),
+        (["--do_predict", "--predict_file=x.json", "--doc_stride=0"], "--doc_stride (0)"),
+        (
+            [
+                "--do_predict",
+                "--predict_file=missing.json",
+                "--max_seq_length=64",
+                "--max_query_length=16",
+                "--doc_stride=32",
+            ],
+            "missing.json: file not found",
+        ),
+        (
+            ["--do_predict", "--predict_file=x.json"],
+            "--max_seq_length=384 exceeds the model's max_position_embeddings=64",
+        ),
+    ],
+)
 def test_user_errors_are_one_line(tmp_path, tiny_model_dir, args, message):
     done = _run(f"--init_checkpoint={tiny_model_dir}", f"--output_dir={tmp_path}", *args)
     assert done.returncode == 2

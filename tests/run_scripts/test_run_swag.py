@@ -1,5 +1,6 @@
 """run_swag.py end to end on the real SWAG sample with a tiny model: training, per-epoch accuracy, predictions,
 a bad row named (and skipped with --skip_bad_rows)."""
+
 from __future__ import annotations
 
 import csv
@@ -19,22 +20,33 @@ from official.nlp.tasks import finetuning, multiple_choice
 from tests.conftest import REPO_ROOT
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_swag.py")
-TINY = dict(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
-            max_position_embeddings=64)
+TINY = dict(
+    vocab_size=30522,
+    hidden_size=32,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=64,
+)
 
 
 def _run(args):
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    return subprocess.run([sys.executable, SCRIPT, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=400)
+    return subprocess.run(
+        [sys.executable, SCRIPT, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=400
+    )
 
 
 @pytest.mark.slow
 def test_run_swag_on_the_sample(shared_data, tmp_path):
     keras.utils.set_random_seed(5)
     init = str(tmp_path / "model")
-    model_dir.save_model_dir(init, BertEncoder.from_bert_config(BertConfig(**TINY)),
-                             vocab_file=str(shared_data / "vocab" / "bert-base-uncased-vocab.txt"), do_lower_case=True)
+    model_dir.save_model_dir(
+        init,
+        BertEncoder.from_bert_config(BertConfig(**TINY)),
+        vocab_file=str(shared_data / "vocab" / "bert-base-uncased-vocab.txt"),
+        do_lower_case=True,
+    )
     sample = shared_data / "swag" / "hf_transformers_sample.jsonl"
     rows = sample.read_text().splitlines()
     bad = tmp_path / "with_bad_row.jsonl"
@@ -42,14 +54,27 @@ def test_run_swag_on_the_sample(shared_data, tmp_path):
     broken["ending3"] = ""
     bad.write_text("\n".join(rows + [json.dumps(broken)]) + "\n")
     out = tmp_path / "out"
-    flags = [f"--init_checkpoint={init}", f"--output_dir={out}", f"--train_file={bad}", f"--eval_file={sample}",
-             f"--predict_file={sample}", "--do_train", "--do_eval", "--do_predict", "--max_seq_length=40",
-             "--train_batch_size=2", "--num_train_epochs=2", "--learning_rate=1e-3", "--steps_per_loop=5",
-             "--dropout_rate=0"]
+    flags = [
+        f"--init_checkpoint={init}",
+        f"--output_dir={out}",
+        f"--train_file={bad}",
+        f"--eval_file={sample}",
+        f"--predict_file={sample}",
+        "--do_train",
+        "--do_eval",
+        "--do_predict",
+        "--max_seq_length=40",
+        "--train_batch_size=2",
+        "--num_train_epochs=2",
+        "--learning_rate=1e-3",
+        "--steps_per_loop=5",
+        "--dropout_rate=0",
+    ]
 
     # Without --skip_bad_rows the bad row stops the job, named (from Python here: a subprocess costs ~10 s).
-    config = multiple_choice.MultipleChoiceConfig(output_dir=str(tmp_path / "refused"), init_checkpoint=init,
-                                                  train_file=str(bad), do_train=True, do_eval=True)
+    config = multiple_choice.MultipleChoiceConfig(
+        output_dir=str(tmp_path / "refused"), init_checkpoint=init, train_file=str(bad), do_train=True, do_eval=True
+    )
     with pytest.raises(InputError, match=r"with_bad_row\.jsonl:11: missing ending: 'ending3'"):
         multiple_choice.run_swag(config)
 

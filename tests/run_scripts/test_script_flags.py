@@ -1,6 +1,7 @@
 """Every job script's flags are its config's fields: one flag per field (name, default and help from the field) and
 no flag that is not a field. Each script is loaded as a module (its `main` does not run) and the flags it defined
 are compared with its config class; absl's own flags (--verbosity, --helpfull, ...) belong to absl's modules."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -58,9 +59,11 @@ def test_each_field_is_one_flag_and_each_flag_a_field(script):
     config_class = SCRIPTS[script]
     defined = _script_flags(script)
     fields = {f.name: f for f in config_flags.flag_fields(config_class)}
-    assert sorted(defined) == sorted(fields), (f"{script}: flags that are no field "
-                                               f"{sorted(set(defined) - set(fields))}, fields without a flag "
-                                               f"{sorted(set(fields) - set(defined))}")
+    assert sorted(defined) == sorted(fields), (
+        f"{script}: flags that are no field "
+        f"{sorted(set(defined) - set(fields))}, fields without a flag "
+        f"{sorted(set(fields) - set(defined))}"
+    )
     for name, field in fields.items():
         flag = defined[name]
         assert flag.help.endswith(field.metadata["help"]) or flag.help.endswith(field.metadata["help"] + " (required)")

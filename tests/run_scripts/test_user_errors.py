@@ -4,6 +4,7 @@ file or line, exit status 2, no traceback, and no TensorFlow C++ start-up noise 
 Cases that fail before any TensorFlow work come first and are fast; those that need a model or a training run share
 module-scoped tiny model directories and records, and are marked slow.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,23 @@ from tests import pretraining_records
 from tests.conftest import REPO_ROOT
 
 # What TF 2.21 prints on start-up without the filter in official.nlp.common.cli.
-NOISE = ("absl::InitializeLog", "oneDNN custom operations", "cuda drivers", "cuInit", "cpu_feature_guard",
-         "INFO:tensorflow:", "Sharding callback")
-CONFIG = dict(vocab_size=1000, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-              max_position_embeddings=64)
+NOISE = (
+    "absl::InitializeLog",
+    "oneDNN custom operations",
+    "cuda drivers",
+    "cuInit",
+    "cpu_feature_guard",
+    "INFO:tensorflow:",
+    "Sharding callback",
+)
+CONFIG = dict(
+    vocab_size=1000,
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=64,
+)
 
 
 def run_script(name: str, *args: str, cwd=REPO_ROOT, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -49,12 +63,13 @@ def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> s
             script = m.group(1)
             message = line
     assert script is not None, f"no line with {fragments} in:\n{result.stderr[-3000:]}"
-    assert result.stderr.count(message[len(script) + 2:]) == 1, result.stderr  # printed once
+    assert result.stderr.count(message[len(script) + 2 :]) == 1, result.stderr  # printed once
     assert_quiet(result)
     return message
 
 
 # ---- fixtures --------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def vocab(tmp_path_factory) -> str:
@@ -82,8 +97,9 @@ def _save(model_dir: str, vocab: str, checkpoint_format: str) -> str:
 
     keras.utils.set_random_seed(0)
     encoder = BertEncoder.from_bert_config(BertConfig(**CONFIG))
-    model_dir_lib.save_model_dir(model_dir, encoder, vocab_file=vocab, do_lower_case=True,
-                                 checkpoint_format=checkpoint_format)
+    model_dir_lib.save_model_dir(
+        model_dir, encoder, vocab_file=vocab, do_lower_case=True, checkpoint_format=checkpoint_format
+    )
     return model_dir
 
 
@@ -100,16 +116,33 @@ def tf1_encoder_dir(tmp_path_factory, vocab) -> str:
 
 
 def _pretraining_flags(records, vocab, model_dir, *extra):
-    return [f"--input_file={records}/*", f"--vocab_file={vocab}", "--do_lower_case", f"--model_dir={model_dir}",
-            "--max_seq_length=32", "--max_predictions_per_seq=5", "--train_batch_size=4", "--num_train_steps=2",
-            "--num_warmup_steps=1", "--steps_per_loop=2", *extra]
+    return [
+        f"--input_file={records}/*",
+        f"--vocab_file={vocab}",
+        "--do_lower_case",
+        f"--model_dir={model_dir}",
+        "--max_seq_length=32",
+        "--max_predictions_per_seq=5",
+        "--train_batch_size=4",
+        "--num_train_steps=2",
+        "--num_warmup_steps=1",
+        "--steps_per_loop=2",
+        *extra,
+    ]
 
 
 # ---- create_pretraining_data -------------------------------------------------------------------------------------
 
+
 def _create_args(tmp_path, vocab, *inputs, output=None):
-    return [f"--input_file={','.join(str(i) for i in inputs)}", f"--output_file={output or tmp_path / 'out' / 'x.tfrecord'}",
-            f"--vocab_file={vocab}", "--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=1"]
+    return [
+        f"--input_file={','.join(str(i) for i in inputs)}",
+        f"--output_file={output or tmp_path / 'out' / 'x.tfrecord'}",
+        f"--vocab_file={vocab}",
+        "--max_seq_length=32",
+        "--max_predictions_per_seq=5",
+        "--dupe_factor=1",
+    ]
 
 
 def test_create_pretraining_data_refuses_an_empty_input(tmp_path, vocab):
@@ -135,8 +168,10 @@ def test_create_pretraining_data_counts_an_empty_input_among_others(tmp_path, vo
 def test_create_pretraining_data_output_under_a_file(tmp_path, vocab, shared_data):
     blocker = tmp_path / "afile"
     blocker.write_text("I am a file")
-    result = run_script("create_pretraining_data.py", *_create_args(
-        tmp_path, vocab, shared_data / "bert_sample_text.txt", output=blocker / "x.tfrecord"))
+    result = run_script(
+        "create_pretraining_data.py",
+        *_create_args(tmp_path, vocab, shared_data / "bert_sample_text.txt", output=blocker / "x.tfrecord"),
+    )
     assert_user_error(result, str(blocker), "a file is in the way")
 
 
@@ -144,20 +179,24 @@ def test_create_pretraining_data_refuses_an_output_that_is_a_fifo(tmp_path, voca
     """As root, --output_file=/dev/full was replaced by a regular file; a FIFO stands in for the device here."""
     fifo = tmp_path / "full"
     os.mkfifo(fifo)
-    result = run_script("create_pretraining_data.py", *_create_args(
-        tmp_path, vocab, shared_data / "bert_sample_text.txt", output=fifo))
+    result = run_script(
+        "create_pretraining_data.py", *_create_args(tmp_path, vocab, shared_data / "bert_sample_text.txt", output=fifo)
+    )
     assert_user_error(result, f"--output_file={fifo} is a FIFO, not a regular file")
     assert not fifo.is_file() and not (tmp_path / "stats").exists()
 
 
 def test_create_pretraining_data_output_not_writable(tmp_path, vocab, shared_data):
     # /sys refuses new entries even to root, where chmod would not.
-    result = run_script("create_pretraining_data.py", *_create_args(
-        tmp_path, vocab, shared_data / "bert_sample_text.txt", output="/sys/bert_test_output/x.tfrecord"))
+    result = run_script(
+        "create_pretraining_data.py",
+        *_create_args(tmp_path, vocab, shared_data / "bert_sample_text.txt", output="/sys/bert_test_output/x.tfrecord"),
+    )
     assert_user_error(result, "/sys/bert_test_output", "choose a path")
 
 
 # ---- shell launcher --------------------------------------------------------------------------------------------
+
 
 def test_quickstart_help_prints_usage_and_runs_nothing(tmp_path):
     result = run_script("quickstart.sh", "--help", cwd=tmp_path)
@@ -169,11 +208,16 @@ def test_quickstart_help_prints_usage_and_runs_nothing(tmp_path):
 
 # ---- extract_features and convert_checkpoint ------------------------------------------------------------------------
 
+
 def test_extract_features_refuses_a_pair_line_with_an_empty_side(tmp_path):
     text = tmp_path / "in.txt"
     text.write_text("A fine line.\n ||| \n")
-    result = run_script("extract_features.py", f"--input_file={text}", f"--output_file={tmp_path / 'o.jsonl'}",
-                        f"--init_checkpoint={tmp_path / 'no_model_needed'}")
+    result = run_script(
+        "extract_features.py",
+        f"--input_file={text}",
+        f"--output_file={tmp_path / 'o.jsonl'}",
+        f"--init_checkpoint={tmp_path / 'no_model_needed'}",
+    )
     assert_user_error(result, f"{text}, line 2", "no text on either side", "text_a ||| text_b")
 
 
@@ -235,6 +279,7 @@ def test_convert_checkpoint_reports_its_result_once_and_refuses_to_overwrite(tmp
 
 # ---- run_pretraining -------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_run_pretraining_help_keeps_its_line_breaks():
     for script in ("run_pretraining.py", "benchmark_pretraining.py"):
@@ -251,8 +296,9 @@ def test_run_pretraining_help_keeps_its_line_breaks():
 def test_run_pretraining_checks_record_ids_against_vocab_size(tmp_path, records, vocab):
     config = tmp_path / "bert_config.json"
     config.write_text(json.dumps(dict(CONFIG, vocab_size=500)))
-    result = run_script("run_pretraining.py", *_pretraining_flags(records, vocab, tmp_path / "run"),
-                        f"--bert_config_file={config}")
+    result = run_script(
+        "run_pretraining.py", *_pretraining_flags(records, vocab, tmp_path / "run"), f"--bert_config_file={config}"
+    )
     # The 1000-token vocab.txt does not fit the config either; without --vocab_file the records are the problem.
     assert_user_error(result, vocab, "has 1000 tokens but the model config says vocab_size=500")
     flags = [f for f in _pretraining_flags(records, vocab, tmp_path / "run2") if not f.startswith("--vocab_file")]
@@ -270,15 +316,23 @@ def config_file(tmp_path) -> str:
 
 @pytest.mark.slow
 def test_run_pretraining_preset_conflicts_with_a_config_file(tmp_path, records, vocab, config_file):
-    result = run_script("run_pretraining.py", *_pretraining_flags(records, vocab, tmp_path / "run"),
-                        f"--bert_config_file={config_file}", "--preset=tiny")
+    result = run_script(
+        "run_pretraining.py",
+        *_pretraining_flags(records, vocab, tmp_path / "run"),
+        f"--bert_config_file={config_file}",
+        "--preset=tiny",
+    )
     assert_user_error(result, "--preset=tiny", "--bert_config_file")
 
 
 @pytest.mark.slow
 def test_run_pretraining_refuses_a_non_positive_adam_epsilon(tmp_path, records, vocab, config_file):
-    result = run_script("run_pretraining.py", *_pretraining_flags(records, vocab, tmp_path / "run"),
-                        f"--bert_config_file={config_file}", "--adam_epsilon=-1e-8")
+    result = run_script(
+        "run_pretraining.py",
+        *_pretraining_flags(records, vocab, tmp_path / "run"),
+        f"--bert_config_file={config_file}",
+        "--adam_epsilon=-1e-8",
+    )
     assert_user_error(result, "--adam_epsilon=-1e-08 must be positive")
 
 
@@ -286,8 +340,9 @@ def test_run_pretraining_refuses_a_non_positive_adam_epsilon(tmp_path, records, 
 def test_run_pretraining_from_an_encoder_only_checkpoint(tmp_path, records, vocab, encoder_dir):
     """Continued pretraining from a public encoder: the encoder is loaded, the heads start fresh, one log line.
     Also: one line per event (MirroredStrategy once), and a finished rerun ends without an empty metrics line."""
-    flags = _pretraining_flags(records, vocab, tmp_path / "run", f"--init_checkpoint={encoder_dir}",
-                               "--distribution_strategy=mirrored")
+    flags = _pretraining_flags(
+        records, vocab, tmp_path / "run", f"--init_checkpoint={encoder_dir}", "--distribution_strategy=mirrored"
+    )
     first = run_script("run_pretraining.py", *flags)
     assert first.returncode == 0, first.stderr[-4000:]
     restored = [line for line in first.stderr.splitlines() if "Restored the encoder from" in line]
@@ -341,6 +396,7 @@ def test_preset_sizes_the_config_to_the_vocabulary(vocab):
 
 # ---- the in-graph tokenizer ------------------------------------------------------------------------------------
 
+
 def test_bert_tokenizer_refuses_token_ids_with_a_clear_type_error(vocab):
     import tensorflow as tf
 
@@ -357,11 +413,17 @@ def test_bert_tokenizer_refuses_token_ids_with_a_clear_type_error(vocab):
 
 # ---- build_vocab -----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_build_vocab_shows_progress_and_warns_on_a_small_corpus(tmp_path, shared_data):
     out = tmp_path / "vocab.txt"
-    result = run_script("build_vocab.py", f"--input_file={shared_data / 'bert_sample_text.txt'}",
-                        f"--output_file={out}", "--vocab_size=30522", "--min_count=1")
+    result = run_script(
+        "build_vocab.py",
+        f"--input_file={shared_data / 'bert_sample_text.txt'}",
+        f"--output_file={out}",
+        "--vocab_size=30522",
+        "--min_count=1",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     size = len(out.read_text().splitlines())
     assert size < 2000

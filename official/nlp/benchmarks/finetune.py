@@ -15,6 +15,7 @@ Each run's clock starts before the TSV is read and stops when the last step has 
 and tracing count, as they do for a user. The runs go one after the other (each one takes the machine for a
 while), so the report also gives the CPU-seconds of this process, which other jobs on the machine move less.
 """
+
 from __future__ import annotations
 
 import csv
@@ -29,8 +30,8 @@ from official.nlp.benchmarks import timing
 
 @dataclasses.dataclass(frozen=True)
 class FinetuneConfig:
-    data_dir: str            # GLUE SST-2 folder (train.tsv)
-    hf_model_dir: str        # Hugging Face BERT folder (config.json, model.safetensors, vocab.txt)
+    data_dir: str  # GLUE SST-2 folder (train.tsv)
+    hf_model_dir: str  # Hugging Face BERT folder (config.json, model.safetensors, vocab.txt)
     num_examples: int = 640
     max_seq_length: int = 128
     batch_size: int = 32
@@ -39,13 +40,15 @@ class FinetuneConfig:
     peers: tuple[str, ...] = ("ours", "keras-hub", "transformers")
 
     def describe(self) -> str:
-        return (f"SST-2, first {self.num_examples} training examples, 1 epoch, batch {self.batch_size}, "
-                f"max_seq_length {self.max_seq_length}, {self.precision}")
+        return (
+            f"SST-2, first {self.num_examples} training examples, 1 epoch, batch {self.batch_size}, "
+            f"max_seq_length {self.max_seq_length}, {self.precision}"
+        )
 
 
 def read_sst2(data_dir: str, num_examples: int) -> tuple[list[str], list[int]]:
     with open(os.path.join(data_dir, "train.tsv"), encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1: num_examples + 1]
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1 : num_examples + 1]
     return [r[0] for r in rows], [int(r[1]) for r in rows]
 
 
@@ -53,11 +56,20 @@ def _ours(config: FinetuneConfig, work: str) -> int:
     from official.nlp.tasks import classification, finetuning
 
     config_ = classification.ClassifierConfig(
-        task_name="sst-2", data_dir=config.data_dir, init_checkpoint=config.hf_model_dir,
-        output_dir=os.path.join(work, "ours"), do_train=True, max_train_examples=config.num_examples,
-        max_seq_length=config.max_seq_length, train_batch_size=config.batch_size,
-        learning_rate=config.learning_rate, num_train_epochs=1.0, mixed_precision=config.precision,
-        save_checkpoints_steps=10**9, steps_per_loop=10**9)
+        task_name="sst-2",
+        data_dir=config.data_dir,
+        init_checkpoint=config.hf_model_dir,
+        output_dir=os.path.join(work, "ours"),
+        do_train=True,
+        max_train_examples=config.num_examples,
+        max_seq_length=config.max_seq_length,
+        train_batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        num_train_epochs=1.0,
+        mixed_precision=config.precision,
+        save_checkpoints_steps=10**9,
+        steps_per_loop=10**9,
+    )
     classification.run_classifier(config_)
     return finetuning.num_train_steps(config.num_examples, config_)[0] * config.batch_size
 
@@ -73,19 +85,24 @@ def _keras_hub(config: FinetuneConfig, work: str) -> int:
     try:
         sentences, labels = read_sst2(config.data_dir, config.num_examples)
         tokenizer = keras_hub.models.BertTokenizer(
-            vocabulary=os.path.join(config.hf_model_dir, "vocab.txt"), lowercase=True)
-        preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
-            tokenizer, sequence_length=config.max_seq_length)
+            vocabulary=os.path.join(config.hf_model_dir, "vocab.txt"), lowercase=True
+        )
+        preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=config.max_seq_length)
         with open(os.path.join(config.hf_model_dir, "config.json"), encoding="utf-8") as f:
             hf = json.load(f)
         backbone = keras_hub.models.BertBackbone(
-            vocabulary_size=hf["vocab_size"], num_layers=hf["num_hidden_layers"], num_heads=hf["num_attention_heads"],
-            hidden_dim=hf["hidden_size"], intermediate_dim=hf["intermediate_size"])
+            vocabulary_size=hf["vocab_size"],
+            num_layers=hf["num_hidden_layers"],
+            num_heads=hf["num_attention_heads"],
+            hidden_dim=hf["hidden_size"],
+            intermediate_dim=hf["intermediate_size"],
+        )
         classifier = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=preprocessor)
-        classifier.compile(optimizer=keras.optimizers.AdamW(config.learning_rate),
-                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-        dataset = tf.data.Dataset.from_tensor_slices((sentences, labels)).batch(
-            config.batch_size, drop_remainder=True)
+        classifier.compile(
+            optimizer=keras.optimizers.AdamW(config.learning_rate),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        )
+        dataset = tf.data.Dataset.from_tensor_slices((sentences, labels)).batch(config.batch_size, drop_remainder=True)
         classifier.fit(dataset, epochs=1, verbose=0)
         return len(sentences) // config.batch_size * config.batch_size
     finally:
@@ -107,8 +124,13 @@ def _transformers(config: FinetuneConfig, work: str) -> int:
     steps = len(sentences) // config.batch_size
     for i in range(steps):
         rows = slice(i * config.batch_size, (i + 1) * config.batch_size)
-        batch = tokenizer(sentences[rows], padding="max_length", truncation=True, max_length=config.max_seq_length,
-                          return_tensors="pt")
+        batch = tokenizer(
+            sentences[rows],
+            padding="max_length",
+            truncation=True,
+            max_length=config.max_seq_length,
+            return_tensors="pt",
+        )
         with autocast:
             loss = model(**batch, labels=torch.tensor(labels[rows])).loss
         loss.backward()
@@ -131,6 +153,8 @@ def run(config: FinetuneConfig) -> dict[str, timing.Rate]:
     reference = "keras-hub" if "keras-hub" in rates else next(iter(rates))
     timing.print_table(f"end-to-end fine-tuning, {config.describe()}", rates, reference=reference, unit="ex/s")
     if "transformers" in rates and "ours" in rates:
-        print(f"  ours / transformers: {rates['ours'].median / rates['transformers'].median:.2f}x wall, "
-              f"{rates['ours'].cpu_median / rates['transformers'].cpu_median:.2f}x per CPU-s")
+        print(
+            f"  ours / transformers: {rates['ours'].median / rates['transformers'].median:.2f}x wall, "
+            f"{rates['ours'].cpu_median / rates['transformers'].cpu_median:.2f}x per CPU-s"
+        )
     return rates

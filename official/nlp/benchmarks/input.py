@@ -12,6 +12,7 @@ compiled train function fed by, in interleaved rounds:
 A ratio of 1.0 against `constant` means the pipeline keeps up: its work overlaps the step. Then the same step with
 `steps_per_execution=1` (one Python round trip per step, Keras' default) against the configured value.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -23,7 +24,7 @@ from official.nlp.benchmarks import timing
 
 @dataclasses.dataclass(frozen=True)
 class InputConfig:
-    data_dir: str            # GLUE SST-2 folder (train.tsv)
+    data_dir: str  # GLUE SST-2 folder (train.tsv)
     vocab_file: str
     num_layers: int = 6
     hidden: int = 384
@@ -36,8 +37,10 @@ class InputConfig:
     precision: str = "float32"
 
     def describe(self) -> str:
-        return (f"L{self.num_layers}-H{self.hidden}-A{self.heads} classifier, batch {self.batch}, seq {self.seq}, "
-                f"{self.precision}, steps_per_execution={self.steps_per_execution}")
+        return (
+            f"L{self.num_layers}-H{self.hidden}-A{self.heads} classifier, batch {self.batch}, seq {self.seq}, "
+            f"{self.precision}, steps_per_execution={self.steps_per_execution}"
+        )
 
 
 def _records(config: InputConfig, work: str) -> str:
@@ -49,8 +52,13 @@ def _records(config: InputConfig, work: str) -> str:
     examples = processor.read(os.path.join(config.data_dir, "train.tsv"), glue.TRAIN).examples[: config.num_examples]
     tokenizer = FullTokenizer(config.vocab_file, do_lower_case=True)
     path = os.path.join(work, "train.tf_record")
-    feature_cache.cached_records(path, {"benchmark": "input"}, lambda: classifier_features.convert_examples(
-        examples, tokenizer, labels=processor.labels, max_seq_length=config.seq))
+    feature_cache.cached_records(
+        path,
+        {"benchmark": "input"},
+        lambda: classifier_features.convert_examples(
+            examples, tokenizer, labels=processor.labels, max_seq_length=config.seq
+        ),
+    )
     return path
 
 
@@ -62,8 +70,9 @@ def _datasets(config: InputConfig, record_file: str):
     from official.nlp.data import classifier_features
     from official.nlp.tokenizers import text_layers
 
-    records = classifier_features.make_dataset(record_file, config.seq, config.batch, regression=False,
-                                               is_training=True, seed=0)
+    records = classifier_features.make_dataset(
+        record_file, config.seq, config.batch, regression=False, is_training=True, seed=0
+    )
     records = records.map(lambda x, y: (x, y["label"]))
 
     sentences, labels = read_sst2(config.data_dir, config.num_examples)
@@ -75,9 +84,14 @@ def _datasets(config: InputConfig, record_file: str):
         x = {k: tf.ensure_shape(v, [config.batch, config.seq]) for k, v in packer([tokenizer(texts)]).items()}
         return x, y
 
-    raw = (tf.data.Dataset.from_tensor_slices((sentences, np.asarray(labels, np.int32)))
-           .shuffle(len(sentences), seed=0).repeat().batch(config.batch, drop_remainder=True)
-           .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE))
+    raw = (
+        tf.data.Dataset.from_tensor_slices((sentences, np.asarray(labels, np.int32)))
+        .shuffle(len(sentences), seed=0)
+        .repeat()
+        .batch(config.batch, drop_remainder=True)
+        .map(preprocess, num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
 
     first = next(iter(records))
     constant = tf.data.Dataset.from_tensors(first).repeat()
@@ -92,13 +106,20 @@ def _model(config: InputConfig, steps_per_execution: int):
     from official.nlp.training import optimization
 
     keras.utils.set_random_seed(0)
-    encoder = BertEncoder(vocab_size=30522, hidden_size=config.hidden, num_hidden_layers=config.num_layers,
-                          num_attention_heads=config.heads, intermediate_size=4 * config.hidden,
-                          dtype=optimization.dtype_policy(config.precision))
+    encoder = BertEncoder(
+        vocab_size=30522,
+        hidden_size=config.hidden,
+        num_hidden_layers=config.num_layers,
+        num_attention_heads=config.heads,
+        intermediate_size=4 * config.hidden,
+        dtype=optimization.dtype_policy(config.precision),
+    )
     model = BertClassifier(encoder, num_classes=2)
-    model.compile(optimizer=optimization.create_optimizer(learning_rate=1e-5, num_train_steps=10**6),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  steps_per_execution=steps_per_execution)
+    model.compile(
+        optimizer=optimization.create_optimizer(learning_rate=1e-5, num_train_steps=10**6),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=steps_per_execution,
+    )
     model.make_train_function()
     return model
 
@@ -122,19 +143,26 @@ def run(config: InputConfig) -> dict[str, timing.Rate]:
     with tempfile.TemporaryDirectory() as work:
         datasets = _datasets(config, _records(config, work))
         model = _model(config, config.steps_per_execution)
-        runners = {name: _runner(model, ds, config.steps_per_execution, config.batch)
-                   for name, ds in datasets.items()}
+        runners = {name: _runner(model, ds, config.steps_per_execution, config.batch) for name, ds in datasets.items()}
         rates = timing.interleaved(runners, config.rounds)
-        timing.print_table(f"input pipeline vs the step alone, {config.describe()}", rates, reference="constant",
-                           unit="ex/s")
+        timing.print_table(
+            f"input pipeline vs the step alone, {config.describe()}", rates, reference="constant", unit="ex/s"
+        )
         results.update({f"input/{name}": rate for name, rate in rates.items()})
 
         single = _model(config, 1)
-        per_call = {f"steps_per_execution={config.steps_per_execution}": runners["records"],
-                    "steps_per_execution=1": _runner(single, datasets["records"], 1, config.batch,
-                                                     calls=config.steps_per_execution)}
+        per_call = {
+            f"steps_per_execution={config.steps_per_execution}": runners["records"],
+            "steps_per_execution=1": _runner(
+                single, datasets["records"], 1, config.batch, calls=config.steps_per_execution
+            ),
+        }
         rates = timing.interleaved(per_call, config.rounds)
-        timing.print_table(f"fit's steps_per_execution, records pipeline, {config.describe()}", rates,
-                           reference="steps_per_execution=1", unit="ex/s")
+        timing.print_table(
+            f"fit's steps_per_execution, records pipeline, {config.describe()}",
+            rates,
+            reference="steps_per_execution=1",
+            unit="ex/s",
+        )
         results.update({f"steps_per_execution/{name}": rate for name, rate in rates.items()})
     return results

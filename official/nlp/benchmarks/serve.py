@@ -6,6 +6,7 @@ Both are SavedModels with one signature, strings in and logits out, timed the sa
 keras-hub's is its `BertTextClassifierPreprocessor` + `BertTextClassifier` (same sizes, same vocabulary,
 `sequence_length` the same) in a `tf.Module`. The requests are real SST-2 sentences.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,8 +34,14 @@ def _export_ours(config: ServeConfig, target: str) -> str:
 
     files = model_dir.resolve_model_files(config.hf_model_dir)
     model = BertClassifier(files.build_encoder(), num_classes=2)
-    module = exporter.build_export("classifier", model, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
-                                   max_seq_length=config.max_seq_length, label_names=("0", "1"))
+    module = exporter.build_export(
+        "classifier",
+        model,
+        vocab_file=files.vocab_file,
+        do_lower_case=files.do_lower_case,
+        max_seq_length=config.max_seq_length,
+        label_names=("0", "1"),
+    )
     return module.save(target, token_ids_model=False)
 
 
@@ -44,12 +51,17 @@ def _export_keras_hub(config: ServeConfig, target: str) -> str:
 
     with open(os.path.join(config.hf_model_dir, "config.json"), encoding="utf-8") as f:
         hf = json.load(f)
-    tokenizer = keras_hub.models.BertTokenizer(vocabulary=os.path.join(config.hf_model_dir, "vocab.txt"),
-                                               lowercase=True)
+    tokenizer = keras_hub.models.BertTokenizer(
+        vocabulary=os.path.join(config.hf_model_dir, "vocab.txt"), lowercase=True
+    )
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=config.max_seq_length)
     backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=hf["vocab_size"], num_layers=hf["num_hidden_layers"], num_heads=hf["num_attention_heads"],
-        hidden_dim=hf["hidden_size"], intermediate_dim=hf["intermediate_size"])
+        vocabulary_size=hf["vocab_size"],
+        num_layers=hf["num_hidden_layers"],
+        num_heads=hf["num_attention_heads"],
+        hidden_dim=hf["hidden_size"],
+        intermediate_dim=hf["intermediate_size"],
+    )
     classifier = keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None)
 
     module = tf.Module()
@@ -73,15 +85,22 @@ def run(config: ServeConfig) -> dict[str, timing.Rate]:
     with tempfile.TemporaryDirectory() as work:
         for name, export in (("ours", _export_ours), ("keras-hub", _export_keras_hub)):
             path = export(config, os.path.join(work, name))
-            measured[name] = serving_benchmark.run_fresh(path, sentences, batch_sizes=config.batch_sizes,
-                                                         seconds=config.seconds)
+            measured[name] = serving_benchmark.run_fresh(
+                path, sentences, batch_sizes=config.batch_sizes, seconds=config.seconds
+            )
     results = {}
     for batch in config.batch_sizes:
-        rates = {name: timing.Rate(name, [per_batch[batch] * batch], [per_batch[batch] * batch])
-                 for name, per_batch in measured.items()}
-        print(f"\n## serving raw text, batch {batch}, max_seq_length {config.max_seq_length}\n$ {timing.command_line()}")
+        rates = {
+            name: timing.Rate(name, [per_batch[batch] * batch], [per_batch[batch] * batch])
+            for name, per_batch in measured.items()
+        }
+        print(
+            f"\n## serving raw text, batch {batch}, max_seq_length {config.max_seq_length}\n$ {timing.command_line()}"
+        )
         for name, rate in rates.items():
-            print(f"  {name:<28} {rate.median / batch:9.4g} requests/s ({rate.median:.4g} texts/s)  "
-                  f"{rate.median / rates['keras-hub'].median:5.2f}x keras-hub")
+            print(
+                f"  {name:<28} {rate.median / batch:9.4g} requests/s ({rate.median:.4g} texts/s)  "
+                f"{rate.median / rates['keras-hub'].median:5.2f}x keras-hub"
+            )
         results.update({f"batch{batch}/{name}": rate for name, rate in rates.items()})
     return results

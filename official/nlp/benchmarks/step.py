@@ -7,6 +7,7 @@ batch through Keras' own compiled train function (so the input pipeline and `fit
 the picture). Rounds alternate between the two so that load from other
 jobs on the machine hits both alike.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,8 +37,10 @@ class StepConfig:
         return self.intermediate or 4 * self.hidden
 
     def describe(self) -> str:
-        return (f"L{self.num_layers}-H{self.hidden}-A{self.heads}, batch {self.batch}, seq {self.seq}, "
-                f"{self.precision}, jit_compile={self.jit_compile}")
+        return (
+            f"L{self.num_layers}-H{self.hidden}-A{self.heads}, batch {self.batch}, seq {self.seq}, "
+            f"{self.precision}, jit_compile={self.jit_compile}"
+        )
 
 
 def _batch(config: StepConfig, seed: int = 0):
@@ -51,9 +54,13 @@ def build_ours(config: StepConfig):
     from official.nlp.modeling.encoder import BertEncoder
     from official.nlp.modeling.models import BertClassifier
 
-    encoder = BertEncoder(vocab_size=config.vocab_size, hidden_size=config.hidden,
-                          num_hidden_layers=config.num_layers, num_attention_heads=config.heads,
-                          intermediate_size=config.intermediate_size)
+    encoder = BertEncoder(
+        vocab_size=config.vocab_size,
+        hidden_size=config.hidden,
+        num_hidden_layers=config.num_layers,
+        num_attention_heads=config.heads,
+        intermediate_size=config.intermediate_size,
+    )
     ids, _ = _batch(config)
     inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids), "input_type_ids": np.zeros_like(ids)}
     return BertClassifier(encoder, num_classes=2), inputs
@@ -63,8 +70,12 @@ def build_keras_hub(config: StepConfig):
     import keras_hub
 
     backbone = keras_hub.models.BertBackbone(
-        vocabulary_size=config.vocab_size, num_layers=config.num_layers, num_heads=config.heads,
-        hidden_dim=config.hidden, intermediate_dim=config.intermediate_size)
+        vocabulary_size=config.vocab_size,
+        num_layers=config.num_layers,
+        num_heads=config.heads,
+        hidden_dim=config.hidden,
+        intermediate_dim=config.intermediate_size,
+    )
     ids, _ = _batch(config)
     inputs = {"token_ids": ids, "padding_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
     return keras_hub.models.BertTextClassifier(backbone, num_classes=2, preprocessor=None), inputs
@@ -97,9 +108,12 @@ def _step_functions(model, inputs, labels, config: StepConfig, optimizer):
     import keras
     import tensorflow as tf
 
-    model.compile(optimizer=optimizer,
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  steps_per_execution=config.steps_per_execution, jit_compile=config.jit_compile)
+    model.compile(
+        optimizer=optimizer,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=config.steps_per_execution,
+        jit_compile=config.jit_compile,
+    )
     dataset = tf.data.Dataset.from_tensors((inputs, labels)).repeat()
     iterator = iter(dataset)
     model.make_train_function()
@@ -140,13 +154,15 @@ def run(config: StepConfig) -> dict[str, timing.Rate]:
     results = {}
     for phase, index in (("train", 0), ("infer", 1)):
         rates = timing.interleaved({name: fns[index] for name, fns in functions.items()}, config.rounds)
-        shapes = timing.matmul_shapes(config.batch, config.seq, config.hidden, config.intermediate_size,
-                                      config.heads, train=phase == "train")
+        shapes = timing.matmul_shapes(
+            config.batch, config.seq, config.hidden, config.intermediate_size, config.heads, train=phase == "train"
+        )
         limit = timing.matmul_limit(shapes, config.precision)
         flops_per_seq = timing.layer_flops(shapes) * config.num_layers / config.batch
         notes = {name: f"{100 * r.median * flops_per_seq / limit:4.0f}% of matmul limit" for name, r in rates.items()}
-        timing.print_table(f"{phase} step, {config.describe()}", rates, reference="keras-hub", unit="seq/s",
-                           extra=notes)
+        timing.print_table(
+            f"{phase} step, {config.describe()}", rates, reference="keras-hub", unit="seq/s", extra=notes
+        )
         print(f"  matmul limit (TF matmul on this step's shapes, {config.precision}): {limit / 1e9:.1f} GFLOP/s")
         results.update({f"{phase}/{name}": rate for name, rate in rates.items()})
     return results
@@ -223,6 +239,7 @@ def breakdown(config: StepConfig) -> dict[str, float]:
             else:
                 variables[0].numpy()
             return config.steps_per_execution
+
         return call
 
     calls = {name: timed(fn) for name, fn in variants.items()}
@@ -230,19 +247,24 @@ def breakdown(config: StepConfig) -> dict[str, float]:
         call(), call()  # trace, warm up
     rates = timing.interleaved(calls, config.rounds)
     ms = {name: 1000 / rate.median for name, rate in rates.items()}
-    shapes = timing.matmul_shapes(config.batch, config.seq, config.hidden, config.intermediate_size, config.heads,
-                                  train=True)
+    shapes = timing.matmul_shapes(
+        config.batch, config.seq, config.hidden, config.intermediate_size, config.heads, train=True
+    )
     limit = timing.matmul_limit(shapes, config.precision)
     train_flops = timing.layer_flops(shapes) * config.num_layers
     print(f"\n## where the train step's time goes, ours, {config.describe()}\n$ {timing.command_line()}")
     for name, value in ms.items():
         print(f"  {name:<32} {value:9.1f} ms")
-    parts = {"optimizer update": ms["train step"] - ms["without the optimizer update"],
-             "dropout (forward and backward)": ms["train step"] - ms["without dropout"],
-             "backward": ms["without the optimizer update"] - ms["forward, training mode"]}
+    parts = {
+        "optimizer update": ms["train step"] - ms["without the optimizer update"],
+        "dropout (forward and backward)": ms["train step"] - ms["without dropout"],
+        "backward": ms["without the optimizer update"] - ms["forward, training mode"],
+    }
     for name, value in parts.items():
         print(f"  = {name:<30} {value:9.1f} ms ({100 * value / ms['train step']:.0f}% of the step)")
     matmul_ms = 1000 * train_flops / limit
-    print(f"  the step's matmuls at the limit ({limit / 1e9:.1f} GFLOP/s) would take {matmul_ms:.1f} ms: "
-          f"{100 * matmul_ms / ms['train step']:.0f}% of the step")
+    print(
+        f"  the step's matmuls at the limit ({limit / 1e9:.1f} GFLOP/s) would take {matmul_ms:.1f} ms: "
+        f"{100 * matmul_ms / ms['train step']:.0f}% of the step"
+    )
     return ms

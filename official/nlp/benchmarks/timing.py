@@ -2,13 +2,14 @@
 
 On a shared machine one timing is noise; a ratio of medians over interleaved rounds in one process is not.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import statistics
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 @dataclasses.dataclass
@@ -19,6 +20,7 @@ class Rate:
     wall time when other jobs compete for the cores (it counts TF's spinning threads too, so it is no
     substitute for a quiet machine, but a ratio of CPU rates is a fair check on a ratio of wall rates).
     """
+
     name: str
     per_round: list[float]
     per_cpu_round: list[float] = dataclasses.field(default_factory=list)
@@ -61,8 +63,11 @@ def print_table(title: str, rates: dict[str, Rate], reference: str, unit: str, e
     width = max(28, *(len(name) for name in rates))
     for name, rate in rates.items():
         note = (extra or {}).get(name, "")
-        print(f"  {name:<{width}} {rate.median:9.4g} {unit} (rounds {rate.spread()}) "
-              f"{rate.median / ref:5.2f}x {reference} | per CPU-s {rate.cpu_median:8.4g}, {rate.cpu_median / ref_cpu:5.2f}x | {note}")
+        print(
+            f"  {name:<{width}} {rate.median:9.4g} {unit} (rounds {rate.spread()}) "
+            f"{rate.median / ref:5.2f}x {reference} | per CPU-s {rate.cpu_median:8.4g}, "
+            f"{rate.cpu_median / ref_cpu:5.2f}x | {note}"
+        )
 
 
 def matmul_shapes(batch: int, seq: int, hidden: int, intermediate: int, heads: int, train: bool):
@@ -79,8 +84,8 @@ def matmul_shapes(batch: int, seq: int, hidden: int, intermediate: int, heads: i
     attention = [(seq, head, seq, batch * heads), (seq, seq, head, batch * heads)]  # QK^T, PV
     shapes += [(m, k, n, c, False, False) for m, k, n, c in attention]
     if train:
-        shapes += [(m, n, k, c, False, True) for m, k, n, c in dense]   # dx = dy @ W^T
-        shapes += [(k, m, n, c, True, False) for m, k, n, c in dense]   # dW = x^T @ dy
+        shapes += [(m, n, k, c, False, True) for m, k, n, c in dense]  # dx = dy @ W^T
+        shapes += [(k, m, n, c, True, False) for m, k, n, c in dense]  # dW = x^T @ dy
         shapes += [(m, n, k, c, False, True) for m, k, n, c in attention] * 2
     return shapes
 

@@ -1,7 +1,8 @@
 """`ConversionConfig`: the settings of a checkpoint conversion (the flags of `run_scripts/convert_checkpoint.py`).
 
-    convert(ConversionConfig(input="uncased_L-12_H-768_A-12/bert_model.ckpt", output_dir="models/bert_base"))
+convert(ConversionConfig(input="uncased_L-12_H-768_A-12/bert_model.ckpt", output_dir="models/bert_base"))
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,12 +21,17 @@ class ConversionConfig:
     output_format: str = field("ours", enum=["ours", "tf1"], help="Checkpoint format to write.")
     bert_config_file: str | None = field(None, help="Overrides the config found next to --input.")
     vocab_file: str | None = field(None, help="Overrides the vocab.txt found next to --input.")
-    do_lower_case: bool | None = field(None, help="Overrides the case found with --input (file, folder name or "
-                                                  "vocab).")
+    do_lower_case: bool | None = field(None, help="Overrides the case found with --input (file, folder name or vocab).")
 
 
 def convert(config: ConversionConfig) -> model_dir.ModelFiles:
     """`model_dir.convert_checkpoint` with the settings of `config` (it logs what it wrote)."""
     return model_dir.convert_checkpoint(
-        config.input, config.output_dir, input_format=config.input_format, output_format=config.output_format,
-        bert_config_file=config.bert_config_file, vocab_file=config.vocab_file, do_lower_case=config.do_lower_case)
+        config.input,
+        config.output_dir,
+        input_format=config.input_format,
+        output_format=config.output_format,
+        bert_config_file=config.bert_config_file,
+        vocab_file=config.vocab_file,
+        do_lower_case=config.do_lower_case,
+    )

@@ -3,6 +3,7 @@
 PyTorch stores dense weights as `[out, in]`; TF1 and Keras as `[in, out]`, so dense weights are transposed. The
 NSP weight `cls.seq_relationship.weight` is `[2, H]` in both PyTorch and TF1 and is not.
 """
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,21 @@ import os
 import re
 import struct
 
-from official.nlp.common.errors import InputError, MissingInputError
-
 import numpy as np
 
-_SAFETENSORS_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32,
-                       "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_}
+from official.nlp.common.errors import InputError, MissingInputError
+
+_SAFETENSORS_DTYPES = {
+    "F64": np.float64,
+    "F32": np.float32,
+    "F16": np.float16,
+    "I64": np.int64,
+    "I32": np.int32,
+    "I16": np.int16,
+    "I8": np.int8,
+    "U8": np.uint8,
+    "BOOL": np.bool_,
+}
 
 
 def load_safetensors(path: str) -> dict[str, np.ndarray]:
@@ -29,7 +39,7 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
         data = f.read()
     try:
         (header_size,) = struct.unpack("<Q", data[:8])
-        header = json.loads(data[8:8 + header_size])
+        header = json.loads(data[8 : 8 + header_size])
     except (struct.error, ValueError) as e:
         raise InputError(f"{path} is not a safetensors file ({e})") from None
     start = 8 + header_size
@@ -39,7 +49,7 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
         if name == "__metadata__":
             continue
         begin, end = info["data_offsets"]
-        raw = buffer[start + begin:start + end]
+        raw = buffer[start + begin : start + end]
         if info["dtype"] == "BF16":
             bits = np.frombuffer(raw, "<u2").astype(np.uint32) << 16
             array = bits.view(np.float32)
@@ -53,9 +63,11 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
 
 _HF_LAYER_NORM = {"weight": "gamma", "bias": "beta"}
 # Pretraining-head weights whose names do not follow the scope pattern.
-_HF_HEAD_NAMES = {"cls.predictions.bias": "cls/predictions/output_bias",
-                  "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
-                  "cls.seq_relationship.bias": "cls/seq_relationship/output_bias"}
+_HF_HEAD_NAMES = {
+    "cls.predictions.bias": "cls/predictions/output_bias",
+    "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
+    "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
+}
 
 
 def hf_name_to_tf1(name: str) -> tuple[str | None, bool]:
@@ -107,8 +119,10 @@ def _safetensors_file(path: str) -> str:
     if not os.path.exists(file):
         hint = ""
         if os.path.isdir(path) and os.path.exists(os.path.join(path, "pytorch_model.bin")):
-            hint = ("; only model.safetensors is read: re-save with "
-                    "transformers' save_pretrained(..., safe_serialization=True)")
+            hint = (
+                "; only model.safetensors is read: re-save with "
+                "transformers' save_pretrained(..., safe_serialization=True)"
+            )
         raise MissingInputError(f"No model.safetensors at {path}{hint}")
     return file
 
@@ -147,8 +161,10 @@ def read_hf_weights(path: str) -> dict[str, np.ndarray]:
             weights[hf_name] = value
         else:
             weights[name] = value.T if transpose else value
-    tied = {"cls.predictions.decoder.weight": "bert/embeddings/word_embeddings",
-            "cls.predictions.decoder.bias": "cls/predictions/output_bias"}
+    tied = {
+        "cls.predictions.decoder.weight": "bert/embeddings/word_embeddings",
+        "cls.predictions.decoder.bias": "cls/predictions/output_bias",
+    }
     for hf_name, value in decoder.items():
         target = tied.get(hf_name)
         if target is None or target not in weights or not np.array_equal(weights[target], value):

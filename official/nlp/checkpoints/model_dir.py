@@ -24,6 +24,7 @@ Example:
     encoder = files.build_encoder()            # weights restored
     tokenizer = files.tokenizer()              # FullTokenizer(vocab.txt, do_lower_case)
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,9 +37,9 @@ from collections.abc import Mapping
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import hf_weights, tf_checkpoints
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.common.output_files import check_target
-from official.nlp.checkpoints import tf_checkpoints, hf_weights
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
@@ -87,22 +88,31 @@ class ModelFiles:
             raise ValueError("No checkpoint to restore (the model directory was resolved without one)")
         heads = isinstance(model, BertPretrainer) and not encoder_only
         if heads and not has_masked_lm_head(self.checkpoint, self.checkpoint_format):
-            logging.info("Restored the encoder from %s (%s format); it has no pretraining heads, so the masked-LM "
-                         "and next-sentence heads start from fresh initial values", self.checkpoint,
-                         self.checkpoint_format)
+            logging.info(
+                "Restored the encoder from %s (%s format); it has no pretraining heads, so the masked-LM "
+                "and next-sentence heads start from fresh initial values",
+                self.checkpoint,
+                self.checkpoint_format,
+            )
             restore_weights(model, self.checkpoint, self.checkpoint_format, whole_model=False)
             return
         restore_weights(model, self.checkpoint, self.checkpoint_format, whole_model=heads)
-        logging.info("Restored %s from %s (%s format)", "the pretraining model" if heads else "the encoder",
-                     self.checkpoint, self.checkpoint_format)
+        logging.info(
+            "Restored %s from %s (%s format)",
+            "the pretraining model" if heads else "the encoder",
+            self.checkpoint,
+            self.checkpoint_format,
+        )
 
     def tokenizer(self):
         """The pure-Python `FullTokenizer` for this vocabulary and case."""
         from official.nlp.tokenizers.tokenization import FullTokenizer
 
         if self.vocab_file is None or self.do_lower_case is None:
-            raise InputError("No vocabulary or case: pass --vocab_file and --do_lower_case, or use a model "
-                             "directory that has vocab.txt and do_lower_case")
+            raise InputError(
+                "No vocabulary or case: pass --vocab_file and --do_lower_case, or use a model "
+                "directory that has vocab.txt and do_lower_case"
+            )
         return FullTokenizer(self.vocab_file, do_lower_case=self.do_lower_case)
 
 
@@ -146,8 +156,15 @@ def write_model_files(model_dir: str, config: BertConfig, vocab_file: str | None
             f.write("true\n" if do_lower_case else "false\n")
 
 
-def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_case: bool | None,
-                   checkpoint_format: str = "ours", checkpoint_number: int | None = None) -> ModelFiles:
+def save_model_dir(
+    model_dir: str,
+    model,
+    *,
+    vocab_file: str | None,
+    do_lower_case: bool | None,
+    checkpoint_format: str = "ours",
+    checkpoint_number: int | None = None,
+) -> ModelFiles:
     """Writes `model` (encoder or BERT task model) with its config, vocabulary and case as a model directory.
 
     Our checkpoint is `ckpt-<checkpoint_number>` (default `ckpt-1`), e.g. the training step of an export.
@@ -157,23 +174,33 @@ def save_model_dir(model_dir: str, model, *, vocab_file: str | None, do_lower_ca
     """
     if checkpoint_format not in ("ours", "tf1"):
         raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
-    if tf.io.gfile.isdir(model_dir) and (tf.train.latest_checkpoint(model_dir) or tf.io.gfile.glob(
-            os.path.join(model_dir, "*.index"))):
+    if tf.io.gfile.isdir(model_dir) and (
+        tf.train.latest_checkpoint(model_dir) or tf.io.gfile.glob(os.path.join(model_dir, "*.index"))
+    ):
         raise OutputExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
     config = model.config if isinstance(model, BertEncoder) else model.encoder.config
     write_model_files(model_dir, config, vocab_file, do_lower_case)
     if checkpoint_format == "tf1":
         if config.hidden_act not in ("gelu", "relu", "tanh", "linear"):
-            logging.warning("hidden_act=%r: the original TF1 BERT code has no such activation; only this "
-                            "library reads bert_config.json correctly for this checkpoint", config.hidden_act)
-        prefix = tf_checkpoints.write_tf1_checkpoint(os.path.join(model_dir, TF1_CHECKPOINT_NAME),
-                                                  tf_checkpoints.export_weights(model))
+            logging.warning(
+                "hidden_act=%r: the original TF1 BERT code has no such activation; only this "
+                "library reads bert_config.json correctly for this checkpoint",
+                config.hidden_act,
+            )
+        prefix = tf_checkpoints.write_tf1_checkpoint(
+            os.path.join(model_dir, TF1_CHECKPOINT_NAME), tf_checkpoints.export_weights(model)
+        )
     else:
-        prefix = tf.train.CheckpointManager(tf_checkpoints.checkpoint_root(model), model_dir, max_to_keep=None,
-                                            checkpoint_name=CHECKPOINT_NAME).save(
-            1 if checkpoint_number is None else checkpoint_number)
-    return ModelFiles(config=config, vocab_file=os.path.join(model_dir, VOCAB_FILE) if vocab_file else None,
-                      do_lower_case=do_lower_case, checkpoint=prefix, checkpoint_format=checkpoint_format)
+        prefix = tf.train.CheckpointManager(
+            tf_checkpoints.checkpoint_root(model), model_dir, max_to_keep=None, checkpoint_name=CHECKPOINT_NAME
+        ).save(1 if checkpoint_number is None else checkpoint_number)
+    return ModelFiles(
+        config=config,
+        vocab_file=os.path.join(model_dir, VOCAB_FILE) if vocab_file else None,
+        do_lower_case=do_lower_case,
+        checkpoint=prefix,
+        checkpoint_format=checkpoint_format,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -220,18 +247,24 @@ def find_checkpoint(path: str) -> tuple[str, str]:
         if prefix is None:
             indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
             if not indexes:
-                hf = ("it has config.json, as a Hugging Face folder does, but no model.safetensors (the weights; "
-                      "a pytorch_model.bin alone is not read)" if tf.io.gfile.exists(os.path.join(path, "config.json"))
-                      else "it holds no weights")
+                hf = (
+                    "it has config.json, as a Hugging Face folder does, but no model.safetensors (the weights; "
+                    "a pytorch_model.bin alone is not read)"
+                    if tf.io.gfile.exists(os.path.join(path, "config.json"))
+                    else "it holds no weights"
+                )
                 raise MissingInputError(
                     f"{path}: {hf}. Expected a model directory (checkpoint + ckpt-N.index), an original TF1 "
                     "checkpoint (bert_model.ckpt.index) or a Hugging Face folder (config.json + model.safetensors "
-                    "+ vocab.txt)")
+                    "+ vocab.txt)"
+                )
             if len(indexes) != 1:
                 found = ", ".join(os.path.basename(i) for i in indexes)
-                raise MissingInputError(f"{path}: cannot tell which checkpoint to use (no `checkpoint` state file; "
-                                        f"*.index files: {found}); pass the checkpoint prefix instead")
-            prefix = indexes[0][:-len(".index")]
+                raise MissingInputError(
+                    f"{path}: cannot tell which checkpoint to use (no `checkpoint` state file; "
+                    f"*.index files: {found}); pass the checkpoint prefix instead"
+                )
+            prefix = indexes[0][: -len(".index")]
     elif tf.io.gfile.exists(path + ".index"):
         prefix = path
     else:
@@ -240,8 +273,10 @@ def find_checkpoint(path: str) -> tuple[str, str]:
         return prefix, "ours"
     if tf_checkpoints.is_tf1_checkpoint(prefix):
         return prefix, "tf1"
-    raise InputError(f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
-                     "an original TF1 one (`bert/...` variables). Convert it with run_scripts/convert_checkpoint.py")
+    raise InputError(
+        f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
+        "an original TF1 one (`bert/...` variables). Convert it with run_scripts/convert_checkpoint.py"
+    )
 
 
 def _case_from_directory_name(directory: str | None) -> bool | None:
@@ -273,8 +308,15 @@ def validate_vocab_file(vocab_file: str, config: BertConfig, do_lower_case: bool
     _check_vocab(vocab_file, config, do_lower_case)
 
 
-def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None, *, infer_case: bool = False,
-                 infer_from: str | None = None, require_case: bool = False) -> bool | None:
+def _check_vocab(
+    vocab_file: str,
+    config: BertConfig,
+    do_lower_case: bool | None,
+    *,
+    infer_case: bool = False,
+    infer_from: str | None = None,
+    require_case: bool = False,
+) -> bool | None:
     """Reads `vocab_file` once and checks it against `config` and the case; returns the case.
 
     With `infer_case`, a case left None is inferred first: from Google's name of the directory `infer_from`
@@ -291,8 +333,9 @@ def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None
         if do_lower_case is None:
             do_lower_case = _case_from_vocab(vocab)
         if do_lower_case is None and require_case:
-            raise InputError(f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass "
-                             "--do_lower_case")
+            raise InputError(
+                f"Cannot tell whether {vocab_file} is for a cased or an uncased model; pass --do_lower_case"
+            )
         if do_lower_case is not None:
             logging.info("do_lower_case=%s inferred for %s", do_lower_case, infer_from or vocab_file)
     tokenization.validate_vocab(vocab, vocab_size=config.vocab_size, do_lower_case=do_lower_case, source=vocab_file)
@@ -302,8 +345,10 @@ def _check_vocab(vocab_file: str, config: BertConfig, do_lower_case: bool | None
 def _merge_case(do_lower_case: bool | None, stored: bool | None, source: str) -> bool | None:
     """The `--do_lower_case` flag, else the case stored with the model; refuses a flag that contradicts it."""
     if do_lower_case is not None and stored is not None and do_lower_case != stored:
-        raise InputError(f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
-                         "with the latter. Drop the flag or fix the file.")
+        raise InputError(
+            f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
+            "with the latter. Drop the flag or fix the file."
+        )
     return stored if do_lower_case is None else do_lower_case
 
 
@@ -330,8 +375,9 @@ def resolve_model_files(
     if bert_config is not None and bert_config_file is not None:
         raise ValueError("Pass bert_config or --bert_config_file, not both")
     if init_checkpoint and _is_hf(init_checkpoint):
-        files = hf_model_files(init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file,
-                               do_lower_case=do_lower_case)
+        files = hf_model_files(
+            init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
+        )
         if bert_config is not None and bert_config != files.config:
             raise ValueError(f"bert_config differs from {init_checkpoint}'s config.json")
         return files
@@ -352,10 +398,12 @@ def resolve_model_files(
         config_file = bert_config_file or beside(CONFIG_FILE)
         if config_file is None:
             if directory is None:
-                raise InputError(f"--bert_config_file is required (there is no --init_checkpoint to take "
-                                 f"{CONFIG_FILE} from)")
-            raise MissingInputError(f"No BERT config: --bert_config_file is not set and {directory} has no "
-                                    f"{CONFIG_FILE}")
+                raise InputError(
+                    f"--bert_config_file is required (there is no --init_checkpoint to take {CONFIG_FILE} from)"
+                )
+            raise MissingInputError(
+                f"No BERT config: --bert_config_file is not set and {directory} has no {CONFIG_FILE}"
+            )
         config = BertConfig.from_json_file(config_file)
 
     vocab_file = vocab_file or beside(VOCAB_FILE)
@@ -367,14 +415,16 @@ def resolve_model_files(
     if case_file:
         do_lower_case = _merge_case(do_lower_case, read_do_lower_case(case_file), case_file)
     if vocab_file is not None:
-        do_lower_case = _check_vocab(vocab_file, config, do_lower_case, infer_case=True, infer_from=directory,
-                                     require_case=True)
+        do_lower_case = _check_vocab(
+            vocab_file, config, do_lower_case, infer_case=True, infer_from=directory, require_case=True
+        )
     elif do_lower_case is None:
         do_lower_case = _case_from_directory_name(directory)
         if do_lower_case is not None:
             logging.info("do_lower_case=%s inferred for %s", do_lower_case, directory)
-    return ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=prefix,
-                      checkpoint_format=fmt)
+    return ModelFiles(
+        config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=prefix, checkpoint_format=fmt
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -391,28 +441,37 @@ def _hf_do_lower_case(directory: str) -> bool | None:
     return None
 
 
-def hf_model_files(path: str, *, bert_config_file: str | None = None, vocab_file: str | None = None,
-                   do_lower_case: bool | None = None) -> ModelFiles:
+def hf_model_files(
+    path: str, *, bert_config_file: str | None = None, vocab_file: str | None = None, do_lower_case: bool | None = None
+) -> ModelFiles:
     """`ModelFiles` of a Hugging Face BERT folder (`config.json`, `model.safetensors`, `vocab.txt`) or of its
     `.safetensors` file; `checkpoint_format` is `"hf"`, so `restore` and `build_encoder` read the safetensors."""
     directory = os.path.dirname(path) if path.endswith(".safetensors") else path
     config = BertConfig.from_json_file(bert_config_file or os.path.join(directory, "config.json"))
-    vocab_file = vocab_file or (os.path.join(directory, VOCAB_FILE)
-                                if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None)
+    vocab_file = vocab_file or (
+        os.path.join(directory, VOCAB_FILE) if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None
+    )
     if vocab_file is None:
-        raise MissingInputError(f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass "
-                                "--vocab_file")
-    do_lower_case = _merge_case(do_lower_case, _hf_do_lower_case(directory),
-                                f"{directory}/tokenizer_config.json's do_lower_case")
+        raise MissingInputError(
+            f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass --vocab_file"
+        )
+    do_lower_case = _merge_case(
+        do_lower_case, _hf_do_lower_case(directory), f"{directory}/tokenizer_config.json's do_lower_case"
+    )
     do_lower_case = _check_vocab(vocab_file, config, do_lower_case, infer_case=True)
-    return ModelFiles(config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=path,
-                      checkpoint_format="hf")
+    return ModelFiles(
+        config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=path, checkpoint_format="hf"
+    )
 
 
 def _is_hf(path: str) -> bool:
-    return path.endswith(".safetensors") or (tf.io.gfile.isdir(path) and (
-        tf.io.gfile.exists(os.path.join(path, "model.safetensors"))
-        or tf.io.gfile.exists(os.path.join(path, "pytorch_model.bin"))))
+    return path.endswith(".safetensors") or (
+        tf.io.gfile.isdir(path)
+        and (
+            tf.io.gfile.exists(os.path.join(path, "model.safetensors"))
+            or tf.io.gfile.exists(os.path.join(path, "pytorch_model.bin"))
+        )
+    )
 
 
 def detect_format(path: str) -> str:
@@ -420,8 +479,14 @@ def detect_format(path: str) -> str:
     return "hf" if _is_hf(path) else find_checkpoint(path)[1]
 
 
-def load_model(path: str, *, input_format: str = "auto", bert_config_file: str | None = None,
-               vocab_file: str | None = None, do_lower_case: bool | None = None):
+def load_model(
+    path: str,
+    *,
+    input_format: str = "auto",
+    bert_config_file: str | None = None,
+    vocab_file: str | None = None,
+    do_lower_case: bool | None = None,
+):
     """Loads any supported checkpoint as `(model, ModelFiles)`; the model is a `BertPretrainer` when the source
     has the masked-LM head (with NSP when it has that head), else a `BertEncoder`.
 
@@ -431,15 +496,18 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
     if input_format == "auto":
         input_format = detect_format(path)
     if input_format == "hf":
-        files = hf_model_files(path, bert_config_file=bert_config_file, vocab_file=vocab_file,
-                               do_lower_case=do_lower_case)
-        model = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(path), files.config, source=path,
-                                                  display_name=hf_weights.tf1_name_to_hf)
+        files = hf_model_files(
+            path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
+        )
+        model = tf_checkpoints.model_from_weights(
+            hf_weights.read_hf_weights(path), files.config, source=path, display_name=hf_weights.tf1_name_to_hf
+        )
         return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
     if input_format not in ("tf1", "ours"):
         raise InputError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
-    files = resolve_model_files(path, bert_config_file=bert_config_file, vocab_file=vocab_file,
-                                do_lower_case=do_lower_case)
+    files = resolve_model_files(
+        path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
+    )
     if files.checkpoint_format != input_format:
         raise InputError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
     if input_format == "tf1":
@@ -450,26 +518,54 @@ def load_model(path: str, *, input_format: str = "auto", bert_config_file: str |
     return model, files
 
 
-def convert_checkpoint(input_path: str, output_dir: str, *, input_format: str = "auto",
-                       output_format: str = "ours", bert_config_file: str | None = None,
-                       vocab_file: str | None = None, do_lower_case: bool | None = None) -> ModelFiles:
+def convert_checkpoint(
+    input_path: str,
+    output_dir: str,
+    *,
+    input_format: str = "auto",
+    output_format: str = "ours",
+    bert_config_file: str | None = None,
+    vocab_file: str | None = None,
+    do_lower_case: bool | None = None,
+) -> ModelFiles:
     """Converts a TF1, Hugging Face or our checkpoint into a model directory (`output_format` ours or tf1).
 
     The model keeps the source's activation (`hidden_act`), its pretraining heads when present, and travels
     with its config, vocabulary and case. Returns the written directory's `ModelFiles`.
     """
-    model, files = load_model(input_path, input_format=input_format, bert_config_file=bert_config_file,
-                              vocab_file=vocab_file, do_lower_case=do_lower_case)
-    written = save_model_dir(output_dir, model, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
-                             checkpoint_format=output_format)
-    logging.info("Wrote %s (%s, %s) to %s", type(model).__name__, output_format, tf_checkpoints._describe(
-        files.config), output_dir)
+    model, files = load_model(
+        input_path,
+        input_format=input_format,
+        bert_config_file=bert_config_file,
+        vocab_file=vocab_file,
+        do_lower_case=do_lower_case,
+    )
+    written = save_model_dir(
+        output_dir,
+        model,
+        vocab_file=files.vocab_file,
+        do_lower_case=files.do_lower_case,
+        checkpoint_format=output_format,
+    )
+    logging.info(
+        "Wrote %s (%s, %s) to %s",
+        type(model).__name__,
+        output_format,
+        tf_checkpoints._describe(files.config),
+        output_dir,
+    )
     return written
 
 
-def export_model_dir(model, export_dir: str, *, vocab_file: str | None,
-                     do_lower_case: bool | None, step: int | None = None,
-                     json_files: Mapping[str, Mapping] | None = None) -> str:
+def export_model_dir(
+    model,
+    export_dir: str,
+    *,
+    vocab_file: str | None,
+    do_lower_case: bool | None,
+    step: int | None = None,
+    json_files: Mapping[str, Mapping] | None = None,
+) -> str:
     """Writes a trained model (weights only) as a model directory, replacing an earlier export.
 
     The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). `json_files`

@@ -22,6 +22,7 @@ Example:
     plan.source, plan.fresh    # ("fine_tuned", ())
     plan.apply(model)
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -91,8 +92,10 @@ class RestorePlan:
         if self.head == PRETRAINING_HEADS:
             if self.head_restored:
                 return f"Restored the pretraining model from {where}"
-            return (f"Restored the encoder from {where}; it has no pretraining heads, so the masked-LM and "
-                    "next-sentence heads start from fresh initial values")
+            return (
+                f"Restored the encoder from {where}; it has no pretraining heads, so the masked-LM and "
+                "next-sentence heads start from fresh initial values"
+            )
         if self.head_restored:
             return f"Restored the encoder and the {self.head} head from {where}"
         return f"Restored the encoder from {where}; the {self.head} head starts from fresh initial values"
@@ -106,13 +109,20 @@ class RestorePlan:
         if self.source in (RESUME, FINE_TUNED):
             tf_checkpoints.restore_checkpoint(model, self.checkpoint)
         else:
-            model_dir_lib.restore_weights(model, self.checkpoint, self.checkpoint_format,
-                                          whole_model=self.head_restored)
+            model_dir_lib.restore_weights(
+                model, self.checkpoint, self.checkpoint_format, whole_model=self.head_restored
+            )
         logging.info(self.describe())
 
 
-def plan_restore(files: model_dir_lib.ModelFiles, *, init_checkpoint: str | None, output_dir: str | None,
-                 head: Head, inference: bool = False) -> RestorePlan:
+def plan_restore(
+    files: model_dir_lib.ModelFiles,
+    *,
+    init_checkpoint: str | None,
+    output_dir: str | None,
+    head: Head,
+    inference: bool = False,
+) -> RestorePlan:
     """Which weights a job with `head` starts from (see the module docstring); refuses what cannot work.
 
     Args:
@@ -132,16 +142,22 @@ def plan_restore(files: model_dir_lib.ModelFiles, *, init_checkpoint: str | None
         if inference:
             labels = (model_dir_lib.read_settings_file(output_dir) or {}).get("labels")
             if labels is not None and list(labels) != list(head.labels):
-                raise InputError(f"--output_dir={output_dir} was trained for the labels {labels}, not "
-                                 f"{list(head.labels)}")
+                raise InputError(
+                    f"--output_dir={output_dir} was trained for the labels {labels}, not {list(head.labels)}"
+                )
         return RestorePlan(RESUME, head.kind, latest, "ours", head_restored=True)
     if files.checkpoint is None:
         if inference:
             _refuse_nothing_to_run(output_dir, init_checkpoint, head)
         return RestorePlan(SCRATCH, head.kind)
     if head.kind == PRETRAINING_HEADS:
-        return RestorePlan(PRETRAINED, head.kind, files.checkpoint, files.checkpoint_format,
-                           head_restored=model_dir_lib.has_masked_lm_head(files.checkpoint, files.checkpoint_format))
+        return RestorePlan(
+            PRETRAINED,
+            head.kind,
+            files.checkpoint,
+            files.checkpoint_format,
+            head_restored=model_dir_lib.has_masked_lm_head(files.checkpoint, files.checkpoint_format),
+        )
     if _fine_tuned_for(head, init_checkpoint):
         return RestorePlan(FINE_TUNED, head.kind, files.checkpoint, files.checkpoint_format, head_restored=True)
     if inference:
@@ -158,12 +174,15 @@ def _fine_tuned_for(head: Head, init_checkpoint: str | None) -> bool:
         raise InputError(
             f"--init_checkpoint={init_checkpoint} holds a fine-tuned {found.get('head')} head for the labels "
             f"{found.get('labels')} (task {found.get('task')!r}); this task needs a {head.kind} head for "
-            f"{list(head.labels)}. Start from the pretrained model directory instead, or fix the label set.")
+            f"{list(head.labels)}. Start from the pretrained model directory instead, or fix the label set."
+        )
     return True
 
 
 def _refuse_nothing_to_run(output_dir: str | None, init_checkpoint: str | None, head: Head) -> None:
-    raise InputError(f"Nothing to evaluate or predict with: --output_dir={output_dir} has no checkpoint "
-                     f"and --init_checkpoint={init_checkpoint} is not a model fine-tuned for "
-                     f"{head.task} (no {model_dir_lib.TASK_FILE}). Add --do_train, or point --init_checkpoint at "
-                     f"a {model_dir_lib.BEST_MODEL_DIR} directory.")
+    raise InputError(
+        f"Nothing to evaluate or predict with: --output_dir={output_dir} has no checkpoint "
+        f"and --init_checkpoint={init_checkpoint} is not a model fine-tuned for "
+        f"{head.task} (no {model_dir_lib.TASK_FILE}). Add --do_train, or point --init_checkpoint at "
+        f"a {model_dir_lib.BEST_MODEL_DIR} directory."
+    )

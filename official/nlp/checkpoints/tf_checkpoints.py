@@ -11,12 +11,13 @@ layouts (`bert/encoder/layer_3/attention/self/query/kernel`, ...). `read_tf1_che
 `write_tf1_checkpoint` write it back. Any disagreement between weights and model raises
 `CheckpointMismatchError`, which lists what is missing, unexpected and of the wrong shape.
 """
+
 from __future__ import annotations
 
 import collections
 import os
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 import keras
 import numpy as np
@@ -33,7 +34,8 @@ _TRANSPOSED_IN_TF1 = frozenset({"cls/seq_relationship/output_weights"})
 # Training state in original checkpoints (Adam/LAMB slots, step, loss scale) that conversion drops.
 _TF1_TRAINING_STATE = re.compile(
     r"(^|/)(global_step|good_steps|bad_steps|loss_scale|current_loss_scale)$|/(adam_[mv]|lamb_[mv]|Adam(_1)?|"
-    r"Momentum|LAMB(_1)?)$")
+    r"Momentum|LAMB(_1)?)$"
+)
 # Our checkpoints are `ckpt-<n>` (model directories, exports, training checkpoints).
 CHECKPOINT_NAME = "ckpt"
 ENCODER_SCOPE = "bert/"
@@ -44,8 +46,9 @@ _NSP_SCOPE = "cls/seq_relationship/"
 class CheckpointMismatchError(InputError):
     """Weights and model disagree. `missing`, `unexpected` and `wrong_shape` hold the details."""
 
-    def __init__(self, source: str, model_desc: str, missing: list, unexpected: list, wrong_shape: list,
-                 hint: str = ""):
+    def __init__(
+        self, source: str, model_desc: str, missing: list, unexpected: list, wrong_shape: list, hint: str = ""
+    ):
         self.missing, self.unexpected, self.wrong_shape = missing, unexpected, wrong_shape
         lines = [f"{source} does not match the model ({model_desc}):"]
         for title, items in (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong_shape)):
@@ -64,9 +67,11 @@ def _shape(shape) -> str:
 
 
 def _describe(config: BertConfig) -> str:
-    return (f"{config.num_hidden_layers} layers, hidden {config.hidden_size}, {config.num_attention_heads} heads, "
-            f"intermediate {config.intermediate_size}, vocab {config.vocab_size}, "
-            f"{config.max_position_embeddings} positions, {config.type_vocab_size} token types")
+    return (
+        f"{config.num_hidden_layers} layers, hidden {config.hidden_size}, {config.num_attention_heads} heads, "
+        f"intermediate {config.intermediate_size}, vocab {config.vocab_size}, "
+        f"{config.max_position_embeddings} positions, {config.type_vocab_size} token types"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -131,8 +136,14 @@ def _split_model(model) -> tuple[BertEncoder, object, object]:
     return parts
 
 
-def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "weights",
-                   allow_missing_pooler: bool = True, display_name=None) -> list[str]:
+def assign_weights(
+    weights: Mapping[str, np.ndarray],
+    model,
+    *,
+    source: str = "weights",
+    allow_missing_pooler: bool = True,
+    display_name=None,
+) -> list[str]:
     """Loads TF1-named, TF1-layout arrays into `model` (a `BertEncoder`, a `BertPretrainer`, or a task model).
 
     Every variable of the encoder (and of the pretraining heads, for a `BertPretrainer`) must be present with the
@@ -151,8 +162,11 @@ def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "w
     """
     encoder, masked_lm, next_sentence = _split_model(model)
     variables = tf1_variable_map(encoder, masked_lm, next_sentence)
-    scopes = [ENCODER_SCOPE] + ([_MLM_SCOPE] if masked_lm is not None else []) + (
-        [_NSP_SCOPE] if next_sentence is not None else [])
+    scopes = (
+        [ENCODER_SCOPE]
+        + ([_MLM_SCOPE] if masked_lm is not None else [])
+        + ([_NSP_SCOPE] if next_sentence is not None else [])
+    )
     shown = display_name or (lambda name: name)
     missing, wrong_shape, values = [], [], {}
     for name, variable in variables.items():
@@ -174,18 +188,31 @@ def assign_weights(weights: Mapping[str, np.ndarray], model, *, source: str = "w
     unexpected = [f"{shown(name)} {_shape(np.shape(weights[name]))}" for name in unexpected]
     pooler = [m for m in missing if m.startswith("bert/pooler/")]
     if allow_missing_pooler and len(pooler) == 2 and len(missing) == 2 and not (unexpected or wrong_shape):
-        logging.warning("%s has no pooler (bert/pooler/dense): pooled_output comes from a freshly initialized "
-                        "layer; fine-tune before using it", source)
+        logging.warning(
+            "%s has no pooler (bert/pooler/dense): pooled_output comes from a freshly initialized "
+            "layer; fine-tune before using it",
+            source,
+        )
         missing = []
     if missing or unexpected or wrong_shape:
         missing = [f"{shown(name)} {_shape(variables[name].shape)}" for name in missing]
-        raise CheckpointMismatchError(source, _describe(encoder.config), missing, unexpected, wrong_shape,
-                                      hint="Check that bert_config.json belongs to this checkpoint.")
+        raise CheckpointMismatchError(
+            source,
+            _describe(encoder.config),
+            missing,
+            unexpected,
+            wrong_shape,
+            hint="Check that bert_config.json belongs to this checkpoint.",
+        )
     for name, value in values.items():
         variables[name].assign(value.astype(np.float32))
     if ignored:
-        logging.info("%s: ignored %d weights the model does not use: %s", source, len(ignored),
-                     ", ".join(ignored[:10]) + (" ..." if len(ignored) > 10 else ""))
+        logging.info(
+            "%s: ignored %d weights the model does not use: %s",
+            source,
+            len(ignored),
+            ", ".join(ignored[:10]) + (" ..." if len(ignored) > 10 else ""),
+        )
     return ignored
 
 
@@ -206,12 +233,16 @@ def _model_for_heads(config: BertConfig, *, masked_lm: bool, next_sentence: bool
     return BertPretrainer(encoder, use_next_sentence_label=next_sentence) if masked_lm else encoder
 
 
-def model_from_weights(weights: Mapping[str, np.ndarray], config: BertConfig, *, source: str = "weights",
-                       display_name=None):
+def model_from_weights(
+    weights: Mapping[str, np.ndarray], config: BertConfig, *, source: str = "weights", display_name=None
+):
     """Builds the model the weights describe: a `BertPretrainer` when MLM weights are present, else an encoder.
     `display_name`: see `assign_weights`."""
-    model = _model_for_heads(config, masked_lm=any(name.startswith(_MLM_SCOPE) for name in weights),
-                             next_sentence=any(name.startswith(_NSP_SCOPE) for name in weights))
+    model = _model_for_heads(
+        config,
+        masked_lm=any(name.startswith(_MLM_SCOPE) for name in weights),
+        next_sentence=any(name.startswith(_NSP_SCOPE) for name in weights),
+    )
     assign_weights(weights, model, source=source, display_name=display_name)
     return model
 
@@ -225,8 +256,10 @@ def read_tf1_checkpoint(prefix: str) -> dict[str, np.ndarray]:
     try:
         reader = tf.train.load_checkpoint(prefix)
     except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as e:
-        raise MissingInputError(f"Cannot read a TF checkpoint at {prefix} ({type(e).__name__}); expected the "
-                                "prefix, e.g. uncased_L-12_H-768_A-12/bert_model.ckpt") from None
+        raise MissingInputError(
+            f"Cannot read a TF checkpoint at {prefix} ({type(e).__name__}); expected the "
+            "prefix, e.g. uncased_L-12_H-768_A-12/bert_model.ckpt"
+        ) from None
     names = reader.get_variable_to_shape_map()
     if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
         raise InputError(f"{prefix} is an object-based TF2 checkpoint, not an original TF1 BERT checkpoint")
@@ -247,8 +280,12 @@ def write_tf1_checkpoint(prefix: str, weights: Mapping[str, np.ndarray]) -> str:
     if directory:
         tf.io.gfile.makedirs(directory)
     names = sorted(weights)
-    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names, shape_and_slices=[""] * len(names),
-                      tensors=[tf.constant(np.asarray(weights[name], np.float32)) for name in names])
+    tf.raw_ops.SaveV2(
+        prefix=prefix,
+        tensor_names=names,
+        shape_and_slices=[""] * len(names),
+        tensors=[tf.constant(np.asarray(weights[name], np.float32)) for name in names],
+    )
     return prefix
 
 
@@ -371,14 +408,18 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
     root = tf.train.Checkpoint(encoder=encoder) if encoder_only or model is encoder else checkpoint_root(model)
     reader = tf.train.load_checkpoint(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
-        raise InputError(f"{prefix} is not one of our checkpoints (no object graph); for an original TF1 "
-                         "checkpoint use read_tf1_checkpoint + assign_weights")
+        raise InputError(
+            f"{prefix} is not one of our checkpoints (no object graph); for an original TF1 "
+            "checkpoint use read_tf1_checkpoint + assign_weights"
+        )
     saved = _SavedGraph(reader)
     children = [name for name in ("encoder", "model") if getattr(root, name, None) is not None]
     for name in children:
         if saved.node((name,)) is None:
-            raise InputError(f"{prefix} has no `{name}` object; write checkpoints with "
-                             "official.nlp.checkpoints.tf_checkpoints.checkpoint_root(model, ...)")
+            raise InputError(
+                f"{prefix} has no `{name}` object; write checkpoints with "
+                "official.nlp.checkpoints.tf_checkpoints.checkpoint_root(model, ...)"
+            )
     shapes = reader.get_variable_to_shape_map()
     missing, wrong_shape, matched = [], [], {}
     for path, variable in _live_variable_paths(root).items():
@@ -394,8 +435,14 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
     reachable = set().union(*(saved.keys_under(saved.node((name,))) for name in children))
     unexpected = [f"{key} {_shape(shapes[key])}" for key in sorted(reachable - set(matched))]
     if missing or unexpected or wrong_shape:
-        raise CheckpointMismatchError(prefix, _describe(encoder.config), missing, unexpected, wrong_shape,
-                                      hint="Check that bert_config.json belongs to this checkpoint.")
+        raise CheckpointMismatchError(
+            prefix,
+            _describe(encoder.config),
+            missing,
+            unexpected,
+            wrong_shape,
+            hint="Check that bert_config.json belongs to this checkpoint.",
+        )
     for key, variable in matched.items():
         variable.assign(reader.get_tensor(key))
 
@@ -416,8 +463,11 @@ def model_from_checkpoint(prefix: str, config: BertConfig):
     them whatever keys TF chose for their variables.
     """
     saved = _SavedGraph(tf.train.load_checkpoint(prefix))
-    model = _model_for_heads(config, masked_lm=saved.node(("model", "masked_lm")) is not None,
-                             next_sentence=saved.node(("model", "next_sentence")) is not None)
+    model = _model_for_heads(
+        config,
+        masked_lm=saved.node(("model", "masked_lm")) is not None,
+        next_sentence=saved.node(("model", "next_sentence")) is not None,
+    )
     restore_checkpoint(model, prefix)
     return model
 

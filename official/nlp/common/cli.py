@@ -21,6 +21,7 @@ the cuInit line). So on import, unless ``--verbosity`` (``-v``) is 1 or more, th
 drops C++ INFO/WARNING log lines and the known harmless ERROR lines; everything else, Python logging and
 tracebacks included, passes unchanged. ``--verbosity=1`` shows everything.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -31,7 +32,7 @@ import re
 import select
 import sys
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from absl import app
 
@@ -46,8 +47,13 @@ _NOISE = (
     b"To enable the following instructions:",  # second line of cpu_feature_guard's INFO
 )
 # ERROR lines that TensorFlow prints on a healthy machine (no GPU, oneDNN's int64 fallback, plugin registration).
-_HARMLESS_ERRORS = (b"failed call to cuInit", b"oneDNN supports DT_", b"Unable to register cu",
-                    b"computation placer already registered", b"Attempting to register factory for plugin")
+_HARMLESS_ERRORS = (
+    b"failed call to cuInit",
+    b"oneDNN supports DT_",
+    b"Unable to register cu",
+    b"computation placer already registered",
+    b"Attempting to register factory for plugin",
+)
 
 
 def _is_noise(line: bytes) -> bool:
@@ -65,7 +71,7 @@ def _verbosity(argv: list[str]) -> int:
         for name in ("--verbosity", "-v"):
             value = None
             if arg.startswith(name + "="):
-                value = arg[len(name) + 1:]
+                value = arg[len(name) + 1 :]
             elif arg == name and i + 1 < len(argv):
                 value = argv[i + 1]
             if value is not None:
@@ -97,7 +103,7 @@ class _StderrFilter:
     def _write(self, data: bytes) -> None:
         try:
             while data:
-                data = data[os.write(self.real, data):]
+                data = data[os.write(self.real, data) :]
         except OSError:  # the reader went away (a closed pipe): nothing left to show it to
             pass
 
@@ -158,14 +164,16 @@ def _describe_os_error(e: OSError) -> str | None:
         return None
     path = e.filename
     reason = e.strerror or str(e)
-    fix = {errno.EACCES: "choose a path you can write to, or change its permissions",
-           errno.EPERM: "choose a path you can write to, or change its permissions",
-           errno.EROFS: "choose a path on a writable file system",
-           errno.ENOSPC: "free some space or choose another disk",
-           errno.EEXIST: "a file is in the way where a folder is needed: remove it or choose another path",
-           errno.ENOTDIR: "a part of the path is a file, not a folder: choose another path",
-           errno.EISDIR: "the path is a folder; name a file",
-           errno.ENOENT: "check the path"}.get(e.errno, "check the path")
+    fix = {
+        errno.EACCES: "choose a path you can write to, or change its permissions",
+        errno.EPERM: "choose a path you can write to, or change its permissions",
+        errno.EROFS: "choose a path on a writable file system",
+        errno.ENOSPC: "free some space or choose another disk",
+        errno.EEXIST: "a file is in the way where a folder is needed: remove it or choose another path",
+        errno.ENOTDIR: "a part of the path is a file, not a folder: choose another path",
+        errno.EISDIR: "the path is a folder; name a file",
+        errno.ENOENT: "check the path",
+    }.get(e.errno, "check the path")
     return f"{path}: {reason}; {fix}"
 
 
@@ -204,6 +212,7 @@ def _guarded(main: Callable, script: str) -> Callable:
                 raise
         print(f"{script}: {message}", file=sys.stderr, flush=True)
         sys.exit(USER_ERROR_EXIT)
+
     return wrapped
 
 

@@ -25,6 +25,7 @@ A field without a default is required: its flag defaults to None and `config_fro
 without it, naming the flag (`InputError`). A field whose default is None stays None unless the flag is given
 (e.g. `--do_lower_case`, whose default is the case stored with the model).
 """
+
 from __future__ import annotations
 
 import collections.abc
@@ -32,7 +33,8 @@ import dataclasses
 import functools
 import types
 import typing
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from absl import flags
 
@@ -45,8 +47,15 @@ _SCALARS = (bool, int, float, str)
 _LISTS = (list, tuple, collections.abc.Sequence)
 
 
-def field(default: Any = dataclasses.MISSING, *, help: str, enum: Sequence[str] | None = None,
-          lower_bound: float | None = None, flag: bool = True, kw_only: Any = dataclasses.MISSING):
+def field(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str,
+    enum: Sequence[str] | None = None,
+    lower_bound: float | None = None,
+    flag: bool = True,
+    kw_only: Any = dataclasses.MISSING,
+):
     """A `dataclasses.field` whose metadata carries its flag's help (and `enum`, `lower_bound`, `flag`).
 
     Without `default` the field is required. A list default (mutable) gives each instance a copy.
@@ -63,15 +72,14 @@ def field(default: Any = dataclasses.MISSING, *, help: str, enum: Sequence[str] 
 
 def _field(default: Any, metadata: dict, kw_only: Any):
     if isinstance(default, list):
-        return dataclasses.field(default_factory=functools.partial(list, default), metadata=metadata,
-                                 kw_only=kw_only)
+        return dataclasses.field(default_factory=functools.partial(list, default), metadata=metadata, kw_only=kw_only)
     return dataclasses.field(default=default, metadata=metadata, kw_only=kw_only)
 
 
 def override(config_class: type, name: str, default: Any):
     """The field `name` of `config_class` with another default, for a subclass: same help, enum and bounds.
 
-        keep_checkpoint_max: int = config_flags.override(TrainingConfig, "keep_checkpoint_max", 1)
+    keep_checkpoint_max: int = config_flags.override(TrainingConfig, "keep_checkpoint_max", 1)
     """
     base = {f.name: f for f in dataclasses.fields(config_class)}[name]
     return _field(default, base.metadata, base.kw_only)
@@ -95,8 +103,10 @@ def _kind(config_class: type, f: dataclasses.Field) -> tuple[type, type | None]:
             element = typing.get_args(arg)[0] if typing.get_args(arg) else str
             if element in (str, int, float):
                 return origin, element
-    raise TypeError(f"{config_class.__name__}.{f.name}: {hint} has no flag type (bool, int, float, str, or a list "
-                    "of str, int or float); give it one, or mark it flag=False")
+    raise TypeError(
+        f"{config_class.__name__}.{f.name}: {hint} has no flag type (bool, int, float, str, or a list "
+        "of str, int or float); give it one, or mark it flag=False"
+    )
 
 
 def _is_union(hint) -> bool:
@@ -125,8 +135,9 @@ def define_flags(flag_values: flags.FlagValues, config_class: type, **default_ov
     for f in flag_fields(config_class):
         help_text = f.metadata.get("help")
         if not help_text:
-            raise TypeError(f"{config_class.__name__}.{f.name} has no help: give it metadata={{'help': ...}} "
-                            "(config_flags.field)")
+            raise TypeError(
+                f"{config_class.__name__}.{f.name} has no help: give it metadata={{'help': ...}} (config_flags.field)"
+            )
         if _required(f):
             help_text += " (required)"
         default = default_overrides.get(f.name, _default(f))
@@ -163,8 +174,9 @@ def config_from_flags(flag_values: flags.FlagValues, config_class: type, **value
             try:
                 value = (list if kind is list else tuple)(element(v) for v in value)
             except ValueError:
-                raise InputError(f"--{f.name}={','.join(value)!r}: write comma-separated {element.__name__} "
-                                 "values") from None
+                raise InputError(
+                    f"--{f.name}={','.join(value)!r}: write comma-separated {element.__name__} values"
+                ) from None
         values[f.name] = value
     if missing:
         raise InputError(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")

@@ -1,10 +1,11 @@
 """Input files named on a command line: comma-separated paths and glob patterns, expanded the same way by every job
 (`create_pretraining_data`, `build_vocab`, the fine-tuning readers)."""
+
 from __future__ import annotations
 
 import glob
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from official.nlp.common.errors import InputError
 

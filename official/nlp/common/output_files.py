@@ -13,17 +13,24 @@ object store (a path with a scheme) writing an object replaces only that object,
 Local paths use Python's own file functions, so that processes without TensorFlow (the pretraining-data workers)
 can use this module; a path with a scheme (``gs://``, ``ram://``) goes through `tf.io.gfile`.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
 import stat
-from typing import IO, Iterator
+from collections.abc import Iterator
+from typing import IO
 
 from official.nlp.common.errors import InputError
 
-_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO"),
-          (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
 
 
 def _is_remote(path: str) -> bool:
@@ -58,8 +65,10 @@ def check_target(path: str, *, folder: bool = False, name: str | None = None) ->
     if kind is None or kind == wanted:
         return
     where = f"{name}={path}" if name and name.startswith("--") else f"{name or 'output'} {path}"
-    raise InputError(f"{where} is {kind}, not {wanted}: writing the output would replace it. Name a new "
-                     f"{'folder' if folder else 'file'} or {wanted} to overwrite.")
+    raise InputError(
+        f"{where} is {kind}, not {wanted}: writing the output would replace it. Name a new "
+        f"{'folder' if folder else 'file'} or {wanted} to overwrite."
+    )
 
 
 def temporary_name(path: str) -> str:

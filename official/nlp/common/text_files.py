@@ -5,6 +5,7 @@ into a vocabulary of junk, without a word. Every reader of user text (pretrainin
 `vocab.txt`, feature-extraction input) decodes with `decode_line`, or builds its message with `not_utf8` where it
 can skip such lines instead.
 """
+
 from __future__ import annotations
 
 from official.nlp.common.errors import InputError
@@ -38,8 +39,10 @@ def _sample(path: str | None, raw: bytes) -> bytes:
 
 def not_utf8(where: str, raw: bytes, error: UnicodeDecodeError, path: str | None = None) -> str:
     """``<where>: not valid UTF-8 (...); the file seems to be <encoding>`` (judged from the start of `path`)."""
-    return (f"{where}: not valid UTF-8 ({error.reason} at byte {error.start} of the line); the file seems to be "
-            f"{guess_encoding(_sample(path, raw))}")
+    return (
+        f"{where}: not valid UTF-8 ({error.reason} at byte {error.start} of the line); the file seems to be "
+        f"{guess_encoding(_sample(path, raw))}"
+    )
 
 
 def decode_line(raw: bytes, path: str, line_number: int) -> str:
@@ -48,5 +51,7 @@ def decode_line(raw: bytes, path: str, line_number: int) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         where = f"{path}:{line_number}"
-        raise InputError(f"{not_utf8(where, raw, e, path)}. Re-encode the file as UTF-8 (for Latin-1: iconv -f "
-                         f"LATIN1 -t UTF-8 {path})") from None
+        raise InputError(
+            f"{not_utf8(where, raw, e, path)}. Re-encode the file as UTF-8 (for Latin-1: iconv -f "
+            f"LATIN1 -t UTF-8 {path})"
+        ) from None

@@ -23,10 +23,11 @@ Example:
     feature_cache.cached_records("out/train.tf_record", key, lambda: features)
     dataset = make_dataset("out/train.tf_record", 128, 32, regression=False, is_training=True, seed=1)
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -56,8 +57,11 @@ def _pack(tokens_a: Sequence[str], tokens_b: Sequence[str] | None, tokenizer, ma
         segment_ids += [1] * (len(tokens_b) + 1)
     ids = tokenizer.convert_tokens_to_ids(tokens)
     pad = max_seq_length - len(ids)
-    return {"input_ids": ids + [0] * pad, "input_mask": [1] * len(ids) + [0] * pad,
-            "segment_ids": segment_ids + [0] * pad}
+    return {
+        "input_ids": ids + [0] * pad,
+        "input_mask": [1] * len(ids) + [0] * pad,
+        "segment_ids": segment_ids + [0] * pad,
+    }
 
 
 def _label_value(label, labels: Sequence[str] | None):
@@ -75,14 +79,23 @@ def check_settings(max_seq_length: int, long_text: str, doc_stride: int | None) 
         raise InputError(f"--doc_stride={doc_stride}: must be positive")
     if doc_stride is not None and doc_stride > max_seq_length - 2:
         # A window moves by at most its own length, so a longer stride would silently not be the one used.
-        raise InputError(f"--doc_stride={doc_stride} is longer than the largest window ([CLS] text [SEP] in "
-                         f"--max_seq_length={max_seq_length}: {max_seq_length - 2} tokens); windows that far apart "
-                         f"would leave tokens in no window. Pass --doc_stride={max_seq_length - 2} or less")
+        raise InputError(
+            f"--doc_stride={doc_stride} is longer than the largest window ([CLS] text [SEP] in "
+            f"--max_seq_length={max_seq_length}: {max_seq_length - 2} tokens); windows that far apart "
+            f"would leave tokens in no window. Pass --doc_stride={max_seq_length - 2} or less"
+        )
 
 
-def convert_examples(examples: Sequence[InputExample], tokenizer, *, labels: Sequence[str] | None,
-                     max_seq_length: int, long_text: str = "truncate", doc_stride: int | None = None,
-                     stats: ConversionStats | None = None) -> Iterator[dict]:
+def convert_examples(
+    examples: Sequence[InputExample],
+    tokenizer,
+    *,
+    labels: Sequence[str] | None,
+    max_seq_length: int,
+    long_text: str = "truncate",
+    doc_stride: int | None = None,
+    stats: ConversionStats | None = None,
+) -> Iterator[dict]:
     """Yields each example's feature(s) as dicts of lists (see the module docstring); `labels=None`: regression.
 
     `doc_stride` (sliding windows) defaults to half the window.
@@ -108,7 +121,7 @@ def convert_examples(examples: Sequence[InputExample], tokenizer, *, labels: Seq
                 tokens_a = tokens_a[:budget]
             else:
                 cut_a, cut_b = removal_counts(len(tokens_a), len(tokens_b), budget)
-                tokens_a, tokens_b = tokens_a[:len(tokens_a) - cut_a], tokens_b[:len(tokens_b) - cut_b]
+                tokens_a, tokens_b = tokens_a[: len(tokens_a) - cut_a], tokens_b[: len(tokens_b) - cut_b]
             stats.features += 1
             yield {**_pack(tokens_a, tokens_b, tokenizer, max_seq_length), **label}
             continue
@@ -118,11 +131,11 @@ def convert_examples(examples: Sequence[InputExample], tokenizer, *, labels: Seq
         else:
             b_is_longer = len(tokens_b) >= len(tokens_a)
             long, short = (tokens_b, tokens_a) if b_is_longer else (tokens_a, tokens_b)
-            short = short[:budget // 2] if len(short) > budget // 2 else short
+            short = short[: budget // 2] if len(short) > budget // 2 else short
         window = budget - (len(short) if short is not None else 0)
         stride = doc_stride or max(1, window // 2)
         for start, length in doc_windows(len(long), window, stride):
-            piece = long[start:start + length]
+            piece = long[start : start + length]
             if short is None:
                 pair = (piece, None)
             else:
@@ -130,23 +143,37 @@ def convert_examples(examples: Sequence[InputExample], tokenizer, *, labels: Seq
             stats.features += 1
             yield {**_pack(*pair, tokenizer, max_seq_length), **label}
     if stats.truncated:
-        logging.info("%d of %d example(s) were longer than max_seq_length=%d (%s)", stats.truncated, stats.examples,
-                     max_seq_length, long_text)
+        logging.info(
+            "%d of %d example(s) were longer than max_seq_length=%d (%s)",
+            stats.truncated,
+            stats.examples,
+            max_seq_length,
+            long_text,
+        )
 
 
 def feature_spec(max_seq_length: int, regression: bool) -> dict:
     """The `tf.io.parse_example` spec of the records."""
-    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
-            for name in ("input_ids", "input_mask", "segment_ids")}
+    spec = {
+        name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in ("input_ids", "input_mask", "segment_ids")
+    }
     spec["label_ids"] = tf.io.FixedLenFeature([1], tf.float32 if regression else tf.int64)
     spec["example_index"] = tf.io.FixedLenFeature([1], tf.int64)
     return spec
 
 
-def make_dataset(input_file: str | Sequence[str], max_seq_length: int, batch_size: int, *, regression: bool,
-                 is_training: bool, seed: int | None = None,
-                 input_context: tf.distribute.InputContext | None = None,
-                 shuffle_buffer_size: int = 10000, buckets: Sequence[int] | None = None) -> tf.data.Dataset:
+def make_dataset(
+    input_file: str | Sequence[str],
+    max_seq_length: int,
+    batch_size: int,
+    *,
+    regression: bool,
+    is_training: bool,
+    seed: int | None = None,
+    input_context: tf.distribute.InputContext | None = None,
+    shuffle_buffer_size: int = 10000,
+    buckets: Sequence[int] | None = None,
+) -> tf.data.Dataset:
     """The input pipeline of classification records (see the module docstring).
 
     Training: this worker's shard (by `input_context`), shuffled with `seed`, repeated, batches of `batch_size`
@@ -163,12 +190,16 @@ def make_dataset(input_file: str | Sequence[str], max_seq_length: int, batch_siz
 
     def to_inputs(records):
         parsed = tf.io.parse_example(records, spec)
-        x = {"input_word_ids": tf.cast(parsed["input_ids"], tf.int32),
-             "input_mask": tf.cast(parsed["input_mask"], tf.int32),
-             "input_type_ids": tf.cast(parsed["segment_ids"], tf.int32)}
+        x = {
+            "input_word_ids": tf.cast(parsed["input_ids"], tf.int32),
+            "input_mask": tf.cast(parsed["input_mask"], tf.int32),
+            "input_type_ids": tf.cast(parsed["segment_ids"], tf.int32),
+        }
         label = parsed["label_ids"][:, 0]
-        y = {"label": label if regression else tf.cast(label, tf.int32),
-             "example_index": tf.cast(parsed["example_index"][:, 0], tf.int32)}
+        y = {
+            "label": label if regression else tf.cast(label, tf.int32),
+            "example_index": tf.cast(parsed["example_index"][:, 0], tf.int32),
+        }
         return x, y
 
     dataset = dataset.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE)

@@ -23,11 +23,12 @@ Example:
     predicted = word_predictions(features, logits.argmax(-1), labels, train.sentences)
     write_predictions("predictions.txt", train.sentences, predicted)
 """
+
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from absl import logging
@@ -69,8 +70,10 @@ class ConllFile:
 def _check_tag(tag: str, where: str) -> str | None:
     if _TAG.match(tag):
         return None
-    return (f"{where}: tag {tag!r} is not a chunk tag (O, B-TYPE, I-TYPE, E-TYPE or S-TYPE); the tag must be the "
-            "last column of each line")
+    return (
+        f"{where}: tag {tag!r} is not a chunk tag (O, B-TYPE, I-TYPE, E-TYPE or S-TYPE); the tag must be the "
+        "last column of each line"
+    )
 
 
 def read_conll(path: str, *, skip_bad_rows: bool = False) -> ConllFile:
@@ -89,9 +92,15 @@ def read_conll(path: str, *, skip_bad_rows: bool = False) -> ConllFile:
     def finish():
         nonlocal current, current_bad
         if current and not current_bad:
-            sentences.append(Sentence(
-                words=[c[0] for _, c in current], labels=[c[-1] for _, c in current],
-                columns=[c for _, c in current], path=path, lines=[n for n, _ in current]))
+            sentences.append(
+                Sentence(
+                    words=[c[0] for _, c in current],
+                    labels=[c[-1] for _, c in current],
+                    columns=[c for _, c in current],
+                    path=path,
+                    lines=[n for n, _ in current],
+                )
+            )
         current, current_bad = [], False
 
     try:
@@ -110,11 +119,15 @@ def read_conll(path: str, *, skip_bad_rows: bool = False) -> ConllFile:
                 continue
             problem = None
             if len(columns) < 2:
-                problem = (f"{path}:{number}: malformed CoNLL line {line.rstrip()!r}: expected the word, optional "
-                           "feature columns and the tag, separated by spaces")
+                problem = (
+                    f"{path}:{number}: malformed CoNLL line {line.rstrip()!r}: expected the word, optional "
+                    "feature columns and the tag, separated by spaces"
+                )
             elif width is not None and len(columns) != width:
-                problem = (f"{path}:{number}: malformed CoNLL line {line.rstrip()!r}: {len(columns)} columns where "
-                           f"the file's first word line has {width}")
+                problem = (
+                    f"{path}:{number}: malformed CoNLL line {line.rstrip()!r}: {len(columns)} columns where "
+                    f"the file's first word line has {width}"
+                )
             else:
                 problem = _check_tag(columns[-1], f"{path}:{number}")
             if problem:
@@ -128,8 +141,9 @@ def read_conll(path: str, *, skip_bad_rows: bool = False) -> ConllFile:
             current.append((number, columns))
     finish()
     if not sentences:
-        raise InputError(f"{path}: no sentence found; expected CoNLL columns (word ... tag), a blank line between "
-                         "sentences")
+        raise InputError(
+            f"{path}: no sentence found; expected CoNLL columns (word ... tag), a blank line between sentences"
+        )
     return ConllFile(path=path, sentences=sentences, documents=documents, bad_rows=bad_rows)
 
 
@@ -139,8 +153,13 @@ def label_list(sentences: Iterable[Sentence]) -> list[str]:
     return ["O"] * ("O" in tags) + sorted(tags - {"O"})
 
 
-def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], *, skip_bad_rows: bool = False,
-                 source: str = "the training file") -> tuple[list[Sentence], int]:
+def check_labels(
+    sentences: Sequence[Sentence],
+    labels: Sequence[str],
+    *,
+    skip_bad_rows: bool = False,
+    source: str = "the training file",
+) -> tuple[list[Sentence], int]:
     """The sentences whose tags are all in `labels`, and how many were left out (only with `skip_bad_rows`;
     otherwise an unknown tag raises `InputError` with its file and line)."""
     known = set(labels)
@@ -151,8 +170,10 @@ def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], *, skip_b
             kept.append(sentence)
             continue
         i = unknown[0]
-        message = (f"{sentence.where(i)}: unknown label {sentence.labels[i]!r}; the labels come from {source}: "
-                   f"{', '.join(labels)}")
+        message = (
+            f"{sentence.where(i)}: unknown label {sentence.labels[i]!r}; the labels come from {source}: "
+            f"{', '.join(labels)}"
+        )
         if not skip_bad_rows:
             raise InputError(message + " (or pass --skip_bad_rows to leave such sentences out)")
         logging.warning("skipping the sentence: %s", message)
@@ -207,8 +228,14 @@ class TaggingFeatures:
         return {k: self.arrays[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
 
 
-def convert_sentences(sentences: Sequence[Sentence], tokenizer, labels: Sequence[str] | None, max_seq_length: int,
-                      *, window_stride: int | None = None) -> TaggingFeatures:
+def convert_sentences(
+    sentences: Sequence[Sentence],
+    tokenizer,
+    labels: Sequence[str] | None,
+    max_seq_length: int,
+    *,
+    window_stride: int | None = None,
+) -> TaggingFeatures:
     """Tokenizes every word and packs `[CLS] sub-tokens [SEP]` windows (see the module doc).
 
     Args:
@@ -256,17 +283,20 @@ def convert_sentences(sentences: Sequence[Sentence], tokenizer, labels: Sequence
             rows["label_ids"].append(label_ids + [IGNORE] * pad)
             rows["word_index"].append(word_index + [-1] * pad)
             rows["sentence_index"].append(s_index)
-    arrays = {name: np.asarray(values, dtype=np.int32).reshape((-1, max_seq_length) if name != "sentence_index"
-                                                                else (-1,))
-              for name, values in rows.items()}
+    arrays = {
+        name: np.asarray(values, dtype=np.int32).reshape((-1, max_seq_length) if name != "sentence_index" else (-1,))
+        for name, values in rows.items()
+    }
     if truncated:
-        logging.warning("%d word(s) had more sub-tokens than fit in --max_seq_length=%d and were cut", truncated,
-                        max_seq_length)
+        logging.warning(
+            "%d word(s) had more sub-tokens than fit in --max_seq_length=%d and were cut", truncated, max_seq_length
+        )
     return TaggingFeatures(arrays=arrays, num_sentences=len(sentences), truncated_words=truncated)
 
 
-def word_predictions(features: TaggingFeatures | dict, predicted_ids: np.ndarray, labels: Sequence[str],
-                     sentences: Sequence[Sentence]) -> list[list[str]]:
+def word_predictions(
+    features: TaggingFeatures | dict, predicted_ids: np.ndarray, labels: Sequence[str], sentences: Sequence[Sentence]
+) -> list[list[str]]:
     """One predicted tag per original word: the prediction at the word's first sub-token, in its own window.
 
     Args:
@@ -278,16 +308,18 @@ def word_predictions(features: TaggingFeatures | dict, predicted_ids: np.ndarray
     arrays = features.arrays if isinstance(features, TaggingFeatures) else features
     predicted_ids = np.asarray(predicted_ids)
     if predicted_ids.shape != arrays["word_index"].shape:
-        raise ValueError(f"predictions of shape {predicted_ids.shape} do not match the features' "
-                         f"{arrays['word_index'].shape}")
+        raise ValueError(
+            f"predictions of shape {predicted_ids.shape} do not match the features' {arrays['word_index'].shape}"
+        )
     result: list[list[str | None]] = [[None] * len(s.words) for s in sentences]
     rows, cols = np.nonzero(arrays["word_index"] >= 0)
     for r, c in zip(rows, cols):
         result[arrays["sentence_index"][r]][arrays["word_index"][r, c]] = labels[predicted_ids[r, c]]
     for sentence, tags in zip(sentences, result):
         if None in tags:
-            raise ValueError(f"{sentence.where()}: the features do not cover every word; were they made from "
-                             "other sentences?")
+            raise ValueError(
+                f"{sentence.where()}: the features do not cover every word; were they made from other sentences?"
+            )
     return result
 
 

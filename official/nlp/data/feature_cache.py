@@ -13,12 +13,13 @@ Example:
     key = {"task": "mrpc", "vocab_sha256": file_digest(["vocab.txt"]), "max_seq_length": 128}
     count = cached_records("out/train.tf_record", key, lambda: ({"input_ids": [101, 102]} for _ in range(3)))
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -49,8 +50,9 @@ def _feature(values) -> tf.train.Feature:
 
 def serialize(features: Mapping[str, object]) -> bytes:
     """One `tf.train.Example` of int (int64) or float (float32) feature lists."""
-    return tf.train.Example(features=tf.train.Features(
-        feature={name: _feature(values) for name, values in features.items()})).SerializeToString()
+    return tf.train.Example(
+        features=tf.train.Features(feature={name: _feature(values) for name, values in features.items()})
+    ).SerializeToString()
 
 
 def read_key(path: str) -> dict | None:
@@ -81,8 +83,11 @@ def cached_records(path: str, key: Mapping, build: Callable[[], Iterable[Mapping
             logging.info("Reusing the %d cached feature records in %s", count, path)
             return count
         differing = sorted(k for k in set(found) | set(key) if found.get(k) != key.get(k))
-        logging.warning("Rebuilding %s: it was built with other settings (%s)", path, ", ".join(
-            f"{k}: {found.get(k)!r} there, {key.get(k)!r} now" for k in differing))
+        logging.warning(
+            "Rebuilding %s: it was built with other settings (%s)",
+            path,
+            ", ".join(f"{k}: {found.get(k)!r} there, {key.get(k)!r} now" for k in differing),
+        )
     check_target(path)
     tf.io.gfile.makedirs(os.path.dirname(path) or ".")
     if tf.io.gfile.exists(path + KEY_SUFFIX):

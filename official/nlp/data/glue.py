@@ -18,13 +18,14 @@ Example:
     train = processor.read(processor.files("/data/glue/MRPC")["train"])
     train.examples[0].text_a, train.examples[0].label     # ('Amrozi accused his brother , ...', '1')
 """
+
 from __future__ import annotations
 
 import csv
 import dataclasses
 import json
 import os
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from absl import logging
 
@@ -87,15 +88,19 @@ class DataProcessor:
     # ---- reading ----
     def files(self, data_dir: str) -> dict[str, list[EvalSet]]:
         """The files of each split in `data_dir` (test files only where they exist)."""
-        found = {TRAIN: [EvalSet(os.path.join(data_dir, self.train_file))] if self.train_file else [],
-                 DEV: [dataclasses.replace(s, file=os.path.join(data_dir, s.file)) for s in self.dev_sets],
-                 TEST: [dataclasses.replace(s, file=os.path.join(data_dir, s.file)) for s in self.test_sets]}
+        found = {
+            TRAIN: [EvalSet(os.path.join(data_dir, self.train_file))] if self.train_file else [],
+            DEV: [dataclasses.replace(s, file=os.path.join(data_dir, s.file)) for s in self.dev_sets],
+            TEST: [dataclasses.replace(s, file=os.path.join(data_dir, s.file)) for s in self.test_sets],
+        }
         return found
 
     def _rows(self, path: str) -> Iterator[tuple[int, list[str]]]:
         if not os.path.isfile(path):
-            raise InputError(f"{self.name}: {path} does not exist; --data_dir must hold the task's GLUE files "
-                             f"({', '.join(self._file_names())})")
+            raise InputError(
+                f"{self.name}: {path} does not exist; --data_dir must hold the task's GLUE files "
+                f"({', '.join(self._file_names())})"
+            )
         # utf-8-sig: the MRPC files start with a byte-order mark, which would become part of the first column.
         with open(path, encoding="utf-8-sig", newline="") as f:
             for number, line in enumerate(f, start=1):
@@ -241,8 +246,10 @@ class MnliProcessor(DataProcessor):
     min_columns = 11
     test_min_columns = 10
     dev_sets = (EvalSet("dev_matched.tsv"), EvalSet("dev_mismatched.tsv", suffix="_mismatched"))
-    test_sets = (EvalSet("test_matched.tsv", submission="MNLI-m.tsv"),
-                 EvalSet("test_mismatched.tsv", suffix="_mismatched", submission="MNLI-mm.tsv"))
+    test_sets = (
+        EvalSet("test_matched.tsv", submission="MNLI-m.tsv"),
+        EvalSet("test_mismatched.tsv", suffix="_mismatched", submission="MNLI-mm.tsv"),
+    )
 
     def row(self, c, split, index):
         if split == TEST:
@@ -290,8 +297,21 @@ class WnliProcessor(_IndexedPairProcessor):
     test_sets = (EvalSet("test.tsv", submission="WNLI.tsv"),)
 
 
-PROCESSORS = {p.name: p for p in (ColaProcessor, Sst2Processor, MrpcProcessor, StsbProcessor, QqpProcessor,
-                                  MnliProcessor, AxProcessor, QnliProcessor, RteProcessor, WnliProcessor)}
+PROCESSORS = {
+    p.name: p
+    for p in (
+        ColaProcessor,
+        Sst2Processor,
+        MrpcProcessor,
+        StsbProcessor,
+        QqpProcessor,
+        MnliProcessor,
+        AxProcessor,
+        QnliProcessor,
+        RteProcessor,
+        WnliProcessor,
+    )
+}
 # The original script's and the GLUE folders' spellings.
 ALIASES = {"sst2": "sst-2", "stsb": "sts-b", "sts": "sts-b", "diagnostic": "ax"}
 
@@ -301,8 +321,10 @@ def get_processor(task_name: str) -> DataProcessor:
     key = task_name.lower()
     key = ALIASES.get(key, key)
     if key not in PROCESSORS:
-        raise InputError(f"--task_name={task_name}: unknown task; one of {sorted(PROCESSORS)}, or 'generic' with "
-                         "--text_a_column/--label_column")
+        raise InputError(
+            f"--task_name={task_name}: unknown task; one of {sorted(PROCESSORS)}, or 'generic' with "
+            "--text_a_column/--label_column"
+        )
     return PROCESSORS[key]()
 
 
@@ -318,9 +340,17 @@ class GenericProcessor(DataProcessor):
 
     name = "generic"
 
-    def __init__(self, *, text_a_column: str, label_column: str, text_b_column: str | None = None,
-                 labels: Sequence[str] | None = None, regression: bool = False, file_format: str = "tsv",
-                 id_column: str | None = None):
+    def __init__(
+        self,
+        *,
+        text_a_column: str,
+        label_column: str,
+        text_b_column: str | None = None,
+        labels: Sequence[str] | None = None,
+        regression: bool = False,
+        file_format: str = "tsv",
+        id_column: str | None = None,
+    ):
         if file_format not in ("tsv", "csv", "jsonl"):
             raise InputError(f"--file_format={file_format}: must be tsv, csv or jsonl")
         self.text_a_column, self.text_b_column, self.label_column = text_a_column, text_b_column, label_column
@@ -366,8 +396,11 @@ class GenericProcessor(DataProcessor):
                         continue
                     yield number, record if isinstance(record, dict) else BadRowError("not a JSON object")
                 return
-            reader = csv.reader(f, delimiter="\t" if self.file_format == "tsv" else ",",
-                                quoting=csv.QUOTE_NONE if self.file_format == "tsv" else csv.QUOTE_MINIMAL)
+            reader = csv.reader(
+                f,
+                delimiter="\t" if self.file_format == "tsv" else ",",
+                quoting=csv.QUOTE_NONE if self.file_format == "tsv" else csv.QUOTE_MINIMAL,
+            )
             header = next(reader, None) or []
             for row in reader:
                 if not any(cell.strip() for cell in row):
@@ -385,15 +418,21 @@ class GenericProcessor(DataProcessor):
             try:
                 if isinstance(record, BadRowError):
                     raise record
-                columns = [self.text_a_column] + ([self.text_b_column] if self.text_b_column else []) + (
-                    [self.label_column] if split != TEST else [])
+                columns = (
+                    [self.text_a_column]
+                    + ([self.text_b_column] if self.text_b_column else [])
+                    + ([self.label_column] if split != TEST else [])
+                )
                 missing = [c for c in columns if c not in record]
                 if missing:
                     raise BadRowError(f"no column {missing[0]!r} (columns: {sorted(record)})")
                 guid = str(record[self.id_column]) if self.id_column and self.id_column in record else str(index)
                 text_b = str(record[self.text_b_column]) if self.text_b_column else None
-                examples.append(self.example(guid, str(record[self.text_a_column] or ""), text_b,
-                                             record.get(self.label_column), split))
+                examples.append(
+                    self.example(
+                        guid, str(record[self.text_a_column] or ""), text_b, record.get(self.label_column), split
+                    )
+                )
             except BadRowError as e:
                 message = f"{path}:{number}: {e}"
                 if not skip_bad_rows:
@@ -406,13 +445,26 @@ class GenericProcessor(DataProcessor):
 # ---- tensorflow-datasets ---------------------------------------------------------------------------------------------
 
 # TFDS feature names of the two texts, per GLUE config.
-_TFDS_TEXTS = {"cola": ("sentence", None), "sst2": ("sentence", None), "mrpc": ("sentence1", "sentence2"),
-               "stsb": ("sentence1", "sentence2"), "qqp": ("question1", "question2"),
-               "mnli": ("premise", "hypothesis"), "qnli": ("question", "sentence"), "rte": ("sentence1", "sentence2"),
-               "wnli": ("sentence1", "sentence2"), "ax": ("premise", "hypothesis")}
-_TFDS_SPLITS = {"mnli": {TRAIN: ["train"], DEV: ["validation_matched", "validation_mismatched"],
-                         TEST: ["test_matched", "test_mismatched"]},
-                "ax": {TRAIN: [], DEV: [], TEST: ["test"]}}
+_TFDS_TEXTS = {
+    "cola": ("sentence", None),
+    "sst2": ("sentence", None),
+    "mrpc": ("sentence1", "sentence2"),
+    "stsb": ("sentence1", "sentence2"),
+    "qqp": ("question1", "question2"),
+    "mnli": ("premise", "hypothesis"),
+    "qnli": ("question", "sentence"),
+    "rte": ("sentence1", "sentence2"),
+    "wnli": ("sentence1", "sentence2"),
+    "ax": ("premise", "hypothesis"),
+}
+_TFDS_SPLITS = {
+    "mnli": {
+        TRAIN: ["train"],
+        DEV: ["validation_matched", "validation_mismatched"],
+        TEST: ["test_matched", "test_mismatched"],
+    },
+    "ax": {TRAIN: [], DEV: [], TEST: ["test"]},
+}
 
 
 class TfdsProcessor:
@@ -432,9 +484,11 @@ class TfdsProcessor:
             self.builder = tfds.builder(tfds_name, data_dir=data_dir)
             info = self.builder.info
         except Exception as e:  # tfds raises several types for a dataset that is not prepared
-            raise InputError(f"--tfds_name={tfds_name}: cannot open the prepared dataset in --tfds_data_dir="
-                             f"{data_dir} ({e}); prepare it with `tfds build {tfds_name}` where it can be "
-                             "downloaded") from e
+            raise InputError(
+                f"--tfds_name={tfds_name}: cannot open the prepared dataset in --tfds_data_dir="
+                f"{data_dir} ({e}); prepare it with `tfds build {tfds_name}` where it can be "
+                "downloaded"
+            ) from e
         label = info.features["label"]
         self.labels = None if self.glue.is_regression else tuple(label.names)
         self.name, self.metrics = self.glue.name, self.glue.metrics
@@ -448,9 +502,14 @@ class TfdsProcessor:
         out = {}
         for split, names in self.splits.items():
             sets = self.glue.dev_sets if split == DEV else self.glue.test_sets if split == TEST else ()
-            out[split] = [EvalSet(name, suffix=(sets[i].suffix if i < len(sets) else ""),
-                                  submission=(sets[i].submission if i < len(sets) else None))
-                          for i, name in enumerate(names)]
+            out[split] = [
+                EvalSet(
+                    name,
+                    suffix=(sets[i].suffix if i < len(sets) else ""),
+                    submission=(sets[i].submission if i < len(sets) else None),
+                )
+                for i, name in enumerate(names)
+            ]
         return out
 
     def read(self, split_name: str, split: str = DEV, *, skip_bad_rows: bool = False) -> ReadResult:

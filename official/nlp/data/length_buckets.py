@@ -23,9 +23,10 @@ Example:
 >>> next(iter(ds))[0]["input_word_ids"].shape
 TensorShape([2, 4])
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import tensorflow as tf
 
@@ -93,8 +94,9 @@ def trim_batches(dataset: tf.data.Dataset, buckets: Sequence[int]) -> tf.data.Da
     return _map_inputs(dataset, lambda x: trim_batch(x, buckets))
 
 
-def group_by_length(dataset: tf.data.Dataset, buckets: Sequence[int], batch_size: int,
-                    drop_remainder: bool = True) -> tf.data.Dataset:
+def group_by_length(
+    dataset: tf.data.Dataset, buckets: Sequence[int], batch_size: int, drop_remainder: bool = True
+) -> tf.data.Dataset:
     """Batches unbatched, padded examples (`x` or `(x, y, ...)`) by bucket, each batch cut to its bucket length.
 
     Each bucket fills its own batch of `batch_size` (`tf.data.Dataset.group_by_window`), so batches come out in

@@ -24,12 +24,13 @@ Example:
     features, stats = convert_examples_to_features(examples, tokenizer, max_seq_length=384, doc_stride=128,
                                                    max_query_length=64, is_training=False)
 """
+
 from __future__ import annotations
 
 import collections
 import dataclasses
 import json
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -88,8 +89,14 @@ class ReadReport:
             items = getattr(self, name)
             if items:
                 shown = "; ".join(f"{qid}: {detail}" for qid, detail in items[:10])
-                logging.warning("%s: %d question(s) with %s: %s%s", path, len(items), name.replace("_", " "),
-                                shown, " ..." if len(items) > 10 else "")
+                logging.warning(
+                    "%s: %d question(s) with %s: %s%s",
+                    path,
+                    len(items),
+                    name.replace("_", " "),
+                    shown,
+                    " ..." if len(items) > 10 else "",
+                )
 
 
 @dataclasses.dataclass
@@ -137,8 +144,9 @@ def _field(record: dict, name: str, kind: type, where: str):
     return value
 
 
-def read_squad_examples(input_file: str, *, is_training: bool, version_2_with_negative: bool = False
-                        ) -> tuple[list[SquadExample], ReadReport]:
+def read_squad_examples(
+    input_file: str, *, is_training: bool, version_2_with_negative: bool = False
+) -> tuple[list[SquadExample], ReadReport]:
     """Reads and checks a whole SQuAD JSON file before anything is built from it.
 
     Raises `InputError` for a file that is not SQuAD JSON, a missing or mistyped field (naming the question id),
@@ -149,9 +157,11 @@ def read_squad_examples(input_file: str, *, is_training: bool, version_2_with_ne
         with tf.io.gfile.GFile(input_file, "r") as f:
             data = json.load(f)
     except json.JSONDecodeError as e:
-        raise InputError(f"{input_file}: not valid JSON ({e}); pass a SQuAD file to --train_file/--predict_file")
+        raise InputError(
+            f"{input_file}: not valid JSON ({e}); pass a SQuAD file to --train_file/--predict_file"
+        ) from None
     except tf.errors.NotFoundError:
-        raise InputError(f"{input_file}: file not found")
+        raise InputError(f"{input_file}: file not found") from None
     articles = _field(data, "data", list, input_file)
     examples: list[SquadExample] = []
     report = ReadReport()
@@ -167,8 +177,9 @@ def read_squad_examples(input_file: str, *, is_training: bool, version_2_with_ne
                 report.num_questions += 1
                 is_impossible = bool(qa.get("is_impossible", False))
                 if is_impossible and not version_2_with_negative:
-                    raise InputError(f"{qwhere}: is_impossible is set; this is a SQuAD v2.0 file, pass "
-                                     "--version_2_with_negative")
+                    raise InputError(
+                        f"{qwhere}: is_impossible is set; this is a SQuAD v2.0 file, pass --version_2_with_negative"
+                    )
                 answers = qa.get("answers", [])
                 if not isinstance(answers, list):
                     raise InputError(f"{qwhere}: field 'answers' should be a list")
@@ -179,22 +190,29 @@ def read_squad_examples(input_file: str, *, is_training: bool, version_2_with_ne
                     report.empty_context.append((qas_id, where))
                     if is_training:
                         continue
-                example = SquadExample(qas_id, question, doc_tokens, context, is_impossible=is_impossible,
-                                       answers=texts)
+                example = SquadExample(
+                    qas_id, question, doc_tokens, context, is_impossible=is_impossible, answers=texts
+                )
                 if is_training:
                     if is_impossible:
                         example.start_position = example.end_position = -1
                         example.orig_answer_text = ""
                     else:
                         if not answers:
-                            raise InputError(f"{qwhere}: a training question needs an answer (or is_impossible "
-                                             "with --version_2_with_negative)")
+                            raise InputError(
+                                f"{qwhere}: a training question needs an answer (or is_impossible "
+                                "with --version_2_with_negative)"
+                            )
                         text, start = answers[0]["text"], answers[0]["answer_start"]
-                        if not text.strip() or context[start:start + len(text)] != text:
+                        if not text.strip() or context[start : start + len(text)] != text:
                             found = context.find(text) if text.strip() else -1
                             report.answer_mismatch.append(
-                                (qas_id, f"answer_start={start} does not point at {text!r}"
-                                 + (f" (the text is at {found})" if found >= 0 else " (not in the context)")))
+                                (
+                                    qas_id,
+                                    f"answer_start={start} does not point at {text!r}"
+                                    + (f" (the text is at {found})" if found >= 0 else " (not in the context)"),
+                                )
+                            )
                             continue
                         example.orig_answer_text = text
                         example.start_position = char_to_word_offset[start]
@@ -211,7 +229,7 @@ def _improve_answer_span(doc_tokens: Sequence[str], start: int, end: int, tokeni
     tok_answer_text = " ".join(tokenizer.tokenize(answer_text))
     for new_start in range(start, end + 1):
         for new_end in range(end, new_start - 1, -1):
-            if " ".join(doc_tokens[new_start:new_end + 1]) == tok_answer_text:
+            if " ".join(doc_tokens[new_start : new_end + 1]) == tok_answer_text:
                 return new_start, new_end
     return start, end
 
@@ -247,8 +265,10 @@ def check_settings(max_seq_length: int, doc_stride: int, max_query_length: int) 
     if doc_stride <= 0 or max_query_length <= 0:
         raise InputError(f"--doc_stride ({doc_stride}) and --max_query_length ({max_query_length}) must be positive")
     if max_seq_length - max_query_length - 3 <= 0:
-        raise InputError(f"--max_seq_length={max_seq_length} leaves no room for the context after a question of "
-                         f"--max_query_length={max_query_length} and 3 special tokens; raise --max_seq_length")
+        raise InputError(
+            f"--max_seq_length={max_seq_length} leaves no room for the context after a question of "
+            f"--max_query_length={max_query_length} and 3 special tokens; raise --max_seq_length"
+        )
     max_tokens_for_doc = max_seq_length - max_query_length - 3
     if doc_stride > max_tokens_for_doc:
         # A window moves by at most its own length (the original's min(length, doc_stride)), so such a stride is
@@ -258,12 +278,19 @@ def check_settings(max_seq_length: int, doc_stride: int, max_query_length: int) 
             f"--max_seq_length={max_seq_length} - --max_query_length={max_query_length} - 3 special tokens = "
             f"{max_tokens_for_doc} tokens. Windows that far apart would leave tokens between them in no window; "
             f"pass --doc_stride={max_tokens_for_doc} or less (the largest that covers every token), or raise "
-            f"--max_seq_length")
+            f"--max_seq_length"
+        )
 
 
-def convert_examples_to_features(examples: Sequence[SquadExample], tokenizer, *, max_seq_length: int,
-                                 doc_stride: int, max_query_length: int, is_training: bool
-                                 ) -> tuple[list[SquadFeature], FeatureStats]:
+def convert_examples_to_features(
+    examples: Sequence[SquadExample],
+    tokenizer,
+    *,
+    max_seq_length: int,
+    doc_stride: int,
+    max_query_length: int,
+    is_training: bool,
+) -> tuple[list[SquadFeature], FeatureStats]:
     """Windowed features of `examples` (see the module docstring), with the counts of `FeatureStats`."""
     check_settings(max_seq_length, doc_stride, max_query_length)
     vocab = tokenizer.vocab
@@ -291,10 +318,14 @@ def convert_examples_to_features(examples: Sequence[SquadExample], tokenizer, *,
         tok_start = tok_end = None
         if is_training and not example.is_impossible:
             tok_start = orig_to_tok[example.start_position]
-            tok_end = (orig_to_tok[example.end_position + 1] - 1 if example.end_position < len(example.doc_tokens) - 1
-                       else len(all_doc_tokens) - 1)
-            tok_start, tok_end = _improve_answer_span(all_doc_tokens, tok_start, tok_end, tokenizer,
-                                                      example.orig_answer_text)
+            tok_end = (
+                orig_to_tok[example.end_position + 1] - 1
+                if example.end_position < len(example.doc_tokens) - 1
+                else len(all_doc_tokens) - 1
+            )
+            tok_start, tok_end = _improve_answer_span(
+                all_doc_tokens, tok_start, tok_end, tokenizer, example.orig_answer_text
+            )
 
         spans = doc_windows(len(all_doc_tokens), max_seq_length - len(query_tokens) - 3, doc_stride)
         for span_index, (span_start, span_length) in enumerate(spans):
@@ -321,16 +352,32 @@ def convert_examples_to_features(examples: Sequence[SquadExample], tokenizer, *,
                     start_position, end_position = tok_start + offset, tok_end + offset
                 else:
                     stats.out_of_window += 1
-            features.append(SquadFeature(
-                unique_id, example_index, span_index, tokens, token_to_orig_map, token_is_max_context,
-                input_ids, input_mask, segment_ids, start_position, end_position, example.is_impossible))
+            features.append(
+                SquadFeature(
+                    unique_id,
+                    example_index,
+                    span_index,
+                    tokens,
+                    token_to_orig_map,
+                    token_is_max_context,
+                    input_ids,
+                    input_mask,
+                    segment_ids,
+                    start_position,
+                    end_position,
+                    example.is_impossible,
+                )
+            )
             unique_id += 1
     stats.num_features = len(features)
     if stats.truncated_questions:
-        logging.warning("%d question(s) longer than max_query_length=%d tokens were truncated: %s%s",
-                        len(stats.truncated_questions), max_query_length,
-                        ", ".join(stats.truncated_questions[:10]), " ..." if len(stats.truncated_questions) > 10
-                        else "")
+        logging.warning(
+            "%d question(s) longer than max_query_length=%d tokens were truncated: %s%s",
+            len(stats.truncated_questions),
+            max_query_length,
+            ", ".join(stats.truncated_questions[:10]),
+            " ..." if len(stats.truncated_questions) > 10 else "",
+        )
     return features, stats
 
 

@@ -26,11 +26,12 @@ Example:
     result = postprocess(examples, features, start_logits, end_logits, settings)   # logits: [num_features, seq]
     result.predictions["56be4db0acb8001400a502ec"]   # 'Denver Broncos'
 """
+
 from __future__ import annotations
 
 import dataclasses
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def get_final_text(pred_text: str, orig_text: str, do_lower_case: bool) -> str:
     ns_start, ns_end = tok_to_ns.get(start), tok_to_ns.get(end)
     if ns_start is None or ns_end is None:
         return orig_text
-    return orig_text[orig_map[ns_start]:orig_map[ns_end] + 1]
+    return orig_text[orig_map[ns_start] : orig_map[ns_end] + 1]
 
 
 def _best_indexes(logits: np.ndarray, n_best_size: int) -> list[int]:
@@ -109,14 +110,19 @@ def _softmax(scores: Sequence[float]) -> list[float]:
 
 
 def _span_text(example: SquadExample, feature: SquadFeature, start: int, end: int, do_lower_case: bool) -> str:
-    tok_text = " ".join(feature.tokens[start:end + 1]).replace(" ##", "").replace("##", "")
+    tok_text = " ".join(feature.tokens[start : end + 1]).replace(" ##", "").replace("##", "")
     tok_text = " ".join(tok_text.strip().split())
-    orig_text = " ".join(example.doc_tokens[feature.token_to_orig_map[start]:feature.token_to_orig_map[end] + 1])
+    orig_text = " ".join(example.doc_tokens[feature.token_to_orig_map[start] : feature.token_to_orig_map[end] + 1])
     return get_final_text(tok_text, orig_text, do_lower_case)
 
 
-def postprocess(examples: Sequence[SquadExample], features: Sequence[SquadFeature], start_logits, end_logits,
-                settings: PostprocessSettings) -> SquadPredictions:
+def postprocess(
+    examples: Sequence[SquadExample],
+    features: Sequence[SquadFeature],
+    start_logits,
+    end_logits,
+    settings: PostprocessSettings,
+) -> SquadPredictions:
     """Answers for `examples` from the logits of `features` (row i of each logits array belongs to feature i).
 
     Args:
@@ -174,8 +180,8 @@ def postprocess(examples: Sequence[SquadExample], features: Sequence[SquadFeatur
 
         probs = _softmax([s + e for _, s, e in nbest])
         result.nbest[example.qas_id] = [
-            {"text": text, "probability": p, "start_logit": s, "end_logit": e}
-            for (text, s, e), p in zip(nbest, probs)]
+            {"text": text, "probability": p, "start_logit": s, "end_logit": e} for (text, s, e), p in zip(nbest, probs)
+        ]
         best_non_null = next(((t, s, e) for t, s, e in nbest if t), None)
         if not settings.version_2_with_negative:
             result.predictions[example.qas_id] = nbest[0][0]

@@ -12,9 +12,10 @@ Example:
     ds = training_dataset("/tmp/squad/train.tf_record", seq_length=384, batch_size=32, seed=1)
     span_labeler.fit(ds, steps_per_epoch=100)
 """
+
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -27,21 +28,37 @@ _INT_COLUMNS = ("input_ids", "input_mask", "segment_ids")
 def records(features: Sequence[SquadFeature]) -> Iterator[dict]:
     """The record of each feature, for `feature_cache.cached_records` (original names and layout)."""
     for f in features:
-        yield {"unique_ids": [f.unique_id], "input_ids": f.input_ids, "input_mask": f.input_mask,
-               "segment_ids": f.segment_ids, "start_positions": [f.start_position],
-               "end_positions": [f.end_position], "is_impossible": [int(f.is_impossible)]}
+        yield {
+            "unique_ids": [f.unique_id],
+            "input_ids": f.input_ids,
+            "input_mask": f.input_mask,
+            "segment_ids": f.segment_ids,
+            "start_positions": [f.start_position],
+            "end_positions": [f.end_position],
+            "is_impossible": [int(f.is_impossible)],
+        }
 
 
 def _to_model_inputs(record):
-    x = {"input_word_ids": record["input_ids"], "input_mask": record["input_mask"],
-         "input_type_ids": record["segment_ids"]}
+    x = {
+        "input_word_ids": record["input_ids"],
+        "input_mask": record["input_mask"],
+        "input_type_ids": record["segment_ids"],
+    }
     y = {"start_logits": record["start_positions"], "end_logits": record["end_positions"]}
     return x, y
 
 
-def training_dataset(path: str, *, seq_length: int, batch_size: int, seed: int | None = None,
-                     shuffle_buffer_size: int = 10000, repeat: bool = True,
-                     input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+def training_dataset(
+    path: str,
+    *,
+    seq_length: int,
+    batch_size: int,
+    seed: int | None = None,
+    shuffle_buffer_size: int = 10000,
+    repeat: bool = True,
+    input_context: tf.distribute.InputContext | None = None,
+) -> tf.data.Dataset:
     """Shuffled (seeded), repeated, fixed-size batches of `(x, y)` read from `path`."""
     spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _INT_COLUMNS}
     spec.update({name: tf.io.FixedLenFeature([], tf.int64) for name in ("start_positions", "end_positions")})

@@ -17,13 +17,14 @@ Example:
     features = convert_examples(examples, tokenizer, max_seq_length=128)
     features.arrays["input_word_ids"].shape    # (len(examples), 4, 128)
 """
+
 from __future__ import annotations
 
 import csv
 import dataclasses
 import json
 import os
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from absl import logging
@@ -64,8 +65,10 @@ def _csv_rows(path: str, handle) -> Iterator[tuple[int, dict | None, str | None]
         return
     missing = [name for name in ("sent1", "sent2", *ENDINGS) if name not in header]
     if missing:
-        raise InputError(f"{path}:1: the SWAG CSV header lacks {', '.join(missing)}; expected video-id, fold-ind, "
-                         "startphrase, sent1, sent2, gold-source, ending0..ending3, label")
+        raise InputError(
+            f"{path}:1: the SWAG CSV header lacks {', '.join(missing)}; expected video-id, fold-ind, "
+            "startphrase, sent1, sent2, gold-source, ending0..ending3, label"
+        )
     for row in reader:
         line = reader.line_num
         if len(row) != len(header):
@@ -107,8 +110,13 @@ def _example(row: dict, where: str, labelled: bool) -> tuple[SwagExample | None,
             return None, f"unknown label {row.get('label')!r}; expected 0, 1, 2 or 3"
     else:
         label = None
-    return SwagExample(context=str(row["sent1"]).strip(), start=str(row.get("sent2") or "").strip(),
-                       endings=[str(row[name]).strip() for name in ENDINGS], label=label, where=where), None
+    return SwagExample(
+        context=str(row["sent1"]).strip(),
+        start=str(row.get("sent2") or "").strip(),
+        endings=[str(row[name]).strip() for name in ENDINGS],
+        label=label,
+        where=where,
+    ), None
 
 
 def read_swag(path: str, *, skip_bad_rows: bool = False, labelled: bool | None = None) -> SwagFile:
@@ -192,6 +200,7 @@ def convert_examples(examples: Sequence[SwagExample], tokenizer, max_seq_length:
         if example.label is not None:
             arrays["label"][e] = example.label
     if truncated:
-        logging.info("%d of %d choices were truncated to --max_seq_length=%d", truncated, n * NUM_CHOICES,
-                     max_seq_length)
+        logging.info(
+            "%d of %d choices were truncated to --max_seq_length=%d", truncated, n * NUM_CHOICES, max_seq_length
+        )
     return MultipleChoiceFeatures(arrays)

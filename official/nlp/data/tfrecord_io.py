@@ -12,6 +12,7 @@ Leading zero bytes are made neutral there by starting each row's CRC from a stat
 standard initial state (the CRC step over a zero byte is invertible), so every row runs the same number of
 vectorized steps.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,7 +30,7 @@ _POLY = 0x82F63B78  # CRC-32C (Castagnoli), reflected.
 _MASK_DELTA = 0xA282EAD8
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tables() -> np.ndarray:
     """Slicing-by-4 tables, shape [4, 256] uint32."""
     t0 = np.zeros(256, dtype=np.uint64)
@@ -109,8 +110,11 @@ def _stream_crc32c(stream: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     if _native_crc32c is None:
         return _numpy_stream_crc32c(stream, lengths)
     data, ends = stream.tobytes(), np.cumsum(lengths)
-    return np.fromiter((_native_crc32c(data[a:b]) for a, b in zip((ends - lengths).tolist(), ends.tolist())),
-                       dtype=np.uint32, count=len(lengths))
+    return np.fromiter(
+        (_native_crc32c(data[a:b]) for a, b in zip((ends - lengths).tolist(), ends.tolist())),
+        dtype=np.uint32,
+        count=len(lengths),
+    )
 
 
 def frame_records(stream: np.ndarray, lengths: np.ndarray) -> bytes:

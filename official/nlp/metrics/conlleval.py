@@ -16,10 +16,11 @@ Example:
 >>> round(result.f1, 3), result.per_type["PER"].f1, result.per_type["LOC"].recall
 (0.5, 1.0, 0.0)
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def _split(tag: str) -> tuple[str, str]:
@@ -113,13 +114,17 @@ class ConllevalResult:
     def report(self) -> str:
         """The summary in conlleval's own layout (percentages, two decimals)."""
         o = self.overall
-        lines = [f"processed {self.tokens} tokens with {o.gold} phrases; found: {o.predicted} phrases; "
-                 f"correct: {o.correct}.",
-                 f"accuracy: {100 * self.accuracy:6.2f}%; precision: {100 * o.precision:6.2f}%; "
-                 f"recall: {100 * o.recall:6.2f}%; FB1: {100 * o.f1:6.2f}"]
+        lines = [
+            f"processed {self.tokens} tokens with {o.gold} phrases; found: {o.predicted} phrases; "
+            f"correct: {o.correct}.",
+            f"accuracy: {100 * self.accuracy:6.2f}%; precision: {100 * o.precision:6.2f}%; "
+            f"recall: {100 * o.recall:6.2f}%; FB1: {100 * o.f1:6.2f}",
+        ]
         for kind, s in sorted(self.per_type.items()):
-            lines.append(f"{kind:>17}: precision: {100 * s.precision:6.2f}%; recall: {100 * s.recall:6.2f}%; "
-                         f"FB1: {100 * s.f1:6.2f}  {s.predicted}")
+            lines.append(
+                f"{kind:>17}: precision: {100 * s.precision:6.2f}%; recall: {100 * s.recall:6.2f}%; "
+                f"FB1: {100 * s.f1:6.2f}  {s.predicted}"
+            )
         return "\n".join(lines)
 
 
@@ -145,5 +150,6 @@ def evaluate(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) 
         overall.correct += score.correct
         overall.predicted += score.predicted
         overall.gold += score.gold
-    return ConllevalResult(overall=overall, per_type=per_type, accuracy=right / tokens if tokens else 0.0,
-                           tokens=tokens)
+    return ConllevalResult(
+        overall=overall, per_type=per_type, accuracy=right / tokens if tokens else 0.0, tokens=tokens
+    )

@@ -10,9 +10,10 @@ Example:
 >>> compute_metrics(("f1", "accuracy"), [1, 0, 1, 1], [1, 0, 0, 1])
 {'f1': 0.8, 'accuracy': 0.75}
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -57,8 +58,13 @@ def _correlation(fn, labels, predictions) -> float:
     return float(fn(labels, predictions)[0])
 
 
-_FUNCTIONS = {"accuracy": accuracy, "f1": f1, "matthews_corrcoef": matthews_corrcoef, "pearson": pearson,
-              "spearman": spearman}
+_FUNCTIONS = {
+    "accuracy": accuracy,
+    "f1": f1,
+    "matthews_corrcoef": matthews_corrcoef,
+    "pearson": pearson,
+    "spearman": spearman,
+}
 
 
 def compute_metrics(names: Sequence[str], labels, predictions) -> dict[str, float]:

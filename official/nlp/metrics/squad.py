@@ -17,12 +17,13 @@ Example:
     dataset = json.load(open("dev-v1.1.json"))["data"]
     evaluate_v1(dataset, {"56be4db0acb8001400a502ec": "Denver Broncos", ...})   # {'exact_match': ..., 'f1': ...}
 """
+
 from __future__ import annotations
 
 import collections
 import re
 import string
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from absl import logging
 
@@ -113,8 +114,7 @@ def _thresholded(scores, na_probs, has_ans, thresh):
 def _summary(exact, f1, qids=None) -> dict[str, float]:
     qids = list(exact) if qids is None else qids
     n = len(qids)
-    return {"exact": 100.0 * sum(exact[q] for q in qids) / n, "f1": 100.0 * sum(f1[q] for q in qids) / n,
-            "total": n}
+    return {"exact": 100.0 * sum(exact[q] for q in qids) / n, "f1": 100.0 * sum(f1[q] for q in qids) / n, "total": n}
 
 
 def _best_threshold(predictions, scores, na_probs, has_ans):
@@ -133,8 +133,12 @@ def _best_threshold(predictions, scores, na_probs, has_ans):
     return 100.0 * best / len(scores), best_thresh
 
 
-def evaluate_v2(dataset: Sequence[Mapping], predictions: Mapping[str, str],
-                na_probs: Mapping[str, float] | None = None, na_prob_thresh: float = 1.0) -> dict[str, float]:
+def evaluate_v2(
+    dataset: Sequence[Mapping],
+    predictions: Mapping[str, str],
+    na_probs: Mapping[str, float] | None = None,
+    na_prob_thresh: float = 1.0,
+) -> dict[str, float]:
     """The official v2.0 result dict: exact, f1, total, HasAns_*/NoAns_* and the best-threshold search.
 
     `na_probs` are the null odds (`null_odds.json`); without them every question gets 0, as in the official
@@ -158,8 +162,13 @@ def evaluate_v2(dataset: Sequence[Mapping], predictions: Mapping[str, str],
     return result
 
 
-def evaluate(dataset: Sequence[Mapping], predictions: Mapping[str, str], na_probs: Mapping[str, float] | None = None,
-             *, version_2_with_negative: bool = False) -> dict[str, float]:
+def evaluate(
+    dataset: Sequence[Mapping],
+    predictions: Mapping[str, str],
+    na_probs: Mapping[str, float] | None = None,
+    *,
+    version_2_with_negative: bool = False,
+) -> dict[str, float]:
     """`evaluate_v2` for SQuAD 2.0, else `evaluate_v1`."""
     if version_2_with_negative:
         return evaluate_v2(dataset, predictions, na_probs)

@@ -4,8 +4,9 @@
 Hugging Face calls `"gelu"`. The two differ by up to ~5e-4 per activation, enough to break float32 parity with a
 checkpoint trained under the other one, so a converted checkpoint keeps the activation it was trained with.
 """
+
 import math
-from typing import Callable
+from collections.abc import Callable
 
 ACTIVATION_NAMES = ("gelu", "gelu_exact", "relu", "tanh", "linear")
 

@@ -7,12 +7,14 @@ Example:
 >>> (config.num_hidden_layers, config.hidden_size, config.intermediate_size)
 (2, 128, 512)
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from absl import logging
 
@@ -70,21 +72,28 @@ class BertConfig:
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise InputError(f"BertConfig.{name} must be in [0, 1), got {getattr(self, name)!r}")
         if self.initializer_range <= 0 or self.layer_norm_eps <= 0:
-            raise InputError("BertConfig.initializer_range and layer_norm_eps must be positive, got "
-                             f"{self.initializer_range!r} and {self.layer_norm_eps!r}")
+            raise InputError(
+                "BertConfig.initializer_range and layer_norm_eps must be positive, got "
+                f"{self.initializer_range!r} and {self.layer_norm_eps!r}"
+            )
         if self.hidden_size % self.num_attention_heads:
-            raise InputError(f"BertConfig.hidden_size ({self.hidden_size}) is not divisible by num_attention_heads "
-                             f"({self.num_attention_heads}); each head gets hidden_size / num_attention_heads units")
+            raise InputError(
+                f"BertConfig.hidden_size ({self.hidden_size}) is not divisible by num_attention_heads "
+                f"({self.num_attention_heads}); each head gets hidden_size / num_attention_heads units"
+            )
         if self.hidden_act not in ACTIVATION_NAMES:
             hint = ""
             if self.hidden_act in HF_ACTIVATIONS:
-                hint = (f" (a Hugging Face name? there it means {HF_ACTIVATIONS[self.hidden_act]!r}; "
-                        "BertConfig.from_json_file maps it when the file has `model_type`)")
-            raise InputError(f"BertConfig.hidden_act {self.hidden_act!r} is not one of "
-                             f"{', '.join(ACTIVATION_NAMES)}{hint}")
+                hint = (
+                    f" (a Hugging Face name? there it means {HF_ACTIVATIONS[self.hidden_act]!r}; "
+                    "BertConfig.from_json_file maps it when the file has `model_type`)"
+                )
+            raise InputError(
+                f"BertConfig.hidden_act {self.hidden_act!r} is not one of {', '.join(ACTIVATION_NAMES)}{hint}"
+            )
 
     @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "BertConfig":
+    def preset(cls, name: str, **overrides: Any) -> BertConfig:
         """A published BERT size (`tiny`, `mini`, `small`, `medium`, `base`, `large`), with fields overridden.
 
         `intermediate_size` is 4 * `hidden_size` unless given.
@@ -98,7 +107,7 @@ class BertConfig:
         return cls(**fields)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "BertConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> BertConfig:
         """Builds a config from the contents of a `bert_config.json` or a Hugging Face BERT `config.json`.
 
         A Hugging Face config is recognized by its `model_type` key; its activation names are mapped to ours
@@ -109,8 +118,9 @@ class BertConfig:
             values = _from_hf(values)
         missing = [key for key in _REQUIRED_KEYS if key not in values]
         if missing:
-            raise InputError(f"BERT config lacks {', '.join(missing)}; a bert_config.json defines "
-                             f"{', '.join(_REQUIRED_KEYS)}")
+            raise InputError(
+                f"BERT config lacks {', '.join(missing)}; a bert_config.json defines {', '.join(_REQUIRED_KEYS)}"
+            )
         names = {field.name for field in dataclasses.fields(cls)}
         unknown = sorted(set(values) - names)
         if unknown:
@@ -118,7 +128,7 @@ class BertConfig:
         return cls(**{key: value for key, value in values.items() if key in names})
 
     @classmethod
-    def from_json_file(cls, path: str | os.PathLike) -> "BertConfig":
+    def from_json_file(cls, path: str | os.PathLike) -> BertConfig:
         """Reads a `bert_config.json` (or a Hugging Face BERT `config.json`)."""
         path = os.fspath(path)
         try:
@@ -151,14 +161,15 @@ def _from_hf(values: dict[str, Any]) -> dict[str, Any]:
     """Maps a Hugging Face `config.json` onto `bert_config.json` fields."""
     model_type = values.get("model_type")
     if model_type != "bert":
-        raise InputError(f"model_type {model_type!r} is not a BERT model (expected 'bert'); other architectures "
-                         "differ in ways this converter does not cover")
+        raise InputError(
+            f"model_type {model_type!r} is not a BERT model (expected 'bert'); other architectures "
+            "differ in ways this converter does not cover"
+        )
     position_type = values.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise InputError(f"position_embedding_type {position_type!r} is not supported (only 'absolute')")
     act = values.get("hidden_act", "gelu")
     if act not in HF_ACTIVATIONS:
-        raise InputError(f"Hugging Face hidden_act {act!r} has no equivalent here; known: "
-                         f"{', '.join(HF_ACTIVATIONS)}")
+        raise InputError(f"Hugging Face hidden_act {act!r} has no equivalent here; known: {', '.join(HF_ACTIVATIONS)}")
     values["hidden_act"] = HF_ACTIVATIONS[act]
     return values

@@ -1,4 +1,5 @@
 """The BERT input embeddings: word + token type + position, then layer norm and dropout."""
+
 import keras
 from keras import ops
 
@@ -44,10 +45,15 @@ class BertEmbeddings(keras.layers.Layer):
 
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.word_embeddings = keras.layers.Embedding(
-            vocab_size, hidden_size, embeddings_initializer=initializer, dtype="float32", name="word_embeddings")
+            vocab_size, hidden_size, embeddings_initializer=initializer, dtype="float32", name="word_embeddings"
+        )
         self.token_type_embeddings = keras.layers.Embedding(
-            type_vocab_size, hidden_size, embeddings_initializer=initializer, dtype="float32",
-            name="token_type_embeddings")
+            type_vocab_size,
+            hidden_size,
+            embeddings_initializer=initializer,
+            dtype="float32",
+            name="token_type_embeddings",
+        )
         self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
         self.dropout = keras.layers.Dropout(dropout, dtype="float32", name="dropout")
 
@@ -64,8 +70,10 @@ class BertEmbeddings(keras.layers.Layer):
 
     def _check_length(self, seq_length):
         if seq_length is not None and seq_length > self.max_position_embeddings:
-            raise ValueError(f"Sequence length {seq_length} exceeds max_position_embeddings "
-                             f"({self.max_position_embeddings}); shorten the inputs (--max_seq_length)")
+            raise ValueError(
+                f"Sequence length {seq_length} exceeds max_position_embeddings "
+                f"({self.max_position_embeddings}); shorten the inputs (--max_seq_length)"
+            )
 
     def call(self, input_word_ids, input_type_ids, training=None):
         self._check_length(input_word_ids.shape[1])

@@ -1,4 +1,5 @@
 """`BertEncoder`: the BERT Transformer encoder as a functional Keras model."""
+
 from __future__ import annotations
 
 import keras
@@ -62,29 +63,53 @@ class BertEncoder(keras.Model):
     ):
         # Validates the hyperparameters with the same messages as a config file would get.
         config = BertConfig(
-            vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
-            num_attention_heads=num_attention_heads, intermediate_size=intermediate_size, hidden_act=hidden_act,
-            hidden_dropout_prob=hidden_dropout_prob, attention_probs_dropout_prob=attention_probs_dropout_prob,
-            max_position_embeddings=max_position_embeddings, type_vocab_size=type_vocab_size,
-            initializer_range=initializer_range, layer_norm_eps=layer_norm_eps)
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            num_hidden_layers=num_hidden_layers,
+            num_attention_heads=num_attention_heads,
+            intermediate_size=intermediate_size,
+            hidden_act=hidden_act,
+            hidden_dropout_prob=hidden_dropout_prob,
+            attention_probs_dropout_prob=attention_probs_dropout_prob,
+            max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size,
+            initializer_range=initializer_range,
+            layer_norm_eps=layer_norm_eps,
+        )
 
         # === Layers ===
         embeddings = BertEmbeddings(
-            vocab_size=vocab_size, hidden_size=hidden_size, max_position_embeddings=max_position_embeddings,
-            type_vocab_size=type_vocab_size, dropout=hidden_dropout_prob, initializer_range=initializer_range,
-            layer_norm_eps=layer_norm_eps, name="embeddings")
+            vocab_size=vocab_size,
+            hidden_size=hidden_size,
+            max_position_embeddings=max_position_embeddings,
+            type_vocab_size=type_vocab_size,
+            dropout=hidden_dropout_prob,
+            initializer_range=initializer_range,
+            layer_norm_eps=layer_norm_eps,
+            name="embeddings",
+        )
         transformer_layers = [
             TransformerBlock(
-                num_attention_heads=num_attention_heads, intermediate_size=intermediate_size, hidden_act=hidden_act,
-                hidden_dropout_prob=hidden_dropout_prob, attention_probs_dropout_prob=attention_probs_dropout_prob,
-                initializer_range=initializer_range, layer_norm_eps=layer_norm_eps, dtype=dtype,
-                name=f"transformer_layer_{i}")
+                num_attention_heads=num_attention_heads,
+                intermediate_size=intermediate_size,
+                hidden_act=hidden_act,
+                hidden_dropout_prob=hidden_dropout_prob,
+                attention_probs_dropout_prob=attention_probs_dropout_prob,
+                initializer_range=initializer_range,
+                layer_norm_eps=layer_norm_eps,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
             for i in range(num_hidden_layers)
         ]
         # The pooler is one [H, H] matmul per sequence; float32 costs nothing and keeps pooled_output float32.
         pooler = keras.layers.Dense(
-            hidden_size, activation="tanh", kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=initializer_range), dtype="float32", name="pooler")
+            hidden_size,
+            activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype="float32",
+            name="pooler",
+        )
 
         # === Functional model ===
         inputs = encoder_inputs()
@@ -114,7 +139,7 @@ class BertEncoder(keras.Model):
         self.pooler = pooler
 
     @classmethod
-    def from_bert_config(cls, config: BertConfig, **kwargs) -> "BertEncoder":
+    def from_bert_config(cls, config: BertConfig, **kwargs) -> BertEncoder:
         """Builds an encoder (with fresh weights) for a `BertConfig`; `kwargs` go to `keras.Model` (name, dtype)."""
         return cls(**config.to_dict(), **kwargs)
 

@@ -4,9 +4,10 @@ The encoder runs in inference mode with its weights frozen; the chosen layers (b
 concatenated, the paper's best at 96.1 dev F1 with BERT-Base) feed a two-layer bidirectional LSTM of 768 units and a
 per-token classifier. Only the LSTM and the classifier train.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import keras
 from keras import ops
@@ -99,16 +100,26 @@ class BertFeatureTagger(_BertTask):
     0
     """
 
-    def __init__(self, encoder: BertEncoder, num_classes: int, layers: Sequence[int] = (-1, -2, -3, -4),
-                 combine: str = "concat", lstm_units: int = 768, num_lstm_layers: int = 2,
-                 dropout_rate: float = 0.1, initializer_range: float | None = None, **kwargs):
+    def __init__(
+        self,
+        encoder: BertEncoder,
+        num_classes: int,
+        layers: Sequence[int] = (-1, -2, -3, -4),
+        combine: str = "concat",
+        lstm_units: int = 768,
+        num_lstm_layers: int = 2,
+        dropout_rate: float = 0.1,
+        initializer_range: float | None = None,
+        **kwargs,
+    ):
         if num_classes < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}")
         num_layers = encoder.config.num_hidden_layers
         layers = [int(i) for i in layers]
         if not layers or any(not -num_layers <= i < num_layers for i in layers):
-            raise ValueError(f"layers {layers} must index the encoder's {num_layers} layers (-{num_layers}..."
-                             f"{num_layers - 1})")
+            raise ValueError(
+                f"layers {layers} must index the encoder's {num_layers} layers (-{num_layers}...{num_layers - 1})"
+            )
         if lstm_units < 1 or num_lstm_layers < 1:
             raise ValueError("lstm_units and num_lstm_layers must be positive")
         initializer_range = _initializer_range(encoder, initializer_range)
@@ -116,8 +127,12 @@ class BertFeatureTagger(_BertTask):
         policy = encoder.dtype_policy
         combination = LayerCombination(combine, dtype=policy, name="layer_combination")
         dropout = keras.layers.Dropout(dropout_rate, name="feature_dropout")
-        lstms = [keras.layers.Bidirectional(keras.layers.LSTM(lstm_units, return_sequences=True, dtype=policy),
-                                            dtype=policy, name=f"bilstm_{i}") for i in range(num_lstm_layers)]
+        lstms = [
+            keras.layers.Bidirectional(
+                keras.layers.LSTM(lstm_units, return_sequences=True, dtype=policy), dtype=policy, name=f"bilstm_{i}"
+            )
+            for i in range(num_lstm_layers)
+        ]
         between = [keras.layers.Dropout(dropout_rate, name=f"lstm_dropout_{i}") for i in range(num_lstm_layers)]
         classifier = _float32_dense(num_classes, initializer_range, "classifier")
 
@@ -131,9 +146,16 @@ class BertFeatureTagger(_BertTask):
         logits = classifier(x)
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
-        self._finish_init(encoder, num_classes=num_classes, layers=layers, combine=combine, lstm_units=lstm_units,
-                          num_lstm_layers=num_lstm_layers, dropout_rate=dropout_rate,
-                          initializer_range=initializer_range)
+        self._finish_init(
+            encoder,
+            num_classes=num_classes,
+            layers=layers,
+            combine=combine,
+            lstm_units=lstm_units,
+            num_lstm_layers=num_lstm_layers,
+            dropout_rate=dropout_rate,
+            initializer_range=initializer_range,
+        )
         self.num_classes = num_classes
         # Attributes, not just graph nodes: tf.train.Checkpoint (the training loop's checkpoints and model
         # directories) saves what attributes reach.

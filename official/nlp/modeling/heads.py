@@ -1,4 +1,5 @@
 """Prediction heads that need more than a `keras.layers.Dense`: the masked-LM head."""
+
 import keras
 from keras import ops
 
@@ -43,23 +44,29 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.embedding_layer = embedding_layer
         if embedding_layer is not None and embedding_layer.input_dim != vocab_size:
-            raise ValueError(f"MaskedLMHead: vocab_size {vocab_size} differs from the tied embedding's "
-                             f"{embedding_layer.input_dim} rows")
+            raise ValueError(
+                f"MaskedLMHead: vocab_size {vocab_size} differs from the tied embedding's "
+                f"{embedding_layer.input_dim} rows"
+            )
 
     def build(self, sequence_output_shape, masked_lm_positions_shape=None):
         hidden_size = sequence_output_shape[-1]
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
-        self.dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer, dtype=self.dtype_policy,
-                                        name="dense")
+        self.dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=initializer, dtype=self.dtype_policy, name="dense"
+        )
         self.dense.build(sequence_output_shape)
-        self.layer_norm = keras.layers.LayerNormalization(epsilon=self.layer_norm_eps, dtype="float32",
-                                                          name="layer_norm")
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_eps, dtype="float32", name="layer_norm"
+        )
         self.layer_norm.build(sequence_output_shape)
         if self.embedding_layer is None:
             self.output_embeddings = self.add_weight(
-                name="output_embeddings", shape=(self.vocab_size, hidden_size), initializer=initializer)
-        self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,), initializer="zeros",
-                                           dtype="float32", autocast=False)
+                name="output_embeddings", shape=(self.vocab_size, hidden_size), initializer=initializer
+            )
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(self.vocab_size,), initializer="zeros", dtype="float32", autocast=False
+        )
         self.built = True
 
     def call(self, sequence_output, masked_lm_positions):
@@ -76,6 +83,10 @@ class MaskedLMHead(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(vocab_size=self.vocab_size, hidden_act=self.hidden_act,
-                      initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps)
+        config.update(
+            vocab_size=self.vocab_size,
+            hidden_act=self.hidden_act,
+            initializer_range=self.initializer_range,
+            layer_norm_eps=self.layer_norm_eps,
+        )
         return config

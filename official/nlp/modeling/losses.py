@@ -12,9 +12,10 @@ averages them over one batch (what `fit` minimizes). Both therefore minimize the
 
 All functions take float logits (any float dtype; computed in float32) and return float32.
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from keras import ops
 
@@ -23,8 +24,7 @@ PRETRAINING_LABELS = ("masked_lm_ids", "masked_lm_weights", "next_sentence_label
 
 def cross_entropy(labels, logits):
     """Per-element cross entropy of integer `labels` under `logits` (`[..., classes]`), in float32."""
-    return ops.sparse_categorical_crossentropy(ops.cast(labels, "int32"), ops.cast(logits, "float32"),
-                                               from_logits=True)
+    return ops.sparse_categorical_crossentropy(ops.cast(labels, "int32"), ops.cast(logits, "float32"), from_logits=True)
 
 
 def weighted_accuracy(labels, logits, weights=None):
@@ -60,8 +60,9 @@ def pretraining_element_losses(labels: Mapping, outputs: Mapping, use_next_sente
 
 def pretraining_metrics(labels: Mapping, outputs: Mapping, use_next_sentence_label: bool = True) -> dict:
     """`mlm_accuracy` (over real predictions) and `nsp_accuracy` as `weighted_accuracy` pairs."""
-    result = {"mlm_accuracy": weighted_accuracy(labels["masked_lm_ids"], outputs["mlm_logits"],
-                                                labels["masked_lm_weights"])}
+    result = {
+        "mlm_accuracy": weighted_accuracy(labels["masked_lm_ids"], outputs["mlm_logits"], labels["masked_lm_weights"])
+    }
     if use_next_sentence_label:
         result["nsp_accuracy"] = weighted_accuracy(_next_sentence_labels(labels), outputs["nsp_logits"])
     return result

@@ -4,6 +4,7 @@ Every model wraps a `BertEncoder` (`model.encoder`), takes the encoder's input d
 `masked_lm_positions` for the pretrainer), is a functional Keras model (so `summary()`, `.keras` saving,
 `fit` and SavedModel export work) and returns float32 logits.
 """
+
 from __future__ import annotations
 
 import keras
@@ -16,8 +17,12 @@ from official.nlp.modeling.heads import MaskedLMHead
 
 def _float32_dense(units: int, initializer_range: float, name: str) -> keras.layers.Dense:
     # Logits are float32 under any policy; these heads are one small matmul, so they run in float32 too.
-    return keras.layers.Dense(units, kernel_initializer=keras.initializers.TruncatedNormal(
-        stddev=initializer_range), dtype="float32", name=name)
+    return keras.layers.Dense(
+        units,
+        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+        dtype="float32",
+        name=name,
+    )
 
 
 class _BertTask(keras.Model):
@@ -28,8 +33,12 @@ class _BertTask(keras.Model):
         self._task_config = config
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable,
-                "encoder": keras.saving.serialize_keras_object(self.encoder), **self._task_config}
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "encoder": keras.saving.serialize_keras_object(self.encoder),
+            **self._task_config,
+        }
 
     @classmethod
     def from_config(cls, config):
@@ -84,9 +93,14 @@ class BertPretrainer(_BertTask):
 
         # === Layers ===
         masked_lm = MaskedLMHead(
-            vocab_size=config.vocab_size, hidden_act=mlm_activation, initializer_range=initializer_range,
-            layer_norm_eps=config.layer_norm_eps, embedding_layer=encoder.embeddings.word_embeddings,
-            dtype=encoder.dtype_policy, name="masked_lm")
+            vocab_size=config.vocab_size,
+            hidden_act=mlm_activation,
+            initializer_range=initializer_range,
+            layer_norm_eps=config.layer_norm_eps,
+            embedding_layer=encoder.embeddings.word_embeddings,
+            dtype=encoder.dtype_policy,
+            name="masked_lm",
+        )
         next_sentence = _float32_dense(2, initializer_range, "next_sentence") if use_next_sentence_label else None
 
         # === Functional model ===
@@ -99,8 +113,12 @@ class BertPretrainer(_BertTask):
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Attributes ===
-        self._finish_init(encoder, use_next_sentence_label=use_next_sentence_label, mlm_activation=mlm_activation,
-                          initializer_range=initializer_range)
+        self._finish_init(
+            encoder,
+            use_next_sentence_label=use_next_sentence_label,
+            mlm_activation=mlm_activation,
+            initializer_range=initializer_range,
+        )
         self.use_next_sentence_label = use_next_sentence_label
         self.masked_lm = masked_lm
         self.next_sentence = next_sentence
@@ -113,8 +131,10 @@ class BertPretrainer(_BertTask):
     def compile(self, optimizer="adam", loss=None, metrics=None, **kwargs):
         """`keras.Model.compile` without `loss`/`metrics`: the pretrainer brings its own (see the class doc)."""
         if loss is not None or metrics is not None:
-            raise ValueError("BertPretrainer computes its own losses and metrics (official.nlp.modeling.losses); "
-                             "call compile(optimizer=...) without `loss` or `metrics`")
+            raise ValueError(
+                "BertPretrainer computes its own losses and metrics (official.nlp.modeling.losses); "
+                "call compile(optimizer=...) without `loss` or `metrics`"
+            )
         super().compile(optimizer=optimizer, **kwargs)
 
     def compile_from_config(self, config):
@@ -126,14 +146,16 @@ class BertPretrainer(_BertTask):
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         if y is None:
-            raise ValueError("BertPretrainer needs labels: fit/evaluate on (x, y) with y = "
-                             f"{{{', '.join(losses.PRETRAINING_LABELS)}}}")
+            raise ValueError(
+                "BertPretrainer needs labels: fit/evaluate on (x, y) with y = "
+                f"{{{', '.join(losses.PRETRAINING_LABELS)}}}"
+            )
         if sample_weight is not None:
-            raise ValueError("BertPretrainer weighs predictions by y['masked_lm_weights']; do not pass "
-                             "sample_weight")
+            raise ValueError("BertPretrainer weighs predictions by y['masked_lm_weights']; do not pass sample_weight")
         terms = losses.pretraining_losses(y, y_pred, self.use_next_sentence_label)
-        self.mlm_loss_tracker.update_state(terms["mlm_loss"], sample_weight=ops.sum(
-            ops.cast(y["masked_lm_weights"], "float32")))
+        self.mlm_loss_tracker.update_state(
+            terms["mlm_loss"], sample_weight=ops.sum(ops.cast(y["masked_lm_weights"], "float32"))
+        )
         if self.use_next_sentence_label:
             self.nsp_loss_tracker.update_state(terms["nsp_loss"])
         loss = terms["loss"]
@@ -141,12 +163,12 @@ class BertPretrainer(_BertTask):
             loss = loss + ops.sum(self.losses)
         # Keras sums gradients over replicas; scale as its own losses do (a no-op without tf.distribute).
         import tensorflow as tf
+
         replicas = tf.distribute.get_strategy().num_replicas_in_sync
         return loss / replicas if replicas > 1 else loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        self.mlm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"],
-                                       sample_weight=y["masked_lm_weights"])
+        self.mlm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"], sample_weight=y["masked_lm_weights"])
         if self.use_next_sentence_label:
             self.nsp_accuracy.update_state(ops.reshape(y["next_sentence_labels"], (-1,)), y_pred["nsp_logits"])
         return self.get_metrics_result()
@@ -169,8 +191,14 @@ class BertClassifier(_BertTask):
     (2, 3)
     """
 
-    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
-                 initializer_range: float | None = None, **kwargs):
+    def __init__(
+        self,
+        encoder: BertEncoder,
+        num_classes: int,
+        dropout_rate: float = 0.1,
+        initializer_range: float | None = None,
+        **kwargs,
+    ):
         if num_classes < 1:
             raise ValueError(f"num_classes must be >= 1 (1 means regression), got {num_classes}")
         initializer_range = _initializer_range(encoder, initializer_range)
@@ -181,8 +209,9 @@ class BertClassifier(_BertTask):
         logits = classifier(dropout(encoder(inputs)["pooled_output"]))
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
-        self._finish_init(encoder, num_classes=num_classes, dropout_rate=dropout_rate,
-                          initializer_range=initializer_range)
+        self._finish_init(
+            encoder, num_classes=num_classes, dropout_rate=dropout_rate, initializer_range=initializer_range
+        )
         self.num_classes = num_classes
         self.classifier = classifier
 
@@ -203,8 +232,9 @@ class BertSpanLabeler(_BertTask):
 
         inputs = encoder_inputs()
         logits = span(encoder(inputs)["sequence_output"])
-        super().__init__(inputs=inputs, outputs={"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]},
-                         **kwargs)
+        super().__init__(
+            inputs=inputs, outputs={"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}, **kwargs
+        )
 
         self._finish_init(encoder, initializer_range=initializer_range)
         self.span_logits = span
@@ -214,8 +244,14 @@ class BertSpanLabeler(_BertTask):
 class BertTokenClassifier(_BertTask):
     """Token classification (NER): float32 logits `[batch, seq, num_classes]` for every token."""
 
-    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1,
-                 initializer_range: float | None = None, **kwargs):
+    def __init__(
+        self,
+        encoder: BertEncoder,
+        num_classes: int,
+        dropout_rate: float = 0.1,
+        initializer_range: float | None = None,
+        **kwargs,
+    ):
         if num_classes < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}")
         initializer_range = _initializer_range(encoder, initializer_range)
@@ -226,8 +262,9 @@ class BertTokenClassifier(_BertTask):
         logits = classifier(dropout(encoder(inputs)["sequence_output"]))
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
-        self._finish_init(encoder, num_classes=num_classes, dropout_rate=dropout_rate,
-                          initializer_range=initializer_range)
+        self._finish_init(
+            encoder, num_classes=num_classes, dropout_rate=dropout_rate, initializer_range=initializer_range
+        )
         self.num_classes = num_classes
         self.classifier = classifier
 
@@ -260,8 +297,9 @@ class BertMultipleChoice(_BertTask):
     index).
     """
 
-    def __init__(self, encoder: BertEncoder, dropout_rate: float = 0.1, initializer_range: float | None = None,
-                 **kwargs):
+    def __init__(
+        self, encoder: BertEncoder, dropout_rate: float = 0.1, initializer_range: float | None = None, **kwargs
+    ):
         initializer_range = _initializer_range(encoder, initializer_range)
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
         classifier = _float32_dense(1, initializer_range, "classifier")

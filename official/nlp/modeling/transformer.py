@@ -1,4 +1,5 @@
 """The post-layer-norm Transformer block of BERT and its self-attention."""
+
 import math
 
 import keras
@@ -26,8 +27,8 @@ def _rows(layer: keras.layers.Dense, rows):
 
 def _dense(units: int, initializer_range: float, name: str, dtype) -> keras.layers.Dense:
     return keras.layers.Dense(
-        units, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range), name=name,
-        dtype=dtype)
+        units, kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range), name=name, dtype=dtype
+    )
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -89,8 +90,11 @@ class BertSelfAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(num_attention_heads=self.num_attention_heads, dropout=self.dropout_rate,
-                      initializer_range=self.initializer_range)
+        config.update(
+            num_attention_heads=self.num_attention_heads,
+            dropout=self.dropout_rate,
+            initializer_range=self.initializer_range,
+        )
         return config
 
 
@@ -135,20 +139,27 @@ class TransformerBlock(keras.layers.Layer):
         hidden_size = hidden_states_shape[-1]
         intermediate_shape = tuple(hidden_states_shape[:-1]) + (self.intermediate_size,)
         policy = self.dtype_policy
-        self.attention = BertSelfAttention(self.num_attention_heads, dropout=self.attention_probs_dropout_prob,
-                                           initializer_range=self.initializer_range, dtype=policy, name="attention")
+        self.attention = BertSelfAttention(
+            self.num_attention_heads,
+            dropout=self.attention_probs_dropout_prob,
+            initializer_range=self.initializer_range,
+            dtype=policy,
+            name="attention",
+        )
         self.attention.build(hidden_states_shape, attention_mask_shape)
         self.attention_output_dense = _dense(hidden_size, self.initializer_range, "attention_output_dense", policy)
         self.attention_output_dense.build(hidden_states_shape)
         self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_eps, dtype="float32", name="attention_layer_norm")
+            epsilon=self.layer_norm_eps, dtype="float32", name="attention_layer_norm"
+        )
         self.attention_layer_norm.build(hidden_states_shape)
         self.intermediate_dense = _dense(self.intermediate_size, self.initializer_range, "intermediate_dense", policy)
         self.intermediate_dense.build(hidden_states_shape)
         self.output_dense = _dense(hidden_size, self.initializer_range, "output_dense", policy)
         self.output_dense.build(intermediate_shape)
         self.output_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_eps, dtype="float32", name="output_layer_norm")
+            epsilon=self.layer_norm_eps, dtype="float32", name="output_layer_norm"
+        )
         self.output_layer_norm.build(hidden_states_shape)
         self.dropout = keras.layers.Dropout(self.hidden_dropout_prob, dtype=policy, name="dropout")
         self.built = True

@@ -14,6 +14,7 @@ outputs are fetched to host memory, and one line per batch size is printed:
 From Python (e.g. `run_scripts/benchmark.py --what=serve`), `run_fresh(saved_model, texts, ...)` writes the texts
 to a file, runs this script in a new interpreter and returns `{batch_size: requests_per_second}`.
 """
+
 import argparse
 import json
 import os
@@ -23,8 +24,14 @@ import tempfile
 import time
 
 
-def measure(saved_model: str, lines, batch_sizes=(1, 32), seconds: float = 10.0, signature: str = "serving_default",
-            min_requests: int = 20) -> dict:
+def measure(
+    saved_model: str,
+    lines,
+    batch_sizes=(1, 32),
+    seconds: float = 10.0,
+    signature: str = "serving_default",
+    min_requests: int = 20,
+) -> dict:
     """`{batch_size: {"requests_per_second", "texts_per_second", "requests"}}`, measured in this process."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  registers the tokenizer ops the SavedModel uses
@@ -32,7 +39,8 @@ def measure(saved_model: str, lines, batch_sizes=(1, 32), seconds: float = 10.0,
     function = tf.saved_model.load(saved_model).signatures[signature]
     names = sorted(function.structured_input_signature[1])
     names = [n for n in ("text_a", "text_b", "question", "context") if n in names] + [
-        n for n in names if n not in ("text_a", "text_b", "question", "context")]
+        n for n in names if n not in ("text_a", "text_b", "question", "context")
+    ]
     rows = [line.split("\t") for line in lines]
     columns = [[row[min(i, len(row) - 1)] for row in rows] for i in range(len(names))]
     results = {}
@@ -48,13 +56,22 @@ def measure(saved_model: str, lines, batch_sizes=(1, 32), seconds: float = 10.0,
             _ = {k: v.numpy() for k, v in function(**batches[count % len(batches)]).items()}
             count += 1
         elapsed = time.perf_counter() - begin
-        results[batch_size] = {"requests_per_second": count / elapsed, "texts_per_second": count * batch_size / elapsed,
-                               "requests": count}
+        results[batch_size] = {
+            "requests_per_second": count / elapsed,
+            "texts_per_second": count * batch_size / elapsed,
+            "requests": count,
+        }
     return results
 
 
-def run_fresh(saved_model: str, texts, batch_sizes=(1, 32), seconds: float = 10.0, signature="serving_default",
-              timeout: float = 900) -> dict:
+def run_fresh(
+    saved_model: str,
+    texts,
+    batch_sizes=(1, 32),
+    seconds: float = 10.0,
+    signature="serving_default",
+    timeout: float = 900,
+) -> dict:
     """Runs `measure` in a new Python process (imports only TensorFlow); returns `{batch_size: requests/s}`.
 
     `texts` are strings, or tuples of strings for signatures with several inputs (joined with tabs).
@@ -66,9 +83,16 @@ def run_fresh(saved_model: str, texts, batch_sizes=(1, 32), seconds: float = 10.
                 fields = [text] if isinstance(text, str) else list(text)
                 f.write("\t".join(s.replace("\t", " ").replace("\n", " ") for s in fields) + "\n")
         out = os.path.join(tmp, "results.json")
-        command = [sys.executable, os.path.abspath(__file__), f"--saved_model={saved_model}", f"--text_file={text_file}",
-                   f"--batch_sizes={','.join(map(str, batch_sizes))}", f"--seconds={seconds}",
-                   f"--signature={signature}", f"--json_output={out}"]
+        command = [
+            sys.executable,
+            os.path.abspath(__file__),
+            f"--saved_model={saved_model}",
+            f"--text_file={text_file}",
+            f"--batch_sizes={','.join(map(str, batch_sizes))}",
+            f"--seconds={seconds}",
+            f"--signature={signature}",
+            f"--json_output={out}",
+        ]
         subprocess.run(command, check=True, timeout=timeout)
         with open(out) as f:
             return {int(k): v["requests_per_second"] for k, v in json.load(f).items()}
@@ -87,13 +111,17 @@ def main(argv=None):
         lines = [line.rstrip("\n") for line in f if line.strip()]
     if not lines:
         sys.exit(f"benchmark: {args.text_file} holds no text")
-    results = measure(args.saved_model, lines, [int(b) for b in args.batch_sizes.split(",")], args.seconds,
-                      args.signature)
+    results = measure(
+        args.saved_model, lines, [int(b) for b in args.batch_sizes.split(",")], args.seconds, args.signature
+    )
     leaked = sorted(m for m in sys.modules if m == "official" or m.startswith("official."))
     assert not leaked, f"the benchmark process imported {leaked}"
     for batch_size, r in results.items():
-        print(f"batch {batch_size}: {r['requests_per_second']:.1f} requests/s ({r['texts_per_second']:.1f} texts/s, "
-              f"{1000 / r['requests_per_second']:.1f} ms per request, {r['requests']} requests)", flush=True)
+        print(
+            f"batch {batch_size}: {r['requests_per_second']:.1f} requests/s ({r['texts_per_second']:.1f} texts/s, "
+            f"{1000 / r['requests_per_second']:.1f} ms per request, {r['requests']} requests)",
+            flush=True,
+        )
     if args.json_output:
         with open(args.json_output, "w") as f:
             json.dump(results, f)

@@ -20,6 +20,7 @@ temporary name and renamed, so a server never sees half a version):
     export_dir/<version>/            the full SavedModel (base path for TF Serving: export_dir)
     export_dir/token_ids/<version>/  the SavedModel without tensorflow-text ops (base path: export_dir/token_ids)
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,7 @@ import re
 import shutil
 import tempfile
 import types
-from typing import Dict, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import tensorflow as tf
 
@@ -43,8 +44,11 @@ _ASSET_NAMES = ("vocab.txt", "bert_config.json", "do_lower_case", "label_names.t
 
 def next_version(export_dir: str) -> int:
     """One more than the largest numeric version directory in `export_dir` (1 for a new directory)."""
-    versions = [int(name) for name in (tf.io.gfile.listdir(export_dir) if tf.io.gfile.isdir(export_dir) else [])
-                if re.fullmatch(r"\d+/?", name)]
+    versions = [
+        int(name)
+        for name in (tf.io.gfile.listdir(export_dir) if tf.io.gfile.isdir(export_dir) else [])
+        if re.fullmatch(r"\d+/?", name)
+    ]
     return max(versions, default=0) + 1
 
 
@@ -52,18 +56,23 @@ def string_spec(name: str, rank: int = 1) -> tf.TensorSpec:
     return tf.TensorSpec([None] * rank, tf.string, name=name)
 
 
-def id_specs(rank: int = 2) -> Dict[str, tf.TensorSpec]:
+def id_specs(rank: int = 2) -> dict[str, tf.TensorSpec]:
     return {name: tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES}
 
 
-def check_token_id_shapes(features: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+def check_token_id_shapes(features: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """`features` once the graph has checked that `input_mask` and `input_type_ids` have the shape of
     `input_word_ids`: a shorter mask made the length bucketing cut the ids to the mask's length, silently."""
     shape = tf.shape(features["input_word_ids"])
-    checks = [tf.debugging.assert_equal(
-        tf.shape(features[name]), shape,
-        message=f"serve_token_ids: {name} must have the shape of input_word_ids (one value per token id)")
-        for name in INPUT_NAMES if name != "input_word_ids"]
+    checks = [
+        tf.debugging.assert_equal(
+            tf.shape(features[name]),
+            shape,
+            message=f"serve_token_ids: {name} must have the shape of input_word_ids (one value per token id)",
+        )
+        for name in INPUT_NAMES
+        if name != "input_word_ids"
+    ]
     with tf.control_dependencies(checks):
         return {name: tf.identity(value) for name, value in features.items()}
 
@@ -89,26 +98,38 @@ class ServingModule(tf.Module):
 
     task = "base"
 
-    def __init__(self, model, *, vocab_file: str, do_lower_case: bool, max_seq_length: int,
-                 label_names: Sequence[str] = (), tokenizer: text_layers.BertTokenizer | None = None):
+    def __init__(
+        self,
+        model,
+        *,
+        vocab_file: str,
+        do_lower_case: bool,
+        max_seq_length: int,
+        label_names: Sequence[str] = (),
+        tokenizer: text_layers.BertTokenizer | None = None,
+    ):
         super().__init__(name=f"bert_{self.task}")
         config = encoder_of(model).config
         if max_seq_length > config.max_position_embeddings:
-            raise InputError(f"--max_seq_length={max_seq_length} exceeds the model's max_position_embeddings "
-                             f"({config.max_position_embeddings}) in bert_config.json; lower it")
+            raise InputError(
+                f"--max_seq_length={max_seq_length} exceeds the model's max_position_embeddings "
+                f"({config.max_position_embeddings}) in bert_config.json; lower it"
+            )
         self.hold_model(model)
         self.bert_config = config
         self.vocab_path = os.fspath(vocab_file)
-        self.tokenizer = tokenizer or text_layers.BertTokenizer(self.vocab_path, do_lower_case,
-                                                                 vocab_size=config.vocab_size)
+        self.tokenizer = tokenizer or text_layers.BertTokenizer(
+            self.vocab_path, do_lower_case, vocab_size=config.vocab_size
+        )
         self.packer = self.tokenizer.packer(max_seq_length)
         self.seq_length = int(max_seq_length)
         self.label_list = [str(name) for name in label_names]
         # The model describes itself: these variables are readable from the loaded SavedModel.
         self.max_seq_length = tf.Variable(self.seq_length, dtype=tf.int32, trainable=False, name="max_seq_length")
         self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
-        self.label_names = tf.Variable(tf.constant(self.label_list, tf.string, shape=[len(self.label_list)]),
-                                       trainable=False, name="label_names")
+        self.label_names = tf.Variable(
+            tf.constant(self.label_list, tf.string, shape=[len(self.label_list)]), trainable=False, name="label_names"
+        )
         self.task_name = tf.Variable(self.task, trainable=False, name="task")
 
     # -- the Keras model -------------------------------------------------------------------------------------------
@@ -122,23 +143,23 @@ class ServingModule(tf.Module):
 
     # -- what subclasses define ---------------------------------------------------------------------------------
 
-    def text_spec(self) -> Dict[str, tf.TensorSpec]:
+    def text_spec(self) -> dict[str, tf.TensorSpec]:
         raise NotImplementedError
 
     def pack(self, texts: Mapping[str, tf.Tensor]):
         """Raw text -> `(features, context)`: the model's input dict and anything `text_outputs` needs."""
         raise NotImplementedError
 
-    def text_outputs(self, texts, features, context, model_outputs) -> Dict[str, tf.Tensor]:
+    def text_outputs(self, texts, features, context, model_outputs) -> dict[str, tf.Tensor]:
         raise NotImplementedError
 
-    def token_id_spec(self) -> Dict[str, tf.TensorSpec]:
+    def token_id_spec(self) -> dict[str, tf.TensorSpec]:
         return id_specs()
 
-    def token_id_outputs(self, features, model_outputs) -> Dict[str, tf.Tensor]:
+    def token_id_outputs(self, features, model_outputs) -> dict[str, tf.Tensor]:
         raise NotImplementedError
 
-    def example_spec(self) -> Dict[str, tf.io.FixedLenFeature | tf.io.VarLenFeature]:
+    def example_spec(self) -> dict[str, tf.io.FixedLenFeature | tf.io.VarLenFeature]:
         return {name: tf.io.FixedLenFeature([], tf.string) for name in self.text_spec()}
 
     # -- the signatures -----------------------------------------------------------------------------------------
@@ -164,22 +185,28 @@ class ServingModule(tf.Module):
         """Tokenizes one or two string batches and packs them as in training (the original truncation)."""
         return self.packer([self.tokenizer(segment) for segment in segments])
 
-    def signature_functions(self) -> Dict[str, tf.types.experimental.ConcreteFunction]:
+    def signature_functions(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
         text = tf.function(self.serve_text, input_signature=[self.text_spec()])
         ids = tf.function(self.serve_token_ids, input_signature=[self.token_id_spec()])
-        examples = tf.function(lambda examples: self.serve_examples(examples, text),
-                               input_signature=[string_spec("examples")])
-        return {"serving_default": text.get_concrete_function(), "serve_token_ids": ids.get_concrete_function(),
-                "serve_examples": examples.get_concrete_function()}
+        examples = tf.function(
+            lambda examples: self.serve_examples(examples, text), input_signature=[string_spec("examples")]
+        )
+        return {
+            "serving_default": text.get_concrete_function(),
+            "serve_token_ids": ids.get_concrete_function(),
+            "serve_examples": examples.get_concrete_function(),
+        }
 
     # -- writing ------------------------------------------------------------------------------------------------
 
-    def write_assets(self, directory: str) -> Dict[str, tf.saved_model.Asset]:
+    def write_assets(self, directory: str) -> dict[str, tf.saved_model.Asset]:
         shutil.copyfile(self.vocab_path, os.path.join(directory, "vocab.txt"))
         self.bert_config.to_json_file(os.path.join(directory, "bert_config.json"))
-        contents = {"do_lower_case": "true\n" if bool(self.do_lower_case.numpy()) else "false\n",
-                    "label_names.txt": "".join(f"{name}\n" for name in self.label_list),
-                    "max_seq_length": f"{self.seq_length}\n"}
+        contents = {
+            "do_lower_case": "true\n" if bool(self.do_lower_case.numpy()) else "false\n",
+            "label_names.txt": "".join(f"{name}\n" for name in self.label_list),
+            "max_seq_length": f"{self.seq_length}\n",
+        }
         for name, text in contents.items():
             with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
                 f.write(text)
@@ -193,16 +220,17 @@ class ServingModule(tf.Module):
         version = next_version(export_dir) if version is None else int(version)
         target = os.path.join(export_dir, str(version))
         if tf.io.gfile.exists(target):
-            raise InputError(f"{target} already exists; TF Serving versions are immutable: pass another --version "
-                             "or leave it out to take the next one")
+            raise InputError(
+                f"{target} already exists; TF Serving versions are immutable: pass another --version "
+                "or leave it out to take the next one"
+            )
         signatures = self.signature_functions()
         track_variables(self, signatures.values())
         with tempfile.TemporaryDirectory() as asset_dir:
             self.assets = self.write_assets(asset_dir)
             _save_atomically(self, target, signatures)
             if token_ids_model:
-                _save_atomically(_TokenIdModule(self), os.path.join(export_dir, TOKEN_IDS_DIR, str(version)),
-                                 None)
+                _save_atomically(_TokenIdModule(self), os.path.join(export_dir, TOKEN_IDS_DIR, str(version)), None)
         return target
 
 
@@ -239,8 +267,10 @@ class _TokenIdModule(tf.Module):
         self.task_name = parent.task_name
         self.assets = parent.assets
         fn = tf.function(parent.serve_token_ids, input_signature=[parent.token_id_spec()])
-        self.signatures_to_save = {"serving_default": fn.get_concrete_function(),
-                                   "serve_token_ids": fn.get_concrete_function()}
+        self.signatures_to_save = {
+            "serving_default": fn.get_concrete_function(),
+            "serve_token_ids": fn.get_concrete_function(),
+        }
         track_variables(self, self.signatures_to_save.values())
 
 
@@ -263,7 +293,9 @@ def read_assets(saved_model_dir: str) -> dict:
         with open(os.path.join(assets, name), encoding="utf-8") as f:
             return f.read()
 
-    return {"bert_config": json.loads(text("bert_config.json")),
-            "do_lower_case": text("do_lower_case").strip() == "true",
-            "label_names": text("label_names.txt").splitlines(),
-            "max_seq_length": int(text("max_seq_length"))}
+    return {
+        "bert_config": json.loads(text("bert_config.json")),
+        "do_lower_case": text("do_lower_case").strip() == "true",
+        "label_names": text("label_names.txt").splitlines(),
+        "max_seq_length": int(text("max_seq_length")),
+    }

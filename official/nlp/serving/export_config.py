@@ -4,16 +4,23 @@
 
 Unset settings come from the fine-tuning record next to the checkpoint (see `exporter.export_model`).
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 from official.nlp.common.config_flags import field
 from official.nlp.serving import exporter
 
-SQUAD_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length", "version_2_with_negative",
-                  "null_score_diff_threshold")
+SQUAD_SETTINGS = (
+    "doc_stride",
+    "max_query_length",
+    "n_best_size",
+    "max_answer_length",
+    "version_2_with_negative",
+    "null_score_diff_threshold",
+)
 
 
 @dataclasses.dataclass
@@ -23,24 +30,27 @@ class ExportConfig:
     task: str = field(enum=exporter.TASKS, help="What to export.")
     init_checkpoint: str = field(help="Model directory, fine-tuning --output_dir or checkpoint prefix.")
     export_dir: str = field(help="Base directory; each export is a new numbered version in it.")
-    version: int | None = field(None, lower_bound=1, help="Version number (default: one more than the largest "
-                                                          "there).")
+    version: int | None = field(None, lower_bound=1, help="Version number (default: one more than the largest there).")
     bert_config_file: str | None = field(None, help="Defaults to bert_config.json next to --init_checkpoint.")
     vocab_file: str | None = field(None, help="Defaults to vocab.txt next to --init_checkpoint.")
     do_lower_case: bool | None = field(None, help="Defaults to the model directory's do_lower_case.")
-    max_seq_length: int | None = field(None, lower_bound=3, help="Tokens per packed sequence (default: the "
-                                                                 "fine-tuning job's, else 128).")
-    label_names: Sequence[str] | None = field(None, help="Class names in label-index order (default: the "
-                                                         "fine-tuning job's).")
-    text_pair: bool | None = field(None, help="encoder/classifier: serving_default takes text_a and text_b (default: "
-                                              "from the fine-tuning task, GLUE pair tasks take two).")
+    max_seq_length: int | None = field(
+        None, lower_bound=3, help="Tokens per packed sequence (default: the fine-tuning job's, else 128)."
+    )
+    label_names: Sequence[str] | None = field(
+        None, help="Class names in label-index order (default: the fine-tuning job's)."
+    )
+    text_pair: bool | None = field(
+        None,
+        help="encoder/classifier: serving_default takes text_a and text_b (default: "
+        "from the fine-tuning task, GLUE pair tasks take two).",
+    )
     doc_stride: int | None = field(None, lower_bound=1, help="SQuAD: tokens between window starts (default 128).")
     max_query_length: int | None = field(None, lower_bound=1, help="SQuAD: question tokens kept (default 64).")
     n_best_size: int | None = field(None, lower_bound=1, help="SQuAD: start/end candidates per window (default 20).")
     max_answer_length: int | None = field(None, lower_bound=1, help="SQuAD: longest answer in tokens (default 30).")
     version_2_with_negative: bool | None = field(None, help="SQuAD 2.0: the answer may be empty.")
-    null_score_diff_threshold: float | None = field(None, help="SQuAD 2.0: empty when null - best > this (default "
-                                                               "0).")
+    null_score_diff_threshold: float | None = field(None, help="SQuAD 2.0: empty when null - best > this (default 0).")
     keras_file: bool = field(True, help="Also write the Keras model as a .keras file.")
 
 
@@ -48,7 +58,16 @@ def export(config: ExportConfig) -> dict:
     """`exporter.export_model` with the settings of `config`; returns the written paths by name."""
     squad = {name: getattr(config, name) for name in SQUAD_SETTINGS if getattr(config, name) is not None}
     return exporter.export_model(
-        config.task, config.init_checkpoint, config.export_dir, max_seq_length=config.max_seq_length,
-        label_names=config.label_names, text_pair=config.text_pair, version=config.version,
-        bert_config_file=config.bert_config_file, vocab_file=config.vocab_file, do_lower_case=config.do_lower_case,
-        squad_settings=squad, keras_file=config.keras_file)
+        config.task,
+        config.init_checkpoint,
+        config.export_dir,
+        max_seq_length=config.max_seq_length,
+        label_names=config.label_names,
+        text_pair=config.text_pair,
+        version=config.version,
+        bert_config_file=config.bert_config_file,
+        vocab_file=config.vocab_file,
+        do_lower_case=config.do_lower_case,
+        squad_settings=squad,
+        keras_file=config.keras_file,
+    )

@@ -14,10 +14,11 @@ Example:
 Written under `export_dir`: `<version>/` (all signatures), `token_ids/<version>/` (no tensorflow-text op),
 `keras/<version>.keras`, and for `task="encoder"` `hub/<version>/preprocessor` and `hub/<version>/encoder`.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -30,14 +31,22 @@ from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
 _SINGLE_TEXT_TASKS = ("cola", "sst-2")  # GLUE's one-sentence tasks (names of official.nlp.data.glue)
-_SQUAD_SETTINGS = ("doc_stride", "max_query_length", "n_best_size", "max_answer_length", "version_2_with_negative",
-                   "null_score_diff_threshold")
+_SQUAD_SETTINGS = (
+    "doc_stride",
+    "max_query_length",
+    "n_best_size",
+    "max_answer_length",
+    "version_2_with_negative",
+    "null_score_diff_threshold",
+)
 
 
 def _locate(init_checkpoint: str) -> tuple[str, dict]:
     """The checkpoint to load (a fine-tuning output_dir's best model when it has one) and the fine-tuning record."""
-    record = {**(model_dir_lib.read_settings_file(init_checkpoint) or {}),
-              **(model_dir_lib.read_task_file(init_checkpoint) or {})}
+    record = {
+        **(model_dir_lib.read_settings_file(init_checkpoint) or {}),
+        **(model_dir_lib.read_task_file(init_checkpoint) or {}),
+    }
     best = os.path.join(init_checkpoint, model_dir_lib.BEST_MODEL_DIR)
     if tf.io.gfile.isdir(init_checkpoint) and tf.io.gfile.isdir(best):
         record.update(model_dir_lib.read_settings_file(best) or {})
@@ -47,11 +56,12 @@ def _locate(init_checkpoint: str) -> tuple[str, dict]:
 
 
 def _head_shape(files: model_dir_lib.ModelFiles, path: tuple[str, ...], task: str, init_checkpoint: str):
-    shape = (tf_checkpoints.saved_variable_shape(files.checkpoint, path)
-             if files.checkpoint_format == "ours" else None)
+    shape = tf_checkpoints.saved_variable_shape(files.checkpoint, path) if files.checkpoint_format == "ours" else None
     if shape is None:
-        raise InputError(f"--init_checkpoint={init_checkpoint} holds no fine-tuned {task} head ({'/'.join(path)}); "
-                         f"export the fine-tuning job's --output_dir, or use --task=encoder for the encoder alone")
+        raise InputError(
+            f"--init_checkpoint={init_checkpoint} holds no fine-tuned {task} head ({'/'.join(path)}); "
+            f"export the fine-tuning job's --output_dir, or use --task=encoder for the encoder alone"
+        )
     return shape
 
 
@@ -62,8 +72,10 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
     if task == "pretrainer":
         model, _ = model_dir_lib.load_model(files.checkpoint, bert_config_file=None, input_format="auto")
         if not isinstance(model, models.BertPretrainer):
-            raise InputError(f"--init_checkpoint={init_checkpoint} holds no masked-LM head; --task=pretrainer needs "
-                             "a pretraining checkpoint (run_pretraining.py's export, or a converted one with heads)")
+            raise InputError(
+                f"--init_checkpoint={init_checkpoint} holds no masked-LM head; --task=pretrainer needs "
+                "a pretraining checkpoint (run_pretraining.py's export, or a converted one with heads)"
+            )
         return model
     encoder = models.BertEncoder.from_bert_config(files.config)
     if task == "squad":
@@ -71,29 +83,43 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
         model = models.BertSpanLabeler(encoder)
     else:
         shape = _head_shape(files, ("model", "classifier", "_kernel"), task, init_checkpoint)
-        model = {"classifier": lambda: models.BertClassifier(encoder, shape[-1]),
-                 "ner": lambda: models.BertTokenClassifier(encoder, shape[-1]),
-                 "swag": lambda: models.BertMultipleChoice(encoder)}[task]()
+        model = {
+            "classifier": lambda: models.BertClassifier(encoder, shape[-1]),
+            "ner": lambda: models.BertTokenClassifier(encoder, shape[-1]),
+            "swag": lambda: models.BertMultipleChoice(encoder),
+        }[task]()
     tf_checkpoints.restore_checkpoint(model, files.checkpoint)
     return model
 
 
-def build_export(task: str, model, *, vocab_file: str, do_lower_case: bool, max_seq_length: int,
-                 label_names: Sequence[str] = (), text_pair: bool = False, squad_settings: dict | None = None,
-                 tokenizer=None, long_text: str = "truncate", doc_stride: int | None = None,
-                 window_stride: int | None = None):
+def build_export(
+    task: str,
+    model,
+    *,
+    vocab_file: str,
+    do_lower_case: bool,
+    max_seq_length: int,
+    label_names: Sequence[str] = (),
+    text_pair: bool = False,
+    squad_settings: dict | None = None,
+    tokenizer=None,
+    long_text: str = "truncate",
+    doc_stride: int | None = None,
+    window_stride: int | None = None,
+):
     """The `ServingModule` for `task` around an in-memory `model` (see `sequence_exports`, `ner_export`,
     `squad_export`)."""
-    common = dict(vocab_file=vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length,
-                  tokenizer=tokenizer)
+    common = dict(
+        vocab_file=vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length, tokenizer=tokenizer
+    )
     if task == "encoder":
         return sequence_exports.EncoderExport(model, pair=text_pair, **common)
     if task == "classifier":
-        return sequence_exports.ClassifierExport(model, pair=text_pair, label_names=label_names, long_text=long_text,
-                                                 doc_stride=doc_stride, **common)
+        return sequence_exports.ClassifierExport(
+            model, pair=text_pair, label_names=label_names, long_text=long_text, doc_stride=doc_stride, **common
+        )
     if task == "ner":
-        return ner_export.TokenClassifierExport(model, label_names=label_names, window_stride=window_stride,
-                                                **common)
+        return ner_export.TokenClassifierExport(model, label_names=label_names, window_stride=window_stride, **common)
     if task == "swag":
         return sequence_exports.MultipleChoiceExport(model, **common)
     if task == "squad":
@@ -103,11 +129,23 @@ def build_export(task: str, model, *, vocab_file: str, do_lower_case: bool, max_
     raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
 
 
-def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_length: int | None = None,
-                 label_names: Sequence[str] | None = None, text_pair: bool | None = None,
-                 version: int | None = None, bert_config_file: str | None = None, vocab_file: str | None = None,
-                 do_lower_case: bool | None = None, squad_settings: dict | None = None, keras_file: bool = True,
-                 hub_pair: bool = True, tokenizer=None) -> dict:
+def export_model(
+    task: str,
+    init_checkpoint: str,
+    export_dir: str,
+    *,
+    max_seq_length: int | None = None,
+    label_names: Sequence[str] | None = None,
+    text_pair: bool | None = None,
+    version: int | None = None,
+    bert_config_file: str | None = None,
+    vocab_file: str | None = None,
+    do_lower_case: bool | None = None,
+    squad_settings: dict | None = None,
+    keras_file: bool = True,
+    hub_pair: bool = True,
+    tokenizer=None,
+) -> dict:
     """Exports `init_checkpoint` for `task`; returns the written paths (`saved_model`, `token_ids`, `keras`, and
     `hub_preprocessor`/`hub_encoder` for the encoder).
 
@@ -120,8 +158,9 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
         raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
     checkpoint, record = _locate(init_checkpoint)
     try:
-        files = model_dir_lib.resolve_model_files(checkpoint, bert_config_file=bert_config_file,
-                                                  vocab_file=vocab_file, do_lower_case=do_lower_case)
+        files = model_dir_lib.resolve_model_files(
+            checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
+        )
     except (FileNotFoundError, ValueError) as e:
         raise InputError(f"--init_checkpoint={init_checkpoint}: {e}") from e
     if files.checkpoint is None:
@@ -131,16 +170,26 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
         label_names = [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else []
     if text_pair is None:
         name = str(record.get("task", "")).lower()
-        text_pair = bool(record.get("text_b_column")) if name == "generic" else bool(name) and (
-            name not in _SINGLE_TEXT_TASKS)
+        text_pair = (
+            bool(record.get("text_b_column")) if name == "generic" else bool(name) and (name not in _SINGLE_TEXT_TASKS)
+        )
     max_seq_length = int(max_seq_length or record.get("max_seq_length") or 128)
     settings = {key: record[key] for key in _SQUAD_SETTINGS if key in record}
     settings.update(squad_settings or {})
-    export = build_export(task, model, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
-                          max_seq_length=max_seq_length, label_names=label_names, text_pair=text_pair,
-                          squad_settings=settings if task == "squad" else None, tokenizer=tokenizer,
-                          long_text=record.get("long_text") or "truncate", doc_stride=record.get("doc_stride"),
-                          window_stride=record.get("window_stride"))
+    export = build_export(
+        task,
+        model,
+        vocab_file=files.vocab_file,
+        do_lower_case=files.do_lower_case,
+        max_seq_length=max_seq_length,
+        label_names=label_names,
+        text_pair=text_pair,
+        squad_settings=settings if task == "squad" else None,
+        tokenizer=tokenizer,
+        long_text=record.get("long_text") or "truncate",
+        doc_stride=record.get("doc_stride"),
+        window_stride=record.get("window_stride"),
+    )
     saved = export.save(export_dir, version)
     version = int(os.path.basename(saved))
     paths = {"saved_model": saved, "token_ids": os.path.join(export_dir, "token_ids", str(version))}
@@ -150,6 +199,7 @@ def export_model(task: str, init_checkpoint: str, export_dir: str, *, max_seq_le
         model.save(paths["keras"])
     if task == "encoder" and hub_pair:
         paths["hub_preprocessor"], paths["hub_encoder"] = hub.save_hub_pair(
-            export, os.path.join(export_dir, "hub", str(version)))
+            export, os.path.join(export_dir, "hub", str(version))
+        )
     logging.info("Exported %s: %s", task, paths)
     return paths

@@ -21,6 +21,7 @@ TensorShape([1, 384])
 
 Both carry `vocab.txt`, `bert_config.json` and `do_lower_case` as assets.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,14 +42,16 @@ class _Preprocessor(tf.Module):
         self.max_seq_length = export.max_seq_length
         self.do_lower_case = export.do_lower_case
         self.assets = export.assets
-        self.tokenize = tf.function(lambda texts: self.tokenizer(texts),
-                                    input_signature=[export_base.string_spec("texts")])
+        self.tokenize = tf.function(
+            lambda texts: self.tokenizer(texts), input_signature=[export_base.string_spec("texts")]
+        )
         self.bert_pack_inputs = tf.function(lambda segments, seq_length: self.packer(segments, seq_length=seq_length))
         seq = tf.TensorSpec([], tf.int32, name="seq_length")
         for count in (1, 2):
             self.bert_pack_inputs.get_concrete_function([_RAGGED_IDS] * count, seq)
-        self.__call__ = tf.function(lambda texts: self.packer(self.tokenizer(texts)),
-                                    input_signature=[export_base.string_spec("texts")])
+        self.__call__ = tf.function(
+            lambda texts: self.packer(self.tokenizer(texts)), input_signature=[export_base.string_spec("texts")]
+        )
 
 
 class _Encoder(tf.Module):
@@ -56,17 +59,17 @@ class _Encoder(tf.Module):
         super().__init__(name="bert_encoder")
         export_base.hold_model(self, export.model)
         self.assets = {name: export.assets[name] for name in ("vocab.txt", "bert_config.json", "do_lower_case")}
-        self.__call__ = tf.function(lambda inputs: export.model(dict(inputs), training=False),
-                                    input_signature=[export_base.id_specs()])
-        self.flat = tf.function(lambda inputs: export.token_id_outputs(inputs, export.model(dict(inputs),
-                                                                                          training=False)),
-                                input_signature=[export_base.id_specs()])
+        self.__call__ = tf.function(
+            lambda inputs: export.model(dict(inputs), training=False), input_signature=[export_base.id_specs()]
+        )
+        self.flat = tf.function(
+            lambda inputs: export.token_id_outputs(inputs, export.model(dict(inputs), training=False)),
+            input_signature=[export_base.id_specs()],
+        )
 
 
 def save_hub_pair(export: EncoderExport, directory: str) -> tuple[str, str]:
-    """Writes `directory/preprocessor` and `directory/encoder` for an `EncoderExport`; returns their paths.
-
-    """
+    """Writes `directory/preprocessor` and `directory/encoder` for an `EncoderExport`; returns their paths."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as asset_dir:
@@ -75,7 +78,9 @@ def save_hub_pair(export: EncoderExport, directory: str) -> tuple[str, str]:
         paths = os.path.join(directory, "preprocessor"), os.path.join(directory, "encoder")
         encoder_functions = [encoder.__call__.get_concrete_function(), encoder.flat.get_concrete_function()]
         export_base.track_variables(encoder, encoder_functions)
-        for module, path, signature in ((preprocessor, paths[0], preprocessor.__call__),
-                                        (encoder, paths[1], encoder.flat)):
+        for module, path, signature in (
+            (preprocessor, paths[0], preprocessor.__call__),
+            (encoder, paths[1], encoder.flat),
+        ):
             tf.saved_model.save(module, path, signatures={"serving_default": signature.get_concrete_function()})
     return paths

@@ -13,6 +13,7 @@ Outputs of `serving_default` (`text_a` `[batch]` in), padded to the most words i
 and `word_end` (character offsets into the input, end exclusive; -1 for padding) and `num_words` `[batch]`.
 `serve_token_ids` gives per-position `token_labels`, `token_label_ids`, `probabilities` and `logits`.
 """
+
 from __future__ import annotations
 
 import tensorflow as tf
@@ -41,13 +42,15 @@ class TokenClassifierExport(ServingModule):
         if len(label_names) != model.num_classes:
             raise export_base.InputError(
                 f"{len(label_names)} label names for a token classifier with {model.num_classes} classes; pass "
-                "one name per class in the order of the training labels")
+                "one name per class in the order of the training labels"
+            )
         super().__init__(model, label_names=label_names, **kwargs)
         budget = self.seq_length - 2
         self.window_stride = int(window_stride or max(budget // 2, 1))
         if not 1 <= self.window_stride <= budget:
-            raise export_base.InputError(f"--window_stride={window_stride} must be between 1 and max_seq_length - 2 "
-                                         f"= {budget}")
+            raise export_base.InputError(
+                f"--window_stride={window_stride} must be between 1 and max_seq_length - 2 = {budget}"
+            )
 
     def text_spec(self):
         return {"text_a": string_spec("text_a")}
@@ -75,10 +78,13 @@ class TokenClassifierExport(ServingModule):
         word_of_piece = tf.cumsum(tf.cast(is_first, tf.int32)) - 1
         first = tf.cast(tf.reshape(tf.where(is_first), [-1]), tf.int32)
         num_all = tf.shape(first)[0]
-        return {"row": tf.gather(rows, first), "byte_start": tf.gather(starts, first),
-                "byte_end": tf.math.unsorted_segment_max(ends, word_of_piece, num_all),
-                "position": tf.gather(position, first),
-                "length": tf.math.unsorted_segment_sum(tf.ones_like(position), word_of_piece, num_all)}
+        return {
+            "row": tf.gather(rows, first),
+            "byte_start": tf.gather(starts, first),
+            "byte_end": tf.math.unsorted_segment_max(ends, word_of_piece, num_all),
+            "position": tf.gather(position, first),
+            "length": tf.math.unsorted_segment_sum(tf.ones_like(position), word_of_piece, num_all),
+        }
 
     def _windows(self, words, batch):
         """run_ner's windows (`conll.convert_sentences`): per row, word ranges `[start, end)` of at most
@@ -89,8 +95,9 @@ class TokenClassifierExport(ServingModule):
         count = per_row.row_lengths()
         big = tf.constant(2**62, tf.int64)
         pos = per_row.to_tensor(default_value=big)  # [batch, max words]: first sub-token of each word
-        end_pos = tf.RaggedTensor.from_value_rowids(words["position"] + words["length"], words["row"],
-                                                    nrows=batch).to_tensor(default_value=big)
+        end_pos = tf.RaggedTensor.from_value_rowids(
+            words["position"] + words["length"], words["row"], nrows=batch
+        ).to_tensor(default_value=big)
         j = tf.range(tf.shape(pos, out_type=tf.int64)[1])[None, :]
 
         def body(start, active, found):
@@ -103,26 +110,41 @@ class TokenClassifierExport(ServingModule):
             return tf.minimum(following, end), active & (end < count), found
 
         found = tf.TensorArray(tf.int64, size=0, dynamic_size=True, element_shape=[None, 3])
-        _, _, found = tf.while_loop(lambda start, active, found: tf.reduce_any(active), body,
-                                    (tf.zeros([batch], tf.int64), tf.ones([batch], tf.bool), found))
+        _, _, found = tf.while_loop(
+            lambda start, active, found: tf.reduce_any(active),
+            body,
+            (tf.zeros([batch], tf.int64), tf.ones([batch], tf.bool), found),
+        )
         found = found.stack()  # [iterations, batch, 3]
         rows = tf.broadcast_to(tf.range(batch)[None, :], tf.shape(found)[:2])
         kept = found[:, :, 0] > 0
-        rows, start, end = tf.boolean_mask(rows, kept), tf.boolean_mask(found[:, :, 1], kept), tf.boolean_mask(
-            found[:, :, 2], kept)
+        rows, start, end = (
+            tf.boolean_mask(rows, kept),
+            tf.boolean_mask(found[:, :, 1], kept),
+            tf.boolean_mask(found[:, :, 2], kept),
+        )
         order = tf.argsort(rows, stable=True)  # row by row, each row's windows in the order they were made
         rows, start, end = tf.gather(rows, order), tf.gather(start, order), tf.gather(end, order)
         first_pos = tf.gather_nd(tf.concat([pos, tf.zeros([batch, 1], tf.int64)], 1), tf.stack([rows, start], 1))
         last_end = tf.gather_nd(tf.concat([tf.zeros([batch, 1], tf.int64), end_pos], 1), tf.stack([rows, end], 1))
         first_pos = tf.where(end > start, first_pos, 0)
-        return {"row": rows, "start": start, "end": end, "token_start": first_pos,
-                "token_length": tf.where(end > start, tf.minimum(last_end - first_pos, budget), 0)}
+        return {
+            "row": rows,
+            "start": start,
+            "end": end,
+            "token_start": first_pos,
+            "token_length": tf.where(end > start, tf.minimum(last_end - first_pos, budget), 0),
+        }
 
     def token_id_outputs(self, features, logits):
         probabilities = tf.nn.softmax(logits, axis=-1)
         index = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        return {"logits": logits, "probabilities": probabilities, "token_label_ids": index,
-                "token_labels": tf.gather(self.label_names, index)}
+        return {
+            "logits": logits,
+            "probabilities": probabilities,
+            "token_label_ids": index,
+            "token_labels": tf.gather(self.label_names, index),
+        }
 
     def text_outputs(self, texts, features, context, logits):
         text = texts["text_a"]
@@ -134,14 +156,19 @@ class TokenClassifierExport(ServingModule):
         splits = tf.RaggedTensor.from_value_rowids(word_rows, word_rows, nrows=tf.cast(batch, tf.int64)).row_splits
         local = tf.range(tf.shape(word_rows, out_type=tf.int64)[0]) - tf.gather(splits, word_rows)  # index in row
         w_start, w_end = windows["start"][None, :], windows["end"][None, :]
-        inside = (tf.equal(word_rows[:, None], windows["row"][None, :]) & (w_start <= local[:, None])
-                  & (local[:, None] < w_end))
+        inside = (
+            tf.equal(word_rows[:, None], windows["row"][None, :])
+            & (w_start <= local[:, None])
+            & (local[:, None] < w_end)
+        )
         score = tf.cast(tf.minimum(local[:, None] - w_start, w_end - 1 - local[:, None]), tf.float32) + 0.01 * tf.cast(
-            w_end - w_start, tf.float32)
+            w_end - w_start, tf.float32
+        )
         owner = tf.argmax(tf.where(inside, score, -float("inf")), axis=-1)
         packed_position = words["position"] - tf.gather(windows["token_start"], owner) + 1  # [CLS] is position 0
-        word_logits = tf.gather_nd(logits, tf.stack([tf.cast(owner, tf.int32), tf.cast(packed_position, tf.int32)],
-                                                    axis=1))
+        word_logits = tf.gather_nd(
+            logits, tf.stack([tf.cast(owner, tf.int32), tf.cast(packed_position, tf.int32)], axis=1)
+        )
         label_ids = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
         word_text = tf.gather(text, word_rows)
 
@@ -156,6 +183,7 @@ class TokenClassifierExport(ServingModule):
             "word_probabilities": per_row(tf.reduce_max(tf.nn.softmax(word_logits, axis=-1), axis=-1), 0.0),
             "word_start": per_row(tf.cast(char_offsets(word_text, word_byte_start), tf.int32), -1),
             "word_end": per_row(tf.cast(char_offsets(word_text, word_byte_end), tf.int32), -1),
-            "num_words": tf.cast(tf.math.bincount(tf.cast(word_rows, tf.int32), minlength=batch, maxlength=batch),
-                                 tf.int32),
+            "num_words": tf.cast(
+                tf.math.bincount(tf.cast(word_rows, tf.int32), minlength=batch, maxlength=batch), tf.int32
+            ),
         }

@@ -19,9 +19,10 @@ Then, in any process with TensorFlow and `import tensorflow_text`:
 >>> serve(text_a=tf.constant(["a gorgeous film"]))["label_name"]              # doctest: +SKIP
 <tf.Tensor: shape=(1,), dtype=string, numpy=array([b'positive'], dtype=object)>
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import tensorflow as tf
 
@@ -68,8 +69,12 @@ class EncoderExport(_TextSegments):
 def _class_outputs(logits, label_names):
     probabilities = tf.nn.softmax(logits, axis=-1)
     index = tf.argmax(logits, axis=-1, output_type=tf.int32)
-    return {"logits": logits, "probabilities": probabilities, "label_index": index,
-            "label_name": tf.gather(label_names, index)}
+    return {
+        "logits": logits,
+        "probabilities": probabilities,
+        "label_index": index,
+        "label_name": tf.gather(label_names, index),
+    }
 
 
 class ClassifierExport(_TextSegments):
@@ -84,8 +89,15 @@ class ClassifierExport(_TextSegments):
 
     task = "classifier"
 
-    def __init__(self, model, *, label_names: Sequence[str] = (), long_text: str = "truncate",
-                 doc_stride: int | None = None, **kwargs):
+    def __init__(
+        self,
+        model,
+        *,
+        label_names: Sequence[str] = (),
+        long_text: str = "truncate",
+        doc_stride: int | None = None,
+        **kwargs,
+    ):
         regression = model.num_classes == 1
         if regression:
             label_names = ()
@@ -94,7 +106,8 @@ class ClassifierExport(_TextSegments):
         elif len(label_names) != model.num_classes:
             raise export_base.InputError(
                 f"{len(label_names)} label names ({', '.join(label_names)}) for a classifier with "
-                f"{model.num_classes} classes; pass one name per class in the order of the training labels")
+                f"{model.num_classes} classes; pass one name per class in the order of the training labels"
+            )
         super().__init__(model, label_names=label_names, **kwargs)
         classifier_features.check_settings(self.seq_length, long_text, doc_stride)
         self.regression = regression
@@ -125,8 +138,7 @@ class ClassifierExport(_TextSegments):
         len_short = tf.where(has_b, tf.minimum(short.row_lengths(), budget // 2), tf.zeros_like(budget))
         len_long = long.row_lengths()
         window = budget - len_short
-        stride = tf.fill([batch], tf.cast(self.doc_stride, tf.int64)) if self.doc_stride else tf.maximum(
-            window // 2, 1)
+        stride = tf.fill([batch], tf.cast(self.doc_stride, tf.int64)) if self.doc_stride else tf.maximum(window // 2, 1)
         step = tf.minimum(window, stride)
         num_windows = (tf.maximum(len_long - window, 0) + step - 1) // step + 1
         example = tf.repeat(rows, num_windows)
@@ -134,8 +146,12 @@ class ClassifierExport(_TextSegments):
         length = tf.minimum(tf.gather(window, example), tf.gather(len_long, example) - start)
         first = tf.gather(long.row_splits[:-1], example) + start
         piece = tf.gather(long.flat_values, tf.ragged.range(first, first + length))
-        kept_short = tf.gather(short.flat_values, tf.ragged.range(
-            tf.gather(short.row_splits[:-1], example), tf.gather(short.row_splits[:-1] + len_short, example)))
+        kept_short = tf.gather(
+            short.flat_values,
+            tf.ragged.range(
+                tf.gather(short.row_splits[:-1], example), tf.gather(short.row_splits[:-1] + len_short, example)
+            ),
+        )
         short_first, piece_first = self.packer([kept_short, piece]), self.packer([piece, kept_short])
         order = tf.gather(b_is_longer, example)[:, None]
         features = {k: tf.where(order, short_first[k], piece_first[k]) for k in short_first}
@@ -188,8 +204,11 @@ class MultipleChoiceExport(ServingModule):
         return id_specs(rank=3)
 
     def token_id_outputs(self, features, logits):
-        return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
-                "label_index": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+        return {
+            "logits": logits,
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label_index": tf.argmax(logits, axis=-1, output_type=tf.int32),
+        }
 
     def text_outputs(self, texts, features, context, logits):
         return self.token_id_outputs(features, logits)
@@ -251,10 +270,12 @@ class PretrainerExport(_TextSegments):
         probabilities = tf.nn.softmax(outputs["mlm_logits"], axis=-1)
         top = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         real = positions >= 0
-        named = {"mlm_positions": positions,
-                 "mlm_token_ids": tf.where(real, top, -1),
-                 "mlm_tokens": tf.where(real, tf.gather(self.vocab_table, top), ""),
-                 "mlm_probabilities": tf.where(real, tf.reduce_max(probabilities, axis=-1), 0.0)}
+        named = {
+            "mlm_positions": positions,
+            "mlm_token_ids": tf.where(real, top, -1),
+            "mlm_tokens": tf.where(real, tf.gather(self.vocab_table, top), ""),
+            "mlm_probabilities": tf.where(real, tf.reduce_max(probabilities, axis=-1), 0.0),
+        }
         if "nsp_logits" in outputs:
             named["nsp_probabilities"] = tf.nn.softmax(outputs["nsp_logits"], axis=-1)
         return named

@@ -20,6 +20,7 @@ Outputs of `serving_default` (`question`, `context` `[batch]`): `answer_text`, `
 span; the lowest float32 when the context has no valid span, then the answer is empty) and, for SQuAD 2.0,
 `null_score_diff`. `serve_token_ids` returns `start_logits` and `end_logits` for packed windows.
 """
+
 from __future__ import annotations
 
 import tensorflow as tf
@@ -39,36 +40,57 @@ class SpanLabelerExport(ServingModule):
 
     task = "squad"
 
-    def __init__(self, model, *, doc_stride: int = 128, max_query_length: int = 64, n_best_size: int = 20,
-                 max_answer_length: int = 30, version_2_with_negative: bool = False,
-                 null_score_diff_threshold: float = 0.0, **kwargs):
+    def __init__(
+        self,
+        model,
+        *,
+        doc_stride: int = 128,
+        max_query_length: int = 64,
+        n_best_size: int = 20,
+        max_answer_length: int = 30,
+        version_2_with_negative: bool = False,
+        null_score_diff_threshold: float = 0.0,
+        **kwargs,
+    ):
         super().__init__(model, **kwargs)
         if self.seq_length - int(max_query_length) - 3 < 1:
-            raise InputError(f"--max_query_length={max_query_length} leaves no room for the context in "
-                             f"--max_seq_length={self.seq_length}; lower it below max_seq_length - 3")
-        for name, value in (("doc_stride", doc_stride), ("n_best_size", n_best_size),
-                            ("max_answer_length", max_answer_length), ("max_query_length", max_query_length)):
+            raise InputError(
+                f"--max_query_length={max_query_length} leaves no room for the context in "
+                f"--max_seq_length={self.seq_length}; lower it below max_seq_length - 3"
+            )
+        for name, value in (
+            ("doc_stride", doc_stride),
+            ("n_best_size", n_best_size),
+            ("max_answer_length", max_answer_length),
+            ("max_query_length", max_query_length),
+        ):
             if int(value) < 1:
                 raise InputError(f"--{name} must be at least 1, got {value}")
         squad.check_settings(self.seq_length, int(doc_stride), int(max_query_length))  # as run_squad windows
-        self.settings = dict(doc_stride=int(doc_stride), max_query_length=int(max_query_length),
-                             n_best_size=int(n_best_size), max_answer_length=int(max_answer_length),
-                             version_2_with_negative=bool(version_2_with_negative),
-                             null_score_diff_threshold=float(null_score_diff_threshold))
+        self.settings = dict(
+            doc_stride=int(doc_stride),
+            max_query_length=int(max_query_length),
+            n_best_size=int(n_best_size),
+            max_answer_length=int(max_answer_length),
+            version_2_with_negative=bool(version_2_with_negative),
+            null_score_diff_threshold=float(null_score_diff_threshold),
+        )
         self.doc_stride = tf.Variable(int(doc_stride), trainable=False, name="doc_stride")
         self.max_query_length = tf.Variable(int(max_query_length), trainable=False, name="max_query_length")
         self.n_best_size = tf.Variable(int(n_best_size), trainable=False, name="n_best_size")
         self.max_answer_length = tf.Variable(int(max_answer_length), trainable=False, name="max_answer_length")
-        self.version_2_with_negative = tf.Variable(bool(version_2_with_negative), trainable=False,
-                                                   name="version_2_with_negative")
-        self.null_score_diff_threshold = tf.Variable(float(null_score_diff_threshold), trainable=False,
-                                                     name="null_score_diff_threshold")
+        self.version_2_with_negative = tf.Variable(
+            bool(version_2_with_negative), trainable=False, name="version_2_with_negative"
+        )
+        self.null_score_diff_threshold = tf.Variable(
+            float(null_score_diff_threshold), trainable=False, name="null_score_diff_threshold"
+        )
 
     def text_spec(self):
         return {"question": string_spec("question"), "context": string_spec("context")}
 
     def pack(self, texts):
-        question = self.tokenizer(texts["question"])[:, :self.settings["max_query_length"]]
+        question = self.tokenizer(texts["question"])[:, : self.settings["max_query_length"]]
         ids, starts, ends = self.tokenizer.tokenize_with_offsets(texts["context"])
         len_q = question.row_lengths()
         len_c = ids.row_lengths()
@@ -82,9 +104,19 @@ class SpanLabelerExport(ServingModule):
         first = tf.gather(ids.row_splits[:-1], example) + window_start
         window_ids = tf.gather(ids.flat_values, tf.ragged.range(first, first + window_length))
         features = self.packer([tf.gather(question, example), window_ids])
-        context = dict(example=example, k=k, window_start=window_start, window_length=window_length,
-                       len_q=len_q, len_c=len_c, max_doc=max_doc, step=step, num_windows=num_windows,
-                       starts=starts, ends=ends)
+        context = dict(
+            example=example,
+            k=k,
+            window_start=window_start,
+            window_length=window_length,
+            len_q=len_q,
+            len_c=len_c,
+            max_doc=max_doc,
+            step=step,
+            num_windows=num_windows,
+            starts=starts,
+            ends=ends,
+        )
         return features, context
 
     def token_id_outputs(self, features, outputs):
@@ -120,12 +152,15 @@ class SpanLabelerExport(ServingModule):
 
         max_context = self._max_context(c)
         start_ok = in_context(start_index) & tf.gather(
-            max_context, tf.clip_by_value(start_index - offset[:, None], 0, self.seq_length - 1), batch_dims=1)
+            max_context, tf.clip_by_value(start_index - offset[:, None], 0, self.seq_length - 1), batch_dims=1
+        )
         end_ok = in_context(end_index)
         length = end_index[:, None, :] - start_index[:, :, None] + 1
         valid = start_ok[:, :, None] & end_ok[:, None, :] & (length >= 1) & (length <= settings["max_answer_length"])
-        score = (tf.gather(start_logits, start_index, batch_dims=1)[:, :, None]
-                 + tf.gather(end_logits, end_index, batch_dims=1)[:, None, :])
+        score = (
+            tf.gather(start_logits, start_index, batch_dims=1)[:, :, None]
+            + tf.gather(end_logits, end_index, batch_dims=1)[:, None, :]
+        )
         score = tf.reshape(tf.where(valid, score, NO_SCORE), [-1, n * n])
         window_best = tf.reduce_max(score, axis=1)
         window_pair = tf.argmax(score, axis=1)
@@ -143,8 +178,9 @@ class SpanLabelerExport(ServingModule):
         has_answer = best_score > NO_SCORE
         outputs_extra = {}
         if settings["version_2_with_negative"]:
-            null = tf.RaggedTensor.from_value_rowids(start_logits[:, 0] + end_logits[:, 0], e,
-                                                     nrows=tf.cast(batch, tf.int64))
+            null = tf.RaggedTensor.from_value_rowids(
+                start_logits[:, 0] + end_logits[:, 0], e, nrows=tf.cast(batch, tf.int64)
+            )
             null_diff = tf.reduce_min(null.to_tensor(default_value=float("inf")), axis=1) - best_score
             has_answer = has_answer & (null_diff <= settings["null_score_diff_threshold"])
             outputs_extra["null_score_diff"] = null_diff
@@ -152,14 +188,19 @@ class SpanLabelerExport(ServingModule):
         token_start = tf.where(has_answer, token_start, 0) + row_start
         token_end = tf.where(has_answer, token_end, 0) + row_start
         flat_starts, flat_ends = c["starts"].flat_values, c["ends"].flat_values
-        byte_start = tf.gather(tf.concat([flat_starts, [0]], 0), tf.where(has_answer, token_start, tf.size(
-            flat_starts, out_type=tf.int64)))
-        byte_end = tf.gather(tf.concat([flat_ends, [0]], 0), tf.where(has_answer, token_end, tf.size(
-            flat_ends, out_type=tf.int64)))
+        byte_start = tf.gather(
+            tf.concat([flat_starts, [0]], 0), tf.where(has_answer, token_start, tf.size(flat_starts, out_type=tf.int64))
+        )
+        byte_end = tf.gather(
+            tf.concat([flat_ends, [0]], 0), tf.where(has_answer, token_end, tf.size(flat_ends, out_type=tf.int64))
+        )
         context_text = texts["context"]
         answer = tf.strings.substr(context_text, byte_start, byte_end - byte_start)
         answer = tf.strings.regex_replace(answer, SQUAD_WHITESPACE, " ")
-        return {"answer_text": answer,
-                "answer_start": tf.where(has_answer, tf.cast(char_offsets(context_text, byte_start), tf.int32), -1),
-                "answer_end": tf.where(has_answer, tf.cast(char_offsets(context_text, byte_end), tf.int32), -1),
-                "score": best_score, **outputs_extra}
+        return {
+            "answer_text": answer,
+            "answer_start": tf.where(has_answer, tf.cast(char_offsets(context_text, byte_start), tf.int32), -1),
+            "answer_end": tf.where(has_answer, tf.cast(char_offsets(context_text, byte_end), tf.int32), -1),
+            "score": best_score,
+            **outputs_extra,
+        }

@@ -13,11 +13,13 @@ Example:
         do_train=True, do_eval=True, max_seq_length=128, num_train_epochs=3))
     result.eval_history[-1]    # {"epoch": 3, "step": 343, "f1": ..., "accuracy": ..., "loss": ...}
 """
+
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar
 
 import keras
 import numpy as np
@@ -40,43 +42,60 @@ FEATURES_VERSION = 2  # bump when the records' layout changes, so older caches a
 class ClassifierConfig(finetuning.FineTuningConfig):
     """`FineTuningConfig` plus the classification flags (names of the original `run_classifier.py` first)."""
 
-    task_name: str = field("", help="cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, ax, or generic (with the "
-                                    "column flags).")
-    data_dir: str | None = field(None, help="The folder with the task's files (GLUE layout: train.tsv, dev.tsv, "
-                                            "test.tsv, ...).")
+    task_name: str = field(
+        "", help="cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, ax, or generic (with the column flags)."
+    )
+    data_dir: str | None = field(
+        None, help="The folder with the task's files (GLUE layout: train.tsv, dev.tsv, test.tsv, ...)."
+    )
     do_train: bool = field(False, help="Fine-tune (resuming a run in --output_dir).")
-    do_eval: bool = field(False, help="Evaluate on the dev set(s) after each epoch (eval_results.txt, TensorBoard, "
-                                      "best_model/).")
-    do_predict: bool = field(False, help="Write the GLUE submission file(s) and test_results.tsv for the test "
-                                         "set(s).")
+    do_eval: bool = field(
+        False, help="Evaluate on the dev set(s) after each epoch (eval_results.txt, TensorBoard, best_model/)."
+    )
+    do_predict: bool = field(False, help="Write the GLUE submission file(s) and test_results.tsv for the test set(s).")
     # ---
-    long_text: str = field("truncate", help="truncate (the original) or sliding_window (windows over the longer "
-                                            "text, logits averaged).")
-    doc_stride: int | None = field(None, help="Tokens between the starts of two windows (--long_text=sliding_window; "
-                                              "default: half a window).")
-    group_by_length: bool = field(True, help="Batch training examples of similar length together, each batch cut to "
-                                             "its length bucket (faster). False: the original's batches, uniformly "
-                                             "shuffled and padded to --max_seq_length.")
-    skip_bad_rows: bool = field(False, help="Skip (and count) rows with too few columns, an unknown label or an "
-                                            "empty text.")
+    long_text: str = field(
+        "truncate", help="truncate (the original) or sliding_window (windows over the longer text, logits averaged)."
+    )
+    doc_stride: int | None = field(
+        None, help="Tokens between the starts of two windows (--long_text=sliding_window; default: half a window)."
+    )
+    group_by_length: bool = field(
+        True,
+        help="Batch training examples of similar length together, each batch cut to "
+        "its length bucket (faster). False: the original's batches, uniformly "
+        "shuffled and padded to --max_seq_length.",
+    )
+    skip_bad_rows: bool = field(
+        False, help="Skip (and count) rows with too few columns, an unknown label or an empty text."
+    )
     max_train_examples: int | None = field(None, help="Use only the first N training examples.")
-    tfds_name: str | None = field(None, help="Read GLUE from tensorflow-datasets instead of --data_dir, e.g. "
-                                             "glue/mrpc (must be prepared).")
+    tfds_name: str | None = field(
+        None, help="Read GLUE from tensorflow-datasets instead of --data_dir, e.g. glue/mrpc (must be prepared)."
+    )
     tfds_data_dir: str | None = field(None, help="tensorflow-datasets data folder.")
     # task_name=generic:
     text_a_column: str | None = field(None, help="generic: column (or JSON key) of the first text.")
     text_b_column: str | None = field(None, help="generic: column of the second text, for pairs.")
     label_column: str = field("label", help="generic: column of the label.")
     id_column: str | None = field(None, help="generic: column of the example id, written with the predictions.")
-    labels: str | None = field(None, help="generic: comma-separated label set in head order (default: sorted labels "
-                                          "of the training file).")
+    labels: str | None = field(
+        None, help="generic: comma-separated label set in head order (default: sorted labels of the training file)."
+    )
     regression: bool = field(False, help="generic: numeric labels, one output (Pearson/Spearman).")
-    file_format: str = field("tsv", help="generic: tsv, csv or jsonl (files train.<fmt>, dev.<fmt>, test.<fmt> in "
-                                         "--data_dir).")
+    file_format: str = field(
+        "tsv", help="generic: tsv, csv or jsonl (files train.<fmt>, dev.<fmt>, test.<fmt> in --data_dir)."
+    )
 
     # The data files are recorded by their content (`ClassificationTask.settings`), not by their folder.
     NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = finetuning.FineTuningConfig.NOT_TRAINING_SETTINGS + (
-        "do_train", "do_eval", "do_predict", "data_dir", "tfds_data_dir", "skip_bad_rows")
+        "do_train",
+        "do_eval",
+        "do_predict",
+        "data_dir",
+        "tfds_data_dir",
+        "skip_bad_rows",
+    )
 
     def finetuning_config(self) -> ClassifierConfig:
         """All of it: the classification fields are recorded with the shared ones (but `NOT_TRAINING_SETTINGS`)."""
@@ -93,9 +112,14 @@ def make_processor(config: ClassifierConfig):
         if not config.text_a_column:
             raise InputError("--task_name=generic needs --text_a_column (and --text_b_column for pairs)")
         return glue.GenericProcessor(
-            text_a_column=config.text_a_column, text_b_column=config.text_b_column, label_column=config.label_column,
-            labels=[l.strip() for l in config.labels.split(",")] if config.labels else None,
-            regression=config.regression, file_format=config.file_format, id_column=config.id_column)
+            text_a_column=config.text_a_column,
+            text_b_column=config.text_b_column,
+            label_column=config.label_column,
+            labels=[label.strip() for label in config.labels.split(",")] if config.labels else None,
+            regression=config.regression,
+            file_format=config.file_format,
+            id_column=config.id_column,
+        )
     return glue.get_processor(config.task_name)
 
 
@@ -112,8 +136,10 @@ class ClassificationTask:
             raise InputError("--data_dir is required (the folder with the task's files), or --tfds_name")
         classifier_features.check_settings(config.max_seq_length, config.long_text, config.doc_stride)
         if config.max_seq_length > files.config.max_position_embeddings:
-            raise InputError(f"--max_seq_length={config.max_seq_length} is longer than the model's "
-                             f"max_position_embeddings ({files.config.max_position_embeddings})")
+            raise InputError(
+                f"--max_seq_length={config.max_seq_length} is longer than the model's "
+                f"max_position_embeddings ({files.config.max_position_embeddings})"
+            )
         self.splits = self.processor.files(config.data_dir)
         if isinstance(self.processor, glue.GenericProcessor) and self.splits[glue.TRAIN]:
             train = self.splits[glue.TRAIN][0].file
@@ -143,7 +169,7 @@ class ClassificationTask:
             self.bad_rows[f"{split}{eval_set.suffix}"] = result.bad_rows
         examples = result.examples
         if split == glue.TRAIN and self.config.max_train_examples:
-            examples = examples[:self.config.max_train_examples]
+            examples = examples[: self.config.max_train_examples]
         if not examples:
             raise InputError(f"{eval_set.file}: no example to read")
         return examples
@@ -155,24 +181,39 @@ class ClassificationTask:
 
     def cache_key(self, split: str, eval_set: glue.EvalSet) -> dict:
         """Everything the features of one file depend on."""
-        return {"features_version": FEATURES_VERSION, "task": self.name, "labels": self.labels,
-                "regression": self.regression, "split": split, "input": self._input_digest(eval_set),
-                "vocab_sha256": feature_cache.file_digest([self.files.vocab_file]),
-                "do_lower_case": self.files.do_lower_case, "max_seq_length": self.config.max_seq_length,
-                "long_text": self.config.long_text, "doc_stride": self.config.doc_stride,
-                "skip_bad_rows": self.config.skip_bad_rows,
-                "max_train_examples": self.config.max_train_examples if split == glue.TRAIN else None}
+        return {
+            "features_version": FEATURES_VERSION,
+            "task": self.name,
+            "labels": self.labels,
+            "regression": self.regression,
+            "split": split,
+            "input": self._input_digest(eval_set),
+            "vocab_sha256": feature_cache.file_digest([self.files.vocab_file]),
+            "do_lower_case": self.files.do_lower_case,
+            "max_seq_length": self.config.max_seq_length,
+            "long_text": self.config.long_text,
+            "doc_stride": self.config.doc_stride,
+            "skip_bad_rows": self.config.skip_bad_rows,
+            "max_train_examples": self.config.max_train_examples if split == glue.TRAIN else None,
+        }
 
     def features(self, split: str, eval_set: glue.EvalSet) -> tuple[str, list[glue.InputExample], int]:
         """`(record file, examples, number of features)` of one file, building the cached records if needed."""
         examples = self.read(split, eval_set)
         name = {glue.TRAIN: "train", glue.DEV: "eval", glue.TEST: "predict"}[split]
         path = os.path.join(self.config.output_dir, f"{name}{eval_set.suffix}.tf_record")
-        count = feature_cache.cached_records(path, self.cache_key(split, eval_set), lambda: (
-            classifier_features.convert_examples(
-                examples, self.tokenizer, labels=None if self.regression else self.labels,
-                max_seq_length=self.config.max_seq_length, long_text=self.config.long_text,
-                doc_stride=self.config.doc_stride)))
+        count = feature_cache.cached_records(
+            path,
+            self.cache_key(split, eval_set),
+            lambda: classifier_features.convert_examples(
+                examples,
+                self.tokenizer,
+                labels=None if self.regression else self.labels,
+                max_seq_length=self.config.max_seq_length,
+                long_text=self.config.long_text,
+                doc_stride=self.config.doc_stride,
+            ),
+        )
         return path, examples, count
 
     def _train_set(self) -> glue.EvalSet:
@@ -195,26 +236,43 @@ class ClassificationTask:
     def train_dataset(self, input_context, batch_size: int, seed: int) -> tf.data.Dataset:
         self.num_train_examples()
         return classifier_features.make_dataset(
-            self._train_path, self.config.max_seq_length, batch_size, regression=self.regression, is_training=True,
-            seed=seed, input_context=input_context, buckets=self._buckets())
+            self._train_path,
+            self.config.max_seq_length,
+            batch_size,
+            regression=self.regression,
+            is_training=True,
+            seed=seed,
+            input_context=input_context,
+            buckets=self._buckets(),
+        )
 
     def _buckets(self) -> tuple[int, ...] | None:
         if not self.config.group_by_length:
             return None
         # TPUs recompile for every new shape: they keep max_seq_length.
-        return length_buckets.bucket_lengths(self.config.max_seq_length,
-                                             fixed=self.config.distribution_strategy == "tpu")
+        return length_buckets.bucket_lengths(
+            self.config.max_seq_length, fixed=self.config.distribution_strategy == "tpu"
+        )
 
     def settings(self) -> dict:
         train = self._train_set()
-        return {"train_data": self._input_digest(train), "long_text": self.config.long_text,
-                "doc_stride": self.config.doc_stride, "max_train_examples": self.config.max_train_examples}
+        return {
+            "train_data": self._input_digest(train),
+            "long_text": self.config.long_text,
+            "doc_stride": self.config.doc_stride,
+            "max_train_examples": self.config.max_train_examples,
+        }
 
     def predict_outputs(self, model: keras.Model, path: str, num_examples: int, batch_size: int) -> np.ndarray:
         """Per-example logits (scores for regression), averaged over an example's windows."""
-        dataset = classifier_features.make_dataset(path, self.config.max_seq_length, batch_size,
-                                                   regression=self.regression, is_training=False,
-                                                   buckets=self._buckets())
+        dataset = classifier_features.make_dataset(
+            path,
+            self.config.max_seq_length,
+            batch_size,
+            regression=self.regression,
+            is_training=False,
+            buckets=self._buckets(),
+        )
         step = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
         outputs, indexes = [], []
         for x, y in dataset:
@@ -235,12 +293,16 @@ class ClassificationTask:
         if self.regression:
             labels = np.array([e.label for e in examples], np.float64)
             scores = outputs[:, 0]
-            return {**compute_metrics(self.processor.metrics, labels, scores),
-                    "loss": float(np.mean((scores - labels) ** 2))}
+            return {
+                **compute_metrics(self.processor.metrics, labels, scores),
+                "loss": float(np.mean((scores - labels) ** 2)),
+            }
         labels = np.array([self.labels.index(e.label) for e in examples])
         log_probs = outputs - _logsumexp(outputs)
-        return {**compute_metrics(self.processor.metrics, labels, outputs.argmax(-1)),
-                "loss": float(-np.mean(log_probs[np.arange(len(labels)), labels]))}
+        return {
+            **compute_metrics(self.processor.metrics, labels, outputs.argmax(-1)),
+            "loss": float(-np.mean(log_probs[np.arange(len(labels)), labels])),
+        }
 
     def predict(self, model: keras.Model) -> list[str]:
         """Writes the GLUE submission file and `test_results.tsv` of each test set; returns their paths."""
@@ -288,16 +350,21 @@ class ClassifierResult:
     train_metrics: dict
 
 
-def save_classifier(model: keras.Model, directory: str, files, *, task_name: str,
-                    labels: Sequence[str] | None) -> str:
+def save_classifier(model: keras.Model, directory: str, files, *, task_name: str, labels: Sequence[str] | None) -> str:
     """Writes a `BertClassifier` fine-tuned elsewhere (e.g. with `model.fit`) as a model directory that
     `run_classifier --init_checkpoint` takes for evaluation or prediction (`labels` None for regression)."""
-    return finetuning.save_fine_tuned(model, directory, files, task_name=task_name, head=ClassificationTask.head,
-                                      labels=list(labels or []))
+    return finetuning.save_fine_tuned(
+        model, directory, files, task_name=task_name, head=ClassificationTask.head, labels=list(labels or [])
+    )
 
 
 def run_classifier(config: ClassifierConfig, *, strategy: tf.distribute.Strategy | None = None) -> ClassifierResult:
     """Trains, evaluates and predicts as `config.do_train/do_eval/do_predict` say (see the module docstring)."""
     run = finetuning.run_task(config, lambda files: ClassificationTask(config, files), strategy=strategy)
-    return ClassifierResult(run.result.model, run.result.eval_history, run.result.best_model_dir,
-                            run.predictions or [], run.result.train_metrics)
+    return ClassifierResult(
+        run.result.model,
+        run.result.eval_history,
+        run.result.best_model_dir,
+        run.predictions or [],
+        run.result.train_metrics,
+    )

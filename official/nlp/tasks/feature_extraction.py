@@ -29,13 +29,14 @@ or all of it, as `run_scripts/extract_features.py` does:
     run_feature_extraction(FeatureExtractionConfig(input_file="data/sentence_pairs.txt",
                                                    output_file="features.jsonl", init_checkpoint="models/minilm"))
 """
+
 from __future__ import annotations
 
 import collections
 import dataclasses
 import json
 import re
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -100,8 +101,10 @@ def read_examples(input_file: str) -> list[InputExample]:
             text_a, text_b = match.group(1).strip(), match.group(2).strip()
             if not text_a or not text_b:
                 side = "on either side" if not (text_a or text_b) else ("before" if not text_a else "after") + " it"
-                raise InputError(f"{input_file}, line {line_number + 1}: {line!r} has the pair separator ' ||| ' "
-                                 f"but no text {side}; write `text_a ||| text_b`, or `text_a` alone")
+                raise InputError(
+                    f"{input_file}, line {line_number + 1}: {line!r} has the pair separator ' ||| ' "
+                    f"but no text {side}; write `text_a ||| text_b`, or `text_a` alone"
+                )
             examples.append(InputExample(line_number, text_a, text_b))
     if not examples:
         raise InputError(f"{input_file} holds no text: write one example per line, `text_a` or `text_a ||| text_b`")
@@ -117,8 +120,8 @@ def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int) -> None:
     long segment.
     """
     cut_a, cut_b = removal_counts(len(tokens_a), len(tokens_b), max_length)
-    del tokens_a[len(tokens_a) - cut_a:]
-    del tokens_b[len(tokens_b) - cut_b:]
+    del tokens_a[len(tokens_a) - cut_a :]
+    del tokens_b[len(tokens_b) - cut_b :]
 
 
 def convert_examples_to_features(examples: Iterable[InputExample], seq_length: int, tokenizer) -> list[InputFeatures]:
@@ -166,34 +169,52 @@ def parse_layers(text: str) -> list[int]:
     try:
         layers = [int(x) for x in text.split(",")]
     except ValueError:
-        raise InputError(f"--layers={text!r}: write comma-separated layer indexes, such as -1,-2,-3,-4 "
-                         "(-1 is the last layer)") from None
+        raise InputError(
+            f"--layers={text!r}: write comma-separated layer indexes, such as -1,-2,-3,-4 (-1 is the last layer)"
+        ) from None
     return layers
 
 
-def _check_settings(layers: Sequence[int], num_layers: int, max_seq_length: int, max_positions: int,
-                    batch_size: int) -> None:
+def _check_settings(
+    layers: Sequence[int], num_layers: int, max_seq_length: int, max_positions: int, batch_size: int
+) -> None:
     bad = [i for i in layers if not -num_layers <= i < num_layers]
     if bad or not layers:
-        raise InputError(f"--layers {list(layers)}: the model has {num_layers} layers, so each index must be in "
-                         f"[{-num_layers}, {num_layers - 1}] (-1 is the last layer)")
+        raise InputError(
+            f"--layers {list(layers)}: the model has {num_layers} layers, so each index must be in "
+            f"[{-num_layers}, {num_layers - 1}] (-1 is the last layer)"
+        )
     if not 3 <= max_seq_length <= max_positions:
-        raise InputError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] A [SEP] B [SEP]) and at "
-                         f"most the model's max_position_embeddings={max_positions}")
+        raise InputError(
+            f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] A [SEP] B [SEP]) and at "
+            f"most the model's max_position_embeddings={max_positions}"
+        )
     if batch_size < 1:
         raise InputError(f"--batch_size={batch_size}: must be at least 1")
 
 
-def extract(encoder, tokenizer, examples: Sequence[InputExample], *, layers: Sequence[int] = (-1, -2, -3, -4),
-            max_seq_length: int = 128, batch_size: int = 32) -> Iterator[ExampleResult]:
+def extract(
+    encoder,
+    tokenizer,
+    examples: Sequence[InputExample],
+    *,
+    layers: Sequence[int] = (-1, -2, -3, -4),
+    max_seq_length: int = 128,
+    batch_size: int = 32,
+) -> Iterator[ExampleResult]:
     """Runs `encoder` over `examples` and yields one `ExampleResult` per example, in input order.
 
     The settings are checked at the call (not at the first result). A result's arrays are views into its
     batch's outputs: keep `sentence_vector`s (copies), not results, to let batches go.
     """
     layers = list(layers)
-    _check_settings(layers, len(encoder.output["encoder_outputs"]), max_seq_length,
-                    encoder.get_config()["max_position_embeddings"], batch_size)
+    _check_settings(
+        layers,
+        len(encoder.output["encoder_outputs"]),
+        max_seq_length,
+        encoder.get_config()["max_position_embeddings"],
+        batch_size,
+    )
     features = convert_examples_to_features(examples, max_seq_length, tokenizer)
 
     @tf.function(reduce_retracing=True)
@@ -203,14 +224,13 @@ def extract(encoder, tokenizer, examples: Sequence[InputExample], *, layers: Seq
 
     def results() -> Iterator[ExampleResult]:
         for start in range(0, len(features), batch_size):
-            batch = features[start:start + batch_size]
+            batch = features[start : start + batch_size]
             layer_values, pooled = run(_pad_batch(batch, max_seq_length))
             layer_values = [v.numpy() for v in layer_values]
             pooled = pooled.numpy()
             for row, feature in enumerate(batch):
                 n = len(feature.tokens)
-                yield ExampleResult(feature.unique_id, feature.tokens, [v[row, :n] for v in layer_values],
-                                    pooled[row])
+                yield ExampleResult(feature.unique_id, feature.tokens, [v[row, :n] for v in layer_values], pooled[row])
 
     return results()
 
@@ -219,8 +239,9 @@ def _rounded(values: np.ndarray) -> list[float]:
     return [round(float(x), 6) for x in values]
 
 
-def write_jsonl(output_file: str, results: Iterable[ExampleResult], *, layers: Sequence[int],
-                output_format: str = "original") -> int:
+def write_jsonl(
+    output_file: str, results: Iterable[ExampleResult], *, layers: Sequence[int], output_format: str = "original"
+) -> int:
     """Writes JSON lines in the original layout (`"original"`) or with the layers concatenated (`"concat"`).
 
     Streams: each result is written and dropped. Returns the number of examples written.
@@ -234,8 +255,10 @@ def write_jsonl(output_file: str, results: Iterable[ExampleResult], *, layers: S
             for position, token in enumerate(result.tokens):
                 entry = collections.OrderedDict(token=token)
                 if output_format == "original":
-                    entry["layers"] = [collections.OrderedDict(index=index, values=_rounded(values[position]))
-                                       for index, values in zip(layers, result.layers)]
+                    entry["layers"] = [
+                        collections.OrderedDict(index=index, values=_rounded(values[position]))
+                        for index, values in zip(layers, result.layers)
+                    ]
                 else:
                     entry["layers"] = list(layers)
                     entry["values"] = _rounded(np.concatenate([values[position] for values in result.layers]))
@@ -269,8 +292,7 @@ def sentence_vectors(results: Iterable[ExampleResult], pooling: str = "pooled") 
     return np.stack([sentence_vector(r, pooling) for r in results])
 
 
-def collect_sentence_vectors(results: Iterable[ExampleResult], pooling: str,
-                             into: list) -> Iterator[ExampleResult]:
+def collect_sentence_vectors(results: Iterable[ExampleResult], pooling: str, into: list) -> Iterator[ExampleResult]:
     """Passes `results` through unchanged, appending the `sentence_vector` of each to `into` on the way.
 
     With `write_jsonl`, this writes the token vectors and keeps only one vector per example in memory.
@@ -305,14 +327,21 @@ class FeatureExtractionConfig:
     bert_config_file: str | None = field(None, help="Defaults to bert_config.json next to --init_checkpoint.")
     vocab_file: str | None = field(None, help="Defaults to vocab.txt next to --init_checkpoint.")
     do_lower_case: bool | None = field(None, help="Defaults to the model directory's do_lower_case.")
-    max_seq_length: int = field(128, lower_bound=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] "
-                                                         "included.")
+    max_seq_length: int = field(
+        128, lower_bound=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] included."
+    )
     batch_size: int = field(32, lower_bound=1, help="Examples per forward pass.")
-    output_format: str = field("original", enum=["original", "concat"], help=(
-        "original: one values list per layer; concat: the chosen layers concatenated per token."))
+    output_format: str = field(
+        "original",
+        enum=["original", "concat"],
+        help=("original: one values list per layer; concat: the chosen layers concatenated per token."),
+    )
     sentence_vectors_file: str | None = field(None, help="Optional .npy with one sentence vector per example.")
-    sentence_pooling: str = field("pooled", enum=["pooled", "mean"], help=(
-        "pooled: the tanh pooler on [CLS]; mean: mean over tokens of the chosen layers concatenated."))
+    sentence_pooling: str = field(
+        "pooled",
+        enum=["pooled", "mean"],
+        help=("pooled: the tanh pooler on [CLS]; mean: mean over tokens of the chosen layers concatenated."),
+    )
 
 
 @dataclasses.dataclass
@@ -328,10 +357,19 @@ def run_feature_extraction(config: FeatureExtractionConfig) -> FeatureExtraction
     layers = parse_layers(config.layers)
     examples = read_examples(config.input_file)  # first: bad input fails before any model work
     files = model_dir.resolve_model_files(
-        config.init_checkpoint, bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
-        do_lower_case=config.do_lower_case)
-    results = extract(files.build_encoder(), files.tokenizer(), examples, layers=layers,
-                      max_seq_length=config.max_seq_length, batch_size=config.batch_size)
+        config.init_checkpoint,
+        bert_config_file=config.bert_config_file,
+        vocab_file=config.vocab_file,
+        do_lower_case=config.do_lower_case,
+    )
+    results = extract(
+        files.build_encoder(),
+        files.tokenizer(),
+        examples,
+        layers=layers,
+        max_seq_length=config.max_seq_length,
+        batch_size=config.batch_size,
+    )
     vectors = []  # One sentence vector per example, kept while the token vectors stream to the file.
     if config.sentence_vectors_file:
         results = collect_sentence_vectors(results, config.sentence_pooling, vectors)

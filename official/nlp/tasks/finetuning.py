@@ -27,13 +27,15 @@ Example (see `tasks.classification` for a complete task):
     result.eval_history[-1]   # {"epoch": 3, "step": ..., "accuracy": ..., "f1": ...}
     result.best_model_dir     # "/tmp/mrpc/best_model"
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
 import os
-from typing import Callable, ClassVar, Mapping, Protocol, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import ClassVar, Protocol
 
 import keras
 import tensorflow as tf
@@ -60,15 +62,22 @@ class FineTuningConfig(TrainingConfig):
     schedule in epochs, and `TrainingConfig`'s loop. Field names are the flags; a task's config extends it with
     its data fields and its `do_train`/`do_eval`/`do_predict`."""
 
-    output_dir: str = field(help="Checkpoints, cached features, eval_results.txt, summaries and best_model/ go "
-                                 "here; rerunning with the same flags resumes.")
-    init_checkpoint: str | None = field(None, help=(
-        "A model directory (convert_checkpoint.py or run_pretraining output), an original TF1 checkpoint prefix, or "
-        "a Hugging Face folder (config.json + model.safetensors + vocab.txt)."))
+    output_dir: str = field(
+        help="Checkpoints, cached features, eval_results.txt, summaries and best_model/ go "
+        "here; rerunning with the same flags resumes."
+    )
+    init_checkpoint: str | None = field(
+        None,
+        help=(
+            "A model directory (convert_checkpoint.py or run_pretraining output), an original TF1 checkpoint "
+            "prefix, or a Hugging Face folder (config.json + model.safetensors + vocab.txt)."
+        ),
+    )
     bert_config_file: str | None = field(None, help="bert_config.json (default: the one with --init_checkpoint).")
     vocab_file: str | None = field(None, help="vocab.txt (default: the one with --init_checkpoint).")
-    do_lower_case: bool | None = field(None, help="Lower-case the input (default: the case stored with "
-                                                  "--init_checkpoint).")
+    do_lower_case: bool | None = field(
+        None, help="Lower-case the input (default: the case stored with --init_checkpoint)."
+    )
     max_seq_length: int = field(128, help="Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
     eval_batch_size: int = field(8, help="Batch size for evaluation.")
     predict_batch_size: int = field(8, help="Batch size for prediction.")
@@ -78,9 +87,19 @@ class FineTuningConfig(TrainingConfig):
 
     # Fields that do not change what is trained: a resumed run may change them. Subclasses add theirs.
     NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
-        "output_dir", "eval_batch_size", "predict_batch_size", "save_checkpoints_steps", "steps_per_loop",
-        "keep_checkpoint_max", "distribution_strategy", "num_gpus", "tpu", "all_reduce_alg", "deterministic",
-        "jit_compile")
+        "output_dir",
+        "eval_batch_size",
+        "predict_batch_size",
+        "save_checkpoints_steps",
+        "steps_per_loop",
+        "keep_checkpoint_max",
+        "distribution_strategy",
+        "num_gpus",
+        "tpu",
+        "all_reduce_alg",
+        "deterministic",
+        "jit_compile",
+    )
 
     def finetuning_config(self) -> FineTuningConfig:
         """What `run_task` records and checks when resuming: the shared part alone (a task records its own
@@ -91,10 +110,10 @@ class FineTuningConfig(TrainingConfig):
 class FineTuningTask(Protocol):
     """What `run_finetuning` needs from a task."""
 
-    name: str                 # e.g. "mrpc"; recorded with checkpoints and features
-    labels: Sequence[str]     # the head's label set (empty for heads without labels, e.g. span prediction)
-    metric_name: str          # the evaluation metric that picks the best checkpoint (higher is better)
-    head: str                 # the kind of head (e.g. "classifier"), recorded with fine-tuned model directories
+    name: str  # e.g. "mrpc"; recorded with checkpoints and features
+    labels: Sequence[str]  # the head's label set (empty for heads without labels, e.g. span prediction)
+    metric_name: str  # the evaluation metric that picks the best checkpoint (higher is better)
+    head: str  # the kind of head (e.g. "classifier"), recorded with fine-tuned model directories
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
         """The task model on `encoder` (made inside the strategy's scope)."""
@@ -143,9 +162,13 @@ class TaskRun:
     predictions: object | None
 
 
-def run_task(config: FineTuningConfig, make_task: Callable[[model_dir_lib.ModelFiles], FineTuningTask], *,
-             evaluate: Callable[[FineTuningTask], bool] | None = None,
-             strategy: tf.distribute.Strategy | None = None) -> TaskRun:
+def run_task(
+    config: FineTuningConfig,
+    make_task: Callable[[model_dir_lib.ModelFiles], FineTuningTask],
+    *,
+    evaluate: Callable[[FineTuningTask], bool] | None = None,
+    strategy: tf.distribute.Strategy | None = None,
+) -> TaskRun:
     """Runs the jobs a task's config asks for (its `do_train`, `do_eval`, `do_predict` fields): fine-tunes (or
     resumes) with an evaluation after each epoch, then predicts with `task.predict(model)`.
 
@@ -159,8 +182,9 @@ def run_task(config: FineTuningConfig, make_task: Callable[[model_dir_lib.ModelF
     files = resolve_model_files(config)
     task = make_task(files)
     do_eval = evaluate(task) if evaluate else config.do_eval
-    result = run_finetuning(config.finetuning_config(), task, do_train=config.do_train, do_eval=do_eval,
-                            strategy=strategy, files=files)
+    result = run_finetuning(
+        config.finetuning_config(), task, do_train=config.do_train, do_eval=do_eval, strategy=strategy, files=files
+    )
     predict = config.do_predict and not (evaluate and do_eval)
     return TaskRun(task, result, task.predict(result.model) if predict else None)
 
@@ -169,8 +193,11 @@ def resolve_model_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
     """Config, vocabulary, case and checkpoint of `--init_checkpoint` (model directory, TF1 prefix or HF folder)."""
     try:
         return model_dir_lib.resolve_model_files(
-            config.init_checkpoint, bert_config_file=config.bert_config_file, vocab_file=config.vocab_file,
-            do_lower_case=config.do_lower_case)
+            config.init_checkpoint,
+            bert_config_file=config.bert_config_file,
+            vocab_file=config.vocab_file,
+            do_lower_case=config.do_lower_case,
+        )
     except (FileNotFoundError, ValueError) as e:
         raise InputError(str(e)) from e
 
@@ -185,45 +212,65 @@ def warn_if_other_task(init_checkpoint: str | None, task: FineTuningTask) -> Non
     match (an MRPC model's 0/1 evaluated on SST-2), so this is the only notice of the mix-up."""
     found = model_dir_lib.read_task_file(init_checkpoint)
     if found and found.get("task") not in (None, task.name):
-        logging.warning("--init_checkpoint=%s was fine-tuned for the task %r, and this run is %r: its head is used "
-                        "because the labels match (%s). If that is not meant, start from the pretrained model "
-                        "directory.", init_checkpoint, found["task"], task.name, list(task.labels))
+        logging.warning(
+            "--init_checkpoint=%s was fine-tuned for the task %r, and this run is %r: its head is used "
+            "because the labels match (%s). If that is not meant, start from the pretrained model "
+            "directory.",
+            init_checkpoint,
+            found["task"],
+            task.name,
+            list(task.labels),
+        )
 
 
 def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, int, int]:
     """`(train steps, warmup steps, steps per epoch)` as in the original: `int(examples / batch * epochs)`."""
     steps = int(num_examples / config.train_batch_size * config.num_train_epochs)
     if steps < 1:
-        raise InputError(f"{num_examples} training examples, --train_batch_size={config.train_batch_size} and "
-                         f"--num_train_epochs={config.num_train_epochs} make no training step")
+        raise InputError(
+            f"{num_examples} training examples, --train_batch_size={config.train_batch_size} and "
+            f"--num_train_epochs={config.num_train_epochs} make no training step"
+        )
     per_epoch = max(1, num_examples // config.train_batch_size)
     return steps, int(steps * config.warmup_proportion), per_epoch
 
 
 def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> None:
-    optimization.check_batch_size(config.train_batch_size, strategy.num_replicas_in_sync,
-                                  config.gradient_accumulation_steps)
+    optimization.check_batch_size(
+        config.train_batch_size, strategy.num_replicas_in_sync, config.gradient_accumulation_steps
+    )
     # The number of steps is known once the examples are read; the rest of the schedule is checked now.
-    optimization.check_schedule(learning_rate=config.learning_rate, num_train_steps=1,
-                                weight_decay=config.weight_decay, clip_norm=config.clip_norm)
+    optimization.check_schedule(
+        learning_rate=config.learning_rate,
+        num_train_steps=1,
+        weight_decay=config.weight_decay,
+        clip_norm=config.clip_norm,
+    )
     problems = []
     if not 0 <= config.warmup_proportion <= 1:
         problems.append(f"--warmup_proportion={config.warmup_proportion} must be in [0, 1]")
-    problems += [f"--{name}={getattr(config, name)} must be positive" for name in ("eval_batch_size",
-                 "predict_batch_size") if getattr(config, name) <= 0]
+    problems += [
+        f"--{name}={getattr(config, name)} must be positive"
+        for name in ("eval_batch_size", "predict_batch_size")
+        if getattr(config, name) <= 0
+    ]
     if config.num_train_epochs <= 0:
         problems.append(f"--num_train_epochs={config.num_train_epochs} must be positive")
     if config.mixed_precision not in optimization.MIXED_PRECISION:
-        problems.append(f"--mixed_precision={config.mixed_precision} must be one of "
-                        f"{tuple(optimization.MIXED_PRECISION)}")
+        problems.append(
+            f"--mixed_precision={config.mixed_precision} must be one of {tuple(optimization.MIXED_PRECISION)}"
+        )
     if problems:
         raise InputError("; ".join(problems))
 
 
 def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask) -> dict:
     """What a resumed run must share with the run that wrote `output_dir`."""
-    settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
-                if f.name not in config.NOT_TRAINING_SETTINGS}
+    settings = {
+        f.name: getattr(config, f.name)
+        for f in dataclasses.fields(config)
+        if f.name not in config.NOT_TRAINING_SETTINGS
+    }
     settings["do_lower_case"] = files.do_lower_case
     settings["bert_config"] = files.config.to_dict()
     settings["task"] = task.name
@@ -237,15 +284,22 @@ def check_settings(output_dir: str, settings: dict) -> bool:
     already records them (else `record_settings` writes them once training starts)."""
     recorded = model_dir_lib.read_settings_file(output_dir) if tf.io.gfile.isdir(output_dir) else None
     if recorded is not None:
-        differing = [f"--{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
-                     for k in sorted(set(recorded) | set(settings)) if recorded.get(k) != settings.get(k)]
+        differing = [
+            f"--{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
+            for k in sorted(set(recorded) | set(settings))
+            if recorded.get(k) != settings.get(k)
+        ]
         if differing:
-            raise InputError(f"--output_dir={output_dir} holds a run with other settings ({'; '.join(differing)}). "
-                             "Rerun with the same flags to resume it, or choose another --output_dir.")
+            raise InputError(
+                f"--output_dir={output_dir} holds a run with other settings ({'; '.join(differing)}). "
+                "Rerun with the same flags to resume it, or choose another --output_dir."
+            )
         return True
     if tf.io.gfile.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
-        raise InputError(f"--output_dir={output_dir} holds checkpoints but no {model_dir_lib.SETTINGS_FILE}, so they "
-                         "may belong to other settings; choose another --output_dir")
+        raise InputError(
+            f"--output_dir={output_dir} holds checkpoints but no {model_dir_lib.SETTINGS_FILE}, so they "
+            "may belong to other settings; choose another --output_dir"
+        )
     return False
 
 
@@ -255,8 +309,9 @@ def record_settings(output_dir: str, settings: dict) -> None:
         json.dump(settings, f, indent=1, sort_keys=True)
 
 
-def build_model(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask,
-                strategy: tf.distribute.Strategy) -> keras.Model:
+def build_model(
+    config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask, strategy: tf.distribute.Strategy
+) -> keras.Model:
     """The task model with fresh weights, in `strategy.scope()`, computing in `--mixed_precision`."""
     with strategy.scope():
         encoder = BertEncoder.from_bert_config(files.config, dtype=optimization.dtype_policy(config.mixed_precision))
@@ -266,15 +321,22 @@ def build_model(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task:
 def create_optimizer(config: FineTuningConfig, train_steps: int, warmup_steps: int) -> keras.optimizers.Optimizer:
     """The paper's AdamW (or LAMB) with linear warmup and decay, from `config`."""
     return optimization.create_optimizer(
-        config.optimizer, learning_rate=config.learning_rate, num_train_steps=train_steps,
-        num_warmup_steps=warmup_steps, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
-        adam_bias_correction=config.adam_bias_correction, epsilon=config.adam_epsilon,
-        mixed_precision=config.mixed_precision)
+        config.optimizer,
+        learning_rate=config.learning_rate,
+        num_train_steps=train_steps,
+        num_warmup_steps=warmup_steps,
+        weight_decay=config.weight_decay,
+        clip_norm=config.clip_norm,
+        adam_bias_correction=config.adam_bias_correction,
+        epsilon=config.adam_epsilon,
+        mixed_precision=config.mixed_precision,
+    )
 
 
 def make_strategy(config: FineTuningConfig) -> tf.distribute.Strategy:
     return distribution.get_distribution_strategy(
-        config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu, all_reduce_alg=config.all_reduce_alg)
+        config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu, all_reduce_alg=config.all_reduce_alg
+    )
 
 
 def eval_points(train_steps: int, steps_per_epoch: int) -> list[int]:
@@ -320,23 +382,43 @@ def _checkpoint_step(output_dir: str) -> int | None:
     return int(suffix) if suffix.isdigit() else None
 
 
-def save_fine_tuned(model: keras.Model, directory: str, files: model_dir_lib.ModelFiles, *, task_name: str,
-                    head: str, labels: Sequence[str], metric: str | None = None,
-                    evaluation: Mapping | None = None, settings: Mapping | None = None) -> str:
+def save_fine_tuned(
+    model: keras.Model,
+    directory: str,
+    files: model_dir_lib.ModelFiles,
+    *,
+    task_name: str,
+    head: str,
+    labels: Sequence[str],
+    metric: str | None = None,
+    evaluation: Mapping | None = None,
+    settings: Mapping | None = None,
+) -> str:
     """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation),
     replacing an earlier one. Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels
     it restores the head too; another label set is refused. `settings` (the job's, see `serving_settings`) go to
     its `finetuning_settings.json`, so that the directory alone says how to serve it (`max_seq_length`, ...)."""
     step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
-    task_file = {"task": task_name, "head": head, "labels": list(labels), "metric": metric,
-                 "evaluation": dict(evaluation or {})}
+    task_file = {
+        "task": task_name,
+        "head": head,
+        "labels": list(labels),
+        "metric": metric,
+        "evaluation": dict(evaluation or {}),
+    }
     json_files = {model_dir_lib.TASK_FILE: task_file}
     if settings is not None:
         json_files[model_dir_lib.SETTINGS_FILE] = settings
     # The task file goes in before the directory is put in place: a best_model/ without it would load as a bare
     # encoder and silently drop its head.
-    model_dir_lib.export_model_dir(model, directory, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
-                                   step=step, json_files=json_files)
+    model_dir_lib.export_model_dir(
+        model,
+        directory,
+        vocab_file=files.vocab_file,
+        do_lower_case=files.do_lower_case,
+        step=step,
+        json_files=json_files,
+    )
     return directory
 
 
@@ -347,9 +429,15 @@ def serving_settings(settings: Mapping, task: FineTuningTask) -> dict:
     return json.loads(json.dumps({**settings, **extra}))
 
 
-def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: bool = True, do_eval: bool = True,
-                   strategy: tf.distribute.Strategy | None = None,
-                   files: model_dir_lib.ModelFiles | None = None) -> FineTuningResult:
+def run_finetuning(
+    config: FineTuningConfig,
+    task: FineTuningTask,
+    *,
+    do_train: bool = True,
+    do_eval: bool = True,
+    strategy: tf.distribute.Strategy | None = None,
+    files: model_dir_lib.ModelFiles | None = None,
+) -> FineTuningResult:
     """Fine-tunes `task` (or resumes doing so), evaluating after each epoch; see the module docstring.
 
     With `do_train=False` the model comes from the last checkpoint in `output_dir`, else from an
@@ -363,16 +451,22 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
     _validate(config, strategy)
     files = files or resolve_model_files(config)
     head = task_head(task)
-    plan = restore_plan.plan_restore(files, init_checkpoint=config.init_checkpoint, output_dir=config.output_dir,
-                                     head=head, inference=not do_train)
+    plan = restore_plan.plan_restore(
+        files, init_checkpoint=config.init_checkpoint, output_dir=config.output_dir, head=head, inference=not do_train
+    )
     warn_if_other_task(config.init_checkpoint, task)
     model = build_model(config, files, task, strategy)
     if not do_train:
         plan.apply(model)
         history = _read_history(config.output_dir)
         if do_eval:
-            history = history + [{"epoch": None, "step": _checkpoint_step(config.output_dir),
-                                  **{k: float(v) for k, v in task.evaluate(model).items()}}]
+            history = history + [
+                {
+                    "epoch": None,
+                    "step": _checkpoint_step(config.output_dir),
+                    **{k: float(v) for k, v in task.evaluate(model).items()},
+                }
+            ]
             if distribution.worker_info(strategy).is_chief:
                 _write_eval_results(config.output_dir, history)
         return FineTuningResult(model, files, 0, {}, history, None)
@@ -386,13 +480,22 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
     with strategy.scope():
         optimizer = create_optimizer(config, train_steps, warmup_steps)
     trainer = Trainer(
-        model, optimizer, task.objective(), strategy,
-        TrainerConfig(model_dir=config.output_dir, num_train_steps=train_steps, steps_per_loop=config.steps_per_loop,
-                      save_checkpoints_steps=config.save_checkpoints_steps,
-                      max_checkpoints_to_keep=config.keep_checkpoint_max,
-                      gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile),
+        model,
+        optimizer,
+        task.objective(),
+        strategy,
+        TrainerConfig(
+            model_dir=config.output_dir,
+            num_train_steps=train_steps,
+            steps_per_loop=config.steps_per_loop,
+            save_checkpoints_steps=config.save_checkpoints_steps,
+            max_checkpoints_to_keep=config.keep_checkpoint_max,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            jit_compile=config.jit_compile,
+        ),
         global_batch_size=config.train_batch_size,
-        init_fn=lambda: plan.apply(model))
+        init_fn=lambda: plan.apply(model),
+    )
     per_replica = config.train_batch_size // strategy.num_replicas_in_sync
 
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
@@ -402,10 +505,17 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
     history = _read_history(config.output_dir)
     done = {entry["step"] for entry in history}
     best_dir = os.path.join(config.output_dir, model_dir_lib.BEST_MODEL_DIR)
-    eval_writer = summaries.summary_writer(os.path.join(config.output_dir, "summaries", "eval")
-                                           if do_eval and is_chief else None)
-    logging.info("Fine-tuning %s: %d steps (%d per epoch, %d warming up), global batch %d", task.name, train_steps,
-                 per_epoch, warmup_steps, config.train_batch_size)
+    eval_writer = summaries.summary_writer(
+        os.path.join(config.output_dir, "summaries", "eval") if do_eval and is_chief else None
+    )
+    logging.info(
+        "Fine-tuning %s: %d steps (%d per epoch, %d warming up), global batch %d",
+        task.name,
+        train_steps,
+        per_epoch,
+        warmup_steps,
+        config.train_batch_size,
+    )
     result = None
     for epoch, point in enumerate(eval_points(train_steps, per_epoch), start=1):
         result = trainer.train(dataset_fn, stop_at_step=point)
@@ -415,19 +525,36 @@ def run_finetuning(config: FineTuningConfig, task: FineTuningTask, *, do_train: 
         if task.metric_name not in metrics:
             raise KeyError(f"{type(task).__name__}.evaluate returned no {task.metric_name!r}: {sorted(metrics)}")
         entry = {"epoch": epoch, "step": point, **{k: float(v) for k, v in metrics.items()}}
-        logging.info("Evaluation after epoch %d (step %d): %s", epoch, point,
-                     ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()))
+        logging.info(
+            "Evaluation after epoch %d (step %d): %s",
+            epoch,
+            point,
+            ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()),
+        )
         best = max((e[task.metric_name] for e in history), default=-math.inf)
         history.append(entry)
         if is_chief:
             summaries.write_scalars(eval_writer, point, metrics)
             eval_writer.flush()
             if entry[task.metric_name] > best or not tf.io.gfile.exists(best_dir):
-                save_fine_tuned(model, best_dir, files, task_name=task.name, head=head.kind,
-                                labels=task.labels, metric=task.metric_name, evaluation=entry,
-                                settings=serving_settings(settings, task))
-                logging.info("Best %s so far (%.4f): kept as the model directory %s", task.metric_name,
-                             entry[task.metric_name], best_dir)
+                save_fine_tuned(
+                    model,
+                    best_dir,
+                    files,
+                    task_name=task.name,
+                    head=head.kind,
+                    labels=task.labels,
+                    metric=task.metric_name,
+                    evaluation=entry,
+                    settings=serving_settings(settings, task),
+                )
+                logging.info(
+                    "Best %s so far (%.4f): kept as the model directory %s",
+                    task.metric_name,
+                    entry[task.metric_name],
+                    best_dir,
+                )
             _write_eval(config.output_dir, history)
-    return FineTuningResult(model, files, result.step, result.metrics, history,
-                            best_dir if tf.io.gfile.exists(best_dir) else None)
+    return FineTuningResult(
+        model, files, result.step, result.metrics, history, best_dir if tf.io.gfile.exists(best_dir) else None
+    )

@@ -12,6 +12,7 @@ With `fit` instead: `model = BertMultipleChoice(encoder)`, `model.compile(optimi
 keras.losses.SparseCategoricalCrossentropy(from_logits=True))`, `model.fit(features.model_inputs(),
 features.arrays["label"])` on `swag.convert_examples(...)`.
 """
+
 from __future__ import annotations
 
 import csv
@@ -49,8 +50,9 @@ class MultipleChoiceConfig(finetuning.FineTuningConfig):
     do_train: bool = field(False, help="Fine-tune (or resume).")
     do_eval: bool = field(False, help="Accuracy on --eval_file after each epoch (or once, without --do_train).")
     do_predict: bool = field(False, help="Predict --predict_file into --output_dir/test_results.csv.")
-    skip_bad_rows: bool = field(False, help="Skip and count rows with too few columns, a missing ending, an empty "
-                                            "context or an unknown label.")
+    skip_bad_rows: bool = field(
+        False, help="Skip and count rows with too few columns, a missing ending, an empty context or an unknown label."
+    )
     dropout_rate: float = field(0.1, help="Dropout before the choice scorer.")
 
 
@@ -62,9 +64,18 @@ class MultipleChoiceTask:
     metric_name = "accuracy"
     labels = [str(i) for i in range(swag.NUM_CHOICES)]
 
-    def __init__(self, config: MultipleChoiceConfig, tokenizer, *, max_seq_length: int, output_dir: str,
-                 vocab_file: str | None = None, do_lower_case: bool | None = None, eval_batch_size: int = 8,
-                 predict_batch_size: int | None = None):
+    def __init__(
+        self,
+        config: MultipleChoiceConfig,
+        tokenizer,
+        *,
+        max_seq_length: int,
+        output_dir: str,
+        vocab_file: str | None = None,
+        do_lower_case: bool | None = None,
+        eval_batch_size: int = 8,
+        predict_batch_size: int | None = None,
+    ):
         self.config = config
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
@@ -82,8 +93,12 @@ class MultipleChoiceTask:
             raise InputError(f"{flag} is required for this job")
         read = swag.read_swag(path, skip_bad_rows=self.config.skip_bad_rows, labelled=labelled)
         self.bad_rows[split] = read.bad_rows
-        logging.info("%s: %d examples%s", path, len(read.examples),
-                     f", {read.bad_rows} bad row(s) skipped" if read.bad_rows else "")
+        logging.info(
+            "%s: %d examples%s",
+            path,
+            len(read.examples),
+            f", {read.bad_rows} bad row(s) skipped" if read.bad_rows else "",
+        )
         return read.examples
 
     def _features(self, split: str, path: str | None, flag: str, labelled: bool | None = True):
@@ -95,10 +110,14 @@ class MultipleChoiceTask:
     # ---- training ---------------------------------------------------------------------------------------------
 
     def _cache_key(self) -> dict:
-        return {"task": self.name, "train_sha256": feature_cache.file_digest([self.config.train_file]),
-                "vocab_sha256": feature_cache.file_digest([self.vocab_file]) if self.vocab_file else None,
-                "do_lower_case": self.do_lower_case, "max_seq_length": self.max_seq_length,
-                "skip_bad_rows": self.config.skip_bad_rows}
+        return {
+            "task": self.name,
+            "train_sha256": feature_cache.file_digest([self.config.train_file]),
+            "vocab_sha256": feature_cache.file_digest([self.vocab_file]) if self.vocab_file else None,
+            "do_lower_case": self.do_lower_case,
+            "max_seq_length": self.max_seq_length,
+            "skip_bad_rows": self.config.skip_bad_rows,
+        }
 
     def _train_records(self):
         arrays = self._features("train", self.config.train_file, "--train_file").arrays
@@ -112,7 +131,8 @@ class MultipleChoiceTask:
             raise InputError("--do_train needs --train_file")
         if self._num_train is None:
             self._num_train = feature_cache.cached_records(
-                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records)
+                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records
+            )
         return self._num_train
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
@@ -126,8 +146,13 @@ class MultipleChoiceTask:
         def to_xy(record):
             return ({name: record[r] for name, r in _RECORD_NAMES.items()}, {"label": record["label_ids"][0]})
 
-        return (dataset.map(to_xy).shuffle(10000, seed=seed).repeat()
-                .batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
+        return (
+            dataset.map(to_xy)
+            .shuffle(10000, seed=seed)
+            .repeat()
+            .batch(batch_size, drop_remainder=True)
+            .prefetch(tf.data.AUTOTUNE)
+        )
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
         return BertMultipleChoice(encoder, dropout_rate=self.config.dropout_rate)
@@ -148,9 +173,11 @@ class MultipleChoiceTask:
         features = self._features("eval", self.config.eval_file, "--eval_file")
         logits = self._logits(model, features, self.eval_batch_size)
         labels = features.arrays["label"]
-        return {"accuracy": float(np.mean(np.argmax(logits, -1) == labels)),
-                "loss": float(np.mean(np.asarray(cross_entropy(labels, logits)))),
-                "examples": float(len(labels))}
+        return {
+            "accuracy": float(np.mean(np.argmax(logits, -1) == labels)),
+            "loss": float(np.mean(np.asarray(cross_entropy(labels, logits)))),
+            "examples": float(len(labels)),
+        }
 
     def predict(self, model: keras.Model, output_file: str | None = None) -> str:
         """Writes `test_results.csv`: per example its source line, the predicted ending and the four probabilities."""
@@ -184,10 +211,16 @@ class SwagResult:
 def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
     """The task of `config` with the tokenizer of `config.init_checkpoint`."""
     files = files or finetuning.resolve_model_files(config)
-    return MultipleChoiceTask(config, files.tokenizer(), max_seq_length=config.max_seq_length,
-                              output_dir=config.output_dir, vocab_file=files.vocab_file,
-                              do_lower_case=files.do_lower_case, eval_batch_size=config.eval_batch_size,
-                              predict_batch_size=config.predict_batch_size)
+    return MultipleChoiceTask(
+        config,
+        files.tokenizer(),
+        max_seq_length=config.max_seq_length,
+        output_dir=config.output_dir,
+        vocab_file=files.vocab_file,
+        do_lower_case=files.do_lower_case,
+        eval_batch_size=config.eval_batch_size,
+        predict_batch_size=config.predict_batch_size,
+    )
 
 
 def run_swag(config: MultipleChoiceConfig) -> SwagResult:

@@ -12,25 +12,26 @@ Example:
         num_train_steps=1000, num_warmup_steps=100, learning_rate=1e-4))
     result.export_dir   # a model directory: the fine-tuning scripts take it as --init_checkpoint
 """
+
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 import keras
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common.config_flags import field
-from official.nlp.common.errors import InputError
-from official.nlp.modeling import losses as bert_losses
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
+from official.nlp.common.config_flags import field
+from official.nlp.common.errors import InputError
+from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
+from official.nlp.modeling import losses as bert_losses
 from official.nlp.modeling.configs import PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
-from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
 from official.nlp.training import distribution, optimization
 from official.nlp.training.config import TrainingConfig
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
@@ -64,14 +65,20 @@ class PretrainingConfig(TrainingConfig):
 
     input_file: str = field(help="TFRecord files: globs, comma-separated (plain or gzip).")
     model_dir: str = field(help="Checkpoints, summaries and the export go here.")
-    bert_config_file: str | None = field(None, help="bert_config.json of the model (optional with a model-dir "
-                                                    "--init_checkpoint).")
+    bert_config_file: str | None = field(
+        None, help="bert_config.json of the model (optional with a model-dir --init_checkpoint)."
+    )
     bert_config: BertConfig | None = field(None, flag=False, help="Instead of bert_config_file, from Python.")
-    preset: str | None = field(None, enum=PRESETS, help="Instead of --bert_config_file: a BERT size, with vocab_size "
-                                                        "from --vocab_file.")
-    init_checkpoint: str | None = field(None, help=(
-        "Start from this model directory or original TF1 checkpoint (ignored when --model_dir already holds a "
-        "checkpoint, which is resumed)."))
+    preset: str | None = field(
+        None, enum=PRESETS, help="Instead of --bert_config_file: a BERT size, with vocab_size from --vocab_file."
+    )
+    init_checkpoint: str | None = field(
+        None,
+        help=(
+            "Start from this model directory or original TF1 checkpoint (ignored when --model_dir already holds a "
+            "checkpoint, which is resumed)."
+        ),
+    )
     vocab_file: str | None = field(None, help="vocab.txt to ship with the export (and for --dynamic_masking).")
     do_lower_case: bool | None = field(None, help="Recorded in the export for the fine-tuning tokenizer.")
     export_dir: str | None = field(None, help="Where the final model directory goes (default: --model_dir/export).")
@@ -82,8 +89,9 @@ class PretrainingConfig(TrainingConfig):
     end_learning_rate: float = field(0.0, help="Learning rate at --num_train_steps.")
     poly_power: float = field(1.0, help="Power of the polynomial decay (1 = linear).")
     use_next_sentence_label: bool = field(True, help="Train next sentence prediction.")
-    dynamic_masking: bool = field(False, help="Draw new masks on every pass (records masked offline are unmasked "
-                                              "first); needs --vocab_file.")
+    dynamic_masking: bool = field(
+        False, help="Draw new masks on every pass (records masked offline are unmasked first); needs --vocab_file."
+    )
     masked_lm_prob: float = field(0.15, help="Share of tokens masked by --dynamic_masking.")
     whole_word_mask: bool = field(False, help="Whole-word masking for --dynamic_masking.")
     shuffle_buffer_size: int = field(1000, help="Records in the shuffle buffer (saved with every checkpoint).")
@@ -98,43 +106,64 @@ class PretrainingResult(TrainResult):
 
 
 def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
-    optimization.check_batch_size(config.train_batch_size, strategy.num_replicas_in_sync,
-                                  config.gradient_accumulation_steps)
-    optimization.check_schedule(learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
-                                num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
-                                weight_decay=config.weight_decay, clip_norm=config.clip_norm)
+    optimization.check_batch_size(
+        config.train_batch_size, strategy.num_replicas_in_sync, config.gradient_accumulation_steps
+    )
+    optimization.check_schedule(
+        learning_rate=config.learning_rate,
+        num_train_steps=config.num_train_steps,
+        num_warmup_steps=config.num_warmup_steps,
+        end_learning_rate=config.end_learning_rate,
+        weight_decay=config.weight_decay,
+        clip_norm=config.clip_norm,
+    )
     optimization.dtype_policy(config.mixed_precision)  # refuses an unknown --mixed_precision
 
 
-def build_pretrainer(bert_config: BertConfig, *, use_next_sentence_label: bool = True,
-                     mixed_precision: str = "float32") -> BertPretrainer:
+def build_pretrainer(
+    bert_config: BertConfig, *, use_next_sentence_label: bool = True, mixed_precision: str = "float32"
+) -> BertPretrainer:
     """A `BertPretrainer` with fresh weights, computing in `mixed_precision` (variables stay float32)."""
     encoder = BertEncoder.from_bert_config(bert_config, dtype=optimization.dtype_policy(mixed_precision))
     return BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label)
 
 
-def build_model_and_optimizer(config: PretrainingConfig, bert_config: BertConfig, strategy: tf.distribute.Strategy
-                              ) -> tuple[BertPretrainer, keras.optimizers.Optimizer]:
+def build_model_and_optimizer(
+    config: PretrainingConfig, bert_config: BertConfig, strategy: tf.distribute.Strategy
+) -> tuple[BertPretrainer, keras.optimizers.Optimizer]:
     """The fresh `BertPretrainer` and the optimizer of `config`, made in `strategy.scope()` for `Trainer`."""
     with strategy.scope():
-        model = build_pretrainer(bert_config, use_next_sentence_label=config.use_next_sentence_label,
-                                 mixed_precision=config.mixed_precision)
+        model = build_pretrainer(
+            bert_config, use_next_sentence_label=config.use_next_sentence_label, mixed_precision=config.mixed_precision
+        )
         optimizer = optimization.create_optimizer(
-            config.optimizer, learning_rate=config.learning_rate, num_train_steps=config.num_train_steps,
-            num_warmup_steps=config.num_warmup_steps, end_learning_rate=config.end_learning_rate,
-            poly_power=config.poly_power, weight_decay=config.weight_decay, clip_norm=config.clip_norm,
-            adam_bias_correction=config.adam_bias_correction, epsilon=config.adam_epsilon,
-            mixed_precision=config.mixed_precision)
+            config.optimizer,
+            learning_rate=config.learning_rate,
+            num_train_steps=config.num_train_steps,
+            num_warmup_steps=config.num_warmup_steps,
+            end_learning_rate=config.end_learning_rate,
+            poly_power=config.poly_power,
+            weight_decay=config.weight_decay,
+            clip_norm=config.clip_norm,
+            adam_bias_correction=config.adam_bias_correction,
+            epsilon=config.adam_epsilon,
+            mixed_precision=config.mixed_precision,
+        )
     return model, optimizer
 
 
 def trainer_config(config: PretrainingConfig) -> TrainerConfig:
     """The training-loop settings of `config`."""
     return TrainerConfig(
-        model_dir=config.model_dir, num_train_steps=config.num_train_steps, steps_per_loop=config.steps_per_loop,
-        save_checkpoints_steps=config.save_checkpoints_steps, max_checkpoints_to_keep=config.keep_checkpoint_max,
-        gradient_accumulation_steps=config.gradient_accumulation_steps, jit_compile=config.jit_compile,
-        checkpoint_input=config.checkpoint_input)
+        model_dir=config.model_dir,
+        num_train_steps=config.num_train_steps,
+        steps_per_loop=config.steps_per_loop,
+        save_checkpoints_steps=config.save_checkpoints_steps,
+        max_checkpoints_to_keep=config.keep_checkpoint_max,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        jit_compile=config.jit_compile,
+        checkpoint_input=config.checkpoint_input,
+    )
 
 
 def preset_config(config: PretrainingConfig) -> BertConfig | None:
@@ -142,8 +171,10 @@ def preset_config(config: PretrainingConfig) -> BertConfig | None:
     if not config.preset:
         return config.bert_config
     if config.bert_config_file or config.bert_config is not None or config.init_checkpoint:
-        raise InputError(f"--preset={config.preset} names the model, and so do --bert_config_file and "
-                         "--init_checkpoint (whose bert_config.json is used): pass only one of them")
+        raise InputError(
+            f"--preset={config.preset} names the model, and so do --bert_config_file and "
+            "--init_checkpoint (whose bert_config.json is used): pass only one of them"
+        )
     vocab_size = 30522
     if config.vocab_file:
         from official.nlp.tokenizers import tokenization
@@ -158,26 +189,31 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
     if config.dynamic_masking:
         if not config.vocab_file:
             raise InputError("--dynamic_masking needs --vocab_file (for the [MASK], [CLS] and [SEP] ids)")
-        from official.nlp.tokenizers import tokenization
         from official.nlp.data.pretraining.masking import MaskingConfig
+        from official.nlp.tokenizers import tokenization
 
         masking_config = MaskingConfig.from_vocab(
-            tokenization.load_vocab(config.vocab_file), max_predictions_per_seq=config.max_predictions_per_seq,
-            masked_lm_prob=config.masked_lm_prob, whole_word_mask=config.whole_word_mask)
-    return PretrainDataLoader(PretrainDataConfig(
-        input_patterns=config.input_file,
-        seq_length=config.max_seq_length,
-        max_predictions_per_seq=config.max_predictions_per_seq,
-        global_batch_size=config.train_batch_size,
-        is_training=True,
-        use_next_sentence_label=config.use_next_sentence_label,
-        shuffle_buffer_size=config.shuffle_buffer_size,
-        seed=config.seed,
-        max_position_embeddings=bert_config.max_position_embeddings,
-        vocab_size=bert_config.vocab_size,
-        dynamic_masking=masking_config,
-        dynamic_masking_seed=config.seed,
-    ))
+            tokenization.load_vocab(config.vocab_file),
+            max_predictions_per_seq=config.max_predictions_per_seq,
+            masked_lm_prob=config.masked_lm_prob,
+            whole_word_mask=config.whole_word_mask,
+        )
+    return PretrainDataLoader(
+        PretrainDataConfig(
+            input_patterns=config.input_file,
+            seq_length=config.max_seq_length,
+            max_predictions_per_seq=config.max_predictions_per_seq,
+            global_batch_size=config.train_batch_size,
+            is_training=True,
+            use_next_sentence_label=config.use_next_sentence_label,
+            shuffle_buffer_size=config.shuffle_buffer_size,
+            seed=config.seed,
+            max_position_embeddings=bert_config.max_position_embeddings,
+            vocab_size=bert_config.vocab_size,
+            dynamic_masking=masking_config,
+            dynamic_masking_seed=config.seed,
+        )
+    )
 
 
 def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strategy | None = None) -> PretrainingResult:
@@ -185,37 +221,50 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     if strategy is None:
         # First: multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it.
         strategy = distribution.get_distribution_strategy(
-            config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu,
-            all_reduce_alg=config.all_reduce_alg)
+            config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu, all_reduce_alg=config.all_reduce_alg
+        )
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
     files = model_dir_lib.resolve_model_files(
-        config.init_checkpoint, bert_config=preset_config(config), bert_config_file=config.bert_config_file,
-        vocab_file=config.vocab_file, do_lower_case=config.do_lower_case, require_vocab=False)
+        config.init_checkpoint,
+        bert_config=preset_config(config),
+        bert_config_file=config.bert_config_file,
+        vocab_file=config.vocab_file,
+        do_lower_case=config.do_lower_case,
+        require_vocab=False,
+    )
     if files.vocab_file is None:
-        logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning "
-                        "needs")
+        logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning needs")
     bert_config = files.config
     loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
     export_dir = config.export_dir or os.path.join(config.model_dir, "export")
     is_chief = distribution.worker_info(strategy).is_chief
     existing = os.path.join(config.model_dir, model_dir_lib.CONFIG_FILE)
     if tf.io.gfile.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
-        raise InputError(f"{existing} differs from the model config of this run; resuming needs the same config "
-                         "(or use a new --model_dir)")
+        raise InputError(
+            f"{existing} differs from the model config of this run; resuming needs the same config "
+            "(or use a new --model_dir)"
+        )
     if is_chief:
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
         model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
 
     # The encoder and, from a pretraining checkpoint, the heads; or the run's own checkpoint, which the loop resumes.
-    plan = restore_plan.plan_restore(files, init_checkpoint=config.init_checkpoint, output_dir=config.model_dir,
-                                     head=restore_plan.PRETRAINING)
+    plan = restore_plan.plan_restore(
+        files, init_checkpoint=config.init_checkpoint, output_dir=config.model_dir, head=restore_plan.PRETRAINING
+    )
     model, optimizer = build_model_and_optimizer(config, bert_config, strategy)
-    trainer = Trainer(model, optimizer, PretrainingObjective(config.use_next_sentence_label), strategy,
-                      trainer_config(config), global_batch_size=config.train_batch_size,
-                      init_fn=lambda: plan.apply(model))
+    trainer = Trainer(
+        model,
+        optimizer,
+        PretrainingObjective(config.use_next_sentence_label),
+        strategy,
+        trainer_config(config),
+        global_batch_size=config.train_batch_size,
+        init_fn=lambda: plan.apply(model),
+    )
     try:
         result = trainer.train(loader.load)
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
@@ -226,8 +275,9 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     exported = None
     if is_chief:
         if result.history or not model_dir_lib.export_is_current(export_dir, result.step):
-            exported = model_dir_lib.export_model_dir(model, export_dir, vocab_file=files.vocab_file,
-                                                      do_lower_case=files.do_lower_case, step=result.step)
+            exported = model_dir_lib.export_model_dir(
+                model, export_dir, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, step=result.step
+            )
         else:
             # A finished job run again (e.g. a relaunched two-phase script): nothing trained, nothing to rewrite.
             logging.info("%s already holds the model of step %d", export_dir, result.step)

@@ -22,13 +22,14 @@ From Python, `model.fit` works on the same cached features, and `answer_question
               steps_per_epoch=100)
     answer_questions(model, files.tokenizer(), [("Who wrote it?", "It was written by Ann Smith in 1900.")])
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
 import time
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import keras
 import numpy as np
@@ -62,8 +63,13 @@ class SpanObjective:
         return {"loss": tf.ones(tf.shape(labels["start_logits"]), tf.float32)}
 
     def losses(self, labels, outputs):
-        return {"loss": 0.5 * (cross_entropy(labels["start_logits"], outputs["start_logits"])
-                               + cross_entropy(labels["end_logits"], outputs["end_logits"]))}
+        return {
+            "loss": 0.5
+            * (
+                cross_entropy(labels["start_logits"], outputs["start_logits"])
+                + cross_entropy(labels["end_logits"], outputs["end_logits"])
+            )
+        }
 
     def metrics(self, labels, outputs):
         return {f"{name[:-7]}_accuracy": weighted_accuracy(labels[name], outputs[name]) for name in SPAN_LOSS_WEIGHTS}
@@ -84,8 +90,9 @@ class SquadConfig(finetuning.FineTuningConfig):
     n_best_size: int = field(20, help="Candidates kept per question (nbest_predictions).")
     max_answer_length: int = field(30, help="Longest answer, in tokens.")
     version_2_with_negative: bool = field(False, help="SQuAD 2.0: questions may have no answer.")
-    null_score_diff_threshold: float = field(0.0, help='v2.0: answer "" when null score - best span score exceeds '
-                                                       'this.')
+    null_score_diff_threshold: float = field(
+        0.0, help='v2.0: answer "" when null score - best span score exceeds this.'
+    )
 
 
 def _check_config(config: SquadConfig) -> None:
@@ -110,15 +117,24 @@ class SquadTask:
         self.config = config
         self.tokenizer = tokenizer
         self.name = "squad_v2.0" if config.version_2_with_negative else "squad_v1.1"
-        self.settings_ = PostprocessSettings(config.n_best_size, config.max_answer_length, do_lower_case,
-                                             config.version_2_with_negative, config.null_score_diff_threshold)
+        self.settings_ = PostprocessSettings(
+            config.n_best_size,
+            config.max_answer_length,
+            do_lower_case,
+            config.version_2_with_negative,
+            config.null_score_diff_threshold,
+        )
         v2 = config.version_2_with_negative
-        self.train_examples = (squad.read_squad_examples(config.train_file, is_training=True,
-                                                         version_2_with_negative=v2)[0]
-                               if config.do_train else None)
-        self.predict_examples = (squad.read_squad_examples(config.predict_file, is_training=False,
-                                                           version_2_with_negative=v2)[0]
-                                 if config.do_predict else None)
+        self.train_examples = (
+            squad.read_squad_examples(config.train_file, is_training=True, version_2_with_negative=v2)[0]
+            if config.do_train
+            else None
+        )
+        self.predict_examples = (
+            squad.read_squad_examples(config.predict_file, is_training=False, version_2_with_negative=v2)[0]
+            if config.do_predict
+            else None
+        )
         self.has_answers = bool(self.predict_examples) and any(e.answers for e in self.predict_examples)
         self.record_file = os.path.join(config.output_dir, "train.tf_record")
         self.info: dict = {}
@@ -132,30 +148,50 @@ class SquadTask:
 
     def settings(self) -> dict:
         c = self.config
-        return {"train_file_sha256": feature_cache.file_digest([c.train_file]) if c.train_file else None,
-                "doc_stride": c.doc_stride, "max_query_length": c.max_query_length,
-                "version_2_with_negative": c.version_2_with_negative}
+        return {
+            "train_file_sha256": feature_cache.file_digest([c.train_file]) if c.train_file else None,
+            "doc_stride": c.doc_stride,
+            "max_query_length": c.max_query_length,
+            "version_2_with_negative": c.version_2_with_negative,
+        }
 
     def serving_settings(self) -> dict:
         """Recorded with a fine-tuned model directory: the answer post-processing its exports use."""
         c = self.config
-        return {"n_best_size": c.n_best_size, "max_answer_length": c.max_answer_length,
-                "null_score_diff_threshold": c.null_score_diff_threshold}
+        return {
+            "n_best_size": c.n_best_size,
+            "max_answer_length": c.max_answer_length,
+            "null_score_diff_threshold": c.null_score_diff_threshold,
+        }
 
     def num_train_examples(self) -> int:
         """Training features (windows), built and cached on first use."""
         c = self.config
-        key = {"task": self.name, "vocab_sha256": feature_cache.file_digest([self.tokenizer.vocab_file]),
-               "do_lower_case": self.tokenizer.do_lower_case, "max_seq_length": c.max_seq_length, **self.settings()}
+        key = {
+            "task": self.name,
+            "vocab_sha256": feature_cache.file_digest([self.tokenizer.vocab_file]),
+            "do_lower_case": self.tokenizer.do_lower_case,
+            "max_seq_length": c.max_seq_length,
+            **self.settings(),
+        }
 
         def build():
             started = time.monotonic()
             features, stats = squad.convert_examples_to_features(
-                self.train_examples, self.tokenizer, max_seq_length=c.max_seq_length, doc_stride=c.doc_stride,
-                max_query_length=c.max_query_length, is_training=True)
-            logging.info("%d training examples -> %d features in %.1fs (%d windows without the answer point at "
-                         "[CLS])", len(self.train_examples), len(features), time.monotonic() - started,
-                         stats.out_of_window)
+                self.train_examples,
+                self.tokenizer,
+                max_seq_length=c.max_seq_length,
+                doc_stride=c.doc_stride,
+                max_query_length=c.max_query_length,
+                is_training=True,
+            )
+            logging.info(
+                "%d training examples -> %d features in %.1fs (%d windows without the answer point at [CLS])",
+                len(self.train_examples),
+                len(features),
+                time.monotonic() - started,
+                stats.out_of_window,
+            )
             return squad_records.records(features)
 
         count = feature_cache.cached_records(self.record_file, key, build)
@@ -163,16 +199,25 @@ class SquadTask:
         return count
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
-        return squad_records.training_dataset(self.record_file, seq_length=self.config.max_seq_length,
-                                              batch_size=batch_size, seed=seed, input_context=input_context)
+        return squad_records.training_dataset(
+            self.record_file,
+            seq_length=self.config.max_seq_length,
+            batch_size=batch_size,
+            seed=seed,
+            input_context=input_context,
+        )
 
     def evaluate(self, model: keras.Model) -> dict[str, float]:
         """Predicts, writes the prediction files and returns the official metrics (plus features/s)."""
         result, info = self.predict(model)
         with tf.io.gfile.GFile(self.config.predict_file) as f:
             dataset = json.load(f)["data"]
-        metrics = squad_metrics.evaluate(dataset, result.predictions, result.null_odds or None,
-                                         version_2_with_negative=self.config.version_2_with_negative)
+        metrics = squad_metrics.evaluate(
+            dataset,
+            result.predictions,
+            result.null_odds or None,
+            version_2_with_negative=self.config.version_2_with_negative,
+        )
         metrics.update(info)
         with output_files.write_atomically(os.path.join(self.config.output_dir, "eval_results.json")) as f:
             f.write(json.dumps(metrics, indent=2) + "\n")
@@ -183,23 +228,36 @@ class SquadTask:
         """Answers for `predict_file`, written to `output_dir`; and the prediction statistics."""
         c = self.config
         features, stats = squad.convert_examples_to_features(
-            self.predict_examples, self.tokenizer, max_seq_length=c.max_seq_length, doc_stride=c.doc_stride,
-            max_query_length=c.max_query_length, is_training=False)
+            self.predict_examples,
+            self.tokenizer,
+            max_seq_length=c.max_seq_length,
+            doc_stride=c.doc_stride,
+            max_query_length=c.max_query_length,
+            is_training=False,
+        )
         started = time.monotonic()
         starts, ends = predict_logits(model, features, c.predict_batch_size)
         elapsed = max(time.monotonic() - started, 1e-9)
         result = postprocess(self.predict_examples, features, starts, ends, self.settings_)
         write_predictions(result, c.output_dir, c.version_2_with_negative)
-        info = {"predict_examples": len(self.predict_examples), "predict_features": len(features),
-                "predict_features_per_second": len(features) / elapsed,
-                "predict_truncated_questions": len(stats.truncated_questions)}
-        logging.info("Predicted %d features at %.1f features/s -> %s", len(features),
-                     info["predict_features_per_second"], c.output_dir)
+        info = {
+            "predict_examples": len(self.predict_examples),
+            "predict_features": len(features),
+            "predict_features_per_second": len(features) / elapsed,
+            "predict_truncated_questions": len(stats.truncated_questions),
+        }
+        logging.info(
+            "Predicted %d features at %.1f features/s -> %s",
+            len(features),
+            info["predict_features_per_second"],
+            c.output_dir,
+        )
         return result, info
 
 
-def predict_logits(model: keras.Model, features: Sequence[squad.SquadFeature], batch_size: int = 8
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def predict_logits(
+    model: keras.Model, features: Sequence[squad.SquadFeature], batch_size: int = 8
+) -> tuple[np.ndarray, np.ndarray]:
     """Start and end logits `[num_features, seq]`, in feature order."""
     if not features:
         return np.zeros((0, 0), np.float32), np.zeros((0, 0), np.float32)
@@ -216,9 +274,17 @@ def predict_logits(model: keras.Model, features: Sequence[squad.SquadFeature], b
     return np.concatenate(starts), np.concatenate(ends)
 
 
-def answer_questions(model: keras.Model, tokenizer, pairs: Iterable[tuple[str, str]], *, max_seq_length: int = 384,
-                     doc_stride: int = 128, max_query_length: int = 64,
-                     settings: PostprocessSettings | None = None, batch_size: int = 8) -> list[str]:
+def answer_questions(
+    model: keras.Model,
+    tokenizer,
+    pairs: Iterable[tuple[str, str]],
+    *,
+    max_seq_length: int = 384,
+    doc_stride: int = 128,
+    max_query_length: int = 64,
+    settings: PostprocessSettings | None = None,
+    batch_size: int = 8,
+) -> list[str]:
     """Answers for `(question, context)` strings with a trained span labeler ("" = no answer, v2.0 settings).
 
     >>> answer_questions(model, tokenizer, [("Who wrote it?", "It was written by Ann Smith.")])  # doctest: +SKIP
@@ -227,8 +293,13 @@ def answer_questions(model: keras.Model, tokenizer, pairs: Iterable[tuple[str, s
     settings = settings or PostprocessSettings(do_lower_case=tokenizer.do_lower_case)
     examples = squad.examples_from_strings(pairs)
     features, _ = squad.convert_examples_to_features(
-        examples, tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride,
-        max_query_length=max_query_length, is_training=False)
+        examples,
+        tokenizer,
+        max_seq_length=max_seq_length,
+        doc_stride=doc_stride,
+        max_query_length=max_query_length,
+        is_training=False,
+    )
     starts, ends = predict_logits(model, features, batch_size)
     predictions = postprocess(examples, features, starts, ends, settings).predictions
     return [predictions[e.qas_id] for e in examples]
@@ -254,8 +325,10 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
     def make_task(files) -> SquadTask:
         nonlocal started
         if files.config.max_position_embeddings < config.max_seq_length:
-            raise InputError(f"--max_seq_length={config.max_seq_length} exceeds the model's "
-                             f"max_position_embeddings={files.config.max_position_embeddings}")
+            raise InputError(
+                f"--max_seq_length={config.max_seq_length} exceeds the model's "
+                f"max_position_embeddings={files.config.max_position_embeddings}"
+            )
         task = SquadTask(config, files.tokenizer(), files.do_lower_case)
         started = time.monotonic()  # the files are read: what follows is the work
         return task
@@ -268,8 +341,11 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
     evaluate = evaluates(task)
     info = dict(task.info)
     if config.do_train:
-        info.update(seconds=time.monotonic() - started, step=result.step,
-                    **{f"train_{k}": v for k, v in result.train_metrics.items()})
+        info.update(
+            seconds=time.monotonic() - started,
+            step=result.step,
+            **{f"train_{k}": v for k, v in result.train_metrics.items()},
+        )
     if evaluate:
         info.update({k: v for k, v in result.eval_history[-1].items() if k not in ("epoch", "step")})
         if not config.do_train:

@@ -15,11 +15,12 @@ From Python with `fit` instead of the loop: build the features with `data.conll.
 `BertTokenClassifier` on `(features.model_inputs(), features.arrays["label_ids"])` with
 `masked_token_loss` as the loss, and map the predictions back with `conll.word_predictions`.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import keras
 import numpy as np
@@ -42,8 +43,12 @@ TRAIN_RECORDS = "train.tf_record"
 PREDICTIONS_FILE = "test_predictions.txt"
 EVAL_PREDICTIONS_FILE = "eval_predictions.txt"
 # Record names follow the original run_classifier.py / BERT-NER records.
-_RECORD_NAMES = {"input_word_ids": "input_ids", "input_mask": "input_mask", "input_type_ids": "segment_ids",
-                 "label_ids": "label_ids"}
+_RECORD_NAMES = {
+    "input_word_ids": "input_ids",
+    "input_mask": "input_mask",
+    "input_type_ids": "segment_ids",
+    "label_ids": "label_ids",
+}
 
 
 @dataclasses.dataclass
@@ -57,14 +62,17 @@ class TaggingConfig(finetuning.FineTuningConfig):
     do_train: bool = field(False, help="Fine-tune (or resume).")
     do_eval: bool = field(False, help="Entity F1 on --eval_file after each epoch (or once, without --do_train).")
     do_predict: bool = field(False, help="Tag --predict_file into --output_dir/test_predictions.txt.")
-    labels: Sequence[str] | None = field(None, help="The tag set in the head's order (default: the training file's "
-                                                    "tags, O first, then sorted).")
+    labels: Sequence[str] | None = field(
+        None, help="The tag set in the head's order (default: the training file's tags, O first, then sorted)."
+    )
     skip_bad_rows: bool = field(False, help="Leave out and count sentences with a malformed line or an unknown tag.")
-    window_stride: int | None = field(None, help="Sub-tokens between windows of a long sentence (default: half a "
-                                                 "window).")
+    window_stride: int | None = field(
+        None, help="Sub-tokens between windows of a long sentence (default: half a window)."
+    )
     feature_based: bool = field(False, help="Freeze BERT and train a BiLSTM on its layers (the paper's Table 7).")
-    feature_layers: Sequence[int] = field((-1, -2, -3, -4), help="--feature_based: encoder layers to use (-1 is the "
-                                                                 "last).")
+    feature_layers: Sequence[int] = field(
+        (-1, -2, -3, -4), help="--feature_based: encoder layers to use (-1 is the last)."
+    )
     feature_combine: str = field("concat", enum=COMBINE, help="--feature_based: how the layers are combined.")
     lstm_units: int = field(768, help="--feature_based: units per direction of each BiLSTM layer.")
     num_lstm_layers: int = field(2, help="--feature_based: BiLSTM layers.")
@@ -89,14 +97,19 @@ class TokenClassificationObjective:
         return {"loss": cross_entropy(tf.maximum(labels["label_ids"], 0), outputs)}
 
     def metrics(self, labels, outputs):
-        return {"accuracy": weighted_accuracy(tf.maximum(labels["label_ids"], 0), outputs,
-                                              self.loss_weights(labels)["loss"])}
+        return {
+            "accuracy": weighted_accuracy(
+                tf.maximum(labels["label_ids"], 0), outputs, self.loss_weights(labels)["loss"]
+            )
+        }
 
 
 def _recorded_labels(output_dir: str, init_checkpoint: str | None) -> list[str] | None:
     """The labels of an earlier run in `output_dir`, or of a fine-tuned `init_checkpoint`."""
-    for found in (model_dir.read_settings_file(output_dir) if tf.io.gfile.isdir(output_dir) else None,
-                  model_dir.read_task_file(init_checkpoint)):
+    for found in (
+        model_dir.read_settings_file(output_dir) if tf.io.gfile.isdir(output_dir) else None,
+        model_dir.read_task_file(init_checkpoint),
+    ):
         if found and found.get("labels"):
             return list(found["labels"])
     return None
@@ -119,9 +132,19 @@ class TaggingTask:
     head = "token_classifier"
     metric_name = "f1"
 
-    def __init__(self, config: TaggingConfig, tokenizer, *, max_seq_length: int, output_dir: str,
-                 vocab_file: str | None = None, do_lower_case: bool | None = None, eval_batch_size: int = 32,
-                 init_checkpoint: str | None = None, predict_batch_size: int | None = None):
+    def __init__(
+        self,
+        config: TaggingConfig,
+        tokenizer,
+        *,
+        max_seq_length: int,
+        output_dir: str,
+        vocab_file: str | None = None,
+        do_lower_case: bool | None = None,
+        eval_batch_size: int = 32,
+        init_checkpoint: str | None = None,
+        predict_batch_size: int | None = None,
+    ):
         self.config = config
         self.tokenizer = tokenizer
         self.max_seq_length = max_seq_length
@@ -139,8 +162,10 @@ class TaggingTask:
         else:
             self.labels = _recorded_labels(output_dir, init_checkpoint)
             if not self.labels:
-                raise InputError("No label set: give --train_file, --labels, or an --output_dir / --init_checkpoint "
-                                 "fine-tuned for NER")
+                raise InputError(
+                    "No label set: give --train_file, --labels, or an --output_dir / --init_checkpoint "
+                    "fine-tuned for NER"
+                )
         if self._train is not None:
             self._train = self._checked(self._train, "train", config.train_file)
         self._eval_sentences: list[conll.Sentence] | None = None
@@ -151,30 +176,43 @@ class TaggingTask:
     def _read(self, path: str, split: str) -> list[conll.Sentence]:
         read = conll.read_conll(path, skip_bad_rows=self.config.skip_bad_rows)
         self.bad_rows[split] = read.bad_rows
-        logging.info("%s: %d sentences in %d documents%s", path, len(read.sentences), read.documents,
-                     f", {read.bad_rows} bad line(s) skipped" if read.bad_rows else "")
+        logging.info(
+            "%s: %d sentences in %d documents%s",
+            path,
+            len(read.sentences),
+            read.documents,
+            f", {read.bad_rows} bad line(s) skipped" if read.bad_rows else "",
+        )
         return read.sentences
 
     def _checked(self, sentences, split: str, path: str) -> list[conll.Sentence]:
-        source = "--labels" if self.config.labels else (f"the training file {self.config.train_file}"
-                                                         if self.config.train_file else "the fine-tuned model")
-        kept, bad = conll.check_labels(sentences, self.labels, skip_bad_rows=self.config.skip_bad_rows,
-                                       source=source)
+        source = (
+            "--labels"
+            if self.config.labels
+            else (f"the training file {self.config.train_file}" if self.config.train_file else "the fine-tuned model")
+        )
+        kept, bad = conll.check_labels(sentences, self.labels, skip_bad_rows=self.config.skip_bad_rows, source=source)
         self.bad_rows[split] = self.bad_rows.get(split, 0) + bad
         if not kept:
             raise InputError(f"{path}: no sentence left with the labels {self.labels}")
         return kept
 
     def _features(self, sentences, labels) -> conll.TaggingFeatures:
-        return conll.convert_sentences(sentences, self.tokenizer, labels, self.max_seq_length,
-                                       window_stride=self.config.window_stride)
+        return conll.convert_sentences(
+            sentences, self.tokenizer, labels, self.max_seq_length, window_stride=self.config.window_stride
+        )
 
     def _cache_key(self) -> dict:
-        return {"task": self.name, "train_sha256": feature_cache.file_digest([self.config.train_file]),
-                "vocab_sha256": feature_cache.file_digest([self.vocab_file]) if self.vocab_file else None,
-                "do_lower_case": self.do_lower_case, "max_seq_length": self.max_seq_length,
-                "window_stride": self.config.window_stride, "labels": list(self.labels),
-                "skip_bad_rows": self.config.skip_bad_rows}
+        return {
+            "task": self.name,
+            "train_sha256": feature_cache.file_digest([self.config.train_file]),
+            "vocab_sha256": feature_cache.file_digest([self.vocab_file]) if self.vocab_file else None,
+            "do_lower_case": self.do_lower_case,
+            "max_seq_length": self.max_seq_length,
+            "window_stride": self.config.window_stride,
+            "labels": list(self.labels),
+            "skip_bad_rows": self.config.skip_bad_rows,
+        }
 
     def _train_records(self):
         features = self._features(self._train, self.labels).arrays
@@ -187,7 +225,8 @@ class TaggingTask:
             raise InputError("--do_train needs --train_file")
         if self._num_train is None:
             self._num_train = feature_cache.cached_records(
-                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records)
+                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records
+            )
         return self._num_train
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
@@ -201,8 +240,13 @@ class TaggingTask:
             x = {name: record[_RECORD_NAMES[name]] for name in ("input_word_ids", "input_mask", "input_type_ids")}
             return x, {"label_ids": record["label_ids"]}
 
-        return (dataset.map(to_xy).shuffle(10000, seed=seed).repeat()
-                .batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
+        return (
+            dataset.map(to_xy)
+            .shuffle(10000, seed=seed)
+            .repeat()
+            .batch(batch_size, drop_remainder=True)
+            .prefetch(tf.data.AUTOTUNE)
+        )
 
     # ---- model ----------------------------------------------------------------------------------------------
 
@@ -219,8 +263,9 @@ class TaggingTask:
 
     # ---- evaluation and prediction --------------------------------------------------------------------------
 
-    def predict_tags(self, model: keras.Model, sentences: Sequence[conll.Sentence],
-                     batch_size: int | None = None) -> list[list[str]]:
+    def predict_tags(
+        self, model: keras.Model, sentences: Sequence[conll.Sentence], batch_size: int | None = None
+    ) -> list[list[str]]:
         """The model's tag for every word of `sentences` (`batch_size`: default eval's)."""
         features = self._features(sentences, None)
         logits = model.predict(features.model_inputs(), batch_size=batch_size or self.eval_batch_size, verbose=0)
@@ -232,8 +277,9 @@ class TaggingTask:
         if not self.config.eval_file:
             raise InputError("--do_eval needs --eval_file")
         if self._eval_sentences is None:
-            self._eval_sentences = self._checked(self._read(self.config.eval_file, "eval"), "eval",
-                                                 self.config.eval_file)
+            self._eval_sentences = self._checked(
+                self._read(self.config.eval_file, "eval"), "eval", self.config.eval_file
+            )
         sentences = self._eval_sentences
         predicted = self.predict_tags(model, sentences)
         tf.io.gfile.makedirs(self.output_dir)
@@ -264,14 +310,26 @@ class FeatureBasedTaggingTask(TaggingTask):
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
         c = self.config
-        return BertFeatureTagger(encoder, len(self.labels), layers=c.feature_layers, combine=c.feature_combine,
-                                 lstm_units=c.lstm_units, num_lstm_layers=c.num_lstm_layers,
-                                 dropout_rate=c.dropout_rate)
+        return BertFeatureTagger(
+            encoder,
+            len(self.labels),
+            layers=c.feature_layers,
+            combine=c.feature_combine,
+            lstm_units=c.lstm_units,
+            num_lstm_layers=c.num_lstm_layers,
+            dropout_rate=c.dropout_rate,
+        )
 
     def settings(self) -> dict:
         c = self.config
-        return {**super().settings(), "feature_layers": list(c.feature_layers), "feature_combine": c.feature_combine,
-                "lstm_units": c.lstm_units, "num_lstm_layers": c.num_lstm_layers, "dropout_rate": c.dropout_rate}
+        return {
+            **super().settings(),
+            "feature_layers": list(c.feature_layers),
+            "feature_combine": c.feature_combine,
+            "lstm_units": c.lstm_units,
+            "num_lstm_layers": c.num_lstm_layers,
+            "dropout_rate": c.dropout_rate,
+        }
 
 
 @dataclasses.dataclass
@@ -293,13 +351,22 @@ def make_task(config: TaggingConfig, files=None) -> TaggingTask:
     files = files or finetuning.resolve_model_files(config)
     num_layers = files.config.num_hidden_layers
     if config.feature_based and any(not -num_layers <= i < num_layers for i in config.feature_layers):
-        raise InputError(f"--feature_layers={','.join(map(str, config.feature_layers))}: the model has "
-                         f"{num_layers} layers (indexes -{num_layers}..{num_layers - 1})")
+        raise InputError(
+            f"--feature_layers={','.join(map(str, config.feature_layers))}: the model has "
+            f"{num_layers} layers (indexes -{num_layers}..{num_layers - 1})"
+        )
     cls = FeatureBasedTaggingTask if config.feature_based else TaggingTask
-    return cls(config, files.tokenizer(), max_seq_length=config.max_seq_length, output_dir=config.output_dir,
-               vocab_file=files.vocab_file, do_lower_case=files.do_lower_case,
-               eval_batch_size=config.eval_batch_size, init_checkpoint=config.init_checkpoint,
-               predict_batch_size=config.predict_batch_size)
+    return cls(
+        config,
+        files.tokenizer(),
+        max_seq_length=config.max_seq_length,
+        output_dir=config.output_dir,
+        vocab_file=files.vocab_file,
+        do_lower_case=files.do_lower_case,
+        eval_batch_size=config.eval_batch_size,
+        init_checkpoint=config.init_checkpoint,
+        predict_batch_size=config.predict_batch_size,
+    )
 
 
 def run_ner(config: TaggingConfig) -> NerResult:

@@ -19,22 +19,28 @@ Example:
 >>> "a\\u200bb\\u3000中".translate(CLEAN_TABLE)
 'ab  中 '
 """
+
 from __future__ import annotations
 
 import re
 import unicodedata
-from typing import List, Tuple, Union
 
 # The CJK Unified Ideographs blocks the original lists (not Hangul, Hiragana or Katakana, which separate words with
 # spaces), inclusive. Extensions added to Unicode later (G, H, ...) are deliberately not here: the original lacks
 # them. Unassigned code points inside the ranges count too, as in the original.
-CJK_RANGES: Tuple[Tuple[int, int], ...] = (
-    (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F),
+CJK_RANGES: tuple[tuple[int, int], ...] = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
 )
 
 
-def convert_to_unicode(text: Union[str, bytes]) -> str:
+def convert_to_unicode(text: str | bytes) -> str:
     """Returns `text` as `str`; bytes are decoded as UTF-8, dropping invalid bytes (as the original does)."""
     if isinstance(text, str):
         return text
@@ -127,7 +133,7 @@ def uncased(text: str) -> str:
     return strip_accents(text.lower())
 
 
-def lower_aligned(token: str) -> Tuple[List[str], str]:
+def lower_aligned(token: str) -> tuple[list[str], str]:
     """Per-character pieces of `token.lower()`, plus the whole result.
 
     `str.lower` maps each character on its own except capital sigma, whose form depends on its neighbours. The
@@ -160,12 +166,12 @@ IS_PUNCT = _PunctCache()
 _ASCII_PUNCT = re.compile(r"[!-/:-@\[-`{-~]|[^!-/:-@\[-`{-~]+")
 
 
-def split_on_punctuation(text: str) -> List[str]:
+def split_on_punctuation(text: str) -> list[str]:
     """Splits `text` (one whitespace token) into runs of non-punctuation and single punctuation characters."""
     if text.isascii():  # one regex pass in C
         return _ASCII_PUNCT.findall(text)
-    output: List[str] = []
-    current: List[str] = []
+    output: list[str] = []
+    current: list[str] = []
     for char in text:
         if IS_PUNCT[char]:
             if current:

@@ -21,12 +21,13 @@ TensorFlow ops (decode to code points, gather, cumsum, mask); then tf-text's Wor
 `stock_routing` finds the strings on which stock `FastBertTokenizer` is exact anyway (from these same tables) and
 sends only the others here.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import unicodedata
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -51,14 +52,14 @@ class UnicodeTables:
     """Per-code-point tables (numpy) derived from Python's Unicode database."""
 
     flags: np.ndarray  # uint8 [0x110000], the bits above
-    norm_len: Optional[np.ndarray] = None  # uint8: characters after lower-case + NFD + Mn removal (uncased)
-    norm_first: Optional[np.ndarray] = None  # int32: that result when it is one character (U+0020 for spaces)
-    multi_keys: Optional[np.ndarray] = None  # int32 [K] sorted: code points whose result has 2+ characters
-    multi_values: Optional[np.ndarray] = None  # int32 [K, 3]
-    nfd_keys: Optional[np.ndarray] = None  # int32 [M] sorted: code points changed by lower + NFD (marks kept)
-    nfd_len: Optional[np.ndarray] = None  # int32 [M]
-    nfd_values: Optional[np.ndarray] = None  # int32 [M, L]
-    ccc: Optional[np.ndarray] = None  # uint8 [0x110000]: canonical combining class
+    norm_len: np.ndarray | None = None  # uint8: characters after lower-case + NFD + Mn removal (uncased)
+    norm_first: np.ndarray | None = None  # int32: that result when it is one character (U+0020 for spaces)
+    multi_keys: np.ndarray | None = None  # int32 [K] sorted: code points whose result has 2+ characters
+    multi_values: np.ndarray | None = None  # int32 [K, 3]
+    nfd_keys: np.ndarray | None = None  # int32 [M] sorted: code points changed by lower + NFD (marks kept)
+    nfd_len: np.ndarray | None = None  # int32 [M]
+    nfd_values: np.ndarray | None = None  # int32 [M, L]
+    ccc: np.ndarray | None = None  # uint8 [0x110000]: canonical combining class
 
 
 @functools.lru_cache(maxsize=2)
@@ -333,9 +334,10 @@ class ExactBasicTokenizer:
         first = tf.searchsorted(
             char_bytes[None], (base + tf.cast(piece_starts.flat_values, tf.int32))[None], side="left"
         )[0]
-        last = tf.searchsorted(
-            char_bytes[None], (base + tf.cast(piece_ends.flat_values, tf.int32))[None], side="left"
-        )[0] - 1
+        last = (
+            tf.searchsorted(char_bytes[None], (base + tf.cast(piece_ends.flat_values, tf.int32))[None], side="left")[0]
+            - 1
+        )
         long_piece = tf.gather(too_long, piece_word)
         first = tf.where(long_piece, tf.gather(word_first, piece_word), first)
         last = tf.where(long_piece, tf.gather(word_last, piece_word), last)

@@ -11,7 +11,8 @@ of more than `max_chars` characters (which has at least as many bytes) is `[UNK]
 they can differ, a word within the limit in characters but over it in bytes, makes stock emit `[UNK]`.
 `StockRouter` therefore checks each string once against a precompiled regular expression (`routing_patterns`), runs
 stock on the batch, and sends only the strings that failed the check, or got an `[UNK]` and have a long enough run
-of non-space characters (rare in real text), through the exact path (above, "½ price" takes the exact path: stock would make "½" into "1⁄2").
+of non-space characters (rare in real text), through the exact path (above, "½ price" takes the exact path: stock
+would make "½" into "1⁄2").
 
 Example:
 
@@ -20,11 +21,12 @@ Example:
 >>> router.tokenize(tf.constant(["plain text", "½ price"]), exact.tokenize)  # doctest: +SKIP
 <tf.RaggedTensor [[5236, 3793], [1092, 3976]]>
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable, List, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -32,6 +34,7 @@ import tensorflow_text as tf_text
 
 from official.nlp.tokenizers import char_rules
 from official.nlp.tokenizers import graph_basic_tokenizer as exact_lib
+
 
 @functools.lru_cache(maxsize=2)
 def stock_safe_codepoints(do_lower_case: bool) -> np.ndarray:
@@ -77,7 +80,7 @@ def stock_safe_codepoints(do_lower_case: bool) -> np.ndarray:
 
 def char_class_regex(codepoints: Sequence[int]) -> str:
     """An RE2 character class matching exactly `codepoints` (sorted)."""
-    ranges: List[Tuple[int, int]] = []
+    ranges: list[tuple[int, int]] = []
     for cp in codepoints:
         if ranges and ranges[-1][1] == cp - 1:
             ranges[-1] = (ranges[-1][0], cp)
@@ -85,7 +88,7 @@ def char_class_regex(codepoints: Sequence[int]) -> str:
             ranges.append((cp, cp))
 
     def esc(cp):
-        return "\\x{%x}" % cp
+        return f"\\x{{{cp:x}}}"
 
     return "[" + "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in ranges) + "]"
 
@@ -133,7 +136,7 @@ class StockRouter:
         # A word over max_chars bytes has more than max_chars // 4 characters (4 UTF-8 bytes at most each), so only
         # a row with such a run of non-space characters can owe an [UNK] to the byte limit (RE2 counts to 1000).
         run = max_chars // 4 + 1
-        self.long_word = "(?s).*[^ \\t\\n\\r]{%d}.*" % run if run <= 1000 else None
+        self.long_word = f"(?s).*[^ \\t\\n\\r]{{{run}}}.*" if run <= 1000 else None
         self.stock = tf_text.FastBertTokenizer(
             list(vocab),
             token_out_type=tf.int32,
@@ -171,8 +174,9 @@ class StockRouter:
             exact_outputs = exact(tf.gather(texts, exact_rows))
             # Row i of the result: row i of stock's output, or (redone) row B + k of the concatenation.
             batch = tf.shape(redo, out_type=tf.int64)[0]
-            source = tf.tensor_scatter_nd_update(tf.range(batch), exact_rows[:, None],
-                                                 batch + tf.range(tf.size(exact_rows, out_type=tf.int64)))
+            source = tf.tensor_scatter_nd_update(
+                tf.range(batch), exact_rows[:, None], batch + tf.range(tf.size(exact_rows, out_type=tf.int64))
+            )
             if with_offsets:
                 return tuple(tf.gather(tf.concat([s, e], 0), source) for s, e in zip(outputs, exact_outputs))
             return tf.gather(tf.concat([outputs, exact_outputs], 0), source)

@@ -15,22 +15,21 @@ Example:
 >>> sorted(features)                                                    # doctest: +SKIP
 ['input_mask', 'input_type_ids', 'input_word_ids']
 """
+
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional, Sequence, Union
+from collections.abc import Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from official.nlp.tokenizers import graph_basic_tokenizer
-from official.nlp.tokenizers import stock_routing
-from official.nlp.tokenizers import tokenization
+from official.nlp.tokenizers import graph_basic_tokenizer, stock_routing, tokenization
 
 
-def _load_vocabulary(vocabulary) -> List[str]:
+def _load_vocabulary(vocabulary) -> list[str]:
     if isinstance(vocabulary, (str, os.PathLike)):
         return list(tokenization.load_vocab(vocabulary))
     tokens = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in vocabulary]
@@ -76,13 +75,13 @@ class BertTokenizer(keras.layers.Layer):
 
     def __init__(
         self,
-        vocabulary: Union[str, os.PathLike, Sequence[str]],
+        vocabulary: str | os.PathLike | Sequence[str],
         do_lower_case: bool = True,
         *,
         max_input_chars_per_word: int = tokenization.MAX_INPUT_CHARS_PER_WORD,
-        vocab_size: Optional[int] = None,
+        vocab_size: int | None = None,
         fast_path: bool = True,
-        parallel_shards: Optional[int] = None,
+        parallel_shards: int | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -112,7 +111,7 @@ class BertTokenizer(keras.layers.Layer):
     # -- vocabulary ---------------------------------------------------------------------------------------------
 
     @property
-    def vocabulary(self) -> List[str]:
+    def vocabulary(self) -> list[str]:
         return list(self._vocab)
 
     @property
@@ -125,13 +124,13 @@ class BertTokenizer(keras.layers.Layer):
     def id_to_token(self, token_id: int) -> str:
         return self._vocab[int(token_id)]
 
-    def special_token_ids(self) -> Dict[str, int]:
+    def special_token_ids(self) -> dict[str, int]:
         """Ids of `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]` (keys `pad_id`, `unk_id`, `cls_id`, `sep_id`,
         `mask_id`)."""
         names = {"pad_id": "[PAD]", "unk_id": "[UNK]", "cls_id": "[CLS]", "sep_id": "[SEP]", "mask_id": "[MASK]"}
         return {key: self._token_to_id[token] for key, token in names.items()}
 
-    def packer(self, seq_length: int, **kwargs) -> "BertPackInputs":
+    def packer(self, seq_length: int, **kwargs) -> BertPackInputs:
         """A `BertPackInputs` with this vocabulary's `[CLS]`, `[SEP]` and `[PAD]` ids."""
         ids = self.special_token_ids()
         return BertPackInputs(
@@ -156,7 +155,7 @@ class BertTokenizer(keras.layers.Layer):
             return self._routed(texts, with_offsets)
         size = tf.shape(texts, out_type=tf.int64)[0]
         bounds = [size * i // self.parallel_shards for i in range(self.parallel_shards + 1)]
-        parts = [self._routed(texts[bounds[i]:bounds[i + 1]], with_offsets) for i in range(self.parallel_shards)]
+        parts = [self._routed(texts[bounds[i] : bounds[i + 1]], with_offsets) for i in range(self.parallel_shards)]
         if with_offsets:
             return tuple(tf.concat(list(outputs), 0) for outputs in zip(*parts))
         return tf.concat(parts, 0)
@@ -310,21 +309,20 @@ class BertPackInputs(keras.layers.Layer):
         if len(segments) == 1:
             segments = [self._keep_first(segments[0], tf.minimum(segments[0].row_lengths(), seq_length - 2))]
         else:
-            len_a, len_b = truncated_pair_lengths(
-                segments[0].row_lengths(), segments[1].row_lengths(), seq_length - 3
-            )
+            len_a, len_b = truncated_pair_lengths(segments[0].row_lengths(), segments[1].row_lengths(), seq_length - 3)
             # A B with no token is no second segment, per example (the original's `if tokens_b:`): A alone may
             # then take `seq_length - 2` tokens, and its `[SEP]` is dropped below.
             no_b = tf.equal(segments[1].row_lengths(), 0)
-            len_a = tf.where(no_b, tf.minimum(segments[0].row_lengths(), tf.cast(seq_length - 2, len_a.dtype)),
-                             len_a)
+            len_a = tf.where(no_b, tf.minimum(segments[0].row_lengths(), tf.cast(seq_length - 2, len_a.dtype)), len_a)
             segments = [self._keep_first(segments[0], len_a), self._keep_first(segments[1], len_b)]
         ids, type_ids = tf_text.combine_segments(
             segments, start_of_sequence_id=self.start_of_sequence_id, end_of_segment_id=self.end_of_segment_id
         )
         if len(segments) == 2:
-            ids, type_ids = self._keep_first(ids, ids.row_lengths() - tf.cast(no_b, tf.int64)), self._keep_first(
-                type_ids, type_ids.row_lengths() - tf.cast(no_b, tf.int64))
+            ids, type_ids = (
+                self._keep_first(ids, ids.row_lengths() - tf.cast(no_b, tf.int64)),
+                self._keep_first(type_ids, type_ids.row_lengths() - tf.cast(no_b, tf.int64)),
+            )
         word_ids, mask = tf_text.pad_model_inputs(ids, seq_length, pad_value=self.padding_id)
         type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, pad_value=0)
         outputs = {

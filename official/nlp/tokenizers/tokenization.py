@@ -32,33 +32,50 @@ Example:
 >>> tok.convert_tokens_to_ids(["cafe", "!"])                   # doctest: +SKIP
 [7668, 999]
 """
+
 from __future__ import annotations
 
 import os
 import re
 import unicodedata
-from typing import Iterable, List, Mapping, Optional, Tuple, Union
+from collections.abc import Iterable, Mapping
 
 # The character rules live in char_rules.py, shared with the vocabulary checks and the in-graph tokenizer
 # (`convert_to_unicode` is re-exported from there); the vocabulary file API lives in vocabulary.py and is
 # re-exported too, where the original module had it.
 from official.nlp.tokenizers.char_rules import (
-    CLEAN_TABLE, IS_PUNCT, convert_to_unicode, lower_aligned, split_on_punctuation, strip_accents, uncased)
+    CLEAN_TABLE,
+    IS_PUNCT,
+    convert_to_unicode,
+    lower_aligned,
+    split_on_punctuation,
+    strip_accents,
+    uncased,
+)
 from official.nlp.tokenizers.vocabulary import (  # noqa: F401  (re-exported)
-    CLS_TOKEN, MASK_TOKEN, PAD_TOKEN, SEP_TOKEN, SPECIAL_TOKENS, UNK_TOKEN, VocabularyError, load_vocab,
-    validate_vocab, vocab_case_stats)
+    CLS_TOKEN,
+    MASK_TOKEN,
+    PAD_TOKEN,
+    SEP_TOKEN,
+    SPECIAL_TOKENS,
+    UNK_TOKEN,
+    VocabularyError,
+    load_vocab,
+    validate_vocab,
+    vocab_case_stats,
+)
 
 MAX_INPUT_CHARS_PER_WORD = 200
 
-Offsets = List[Tuple[int, int]]
+Offsets = list[tuple[int, int]]
 
 
-def printable_text(text: Union[str, bytes]) -> str:
+def printable_text(text: str | bytes) -> str:
     """Returns `text` as a `str` suitable for printing or logging."""
     return convert_to_unicode(text)
 
 
-def whitespace_tokenize(text: str) -> List[str]:
+def whitespace_tokenize(text: str) -> list[str]:
     """Splits on whitespace (`str.split`), as the original's `whitespace_tokenize`."""
     return text.split()
 
@@ -79,10 +96,10 @@ class BasicTokenizer:
     def __init__(self, do_lower_case: bool = True):
         self.do_lower_case = do_lower_case
 
-    def tokenize(self, text: Union[str, bytes]) -> List[str]:
+    def tokenize(self, text: str | bytes) -> list[str]:
         """Returns the basic tokens of `text`."""
         text = convert_to_unicode(text).translate(CLEAN_TABLE)
-        output: List[str] = []
+        output: list[str] = []
         for token in text.split():
             if self.do_lower_case:
                 token = uncased(token)
@@ -91,7 +108,7 @@ class BasicTokenizer:
         # non-whitespace character (checked over all code points in the tests), so that step is a no-op.
         return output
 
-    def tokenize_with_offsets(self, text: Union[str, bytes]) -> List[Tuple[str, List[Tuple[int, int]]]]:
+    def tokenize_with_offsets(self, text: str | bytes) -> list[tuple[str, list[tuple[int, int]]]]:
         """Returns `(token, char_spans)` pairs: `char_spans[i]` is the `(start, end)` span in `text` of the
         original character that produced the token's `i`-th character."""
         text = convert_to_unicode(text)
@@ -101,8 +118,8 @@ class BasicTokenizer:
                 chars, spans = self._normalize_with_spans(word, starts)
             else:
                 chars, spans = list(word), [(s, s + 1) for s in starts]
-            current: List[str] = []
-            current_spans: List[Tuple[int, int]] = []
+            current: list[str] = []
+            current_spans: list[tuple[int, int]] = []
             for char, span in zip(chars, spans):
                 if IS_PUNCT[char]:
                     if current:
@@ -119,8 +136,8 @@ class BasicTokenizer:
     @staticmethod
     def _whitespace_tokens(text: str):
         """Steps 1-3 with the original index of every kept character."""
-        word: List[str] = []
-        starts: List[int] = []
+        word: list[str] = []
+        starts: list[int] = []
         for i, char in enumerate(text):
             mapped = CLEAN_TABLE[ord(char)]
             if mapped is None:
@@ -143,14 +160,14 @@ class BasicTokenizer:
             yield "".join(word), starts
 
     @staticmethod
-    def _normalize_with_spans(word: str, starts: List[int]):
+    def _normalize_with_spans(word: str, starts: list[int]):
         """Lower-case + NFD + Mn removal of `word`, keeping the source span of every output character.
 
         NFD is done character by character followed by canonical ordering (a stable sort by combining class inside
         each run of combining characters), which is what `unicodedata.normalize("NFD", ...)` computes.
         """
         pieces, lowered = lower_aligned(word)
-        items: List[Tuple[str, int]] = []
+        items: list[tuple[str, int]] = []
         for piece, start in zip(pieces, starts):
             if piece.isascii():
                 items.extend((c, start) for c in piece)
@@ -197,14 +214,14 @@ class WordpieceTokenizer:
         self.max_input_chars_per_word = max_input_chars_per_word
         self._cache: dict = {}
 
-    def tokenize(self, text: Union[str, bytes]) -> List[str]:
+    def tokenize(self, text: str | bytes) -> list[str]:
         """Word pieces of each whitespace-separated word of `text`."""
-        output: List[str] = []
+        output: list[str] = []
         for word in convert_to_unicode(text).split():
             output.extend(piece for piece, _, _ in self.tokenize_word(word))
         return output
 
-    def tokenize_word(self, word: str) -> List[Tuple[str, int, int]]:
+    def tokenize_word(self, word: str) -> list[tuple[str, int, int]]:
         """`(piece, start, end)` for one word; start/end index characters of `word`. `[UNK]` covers the word."""
         result = self._cache.get(word)
         if result is None:
@@ -214,7 +231,7 @@ class WordpieceTokenizer:
             self._cache[word] = result
         return result
 
-    def _tokenize_word(self, word: str) -> List[Tuple[str, int, int]]:
+    def _tokenize_word(self, word: str) -> list[tuple[str, int, int]]:
         n = len(word)
         if n > self.max_input_chars_per_word:
             return [(self.unk_token, 0, n)]
@@ -261,12 +278,12 @@ class FullTokenizer:
 
     def __init__(
         self,
-        vocab_file: Union[str, os.PathLike],
+        vocab_file: str | os.PathLike,
         do_lower_case: bool = True,
         *,
         keep_special_tokens: bool = False,
         max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
-        vocab_size: Optional[int] = None,
+        vocab_size: int | None = None,
     ):
         self.vocab_file = os.fspath(vocab_file)
         self.vocab = load_vocab(self.vocab_file)
@@ -294,10 +311,10 @@ class FullTokenizer:
         if pos < len(text):
             yield text[pos:], pos, False
 
-    def tokenize(self, text: Union[str, bytes]) -> List[str]:
+    def tokenize(self, text: str | bytes) -> list[str]:
         """Returns the word pieces of `text`."""
         text = convert_to_unicode(text)
-        output: List[str] = []
+        output: list[str] = []
         for segment, _, special in self._segments(text):
             if special:
                 output.append(segment)
@@ -306,14 +323,14 @@ class FullTokenizer:
                 output.extend(piece for piece, _, _ in self.wordpiece_tokenizer.tokenize_word(token))
         return output
 
-    def tokenize_with_offsets(self, text: Union[str, bytes]) -> Tuple[List[str], Offsets]:
+    def tokenize_with_offsets(self, text: str | bytes) -> tuple[list[str], Offsets]:
         """Returns `(tokens, offsets)`; `offsets[i] = (start, end)` are character offsets into `text`.
 
         `text[start:end]` is the original text of token `i` (its `##` prefix aside): equal to the token for a cased
         tokenizer, the same after lower-casing and accent stripping for an uncased one. `[UNK]` spans its word.
         """
         text = convert_to_unicode(text)
-        tokens: List[str] = []
+        tokens: list[str] = []
         offsets: Offsets = []
         for segment, base, special in self._segments(text):
             if special:
@@ -331,11 +348,11 @@ class FullTokenizer:
                     offsets.append((base + first, base + last))
         return tokens, offsets
 
-    def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
+    def convert_tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
         """Ids of `tokens`; a token outside the vocabulary raises `KeyError` (as in the original)."""
         return convert_by_vocab(self.vocab, tokens)
 
-    def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
+    def convert_ids_to_tokens(self, ids: Iterable[int]) -> list[str]:
         """Tokens of `ids`; an id outside the vocabulary raises `KeyError`."""
         return convert_by_vocab(self.inv_vocab, (int(i) for i in ids))
 
@@ -351,9 +368,9 @@ def convert_by_vocab(vocab: Mapping, items: Iterable) -> list:
     return output
 
 
-def convert_tokens_to_ids(vocab: Mapping[str, int], tokens: Iterable[str]) -> List[int]:
+def convert_tokens_to_ids(vocab: Mapping[str, int], tokens: Iterable[str]) -> list[int]:
     return convert_by_vocab(vocab, tokens)
 
 
-def convert_ids_to_tokens(inv_vocab: Mapping[int, str], ids: Iterable[int]) -> List[str]:
+def convert_ids_to_tokens(inv_vocab: Mapping[int, str], ids: Iterable[int]) -> list[str]:
     return convert_by_vocab(inv_vocab, ids)

@@ -4,11 +4,12 @@
 tokens; `validate_vocab` checks the special tokens, the size against `bert_config.json` and the case against
 `do_lower_case`. `official.nlp.tokenizers.tokenization` re-exports both, where the original module had them.
 """
+
 from __future__ import annotations
 
 import collections
 import os
-from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from collections.abc import Iterable, Mapping, Sequence
 
 from official.nlp.common.errors import InputError
 from official.nlp.common.text_files import decode_line
@@ -26,7 +27,7 @@ class VocabularyError(InputError):
     """A vocabulary file that cannot be used as given (missing special tokens, wrong size or case, duplicates)."""
 
 
-def _read_lines(vocab_file: str) -> List[str]:
+def _read_lines(vocab_file: str) -> list[str]:
     if "://" in vocab_file:  # gs://, s3://, ...: only then pay for importing TensorFlow
         import tensorflow as tf
 
@@ -41,7 +42,7 @@ def _read_lines(vocab_file: str) -> List[str]:
         # The original drops such bytes: a Latin-1 "caf\xe9" would silently become the token "caf".
         start = data.rfind(b"\n", 0, e.start) + 1
         end = data.find(b"\n", e.start)
-        decode_line(data[start:end if end >= 0 else len(data)], vocab_file, data.count(b"\n", 0, start) + 1)
+        decode_line(data[start : end if end >= 0 else len(data)], vocab_file, data.count(b"\n", 0, start) + 1)
         raise  # not reached: that line holds the byte that failed, so decode_line raises
     # The original reads line by line with readline(), which splits only at "\n".
     lines = text.split("\n")
@@ -50,14 +51,14 @@ def _read_lines(vocab_file: str) -> List[str]:
     return lines
 
 
-def load_vocab(vocab_file: Union[str, os.PathLike]) -> "collections.OrderedDict[str, int]":
+def load_vocab(vocab_file: str | os.PathLike) -> collections.OrderedDict[str, int]:
     """Reads `vocab.txt` (one token per line, id = line number, surrounding whitespace stripped).
 
     Raises `VocabularyError` if a token occurs twice: the original silently kept the later id, which makes the
     earlier id unreachable.
     """
     vocab_file = os.fspath(vocab_file)
-    vocab: "collections.OrderedDict[str, int]" = collections.OrderedDict()
+    vocab: collections.OrderedDict[str, int] = collections.OrderedDict()
     for index, line in enumerate(_read_lines(vocab_file)):
         token = line.strip()
         if token in vocab:
@@ -69,7 +70,7 @@ def load_vocab(vocab_file: Union[str, os.PathLike]) -> "collections.OrderedDict[
     return vocab
 
 
-def vocab_case_stats(vocab: Iterable[str]) -> Tuple[int, int, List[str]]:
+def vocab_case_stats(vocab: Iterable[str]) -> tuple[int, int, list[str]]:
     """`(n_cased, n_unreachable_uncased, examples)` over the vocabulary's word pieces (`##` removed, `[...]` skipped).
 
     `n_cased` counts pieces with at least one cased letter; `n_unreachable_uncased` counts pieces that an uncased
@@ -98,10 +99,10 @@ _UNCASED_SHARE = 0.002
 
 
 def validate_vocab(
-    vocab: Union[Mapping[str, int], Sequence[str]],
+    vocab: Mapping[str, int] | Sequence[str],
     *,
-    vocab_size: Optional[int] = None,
-    do_lower_case: Optional[bool] = None,
+    vocab_size: int | None = None,
+    do_lower_case: bool | None = None,
     source: str = "vocabulary",
 ) -> None:
     """Refuses a vocabulary that BERT cannot use as configured, with a message saying what to change.

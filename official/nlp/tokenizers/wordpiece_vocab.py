@@ -13,30 +13,31 @@ Example:
 
 or, as `run_scripts/build_vocab.py` does, `build_vocab_file(VocabConfig(input_file=..., output_file=...))`.
 """
+
 from __future__ import annotations
 
 import collections
 import dataclasses
 import time
-from typing import Iterable, List, Mapping, Optional, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from absl import logging
 
+from official.nlp.common import input_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.common.output_files import write_atomically
 from official.nlp.common.text_files import decode_line
 from official.nlp.tokenizers import tokenization
-from official.nlp.common import input_files
 
 
-def reserved_tokens(num_unused: int = 0) -> List[str]:
+def reserved_tokens(num_unused: int = 0) -> list[str]:
     """`[PAD]`, `[unused0]`..`[unused{n-1}]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`: the original BERT layout (there
     `[PAD]` is id 0 and the unused slots come before `[UNK]`), so `[PAD]` is always id 0."""
     return ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-def expand_input_files(input_file: str) -> List[str]:
+def expand_input_files(input_file: str) -> list[str]:
     """Comma-separated paths and glob patterns -> the files (each pattern's matches sorted), as
     `create_pretraining_data` reads them; a path or pattern that names no file raises `FileNotFoundError`."""
     try:
@@ -54,7 +55,7 @@ def iter_lines(files: Sequence[str]) -> Iterable[str]:
                 yield decode_line(raw, path, number)
 
 
-def count_words(lines: Iterable[str], do_lower_case: bool, max_lines: Optional[int] = None) -> collections.Counter:
+def count_words(lines: Iterable[str], do_lower_case: bool, max_lines: int | None = None) -> collections.Counter:
     """Counts the basic tokens (words and split-off characters) of `lines`."""
     basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
     counts: collections.Counter = collections.Counter()
@@ -67,7 +68,7 @@ def count_words(lines: Iterable[str], do_lower_case: bool, max_lines: Optional[i
     return counts
 
 
-def _learn_with_progress(learner, vocab_size: int, kwargs: dict) -> List[str]:
+def _learn_with_progress(learner, vocab_size: int, kwargs: dict) -> list[str]:
     """`learner.learn(**kwargs)`, logging each step of its binary search over the count threshold (each step
     learns a whole vocabulary, minutes on a large corpus, and the learner itself says nothing)."""
     inner = learner.learn_with_thresh
@@ -77,8 +78,14 @@ def _learn_with_progress(learner, vocab_size: int, kwargs: dict) -> List[str]:
         start = time.monotonic()
         vocab = inner(word_counts, thresh, params)
         step[0] += 1
-        logging.info("Vocabulary search step %d: pieces of words counted >= %d times -> %d tokens (target %d), "
-                     "%.1f s", step[0], thresh, len(vocab), vocab_size, time.monotonic() - start)
+        logging.info(
+            "Vocabulary search step %d: pieces of words counted >= %d times -> %d tokens (target %d), %.1f s",
+            step[0],
+            thresh,
+            len(vocab),
+            vocab_size,
+            time.monotonic() - start,
+        )
         return vocab
 
     learner.learn_with_thresh = logged  # the search calls the module's function by name
@@ -97,7 +104,7 @@ def learn_vocab(
     max_token_length: int = 50,
     max_unique_chars: int = 1000,
     slack_ratio: float = 0.05,
-) -> List[str]:
+) -> list[str]:
     """Learns at most `vocab_size` tokens (reserved tokens included) from word counts.
 
     Args:
@@ -114,19 +121,27 @@ def learn_vocab(
         raise InputError(f"vocab_size={vocab_size} leaves no room after {len(reserved)} reserved tokens")
     candidates = sum(1 for count in word_counts.values() if count >= lower_thresh)
     if candidates < vocab_size:
-        logging.warning("Only %d distinct words occur at least %d times (--min_count): the corpus is probably too "
-                        "small for vocab_size=%d, and the vocabulary will have fewer tokens", candidates,
-                        lower_thresh, vocab_size)
-    learned = _learn_with_progress(learner, vocab_size, dict(
-        word_counts=dict(word_counts),
-        vocab_size=vocab_size,
-        reserved_tokens=reserved,
-        lower_thresh=lower_thresh,
-        max_token_length=max_token_length,
-        max_unique_chars=max_unique_chars,
-        slack_ratio=slack_ratio,
-        include_joiner_token=True,  # learn "##" suffix pieces
-    ))
+        logging.warning(
+            "Only %d distinct words occur at least %d times (--min_count): the corpus is probably too "
+            "small for vocab_size=%d, and the vocabulary will have fewer tokens",
+            candidates,
+            lower_thresh,
+            vocab_size,
+        )
+    learned = _learn_with_progress(
+        learner,
+        vocab_size,
+        dict(
+            word_counts=dict(word_counts),
+            vocab_size=vocab_size,
+            reserved_tokens=reserved,
+            lower_thresh=lower_thresh,
+            max_token_length=max_token_length,
+            max_unique_chars=max_unique_chars,
+            slack_ratio=slack_ratio,
+            include_joiner_token=True,  # learn "##" suffix pieces
+        ),
+    )
     # Reserved tokens first, in our order, then the learned pieces; the learner may repeat a reserved token.
     seen = set(reserved)
     vocab = list(reserved)
@@ -143,9 +158,9 @@ def build_vocab(
     do_lower_case: bool,
     *,
     num_unused: int = 0,
-    max_lines: Optional[int] = None,
+    max_lines: int | None = None,
     **learn_params,
-) -> List[str]:
+) -> list[str]:
     """Counts words in `input_files` and learns a vocabulary; the result passes `validate_vocab`."""
     counts = count_words(iter_lines(input_files), do_lower_case, max_lines=max_lines)
     if not counts:
@@ -154,9 +169,14 @@ def build_vocab(
     vocab = learn_vocab(counts, vocab_size, num_unused=num_unused, **learn_params)
     tokenization.validate_vocab(vocab, do_lower_case=do_lower_case, source="learned vocabulary")
     if len(vocab) < vocab_size * (1 - learn_params.get("slack_ratio", 0.05)):
-        logging.warning("The vocabulary has %d tokens, not the %d asked for: the corpus is too small for that size "
-                        "(or --min_count too high). A model for it needs vocab_size=%d in bert_config.json; or "
-                        "learn from more text", len(vocab), vocab_size, len(vocab))
+        logging.warning(
+            "The vocabulary has %d tokens, not the %d asked for: the corpus is too small for that size "
+            "(or --min_count too high). A model for it needs vocab_size=%d in bert_config.json; or "
+            "learn from more text",
+            len(vocab),
+            vocab_size,
+            len(vocab),
+        )
     return vocab
 
 
@@ -178,14 +198,20 @@ class VocabConfig:
     min_count: int = field(10, help="Minimum count of a word to be a vocabulary candidate (learner lower_thresh).")
     max_token_length: int = field(50, help="Longest token to learn, in characters.")
     max_unique_chars: int = field(1000, help="Alphabet size: words with rarer characters are not counted.")
-    max_lines: Optional[int] = field(None, help="Read at most this many lines (all by default).")
+    max_lines: int | None = field(None, help="Read at most this many lines (all by default).")
 
 
-def build_vocab_file(config: VocabConfig) -> List[str]:
+def build_vocab_file(config: VocabConfig) -> list[str]:
     """Learns the vocabulary of `config.input_file` and writes it to `config.output_file`; returns it."""
     vocab = build_vocab(
-        expand_input_files(config.input_file), config.vocab_size, config.do_lower_case, num_unused=config.num_unused,
-        max_lines=config.max_lines, lower_thresh=config.min_count, max_token_length=config.max_token_length,
-        max_unique_chars=config.max_unique_chars)
+        expand_input_files(config.input_file),
+        config.vocab_size,
+        config.do_lower_case,
+        num_unused=config.num_unused,
+        max_lines=config.max_lines,
+        lower_thresh=config.min_count,
+        max_token_length=config.max_token_length,
+        max_unique_chars=config.max_unique_chars,
+    )
     write_vocab(vocab, config.output_file)
     return vocab

@@ -14,15 +14,17 @@ checkpoint of the same step, so a committed step always has its input position.
 Under multi_worker_mirrored every worker takes part in each save (the strategy requires it); only the chief writes
 into `model_dir`, the others write to a scratch directory that is deleted at once.
 """
+
 from __future__ import annotations
 
 import os
 import re
+
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common.errors import InputError
 from official.nlp.checkpoints.tf_checkpoints import CHECKPOINT_NAME
+from official.nlp.common.errors import InputError
 from official.nlp.training.distribution import WorkerInfo
 
 _CKPT_FILE = re.compile(rf"^{CHECKPOINT_NAME}-(\d+)(\.index|\.data-\d+-of-\d+|_temp.*)$")
@@ -62,7 +64,9 @@ class CheckpointKeeper:
         if iterator is not None:
             tf.io.gfile.makedirs(self.input_dir)
             self.input_manager = tf.train.CheckpointManager(
-                tf.train.Checkpoint(iterator=iterator), self.input_dir, max_to_keep=max_to_keep,
+                tf.train.Checkpoint(iterator=iterator),
+                self.input_dir,
+                max_to_keep=max_to_keep,
                 checkpoint_name=CHECKPOINT_NAME,
             )
         if worker.is_chief:
@@ -101,7 +105,8 @@ class CheckpointKeeper:
                     ) from e
             else:
                 logging.warning(
-                    "No input position for step %d in %s: the data is read again from its beginning", step,
+                    "No input position for step %d in %s: the data is read again from its beginning",
+                    step,
                     self.input_dir,
                 )
         logging.info("Resumed from %s (step %d)", path, step)

@@ -8,6 +8,7 @@ with `config_flags.override`); each field is a flag of the job's script, with th
 The fields are keyword-only, so that a subclass may put its own required fields (`output_dir`, `input_file`)
 first.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -24,28 +25,45 @@ class TrainingConfig:
     learning_rate: float = field(5e-5, help="Peak learning rate.")
     save_checkpoints_steps: int = field(1000, help="A checkpoint every this many steps (and at the end).")
     # ---
-    optimizer: str = field("adamw", enum=optimization.OPTIMIZERS, help=(
-        "adamw (the paper) or lamb (large batches). Weight decay is not applied to LayerNorm and bias weights, nor "
-        "LAMB's trust ratio."))
+    optimizer: str = field(
+        "adamw",
+        enum=optimization.OPTIMIZERS,
+        help=(
+            "adamw (the paper) or lamb (large batches). Weight decay is not applied to LayerNorm and bias weights, nor "
+            "LAMB's trust ratio."
+        ),
+    )
     weight_decay: float = field(0.01, help="Decoupled weight decay.")
     clip_norm: float = field(1.0, help="Clip gradients to this global norm (0: no clipping).")
-    adam_bias_correction: bool = field(False, help=(
-        "AdamW with Adam's bias correction (PyTorch's AdamW, the Hugging Face recipes). The default, false, is the "
-        "original BERT optimizer, whose first steps are larger (3.16x at step 1, 1.26x at step 1000)."))
-    adam_epsilon: float | None = field(None, help=(
-        "Adam's epsilon (default: 1e-8 with --adam_bias_correction, as PyTorch's AdamW; else 1e-6, as the original "
-        "BERT)."))
+    adam_bias_correction: bool = field(
+        False,
+        help=(
+            "AdamW with Adam's bias correction (PyTorch's AdamW, the Hugging Face recipes). The default, false, is the "
+            "original BERT optimizer, whose first steps are larger (3.16x at step 1, 1.26x at step 1000)."
+        ),
+    )
+    adam_epsilon: float | None = field(
+        None,
+        help=(
+            "Adam's epsilon (default: 1e-8 with --adam_bias_correction, as PyTorch's AdamW; else 1e-6, as the original "
+            "BERT)."
+        ),
+    )
     steps_per_loop: int = field(100, help="Steps per tf.function call; one log line and summary per loop.")
     keep_checkpoint_max: int = field(5, help="Training checkpoints kept (the newest).")
     gradient_accumulation_steps: int = field(1, help="Micro-batches per optimizer step.")
-    mixed_precision: str = field("float32", enum=optimization.MIXED_PRECISION, help=(
-        "Compute dtype (auto: the fastest for the hardware); float16 uses dynamic loss scaling and skips (and "
-        "counts) steps with non-finite gradients."))
+    mixed_precision: str = field(
+        "float32",
+        enum=optimization.MIXED_PRECISION,
+        help=(
+            "Compute dtype (auto: the fastest for the hardware); float16 uses dynamic loss scaling and skips (and "
+            "counts) steps with non-finite gradients."
+        ),
+    )
     jit_compile: bool = field(False, help="Compile the forward and backward pass with XLA.")
     distribution_strategy: str = field("one_device", enum=distribution.STRATEGIES, help="How to use devices.")
     num_gpus: int | None = field(None, help="GPUs on this host (default: all visible).")
     tpu: str | None = field(None, help="TPU name or address; 'local' on a TPU VM.")
-    all_reduce_alg: str | None = field(None, help="mirrored: nccl|hierarchical_copy; multi_worker_mirrored: "
-                                                  "ring|nccl.")
+    all_reduce_alg: str | None = field(None, help="mirrored: nccl|hierarchical_copy; multi_worker_mirrored: ring|nccl.")
     seed: int = field(12345, help="Seed of the initialization, dropout and data order.")
     deterministic: bool = field(False, help="Enable TensorFlow op determinism (bitwise reproducible, slower).")

@@ -6,12 +6,13 @@ Example:
 >>> strategy.num_replicas_in_sync
 1
 """
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -58,7 +59,9 @@ def get_distribution_strategy(
         elif all_reduce_alg == "hierarchical_copy":
             cross_device_ops = tf.distribute.HierarchicalCopyAllReduce()
         elif all_reduce_alg is not None:
-            raise InputError(f"all_reduce_alg for mirrored must be 'nccl' or 'hierarchical_copy', got {all_reduce_alg!r}")
+            raise InputError(
+                f"all_reduce_alg for mirrored must be 'nccl' or 'hierarchical_copy', got {all_reduce_alg!r}"
+            )
         return tf.distribute.MirroredStrategy(devices=list(devices), cross_device_ops=cross_device_ops)
     if name == "multi_worker_mirrored":
         if "TF_CONFIG" not in os.environ:
@@ -69,7 +72,9 @@ def get_distribution_strategy(
             "nccl": tf.distribute.experimental.CommunicationImplementation.NCCL,
         }.get(all_reduce_alg)
         if implementation is None:
-            raise InputError(f"all_reduce_alg for multi_worker_mirrored must be 'ring' or 'nccl', got {all_reduce_alg!r}")
+            raise InputError(
+                f"all_reduce_alg for multi_worker_mirrored must be 'ring' or 'nccl', got {all_reduce_alg!r}"
+            )
         return tf.distribute.MultiWorkerMirroredStrategy(
             communication_options=tf.distribute.experimental.CommunicationOptions(implementation=implementation)
         )
@@ -160,8 +165,9 @@ def seed_replica_streams(strategy: tf.distribute.Strategy, state_variables: Sequ
         components = strategy.experimental_local_results(getattr(variable, "value", variable))
         for i, component in enumerate(components):
             counter = component.numpy()[1]
-            component.assign(np.array([replica_seed(seed, first_replica + i), counter],
-                                      dtype=component.dtype.as_numpy_dtype))
+            component.assign(
+                np.array([replica_seed(seed, first_replica + i), counter], dtype=component.dtype.as_numpy_dtype)
+            )
 
 
 def set_logical_cpu_devices(count: int) -> None:

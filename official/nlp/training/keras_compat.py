@@ -12,6 +12,7 @@ gradient accumulation fails inside MirroredStrategy, and the other public paths 
 `tests/nlp/training/test_keras_compat.py` names the Keras API this relies on and fails first, with a message that
 points here, when a Keras upgrade changes it.
 """
+
 from __future__ import annotations
 
 import keras
@@ -34,7 +35,8 @@ class gradients_already_reduced:  # noqa: N801 (a context manager, used like a f
             raise RuntimeError(
                 f"This Keras version ({keras.__version__}) has no {KERAS_OPTIMIZER}.{REDUCE_HOOK}; the training "
                 "loop needs updating for it (gradients would be summed over replicas twice): see "
-                "official/nlp/training/keras_compat.py")
+                "official/nlp/training/keras_compat.py"
+            )
 
     def __enter__(self):
         setattr(self.inner, REDUCE_HOOK, lambda grads_and_vars: list(grads_and_vars))

@@ -17,9 +17,11 @@ Example (a fine-tuning objective):
 >>> sorted(objective.loss_weights({"label": tf.constant([0, 1])}))
 ['loss']
 """
+
 from __future__ import annotations
 
-from typing import Mapping, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 import tensorflow as tf
 

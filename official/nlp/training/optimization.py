@@ -25,10 +25,11 @@ Example:
 >>> float(optimizer.learning_rate)  # step 0 of the warmup
 0.0
 """
+
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import keras
 import tensorflow as tf
@@ -159,9 +160,18 @@ class BertAdamW(keras.optimizers.AdamW):
         # One fused kernel per variable (m, v and w in one pass) instead of about ten element-wise ops: the
         # optimizer was a tenth of a small model's train step, most of it on the word-embedding table.
         tf.raw_ops.ResourceApplyAdam(
-            var=variable.handle, m=m.handle, v=v.handle, beta1_power=beta_1_power, beta2_power=beta_2_power,
-            lr=lr, beta1=ops.cast(self.beta_1, dtype), beta2=ops.cast(self.beta_2, dtype), epsilon=epsilon,
-            grad=gradient, use_locking=False)
+            var=variable.handle,
+            m=m.handle,
+            v=v.handle,
+            beta1_power=beta_1_power,
+            beta2_power=beta_2_power,
+            lr=lr,
+            beta1=ops.cast(self.beta_1, dtype),
+            beta2=ops.cast(self.beta_2, dtype),
+            epsilon=epsilon,
+            grad=gradient,
+            use_locking=False,
+        )
 
     def get_config(self) -> dict:
         return {**super().get_config(), "bias_correction": self.bias_correction}
@@ -189,9 +199,11 @@ class BertLamb(keras.optimizers.Lamb):
     def __init__(self, *args, exclude_from_layer_adaptation: Sequence[str] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.exclude_from_layer_adaptation = (
-            list(exclude_from_layer_adaptation) if exclude_from_layer_adaptation is not None else None)
-        self._no_adaptation = (re.compile("|".join(self.exclude_from_layer_adaptation))
-                               if self.exclude_from_layer_adaptation else None)
+            list(exclude_from_layer_adaptation) if exclude_from_layer_adaptation is not None else None
+        )
+        self._no_adaptation = (
+            re.compile("|".join(self.exclude_from_layer_adaptation)) if self.exclude_from_layer_adaptation else None
+        )
 
     def uses_layer_adaptation(self, variable) -> bool:
         """Whether the trust ratio scales the updates of `variable`."""
@@ -210,8 +222,9 @@ class BertLamb(keras.optimizers.Lamb):
         m, v = self._momentums[index], self._velocities[index]
         self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
         self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
-        update = ops.divide(ops.divide(m, 1.0 - beta_1_power),
-                            ops.add(ops.sqrt(ops.divide(v, 1.0 - beta_2_power)), self.epsilon))
+        update = ops.divide(
+            ops.divide(m, 1.0 - beta_1_power), ops.add(ops.sqrt(ops.divide(v, 1.0 - beta_2_power)), self.epsilon)
+        )
         if self.weight_decay is not None and self._use_weight_decay(variable):
             update = ops.add(update, ops.multiply(ops.cast(self.weight_decay, variable.dtype), variable))
         if self.uses_layer_adaptation(variable):
@@ -276,8 +289,14 @@ def create_optimizer(
         raise InputError(f"mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
     if epsilon is not None and not epsilon > 0:
         raise InputError(f"--adam_epsilon={epsilon} must be positive (or left unset for the recipe's default)")
-    check_schedule(learning_rate=learning_rate, num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps,
-                   end_learning_rate=end_learning_rate, weight_decay=weight_decay, clip_norm=clip_norm)
+    check_schedule(
+        learning_rate=learning_rate,
+        num_train_steps=num_train_steps,
+        num_warmup_steps=num_warmup_steps,
+        end_learning_rate=end_learning_rate,
+        weight_decay=weight_decay,
+        clip_norm=clip_norm,
+    )
     if num_warmup_steps > num_train_steps:
         raise InputError(
             f"num_warmup_steps ({num_warmup_steps}) is larger than num_train_steps ({num_train_steps}); "
@@ -300,8 +319,9 @@ def create_optimizer(
     )
     if optimizer_type == "adamw":
         # Keras' AdamW refuses weight_decay=None; 0.0 decays nothing.
-        optimizer = BertAdamW(**dict(common, weight_decay=float(weight_decay or 0.0)),
-                              bias_correction=adam_bias_correction)
+        optimizer = BertAdamW(
+            **dict(common, weight_decay=float(weight_decay or 0.0)), bias_correction=adam_bias_correction
+        )
     else:
         if exclude_from_layer_adaptation is None:
             exclude_from_layer_adaptation = exclude_from_weight_decay
@@ -315,10 +335,18 @@ def create_optimizer(
     return optimizer
 
 
-def check_schedule(*, learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
-                   end_learning_rate: float = 0.0, weight_decay: float = 0.0, clip_norm: float | None = None) -> None:
+def check_schedule(
+    *,
+    learning_rate: float,
+    num_train_steps: int,
+    num_warmup_steps: int = 0,
+    end_learning_rate: float = 0.0,
+    weight_decay: float = 0.0,
+    clip_norm: float | None = None,
+) -> None:
     """Refuses training settings that would run but train wrongly (a negative learning rate climbs the loss),
     naming the flag; the same check for pretraining and fine-tuning, since both build their optimizer here."""
+
     def number(value) -> float:
         return float(value) if value is not None else 0.0
 
@@ -348,8 +376,10 @@ def check_batch_size(train_batch_size: int, num_replicas: int, gradient_accumula
     if gradient_accumulation_steps <= 0:
         raise InputError(f"--gradient_accumulation_steps must be positive, got {gradient_accumulation_steps}")
     if train_batch_size % per_step:
-        raise InputError(f"--train_batch_size={train_batch_size} must divide by replicas ({num_replicas}) x "
-                         f"--gradient_accumulation_steps ({gradient_accumulation_steps}) = {per_step}")
+        raise InputError(
+            f"--train_batch_size={train_batch_size} must divide by replicas ({num_replicas}) x "
+            f"--gradient_accumulation_steps ({gradient_accumulation_steps}) = {per_step}"
+        )
 
 
 def default_epsilon(optimizer_type: str = "adamw", adam_bias_correction: bool = False) -> float:

@@ -20,6 +20,7 @@ Example:
 >>> resolve_mixed_precision("auto", Hardware("cpu", cpu_flags=frozenset({"avx512f", "amx_bf16"})))
 'bfloat16'
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -109,13 +110,15 @@ def measure_bfloat16_slowdown(size: int = 1024, seconds: float = 0.5) -> float:
     return best(tf.bfloat16) / best(tf.float32)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _warn_emulated_bfloat16(hardware: Hardware) -> None:
     slowdown = measure_bfloat16_slowdown()
     logging.warning(
         "--mixed_precision=bfloat16 on a %s: bfloat16 is emulated here, and a bfloat16 matmul just took %.1fx as "
         "long as a float32 one. Use --mixed_precision=auto (float32 here) unless you are testing bfloat16 numerics.",
-        hardware.describe(), slowdown)
+        hardware.describe(),
+        slowdown,
+    )
 
 
 def resolve_mixed_precision(mixed_precision: str, hardware: Hardware | None = None) -> str:

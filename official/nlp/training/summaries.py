@@ -6,9 +6,10 @@ Example:
     write_scalars(writer, step=100, scalars={"loss": 2.5, "learning_rate": 1e-4})
     writer.flush()
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2

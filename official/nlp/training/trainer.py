@@ -29,20 +29,22 @@ Example (fine-tuning a classifier; pretraining does the same with `PretrainingOb
                       TrainerConfig(model_dir="/tmp/run", num_train_steps=1000), global_batch_size=32)
     result = trainer.train(lambda ctx: make_dataset(batch_size=ctx.get_per_replica_batch_size(32)))
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
 import time
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import keras
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common.errors import InputError
 from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.common.errors import InputError
 from official.nlp.training import distribution, keras_compat, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
 from official.nlp.training.objectives import Objective
@@ -154,17 +156,27 @@ class Trainer:
         self._loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         self._check_scope()
         with strategy.scope():
-            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step",
-                                    aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-            self.nonfinite_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name="nonfinite_steps",
-                                               aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+            self.step = tf.Variable(
+                0,
+                dtype=tf.int64,
+                trainable=False,
+                name="global_step",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
+            self.nonfinite_steps = tf.Variable(
+                0,
+                dtype=tf.int64,
+                trainable=False,
+                name="nonfinite_steps",
+                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA,
+            )
             if not optimizer.built:
                 optimizer.build(model.trainable_variables)
         self._rng_states = distribution.seed_generator_states(model)
         self._initial_rng_seeds = distribution.primary_seeds(self._rng_states)
         self._checkpoint = tf_checkpoints.training_checkpoint_root(
-            model, optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps,
-            rng_state=self._rng_states)
+            model, optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps, rng_state=self._rng_states
+        )
         self._micro_step_fn = (
             tf.function(self._micro_step, jit_compile=True) if config.jit_compile else self._micro_step
         )
@@ -235,13 +247,19 @@ class Trainer:
         if k == 1:
             grads, vector = self._micro_step_fn(x, y, denominators)
         else:
-            split = lambda t: tf.reshape(t, tf.concat([[k, tf.shape(t)[0] // k], tf.shape(t)[1:]], 0))
+
+            def split(t):
+                return tf.reshape(t, tf.concat([[k, tf.shape(t)[0] // k], tf.shape(t)[1:]], 0))
+
+            def micro_batch(index):
+                return tf.nest.map_structure(lambda t: t[index], (xs, ys))
+
             xs, ys = tf.nest.map_structure(split, (x, y))
-            grads, vector = self._micro_step_fn(*tf.nest.map_structure(lambda t: t[0], (xs, ys)), denominators)
+            grads, vector = self._micro_step_fn(*micro_batch(0), denominators)
             present = [g is not None for g in grads]
             summed = [g for g in grads if g is not None]
             for i in tf.range(1, k):
-                more, more_vector = self._micro_step_fn(*tf.nest.map_structure(lambda t: t[i], (xs, ys)), denominators)
+                more, more_vector = self._micro_step_fn(*micro_batch(i), denominators)
                 summed = [a + b for a, b in zip(summed, [g for g in more if g is not None])]
                 vector += more_vector
             grads = _with_nones(summed, present)
@@ -326,8 +344,7 @@ class Trainer:
             iterator, loop = self._open(dataset_fn)
         step = int(self.step.numpy())
         if step >= last_step:
-            logging.info("model_dir %s is already at step %d of %d: nothing to train", cfg.model_dir, step,
-                         last_step)
+            logging.info("model_dir %s is already at step %d of %d: nothing to train", cfg.model_dir, step, last_step)
             return TrainResult(step, {}, [], self.keeper.latest_checkpoint)
         self._session = None  # a call that fails (divergence) leaves nothing to continue: the next one restores
         result = self._train_until(loop, step, last_step)
@@ -362,7 +379,10 @@ class Trainer:
 
         tf.io.gfile.makedirs(cfg.model_dir)
         self.keeper = CheckpointKeeper(
-            cfg.model_dir, self._checkpoint, self.worker, max_to_keep=cfg.max_checkpoints_to_keep,
+            cfg.model_dir,
+            self._checkpoint,
+            self.worker,
+            max_to_keep=cfg.max_checkpoints_to_keep,
             iterator=iterator if cfg.checkpoint_input else None,
         )
         restored = self.keeper.restore()
@@ -377,12 +397,18 @@ class Trainer:
     def _train_until(self, loop, step: int, last_step: int) -> TrainResult:
         cfg = self.config
         writer = summaries.summary_writer(
-            os.path.join(cfg.model_dir, "summaries") if cfg.write_summaries and self.worker.is_chief else None)
+            os.path.join(cfg.model_dir, "summaries") if cfg.write_summaries and self.worker.is_chief else None
+        )
         history: list[dict[str, float]] = []
         metrics: dict[str, float] = {}
-        logging.info("Training from step %d to %d: %d replica(s), global batch %d, %d step(s) per loop",
-                     step, cfg.num_train_steps, self.strategy.num_replicas_in_sync, self.global_batch_size,
-                     cfg.steps_per_loop)
+        logging.info(
+            "Training from step %d to %d: %d replica(s), global batch %d, %d step(s) per loop",
+            step,
+            cfg.num_train_steps,
+            self.strategy.num_replicas_in_sync,
+            self.global_batch_size,
+            cfg.steps_per_loop,
+        )
         while step < last_step:
             next_save = (step // cfg.save_checkpoints_steps + 1) * cfg.save_checkpoints_steps
             num_steps = min(cfg.steps_per_loop, next_save - step, last_step - step)
@@ -397,9 +423,12 @@ class Trainer:
             self._check_finite(metrics["loss"], step, num_steps)
             summaries.write_scalars(writer, step, metrics)
             logging.info(
-                "step %d/%d: %s | %.2f steps/s, %.1f examples/s", step, cfg.num_train_steps,
+                "step %d/%d: %s | %.2f steps/s, %.1f examples/s",
+                step,
+                cfg.num_train_steps,
                 ", ".join(f"{n}={v:.4g}" for n, v in metrics.items() if not n.endswith("per_second")),
-                metrics["steps_per_second"], metrics["examples_per_second"],
+                metrics["steps_per_second"],
+                metrics["examples_per_second"],
             )
             if step % cfg.save_checkpoints_steps == 0 or step >= last_step:
                 if not bool(self._weights_finite()):
@@ -420,7 +449,12 @@ class Trainer:
 
     def _diverged(self, what: str) -> None:
         last = self.keeper.latest_checkpoint if self.keeper else None
-        kept = (f"The last good checkpoint, {last}, is kept; the same command resumes from it (lower "
-                "--learning_rate, or use float32/bfloat16 instead of float16, to avoid the same fate).") if last \
+        kept = (
+            (
+                f"The last good checkpoint, {last}, is kept; the same command resumes from it (lower "
+                "--learning_rate, or use float32/bfloat16 instead of float16, to avoid the same fate)."
+            )
+            if last
             else "No checkpoint had been written yet."
+        )
         raise TrainingDivergedError(f"Training stopped: {what}. {kept}")

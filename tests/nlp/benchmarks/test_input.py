@@ -1,4 +1,5 @@
 """`--what=input` on a tiny classifier and real SST-2 rows: every pipeline feeds the same compiled step."""
+
 import numpy as np
 import pytest
 
@@ -7,9 +8,18 @@ from official.nlp.benchmarks import input as input_benchmark
 
 @pytest.fixture(scope="module")
 def config(shared_data, uncased_vocab):
-    return input_benchmark.InputConfig(data_dir=str(shared_data / "glue" / "SST-2"), vocab_file=str(uncased_vocab),
-                                       num_layers=1, hidden=32, heads=2, batch=8, seq=32, num_examples=200,
-                                       steps_per_execution=2, rounds=1)
+    return input_benchmark.InputConfig(
+        data_dir=str(shared_data / "glue" / "SST-2"),
+        vocab_file=str(uncased_vocab),
+        num_layers=1,
+        hidden=32,
+        heads=2,
+        batch=8,
+        seq=32,
+        num_examples=200,
+        steps_per_execution=2,
+        rounds=1,
+    )
 
 
 def test_pipelines_have_the_step_shape_and_real_data(config, tmp_path):
@@ -29,8 +39,13 @@ def test_pipelines_have_the_step_shape_and_real_data(config, tmp_path):
 
 def test_run_reports_every_variant(config, capsys):
     results = input_benchmark.run(config)
-    assert set(results) == {"input/constant", "input/records", "input/raw text",
-                            "steps_per_execution/steps_per_execution=2", "steps_per_execution/steps_per_execution=1"}
+    assert set(results) == {
+        "input/constant",
+        "input/records",
+        "input/raw text",
+        "steps_per_execution/steps_per_execution=2",
+        "steps_per_execution/steps_per_execution=1",
+    }
     assert all(rate.median > 0 for rate in results.values())
     printed = capsys.readouterr().out
     assert "x constant" in printed and "x steps_per_execution=1" in printed

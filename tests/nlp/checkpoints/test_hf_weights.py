@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import tf_checkpoints, hf_weights
+from official.nlp.checkpoints import hf_weights, tf_checkpoints
 from official.nlp.modeling.models import BertPretrainer
 from tests.nlp.checkpoints.test_tf_checkpoints import _pretrainer, _pretraining_inputs
 
@@ -9,8 +9,11 @@ from tests.nlp.checkpoints.test_tf_checkpoints import _pretrainer, _pretraining_
 def test_safetensors_reader(tmp_path):
     import safetensors.numpy
 
-    tensors = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.array([1, 2], np.int64),
-               "c": np.array([[0.5, -2.0]], np.float16)}
+    tensors = {
+        "a": np.arange(6, dtype=np.float32).reshape(2, 3),
+        "b": np.array([1, 2], np.int64),
+        "c": np.array([[0.5, -2.0]], np.float16),
+    }
     safetensors.numpy.save_file(tensors, str(tmp_path / "x.safetensors"))
     read = hf_weights.load_safetensors(str(tmp_path / "x.safetensors"))
     assert set(read) == set(tensors)
@@ -35,13 +38,28 @@ def _hf_bert_names(num_layers):
     names = [f"embeddings.{kind}_embeddings.weight" for kind in ("word", "position", "token_type")]
     names += ["embeddings.LayerNorm.weight", "embeddings.LayerNorm.bias"]
     for i in range(num_layers):
-        for module in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
-                       "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"):
+        for module in (
+            "attention.self.query",
+            "attention.self.key",
+            "attention.self.value",
+            "attention.output.dense",
+            "attention.output.LayerNorm",
+            "intermediate.dense",
+            "output.dense",
+            "output.LayerNorm",
+        ):
             names += [f"encoder.layer.{i}.{module}.weight", f"encoder.layer.{i}.{module}.bias"]
-    names += ["pooler.dense.weight", "pooler.dense.bias", "cls.predictions.bias",
-              "cls.predictions.transform.dense.weight", "cls.predictions.transform.dense.bias",
-              "cls.predictions.transform.LayerNorm.weight", "cls.predictions.transform.LayerNorm.bias",
-              "cls.seq_relationship.weight", "cls.seq_relationship.bias"]
+    names += [
+        "pooler.dense.weight",
+        "pooler.dense.bias",
+        "cls.predictions.bias",
+        "cls.predictions.transform.dense.weight",
+        "cls.predictions.transform.dense.bias",
+        "cls.predictions.transform.LayerNorm.weight",
+        "cls.predictions.transform.LayerNorm.bias",
+        "cls.seq_relationship.weight",
+        "cls.seq_relationship.bias",
+    ]
     return names
 
 
@@ -53,7 +71,8 @@ def test_hugging_face_names_map_onto_every_tf1_variable():
     assert sorted(tf1 for tf1, _ in mapped.values()) == sorted(variables)
     # PyTorch stores a dense weight as [out, in], TF1 a kernel as [in, out]; the NSP [2, H] matrix is the same in both.
     assert {name for name, (tf1, transposed) in mapped.items() if transposed} == {
-        name for name, (tf1, _) in mapped.items() if tf1.endswith("/kernel")}
+        name for name, (tf1, _) in mapped.items() if tf1.endswith("/kernel")
+    }
     for name in hf_names:
         prefixed = name if name.startswith("cls.") else "bert." + name
         assert hf_weights.hf_name_to_tf1(prefixed) == mapped[name]
@@ -61,7 +80,9 @@ def test_hugging_face_names_map_onto_every_tf1_variable():
     assert hf_weights.hf_name_to_tf1("encoder.layer.1.attention.output.LayerNorm.weight") == layer_norm
     assert hf_weights.hf_name_to_tf1("bert.encoder.layer.1.attention.output.LayerNorm.gamma") == layer_norm  # older
     assert hf_weights.hf_name_to_tf1("bert.encoder.layer.0.attention.self.query.weight") == (
-        "bert/encoder/layer_0/attention/self/query/kernel", True)
+        "bert/encoder/layer_0/attention/self/query/kernel",
+        True,
+    )
     assert hf_weights.hf_name_to_tf1("cls.seq_relationship.weight") == ("cls/seq_relationship/output_weights", False)
     assert hf_weights.hf_name_to_tf1("classifier.weight") == (None, False)
 
@@ -75,8 +96,15 @@ def test_hugging_face_pretraining_heads_match_transformers(hf_act, nsp, tmp_path
 
     from official.nlp.checkpoints import model_dir
 
-    hf_config = transformers.BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
-                                        intermediate_size=32, max_position_embeddings=16, hidden_act=hf_act)
+    hf_config = transformers.BertConfig(
+        vocab_size=40,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        hidden_act=hf_act,
+    )
     torch.manual_seed(0)
     hf_class = transformers.BertForPreTraining if nsp else transformers.BertForMaskedLM
     hf = hf_class(hf_config).eval()
@@ -95,9 +123,11 @@ def test_hugging_face_pretraining_heads_match_transformers(hf_act, nsp, tmp_path
     x = _pretraining_inputs()
     ours = model(x)
     with torch.no_grad():
-        out = hf(input_ids=torch.tensor(x["input_word_ids"], dtype=torch.long),
-                 attention_mask=torch.tensor(x["input_mask"], dtype=torch.long),
-                 token_type_ids=torch.tensor(x["input_type_ids"], dtype=torch.long))
+        out = hf(
+            input_ids=torch.tensor(x["input_word_ids"], dtype=torch.long),
+            attention_mask=torch.tensor(x["input_mask"], dtype=torch.long),
+            token_type_ids=torch.tensor(x["input_type_ids"], dtype=torch.long),
+        )
     mlm = out.prediction_logits if nsp else out.logits
     expected = np.take_along_axis(mlm.numpy(), x["masked_lm_positions"][..., None], axis=1)
     np.testing.assert_allclose(np.asarray(ours["mlm_logits"]), expected, atol=1e-4)

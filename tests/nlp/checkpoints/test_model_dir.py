@@ -4,15 +4,21 @@ import shutil
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import tf_checkpoints, model_dir
+from official.nlp.checkpoints import model_dir, tf_checkpoints
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
 from official.nlp.tokenizers.tokenization import VocabularyError
 
 # vocab_size matches the real uncased vocabulary so the size check passes; the model stays tiny otherwise.
-CONFIG = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                    intermediate_size=32, max_position_embeddings=16)
+CONFIG = BertConfig(
+    vocab_size=30522,
+    hidden_size=16,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=32,
+    max_position_embeddings=16,
+)
 
 
 def _encoder(seed=0):
@@ -29,11 +35,15 @@ def _same_weights(a, b):
 
 def test_model_dir_round_trip(tmp_path, uncased_vocab):
     encoder = _encoder()
-    written = model_dir.save_model_dir(str(tmp_path / "m"), encoder, vocab_file=str(uncased_vocab),
-                                       do_lower_case=True)
+    written = model_dir.save_model_dir(str(tmp_path / "m"), encoder, vocab_file=str(uncased_vocab), do_lower_case=True)
     assert sorted(p.name for p in (tmp_path / "m").iterdir()) == [
-        "bert_config.json", "checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index", "do_lower_case",
-        "vocab.txt"]
+        "bert_config.json",
+        "checkpoint",
+        "ckpt-1.data-00000-of-00001",
+        "ckpt-1.index",
+        "do_lower_case",
+        "vocab.txt",
+    ]
     assert (tmp_path / "m" / "do_lower_case").read_text() == "true\n"
     files = model_dir.resolve_model_files(str(tmp_path / "m"))
     assert files == written
@@ -70,8 +80,9 @@ def test_case_inferred_from_vocab_when_folder_says_nothing(tmp_path, cased_vocab
     folder = tmp_path / "my_model"
     config = BertConfig(**{**CONFIG.to_dict(), "vocab_size": 28996})
     model_dir.write_model_files(str(folder), config, str(cased_vocab), None)
-    tf_checkpoints.write_tf1_checkpoint(str(folder / "bert_model.ckpt"),
-                                     tf_checkpoints.export_weights(BertEncoder.from_bert_config(config)))
+    tf_checkpoints.write_tf1_checkpoint(
+        str(folder / "bert_model.ckpt"), tf_checkpoints.export_weights(BertEncoder.from_bert_config(config))
+    )
     assert model_dir.resolve_model_files(str(folder)).do_lower_case is False
 
 
@@ -85,10 +96,12 @@ def test_flags_override_and_contradictions(tmp_path, uncased_vocab, cased_vocab)
     other_config = tmp_path / "other_config.json"
     BertConfig(**{**CONFIG.to_dict(), "vocab_size": 28996}).to_json_file(other_config)
     with pytest.raises(VocabularyError, match="looks cased"):
-        model_dir.resolve_model_files(None, bert_config_file=str(other_config), vocab_file=str(cased_vocab),
-                                      do_lower_case=True)
-    files = model_dir.resolve_model_files(None, bert_config_file=str(other_config), vocab_file=str(cased_vocab),
-                                          do_lower_case=False)
+        model_dir.resolve_model_files(
+            None, bert_config_file=str(other_config), vocab_file=str(cased_vocab), do_lower_case=True
+        )
+    files = model_dir.resolve_model_files(
+        None, bert_config_file=str(other_config), vocab_file=str(cased_vocab), do_lower_case=False
+    )
     assert files.checkpoint is None and files.do_lower_case is False
 
 
@@ -120,8 +133,9 @@ def test_explicit_config_replaces_the_config_file(tmp_path, uncased_vocab):
         model_dir.resolve_model_files(folder, bert_config=other)
     assert model_dir.resolve_model_files(folder, bert_config=CONFIG).checkpoint.endswith("ckpt-1")
     with pytest.raises(ValueError, match="not both"):
-        model_dir.resolve_model_files(folder, bert_config=CONFIG, bert_config_file=str(tmp_path / "m" /
-                                                                                         "bert_config.json"))
+        model_dir.resolve_model_files(
+            folder, bert_config=CONFIG, bert_config_file=str(tmp_path / "m" / "bert_config.json")
+        )
     with pytest.raises(ValueError, match="--bert_config_file is required"):
         model_dir.resolve_model_files(None, vocab_file=str(uncased_vocab))
 
@@ -130,8 +144,9 @@ def test_explicit_config_replaces_the_config_file(tmp_path, uncased_vocab):
 def test_load_model_rebuilds_what_the_directory_holds(tmp_path, uncased_vocab, kind):
     encoder = _encoder()
     model = encoder if kind == "encoder" else BertPretrainer(encoder, use_next_sentence_label=kind == "pretrainer")
-    model_dir.save_model_dir(str(tmp_path / "m"), model, vocab_file=str(uncased_vocab), do_lower_case=True,
-                             checkpoint_number=7)
+    model_dir.save_model_dir(
+        str(tmp_path / "m"), model, vocab_file=str(uncased_vocab), do_lower_case=True, checkpoint_number=7
+    )
     assert (tmp_path / "m" / "ckpt-7.index").exists()
     loaded, files = model_dir.load_model(str(tmp_path / "m"))
     assert type(loaded) is type(model) and files.checkpoint_format == "ours"

@@ -6,6 +6,7 @@ of MRPC dev sentence pairs (two segments, mixed lengths). Every layer's hidden s
 agree to max |diff| <= 2e-4 and mean |diff| <= 1e-5 (float32, real tokens only), also after a round trip through
 a TF1 checkpoint written with the original variable names.
 """
+
 import csv
 import os
 import pathlib
@@ -46,9 +47,11 @@ def reference(package_dir, shared_data):
     model = transformers.BertModel.from_pretrained(package_dir, attn_implementation="eager").eval()
     with torch.no_grad():
         out = model(**{k: torch.tensor(v) for k, v in encoded.items()}, output_hidden_states=True)
-    inputs = {"input_word_ids": encoded["input_ids"].astype("int32"),
-              "input_mask": encoded["attention_mask"].astype("int32"),
-              "input_type_ids": encoded["token_type_ids"].astype("int32")}
+    inputs = {
+        "input_word_ids": encoded["input_ids"].astype("int32"),
+        "input_mask": encoded["attention_mask"].astype("int32"),
+        "input_type_ids": encoded["token_type_ids"].astype("int32"),
+    }
     hidden = [h.numpy() for h in out.hidden_states[1:]]
     return inputs, hidden, out.pooler_output.numpy()
 
@@ -72,9 +75,18 @@ def _compare(encoder, reference, label):
 def test_script_converts_the_package_and_matches_transformers(package_dir, reference, tmp_path):
     output = tmp_path / "minilm"
     result = subprocess.run(
-        [sys.executable, str(REPO / "run_scripts" / "convert_checkpoint.py"), f"--input={package_dir}",
-         f"--output_dir={output}"],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            str(REPO / "run_scripts" / "convert_checkpoint.py"),
+            f"--input={package_dir}",
+            f"--output_dir={output}",
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     files = model_dir.resolve_model_files(str(output))
     assert files.config.hidden_act == "gelu_exact"  # HF "gelu" is erf; the converted model keeps it
@@ -97,7 +109,7 @@ def test_script_converts_the_package_and_matches_transformers(package_dir, refer
 
 def test_tanh_gelu_would_fail_the_tolerance(package_dir, reference):
     """Negative control: the same weights under the TF1 tanh GELU miss the bound, so the check can fail."""
-    from official.nlp.checkpoints import tf_checkpoints, hf_weights
+    from official.nlp.checkpoints import hf_weights, tf_checkpoints
     from official.nlp.modeling.configs import BertConfig
 
     config = BertConfig.from_json_file(os.path.join(package_dir, "config.json"))
@@ -107,13 +119,19 @@ def test_tanh_gelu_would_fail_the_tolerance(package_dir, reference):
         _compare(encoder, reference, "tanh GELU (must fail)")
 
 
-@pytest.mark.parametrize("change, kind, needle", [
-    # Named by the Hugging Face keys the user's file has (shapes in the TF1 [in, out] layout of the model).
-    (dict(num_hidden_layers=5), "unexpected", "encoder.layer.5.output.dense.weight [1536, 384]"),
-    (dict(num_hidden_layers=7), "missing", "encoder.layer.6.attention.self.query.weight [384, 384]"),
-    (dict(intermediate_size=1024), "wrong_shape",
-     "encoder.layer.0.intermediate.dense.weight: checkpoint [384, 1536], model [384, 1024]"),
-])
+@pytest.mark.parametrize(
+    "change, kind, needle",
+    [
+        # Named by the Hugging Face keys the user's file has (shapes in the TF1 [in, out] layout of the model).
+        (dict(num_hidden_layers=5), "unexpected", "encoder.layer.5.output.dense.weight [1536, 384]"),
+        (dict(num_hidden_layers=7), "missing", "encoder.layer.6.attention.self.query.weight [384, 384]"),
+        (
+            dict(intermediate_size=1024),
+            "wrong_shape",
+            "encoder.layer.0.intermediate.dense.weight: checkpoint [384, 1536], model [384, 1024]",
+        ),
+    ],
+)
 def test_wrong_config_for_the_package_is_reported(package_dir, change, kind, needle, tmp_path):
     import json
 
@@ -124,7 +142,6 @@ def test_wrong_config_for_the_package_is_reported(package_dir, change, kind, nee
     values.update(change)
     (tmp_path / "config.json").write_text(json.dumps(values))
     with pytest.raises(tf_checkpoints.CheckpointMismatchError) as info:
-        model_dir.convert_checkpoint(package_dir, str(tmp_path / "out"),
-                                     bert_config_file=str(tmp_path / "config.json"))
+        model_dir.convert_checkpoint(package_dir, str(tmp_path / "out"), bert_config_file=str(tmp_path / "config.json"))
     assert needle in getattr(info.value, kind) and needle in str(info.value)
     assert not (tmp_path / "out").exists()  # nothing written

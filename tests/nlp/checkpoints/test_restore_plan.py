@@ -1,4 +1,5 @@
 """`restore_plan.plan_restore`: each kind of source gives the plan it should, and `apply` loads what the plan says."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,14 @@ from official.nlp.modeling.models import BertClassifier, BertPretrainer
 from tests import pretraining_records
 
 VOCAB = 200
-CONFIG = BertConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                    intermediate_size=32, max_position_embeddings=16)
+CONFIG = BertConfig(
+    vocab_size=VOCAB,
+    hidden_size=16,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=32,
+    max_position_embeddings=16,
+)
 LABELS = ("no", "yes")
 CLASSIFIER = Head("classifier", LABELS, "toy")
 
@@ -57,8 +64,11 @@ def sources(tmp_path_factory):
     paths["fine_tuned_model"] = fine_tuned
     paths["fine_tuned"] = str(root / "best_model")
     model_dir.export_model_dir(fine_tuned, paths["fine_tuned"], vocab_file=vocab, do_lower_case=True, step=5)
-    (root / "best_model" / model_dir.TASK_FILE).write_text(json.dumps(
-        {"task": "toy", "head": "classifier", "labels": list(LABELS), "metric": "accuracy", "evaluation": {}}))
+    (root / "best_model" / model_dir.TASK_FILE).write_text(
+        json.dumps(
+            {"task": "toy", "head": "classifier", "labels": list(LABELS), "metric": "accuracy", "evaluation": {}}
+        )
+    )
 
     for name, model in (("tf1", pretrainer), ("tf1_encoder", pretrainer.encoder)):
         folder = root / name
@@ -85,8 +95,9 @@ def sources(tmp_path_factory):
 
 
 def _plan(init, output_dir, head=CLASSIFIER, **kwargs):
-    files = model_dir.resolve_model_files(init, do_lower_case=True, bert_config=None if init else CONFIG,
-                                          require_vocab=False)
+    files = model_dir.resolve_model_files(
+        init, do_lower_case=True, bert_config=None if init else CONFIG, require_vocab=False
+    )
     return restore_plan.plan_restore(files, init_checkpoint=init, output_dir=str(output_dir), head=head, **kwargs)
 
 
@@ -101,7 +112,11 @@ def test_no_init_checkpoint_is_scratch_and_refused_for_inference(tmp_path):
 def test_a_pretrained_checkpoint_gives_the_encoder_and_a_fresh_head(sources, tmp_path, kind, fmt):
     plan = _plan(sources[kind], tmp_path / "out")
     assert (plan.source, plan.checkpoint_format, plan.head_restored, plan.fresh) == (
-        PRETRAINED, fmt, False, ("classifier",))
+        PRETRAINED,
+        fmt,
+        False,
+        ("classifier",),
+    )
     model = _classifier(seed=3)
     head = [w.numpy().copy() for w in model.classifier.weights]
     plan.apply(model)
@@ -112,8 +127,10 @@ def test_a_pretrained_checkpoint_gives_the_encoder_and_a_fresh_head(sources, tmp
         _plan(sources[kind], tmp_path / "out", inference=True)
 
 
-@pytest.mark.parametrize("kind, heads", [("tf1", True), ("tf1_encoder", False), ("ours", False), ("ours_heads", True),
-                                         ("hf", False), ("hf_heads", True)])
+@pytest.mark.parametrize(
+    "kind, heads",
+    [("tf1", True), ("tf1_encoder", False), ("ours", False), ("ours_heads", True), ("hf", False), ("hf_heads", True)],
+)
 def test_pretraining_restores_the_heads_where_the_checkpoint_has_them(sources, tmp_path, kind, heads):
     plan = _plan(sources[kind], tmp_path / "model_dir", head=PRETRAINING)
     assert (plan.source, plan.head_restored) == (PRETRAINED, heads)
@@ -136,8 +153,11 @@ def test_a_fine_tuned_directory_for_the_same_head_gives_every_weight(sources, tm
 
 @pytest.mark.parametrize("head", [Head("classifier", ("a", "b"), "rte"), Head("token_classifier", LABELS, "ner")])
 def test_a_fine_tuned_directory_for_another_head_is_refused(sources, tmp_path, head):
-    with pytest.raises(InputError, match=r"holds a fine-tuned classifier head for the labels \['no', 'yes'\] "
-                                         r"\(task 'toy'\); this task needs a \w+ head"):
+    with pytest.raises(
+        InputError,
+        match=r"holds a fine-tuned classifier head for the labels \['no', 'yes'\] "
+        r"\(task 'toy'\); this task needs a \w+ head",
+    ):
         _plan(sources["fine_tuned"], tmp_path / "out", head=head)
 
 

@@ -7,29 +7,53 @@ from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
 
-CONFIG = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
-                    intermediate_size=32, max_position_embeddings=16)
+CONFIG = BertConfig(
+    vocab_size=40,
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=32,
+    max_position_embeddings=16,
+)
 # The variable names and shapes of an original google-research/bert checkpoint (run_pretraining.py), for a
 # 2-layer model with H=16, I=32, V=40; written out by hand from modeling.py and run_pretraining.py.
 ORIGINAL_NAMES = {
     "bert/embeddings/word_embeddings": [40, 16],
     "bert/embeddings/token_type_embeddings": [2, 16],
     "bert/embeddings/position_embeddings": [16, 16],
-    "bert/embeddings/LayerNorm/gamma": [16], "bert/embeddings/LayerNorm/beta": [16],
-    **{f"bert/encoder/layer_{i}/{name}": shape for i in range(2) for name, shape in {
-        "attention/self/query/kernel": [16, 16], "attention/self/query/bias": [16],
-        "attention/self/key/kernel": [16, 16], "attention/self/key/bias": [16],
-        "attention/self/value/kernel": [16, 16], "attention/self/value/bias": [16],
-        "attention/output/dense/kernel": [16, 16], "attention/output/dense/bias": [16],
-        "attention/output/LayerNorm/gamma": [16], "attention/output/LayerNorm/beta": [16],
-        "intermediate/dense/kernel": [16, 32], "intermediate/dense/bias": [32],
-        "output/dense/kernel": [32, 16], "output/dense/bias": [16],
-        "output/LayerNorm/gamma": [16], "output/LayerNorm/beta": [16]}.items()},
-    "bert/pooler/dense/kernel": [16, 16], "bert/pooler/dense/bias": [16],
-    "cls/predictions/transform/dense/kernel": [16, 16], "cls/predictions/transform/dense/bias": [16],
-    "cls/predictions/transform/LayerNorm/gamma": [16], "cls/predictions/transform/LayerNorm/beta": [16],
+    "bert/embeddings/LayerNorm/gamma": [16],
+    "bert/embeddings/LayerNorm/beta": [16],
+    **{
+        f"bert/encoder/layer_{i}/{name}": shape
+        for i in range(2)
+        for name, shape in {
+            "attention/self/query/kernel": [16, 16],
+            "attention/self/query/bias": [16],
+            "attention/self/key/kernel": [16, 16],
+            "attention/self/key/bias": [16],
+            "attention/self/value/kernel": [16, 16],
+            "attention/self/value/bias": [16],
+            "attention/output/dense/kernel": [16, 16],
+            "attention/output/dense/bias": [16],
+            "attention/output/LayerNorm/gamma": [16],
+            "attention/output/LayerNorm/beta": [16],
+            "intermediate/dense/kernel": [16, 32],
+            "intermediate/dense/bias": [32],
+            "output/dense/kernel": [32, 16],
+            "output/dense/bias": [16],
+            "output/LayerNorm/gamma": [16],
+            "output/LayerNorm/beta": [16],
+        }.items()
+    },
+    "bert/pooler/dense/kernel": [16, 16],
+    "bert/pooler/dense/bias": [16],
+    "cls/predictions/transform/dense/kernel": [16, 16],
+    "cls/predictions/transform/dense/bias": [16],
+    "cls/predictions/transform/LayerNorm/gamma": [16],
+    "cls/predictions/transform/LayerNorm/beta": [16],
     "cls/predictions/output_bias": [40],
-    "cls/seq_relationship/output_weights": [2, 16], "cls/seq_relationship/output_bias": [2],
+    "cls/seq_relationship/output_weights": [2, 16],
+    "cls/seq_relationship/output_bias": [2],
 }
 
 
@@ -45,9 +69,12 @@ def _pretraining_inputs(seed=0):
     rng = np.random.default_rng(seed)
     mask = np.ones((3, 9), "int32")
     mask[1, 6:] = 0
-    return {"input_word_ids": (rng.integers(1, 40, (3, 9)) * mask).astype("int32"), "input_mask": mask,
-            "input_type_ids": (np.arange(9)[None] >= 4).astype("int32").repeat(3, 0) * mask,
-            "masked_lm_positions": np.array([[1, 4, 0], [2, 3, 5], [8, 0, 0]], "int32")}
+    return {
+        "input_word_ids": (rng.integers(1, 40, (3, 9)) * mask).astype("int32"),
+        "input_mask": mask,
+        "input_type_ids": (np.arange(9)[None] >= 4).astype("int32").repeat(3, 0) * mask,
+        "masked_lm_positions": np.array([[1, 4, 0], [2, 3, 5], [8, 0, 0]], "int32"),
+    }
 
 
 def _pretrainer(config=CONFIG, nsp=True, seed=0):
@@ -64,7 +91,9 @@ def _assert_same_outputs(a, b, inputs):
 
 def test_tf1_checkpoint_has_the_original_names_and_round_trips(tmp_path):
     model = _pretrainer()
-    prefix = tf_checkpoints.write_tf1_checkpoint(str(tmp_path / "bert_model.ckpt"), tf_checkpoints.export_weights(model))
+    prefix = tf_checkpoints.write_tf1_checkpoint(
+        str(tmp_path / "bert_model.ckpt"), tf_checkpoints.export_weights(model)
+    )
     # Readable by TF's generic reader with exactly the original names and shapes.
     assert dict(tf.train.list_variables(prefix)) == ORIGINAL_NAMES
     assert tf_checkpoints.is_tf1_checkpoint(prefix) and not tf_checkpoints.is_our_checkpoint(prefix)
@@ -78,8 +107,12 @@ def test_tf1_checkpoint_has_the_original_names_and_round_trips(tmp_path):
 
 def test_tf1_training_state_is_dropped_and_task_heads_are_ignored(tmp_path):
     weights = tf_checkpoints.export_weights(_randomized(BertEncoder.from_bert_config(CONFIG)))
-    extra = {"global_step": np.array(7.0), "bert/pooler/dense/kernel/adam_m": np.zeros((16, 16)),
-             "bert/pooler/dense/kernel/adam_v": np.zeros((16, 16)), "output_weights": np.zeros((3, 16))}
+    extra = {
+        "global_step": np.array(7.0),
+        "bert/pooler/dense/kernel/adam_m": np.zeros((16, 16)),
+        "bert/pooler/dense/kernel/adam_v": np.zeros((16, 16)),
+        "output_weights": np.zeros((3, 16)),
+    }
     prefix = tf_checkpoints.write_tf1_checkpoint(str(tmp_path / "model.ckpt-10"), {**weights, **extra})
     read = tf_checkpoints.read_tf1_checkpoint(prefix)
     assert set(read) == set(weights) | {"output_weights"}
@@ -87,14 +120,19 @@ def test_tf1_training_state_is_dropped_and_task_heads_are_ignored(tmp_path):
     assert tf_checkpoints.assign_weights(read, classifier) == ["output_weights"]
 
 
-@pytest.mark.parametrize("change, kind, needle", [
-    (dict(num_hidden_layers=1), "unexpected", "bert/encoder/layer_1/attention/self/query/kernel [16, 16]"),
-    (dict(num_hidden_layers=3), "missing", "bert/encoder/layer_2/output/LayerNorm/beta [16]"),
-    (dict(vocab_size=41), "wrong_shape",
-     "bert/embeddings/word_embeddings: checkpoint [40, 16], model [41, 16]"),
-    (dict(intermediate_size=64), "wrong_shape",
-     "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint [16, 32], model [16, 64]"),
-])
+@pytest.mark.parametrize(
+    "change, kind, needle",
+    [
+        (dict(num_hidden_layers=1), "unexpected", "bert/encoder/layer_1/attention/self/query/kernel [16, 16]"),
+        (dict(num_hidden_layers=3), "missing", "bert/encoder/layer_2/output/LayerNorm/beta [16]"),
+        (dict(vocab_size=41), "wrong_shape", "bert/embeddings/word_embeddings: checkpoint [40, 16], model [41, 16]"),
+        (
+            dict(intermediate_size=64),
+            "wrong_shape",
+            "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint [16, 32], model [16, 64]",
+        ),
+    ],
+)
 def test_mismatches_are_listed(change, kind, needle):
     weights = tf_checkpoints.export_weights(_pretrainer())
     other = BertPretrainer(BertEncoder.from_bert_config(BertConfig(**{**CONFIG.to_dict(), **change})))
@@ -151,12 +189,16 @@ def test_checkpoint_with_training_state_restores_into_the_encoder(tmp_path):
     model = _pretrainer()
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     x = _pretraining_inputs()
-    y = {"masked_lm_ids": np.ones((3, 3), "int32"), "masked_lm_weights": np.ones((3, 3), "float32"),
-         "next_sentence_labels": np.zeros((3, 1), "int32")}
+    y = {
+        "masked_lm_ids": np.ones((3, 3), "int32"),
+        "masked_lm_weights": np.ones((3, 3), "float32"),
+        "next_sentence_labels": np.zeros((3, 1), "int32"),
+    }
     model.fit(x, y, epochs=1, verbose=0)
     step = tf.Variable(12, dtype=tf.int64)
     manager = tf.train.CheckpointManager(
-        tf_checkpoints.checkpoint_root(model, optimizer=model.optimizer, step=step), str(tmp_path), max_to_keep=1)
+        tf_checkpoints.checkpoint_root(model, optimizer=model.optimizer, step=step), str(tmp_path), max_to_keep=1
+    )
     prefix = manager.save()
     # The optimizer's variable list gives TF a shorter path than the encoder's attributes, so the keys are
     # `optimizer/_trainable_variables/N/...`; restoring follows the object graph, not the key names.

@@ -32,7 +32,8 @@ def test_user_error_is_one_line_without_traceback(tmp_path):
     result = _run(tmp_path, "user")
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "demo: data.tsv:3: expected 2 columns, got 1; fix the row or pass --skip_bad_rows"]
+        "demo: data.tsv:3: expected 2 columns, got 1; fix the row or pass --skip_bad_rows"
+    ]
 
 
 def test_a_bug_keeps_its_traceback(tmp_path):
@@ -83,8 +84,9 @@ def test_tensorflow_start_up_is_quiet_unless_verbosity_asks(tmp_path):
     quiet = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env)
     assert quiet.returncode == 0 and quiet.stdout == "3\n"
     assert quiet.stderr == "", quiet.stderr
-    loud = subprocess.run([sys.executable, str(path), "--verbosity=1"], capture_output=True, text=True, timeout=300,
-                          env=env)
+    loud = subprocess.run(
+        [sys.executable, str(path), "--verbosity=1"], capture_output=True, text=True, timeout=300, env=env
+    )
     assert loud.returncode == 0 and "absl::InitializeLog" in loud.stderr  # what the filter removes, measured
 
 
@@ -95,12 +97,19 @@ def test_every_script_imports_cli_before_tensorflow_and_ends_with_cli_run():
     for script in scripts:
         tree = ast.parse(script.read_text())
         imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-        heavy = [i for i, node in enumerate(imports)
-                 if any(name.split(".")[0] in ("official", "tensorflow", "keras", "tensorflow_text")
-                        for name in ([a.name for a in node.names] if isinstance(node, ast.Import)
-                                     else [node.module or ""]))]
+        heavy = [
+            i
+            for i, node in enumerate(imports)
+            if any(
+                name.split(".")[0] in ("official", "tensorflow", "keras", "tensorflow_text")
+                for name in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""])
+            )
+        ]
         assert heavy, script.name
         first = imports[heavy[0]]
-        assert isinstance(first, ast.ImportFrom) and first.module == "official.nlp.common" and \
-            [a.name for a in first.names] == ["cli"], f"{script.name}: import cli before {ast.unparse(first)}"
+        assert (
+            isinstance(first, ast.ImportFrom)
+            and first.module == "official.nlp.common"
+            and [a.name for a in first.names] == ["cli"]
+        ), f"{script.name}: import cli before {ast.unparse(first)}"
         assert "cli.run(main" in script.read_text(), f"{script.name} does not end with cli.run(main)"

@@ -1,9 +1,10 @@
 """config_flags: flags derived from a config dataclass (kinds, enums, lists, None defaults, required fields, help
 from the field's metadata, default overrides) and read back into the dataclass."""
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import pytest
 from absl import flags
@@ -25,7 +26,7 @@ class Job(Base):
     mode: str = field("fast", enum=["fast", "exact"], help="How.")
     verbose: bool = field(False, help="Talk.")
     lower: bool | None = field(None, help="Case (default: the model's).")
-    stride: Optional[int] = field(None, help="Stride.")
+    stride: int | None = field(None, help="Stride.")
     labels: Sequence[str] | None = field(None, help="Labels.")
     layers: Sequence[int] = field((-1, -2), help="Layers.")
     weights: list[float] = field([1.0, 2.0], help="Weights.")
@@ -57,11 +58,33 @@ def test_kinds_defaults_and_help_come_from_the_fields():
 
 
 def test_values_from_the_command_line():
-    values = parse(Job, "--input_file=x", "--rate=0.25", "--steps=3", "--mode=exact", "--verbose", "--nolower",
-                   "--stride=7", "--labels=O,B-PER", "--layers=-1,-3,-5", "--weights=0.5")
+    values = parse(
+        Job,
+        "--input_file=x",
+        "--rate=0.25",
+        "--steps=3",
+        "--mode=exact",
+        "--verbose",
+        "--nolower",
+        "--stride=7",
+        "--labels=O,B-PER",
+        "--layers=-1,-3,-5",
+        "--weights=0.5",
+    )
     config = config_flags.config_from_flags(values, Job, obj="python object")
-    assert config == Job(input_file="x", rate=0.25, steps=3, mode="exact", verbose=True, lower=False, stride=7,
-                         labels=("O", "B-PER"), layers=(-1, -3, -5), weights=[0.5], obj="python object")
+    assert config == Job(
+        input_file="x",
+        rate=0.25,
+        steps=3,
+        mode="exact",
+        verbose=True,
+        lower=False,
+        stride=7,
+        labels=("O", "B-PER"),
+        layers=(-1, -3, -5),
+        weights=[0.5],
+        obj="python object",
+    )
 
 
 def test_enums_and_bounds_are_checked_by_absl():

@@ -1,4 +1,5 @@
 """Outputs get their final name only when complete, and never replace something that is not a regular file."""
+
 import os
 
 import pytest

@@ -1,4 +1,5 @@
 """Classification features: truncation as the original, sliding windows, the cached records and the pipeline."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,8 @@ def test_truncation_matches_the_original_pair_rule(tokenizer, mrpc_dev):
     """feature_extraction ports the original `convert_examples_to_features`/`_truncate_seq_pair`."""
     features = list(classifier_features.convert_examples(mrpc_dev, tokenizer, labels=("0", "1"), max_seq_length=32))
     reference = feature_extraction.convert_examples_to_features(
-        [feature_extraction.InputExample(i, e.text_a, e.text_b) for i, e in enumerate(mrpc_dev)], 32, tokenizer)
+        [feature_extraction.InputExample(i, e.text_a, e.text_b) for i, e in enumerate(mrpc_dev)], 32, tokenizer
+    )
     assert len(features) == len(reference) == 60
     for ours, theirs, example in zip(features, reference, mrpc_dev):
         n = len(theirs.input_ids)
@@ -40,19 +42,34 @@ def test_hand_worked_truncation_and_windows(tokenizer):
     [f] = classifier_features.convert_examples([example], tokenizer, labels=None, max_seq_length=8)
     # 5 tokens fit: the longer A loses its tail first (A=3, B=2), the original's rule.
     assert tokenizer.convert_ids_to_tokens(f["input_ids"]) == [
-        "[CLS]", "one", "two", "three", "[SEP]", "seven", "eight", "[SEP]"]
+        "[CLS]",
+        "one",
+        "two",
+        "three",
+        "[SEP]",
+        "seven",
+        "eight",
+        "[SEP]",
+    ]
     single = glue.InputExample("1", "one two three four five six seven", None, "1")
-    windows = list(classifier_features.convert_examples([single], tokenizer, labels=("0", "1"), max_seq_length=6,
-                                                        long_text="sliding_window", doc_stride=2))
+    windows = list(
+        classifier_features.convert_examples(
+            [single], tokenizer, labels=("0", "1"), max_seq_length=6, long_text="sliding_window", doc_stride=2
+        )
+    )
     # 7 tokens, windows of 4 starting 2 apart: [0:4], [2:6], [4:7].
     assert [tokenizer.convert_ids_to_tokens(w["input_ids"]) for w in windows] == [
         ["[CLS]", "one", "two", "three", "four", "[SEP]"],
         ["[CLS]", "three", "four", "five", "six", "[SEP]"],
-        ["[CLS]", "five", "six", "seven", "[SEP]", "[PAD]"]]
+        ["[CLS]", "five", "six", "seven", "[SEP]", "[PAD]"],
+    ]
     assert {tuple(w["example_index"]) for w in windows} == {(0,)} and windows[0]["label_ids"] == [1]
     pair = glue.InputExample("2", "question here", "one two three four five six seven eight", "0")
-    pieces = list(classifier_features.convert_examples([pair], tokenizer, labels=("0", "1"), max_seq_length=10,
-                                                       long_text="sliding_window", doc_stride=3))
+    pieces = list(
+        classifier_features.convert_examples(
+            [pair], tokenizer, labels=("0", "1"), max_seq_length=10, long_text="sliding_window", doc_stride=3
+        )
+    )
     texts = [tokenizer.convert_ids_to_tokens(p["input_ids"]) for p in pieces]
     assert all(t[:4] == ["[CLS]", "question", "here", "[SEP]"] for t in texts)  # the short text in each window
     covered = [tok for t in texts for tok in t[4:] if tok not in ("[SEP]", "[PAD]")]
@@ -73,8 +90,9 @@ def test_windows_cover_everything_with_the_stride():
 
 def test_average_by_example():
     outputs = np.array([[1.0, 3.0], [3.0, 1.0], [0.0, 2.0]])
-    np.testing.assert_allclose(classifier_features.average_by_example(outputs, np.array([0, 0, 1]), 2),
-                               [[2.0, 2.0], [0.0, 2.0]])
+    np.testing.assert_allclose(
+        classifier_features.average_by_example(outputs, np.array([0, 0, 1]), 2), [[2.0, 2.0], [0.0, 2.0]]
+    )
     with pytest.raises(ValueError, match="1 example"):
         classifier_features.average_by_example(outputs, np.array([0, 0, 2]), 3)
 
@@ -101,10 +119,16 @@ def test_records_round_trip_through_make_dataset(tmp_path, tokenizer, mrpc_dev, 
 
 def test_a_stride_longer_than_any_window_is_refused(tokenizer):
     single = glue.InputExample("1", "one two three four five six seven", None, "1")
-    with pytest.raises(InputError, match=r"--doc_stride=5 is longer than the largest window .* 4 tokens.*"
-                                         r"Pass --doc_stride=4 or less"):
-        list(classifier_features.convert_examples([single], tokenizer, labels=("0", "1"), max_seq_length=6,
-                                                  long_text="sliding_window", doc_stride=5))
+    with pytest.raises(
+        InputError,
+        match=r"--doc_stride=5 is longer than the largest window .* 4 tokens.*"
+        r"Pass --doc_stride=4 or less",
+    ):
+        list(
+            classifier_features.convert_examples(
+                [single], tokenizer, labels=("0", "1"), max_seq_length=6, long_text="sliding_window", doc_stride=5
+            )
+        )
 
 
 def test_an_empty_second_segment_is_left_out(tokenizer):
@@ -116,6 +140,7 @@ def test_an_empty_second_segment_is_left_out(tokenizer):
     for feature, (_, _, tokens, types) in zip(features, EMPTY_B_CASES):
         n = len(tokens)
         assert tokenizer.convert_ids_to_tokens(feature["input_ids"][:n]) == tokens and feature["input_ids"][n:] == [
-            0] * (8 - n)
+            0
+        ] * (8 - n)
         assert feature["segment_ids"] == types + [0] * (8 - n)
         assert feature["input_mask"] == [1] * n + [0] * (8 - n)

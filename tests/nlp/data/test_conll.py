@@ -1,5 +1,6 @@
 """CoNLL-2003 reading (real files, IOB1 and IOB2), bad input, first-sub-token features, windows, predictions back
 to words and the conlleval-readable writer."""
+
 import numpy as np
 import pytest
 
@@ -39,11 +40,14 @@ def _write(tmp_path, text, name="bad.txt"):
     return str(path)
 
 
-@pytest.mark.parametrize("line,message", [
-    ("Paris", "malformed CoNLL line 'Paris'"),
-    ("Paris NNP I-LOC", "3 columns where the file's first word line has 4"),
-    ("Paris NNP I-NP LOC", "tag 'LOC' is not a chunk tag"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("Paris", "malformed CoNLL line 'Paris'"),
+        ("Paris NNP I-LOC", "3 columns where the file's first word line has 4"),
+        ("Paris NNP I-NP LOC", "tag 'LOC' is not a chunk tag"),
+    ],
+)
 def test_bad_lines_named_and_skipped(tmp_path, line, message):
     text = "-DOCSTART- -X- O O\n\nEU NNP I-NP I-ORG\n\nin IN I-PP O\n" + line + " \n\nok JJ I-NP O\n"
     path = _write(tmp_path, text)
@@ -114,8 +118,7 @@ def test_long_sentences_round_trip_on_real_data(shared_data, tokenizer, tmp_path
     lines = out.read_text().split("\n")
     assert lines[0] == " ".join(sentences[0].columns[0] + [sentences[0].labels[0]])
     reread = conll.read_conll(str(out))
-    assert [s.columns for s in reread.sentences] == [
-        [c + [c[-1]] for c in s.columns] for s in sentences]
+    assert [s.columns for s in reread.sentences] == [[c + [c[-1]] for c in s.columns] for s in sentences]
 
 
 def test_word_predictions_refuses_other_sentences(tmp_path, tokenizer):

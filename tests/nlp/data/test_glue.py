@@ -1,5 +1,6 @@
 """GLUE processors on the real files (counts of the GLUE release), the original layouts of the tasks whose files are
 not in ../shared/data (QQP, MNLI, AX), bad rows, the generic reader and TFDS."""
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,8 @@ def test_mrpc_byte_order_mark_and_columns(shared_data):
     assert path.read_bytes().startswith(b"\xef\xbb\xbf")
     first = glue.get_processor("mrpc").read(str(path), glue.TRAIN).examples[0]
     assert first.label == "1"
-    assert first.text_a.startswith("Amrozi accused his brother, whom he called \"the witness\"")
-    assert first.text_b.startswith("Referring to him as only \"the witness\"")
+    assert first.text_a.startswith('Amrozi accused his brother, whom he called "the witness"')
+    assert first.text_b.startswith('Referring to him as only "the witness"')
     test = glue.get_processor("MRPC").read(str(shared_data / "glue" / "MRPC" / "test.tsv"), glue.TEST).examples
     assert [e.guid for e in test[:3]] == ["0", "1", "2"]
 
@@ -54,7 +55,10 @@ def test_cola_and_stsb_columns(shared_data):
     assert sum(e.label == "0" for e in cola) == 162  # in_domain_dev: 365 acceptable, 162 not
     sts = glue.get_processor("STS-B").read(str(shared_data / "glue" / "STS-B" / "dev.tsv")).examples
     assert (sts[0].text_a, sts[0].text_b, sts[0].label) == (
-        "A man with a hard hat is dancing.", "A man wearing a hard hat is dancing.", 5.0)
+        "A man with a hard hat is dancing.",
+        "A man wearing a hard hat is dancing.",
+        5.0,
+    )
 
 
 def _write(path, rows):
@@ -62,28 +66,53 @@ def _write(path, rows):
     return str(path)
 
 
-MNLI_HEADER = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse", "sentence2_binary_parse",
-               "sentence1_parse", "sentence2_parse", "sentence1", "sentence2"]
+MNLI_HEADER = [
+    "index",
+    "promptID",
+    "pairID",
+    "genre",
+    "sentence1_binary_parse",
+    "sentence2_binary_parse",
+    "sentence1_parse",
+    "sentence2_parse",
+    "sentence1",
+    "sentence2",
+]
 
 
 def test_qqp_mnli_ax_original_layouts(tmp_path):
     qqp = glue.get_processor("qqp")
-    train = _write(tmp_path / "qqp.tsv", [["id", "qid1", "qid2", "question1", "question2", "is_duplicate"],
-                                          ["133273", "213221", "213222", "How is the life?", "How's life?", "1"]])
-    assert qqp.read(train, glue.TRAIN).examples[0] == glue.InputExample("train-133273", "How is the life?",
-                                                                         "How's life?", "1")
+    train = _write(
+        tmp_path / "qqp.tsv",
+        [
+            ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"],
+            ["133273", "213221", "213222", "How is the life?", "How's life?", "1"],
+        ],
+    )
+    assert qqp.read(train, glue.TRAIN).examples[0] == glue.InputExample(
+        "train-133273", "How is the life?", "How's life?", "1"
+    )
     test = _write(tmp_path / "qqp_test.tsv", [["id", "question1", "question2"], ["0", "Why?", "Why not?"]])
     assert qqp.read(test, glue.TEST).examples[0] == glue.InputExample("0", "Why?", "Why not?")
 
     mnli = glue.get_processor("MNLI")
     parses = ["( a )", "( b )", "(ROOT a)", "(ROOT b)"]
-    train = _write(tmp_path / "mnli.tsv", [MNLI_HEADER + ["label1", "gold_label"],
-                                           ["0", "31193", "31193n", "government"] + parses + ["A.", "B.", "neutral",
-                                                                                              "neutral"]])
-    dev = _write(tmp_path / "dev_matched.tsv", [
-        MNLI_HEADER + [f"label{i}" for i in range(1, 6)] + ["gold_label"],
-        ["0", "63735", "63735n", "slate"] + parses + ["C.", "D.", "neutral", "entailment", "neutral", "neutral",
-                                                      "neutral", "neutral"]])
+    train = _write(
+        tmp_path / "mnli.tsv",
+        [
+            MNLI_HEADER + ["label1", "gold_label"],
+            ["0", "31193", "31193n", "government"] + parses + ["A.", "B.", "neutral", "neutral"],
+        ],
+    )
+    dev = _write(
+        tmp_path / "dev_matched.tsv",
+        [
+            MNLI_HEADER + [f"label{i}" for i in range(1, 6)] + ["gold_label"],
+            ["0", "63735", "63735n", "slate"]
+            + parses
+            + ["C.", "D.", "neutral", "entailment", "neutral", "neutral", "neutral", "neutral"],
+        ],
+    )
     assert mnli.read(train, glue.TRAIN).examples[0].label == "neutral"
     assert mnli.read(dev).examples[0] == glue.InputExample("dev-0", "C.", "D.", "neutral")
     assert [s.submission for s in mnli.files("x")[glue.TEST]] == ["MNLI-m.tsv", "MNLI-mm.tsv"]
@@ -97,12 +126,17 @@ def test_qqp_mnli_ax_original_layouts(tmp_path):
 
 def test_bad_rows_are_named_by_file_and_line_or_skipped_and_counted(tmp_path):
     rte = glue.get_processor("rte")
-    path = _write(tmp_path / "train.tsv", [["index", "sentence1", "sentence2", "label"],
-                                          ["0", "A man sleeps.", "A man is awake.", "not_entailment"],
-                                          ["1", "Too few columns."],
-                                          ["2", "A dog.", "An animal.", "maybe"],
-                                          ["3", "  ", "Empty first text.", "entailment"],
-                                          ["4", "Fine.", "Fine too.", "entailment"]])
+    path = _write(
+        tmp_path / "train.tsv",
+        [
+            ["index", "sentence1", "sentence2", "label"],
+            ["0", "A man sleeps.", "A man is awake.", "not_entailment"],
+            ["1", "Too few columns."],
+            ["2", "A dog.", "An animal.", "maybe"],
+            ["3", "  ", "Empty first text.", "entailment"],
+            ["4", "Fine.", "Fine too.", "entailment"],
+        ],
+    )
     with pytest.raises(glue.BadRowError, match=rf"{path}:3: 2 column\(s\), rte needs at least 4"):
         rte.read(path, glue.TRAIN)
     result = rte.read(path, glue.TRAIN, skip_bad_rows=True)
@@ -126,8 +160,10 @@ def test_unknown_task_is_refused():
 
 @pytest.mark.parametrize("file_format", ["tsv", "csv", "jsonl"])
 def test_generic_reader(tmp_path, file_format):
-    rows = [{"id": "a", "review": 'Great, "really" great', "title": "T1", "stars": "pos"},
-            {"id": "b", "review": "Bad", "title": "T2", "stars": "neg"}]
+    rows = [
+        {"id": "a", "review": 'Great, "really" great', "title": "T1", "stars": "pos"},
+        {"id": "b", "review": "Bad", "title": "T2", "stars": "neg"},
+    ]
     path = tmp_path / f"train.{file_format}"
     if file_format == "jsonl":
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -135,21 +171,27 @@ def test_generic_reader(tmp_path, file_format):
         import csv
 
         with open(path, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t" if file_format == "tsv" else ",",
-                                    quoting=csv.QUOTE_NONE if file_format == "tsv" else csv.QUOTE_MINIMAL,
-                                    escapechar="\\" if file_format == "tsv" else None)
+            writer = csv.DictWriter(
+                f,
+                fieldnames=list(rows[0]),
+                delimiter="\t" if file_format == "tsv" else ",",
+                quoting=csv.QUOTE_NONE if file_format == "tsv" else csv.QUOTE_MINIMAL,
+                escapechar="\\" if file_format == "tsv" else None,
+            )
             writer.writeheader()
             writer.writerows(rows)
-    processor = glue.GenericProcessor(text_a_column="review", text_b_column="title", label_column="stars",
-                                      id_column="id", file_format=file_format)
+    processor = glue.GenericProcessor(
+        text_a_column="review", text_b_column="title", label_column="stars", id_column="id", file_format=file_format
+    )
     processor.infer_labels(str(path))
     assert processor.labels == ("neg", "pos")
     examples = processor.read(str(path), glue.TRAIN).examples
     assert [(e.guid, e.text_b, e.label) for e in examples] == [("a", "T1", "pos"), ("b", "T2", "neg")]
     if file_format != "tsv":
         assert examples[0].text_a == 'Great, "really" great'
-    missing = glue.GenericProcessor(text_a_column="text", label_column="stars", labels=["neg", "pos"],
-                                    file_format=file_format)
+    missing = glue.GenericProcessor(
+        text_a_column="text", label_column="stars", labels=["neg", "pos"], file_format=file_format
+    )
     line = 1 if file_format == "jsonl" else 2  # the first record's line (after the header row)
     with pytest.raises(glue.BadRowError, match=rf"train.{file_format}:{line}: no column 'text'"):
         missing.read(str(path), glue.TRAIN)

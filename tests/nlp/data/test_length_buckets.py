@@ -79,16 +79,20 @@ def test_group_by_length_keeps_every_example_once_in_batches_of_one_bucket(sst2)
         np.testing.assert_array_equal(bx["input_word_ids"], x["input_word_ids"][index, :length])
         padded_tokens += bx["input_word_ids"].shape[0] * length
     assert sorted(seen) == list(range(len(labels)))
-    trimmed_only = sum(b["input_word_ids"].shape[0] * b["input_word_ids"].shape[1] for b in length_buckets.trim_batches(
-        tf.data.Dataset.from_tensor_slices(x).batch(16), buckets))
+    trimmed_only = sum(
+        b["input_word_ids"].shape[0] * b["input_word_ids"].shape[1]
+        for b in length_buckets.trim_batches(tf.data.Dataset.from_tensor_slices(x).batch(16), buckets)
+    )
     assert padded_tokens < 0.8 * trimmed_only
 
 
 def test_group_by_length_drops_partial_batches_for_training(sst2):
     x, _ = sst2
     ds = tf.data.Dataset.from_tensor_slices(x)
-    sizes = collections.Counter(b["input_word_ids"].shape[0] for b in length_buckets.group_by_length(
-        ds, length_buckets.bucket_lengths(SEQ), batch_size=16))
+    sizes = collections.Counter(
+        b["input_word_ids"].shape[0]
+        for b in length_buckets.group_by_length(ds, length_buckets.bucket_lengths(SEQ), batch_size=16)
+    )
     assert set(sizes) == {16}
 
 
@@ -106,7 +110,8 @@ def test_trimmed_batches_give_the_same_logits(sst2):
     model = BertClassifier(BertEncoder.from_bert_config(BertConfig.preset("tiny", vocab_size=30522)), 2)
     batch = {k: v[:32] for k, v in x.items()}
     full = model(batch, training=False)
-    trimmed = length_buckets.trim_batch({k: tf.constant(v) for k, v in batch.items()},
-                                        length_buckets.bucket_lengths(SEQ))
+    trimmed = length_buckets.trim_batch(
+        {k: tf.constant(v) for k, v in batch.items()}, length_buckets.bucket_lengths(SEQ)
+    )
     assert trimmed["input_word_ids"].shape[1] < SEQ
     np.testing.assert_allclose(model(trimmed, training=False), full, atol=1e-5)

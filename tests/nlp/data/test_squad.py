@@ -1,4 +1,5 @@
 """SQuAD reading, features and post-processing: hand-worked cases, bad input, and the v2.0 oracle on real data."""
+
 import json
 
 import numpy as np
@@ -29,8 +30,10 @@ def test_split_context_maps_characters_to_words():
 
 
 def test_reading_counts_bad_answers_and_empty_contexts(tmp_path):
-    qas = [{"id": "ok", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 0}]},
-           {"id": "shifted", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 3}]}]
+    qas = [
+        {"id": "ok", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 0}]},
+        {"id": "shifted", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 3}]},
+    ]
     examples, report = squad.read_squad_examples(_write(tmp_path, qas), is_training=True)
     assert [e.qas_id for e in examples] == ["ok"]
     assert report.answer_mismatch == [("shifted", "answer_start=3 does not point at 'Steve Smith' (the text is at 0)")]
@@ -43,14 +46,17 @@ def test_reading_counts_bad_answers_and_empty_contexts(tmp_path):
     assert [qid for qid, _ in report.empty_context] == ["e"]
 
 
-@pytest.mark.parametrize("qa, message", [
-    ({"question": "Who?", "answers": []}, "missing field 'id'"),
-    ({"id": "q7", "answers": []}, "question id q7: missing field 'question'"),
-    ({"id": "q8", "question": "?", "answers": [{"answer_start": 0}]}, "question id q8: missing field 'text'"),
-    ({"id": "q9", "question": "?", "answers": [{"text": "x", "answer_start": "0"}]}, "should be a int"),
-    ({"id": "q10", "question": "?", "answers": []}, "q10: a training question needs an answer"),
-    ({"id": "q11", "question": "?", "answers": [], "is_impossible": True}, "--version_2_with_negative"),
-])
+@pytest.mark.parametrize(
+    "qa, message",
+    [
+        ({"question": "Who?", "answers": []}, "missing field 'id'"),
+        ({"id": "q7", "answers": []}, "question id q7: missing field 'question'"),
+        ({"id": "q8", "question": "?", "answers": [{"answer_start": 0}]}, "question id q8: missing field 'text'"),
+        ({"id": "q9", "question": "?", "answers": [{"text": "x", "answer_start": "0"}]}, "should be a int"),
+        ({"id": "q10", "question": "?", "answers": []}, "q10: a training question needs an answer"),
+        ({"id": "q11", "question": "?", "answers": [], "is_impossible": True}, "--version_2_with_negative"),
+    ],
+)
 def test_reading_refuses_structural_errors(tmp_path, qa, message):
     with pytest.raises(InputError, match=message):
         squad.read_squad_examples(_write(tmp_path, [qa]), is_training=True)
@@ -66,22 +72,33 @@ def test_reading_refuses_non_json(tmp_path):
 def test_features_improved_span_windows_and_max_context(tokenizer):
     # Hand-worked: "(1895-1943)." is one word; the answer "1895" is its second token after improvement.
     context = "The war lasted (1895-1943). It was long and it was hard and it was over."
-    ex = squad.SquadExample("q", "When?", *squad.split_context(context)[:1], context, orig_answer_text="1895",
-                            start_position=3, end_position=3)
-    features, stats = squad.convert_examples_to_features([ex], tokenizer, max_seq_length=16, doc_stride=4,
-                                                         max_query_length=4, is_training=True)
+    ex = squad.SquadExample(
+        "q",
+        "When?",
+        *squad.split_context(context)[:1],
+        context,
+        orig_answer_text="1895",
+        start_position=3,
+        end_position=3,
+    )
+    features, stats = squad.convert_examples_to_features(
+        [ex], tokenizer, max_seq_length=16, doc_stride=4, max_query_length=4, is_training=True
+    )
     # Question "when ?" = 2 tokens, 16 - 2 - 3 = 11 context tokens per window, windows 4 tokens apart.
     doc = tokenizer.tokenize(context)
-    assert [len(f.tokens) - 5 for f in features] == [11, 11, 11, 9][:len(features)]
+    assert [len(f.tokens) - 5 for f in features] == [11, 11, 11, 9][: len(features)]
     assert squad.doc_windows(len(doc), 11, 4) == [(i, min(11, len(doc) - i)) for i in range(0, len(doc) - 7, 4)]
     first = features[0]
     assert first.tokens[:4] == ["[CLS]", "when", "?", "[SEP]"]
     assert first.tokens[first.start_position] == "1895" and first.start_position == first.end_position
     # Each context token has its maximum context in exactly one window.
     for position in range(len(doc)):
-        owners = [f for f in features for p, orig in f.token_to_orig_map.items()
-                  if f.token_is_max_context[p] and p - 4 + squad.doc_windows(len(doc), 11, 4)[f.doc_span_index][0]
-                  == position]
+        owners = [
+            f
+            for f in features
+            for p, orig in f.token_to_orig_map.items()
+            if f.token_is_max_context[p] and p - 4 + squad.doc_windows(len(doc), 11, 4)[f.doc_span_index][0] == position
+        ]
         assert len(owners) == 1
     # Windows that do not hold the whole answer point at [CLS].
     assert stats.out_of_window == sum(1 for f in features if f.start_position == 0)
@@ -90,29 +107,35 @@ def test_features_improved_span_windows_and_max_context(tokenizer):
 
 def test_long_questions_are_truncated_and_counted(tokenizer):
     ex = squad.examples_from_strings([("one two three four five six", "a b c")])
-    features, stats = squad.convert_examples_to_features(ex, tokenizer, max_seq_length=16, doc_stride=4,
-                                                         max_query_length=3, is_training=False)
+    features, stats = squad.convert_examples_to_features(
+        ex, tokenizer, max_seq_length=16, doc_stride=4, max_query_length=3, is_training=False
+    )
     assert stats.truncated_questions == ["0"]
     assert features[0].tokens[:5] == ["[CLS]", "one", "two", "three", "[SEP]"]
     with pytest.raises(InputError, match="--max_seq_length=8"):
-        squad.convert_examples_to_features(ex, tokenizer, max_seq_length=8, doc_stride=4, max_query_length=5,
-                                           is_training=False)
+        squad.convert_examples_to_features(
+            ex, tokenizer, max_seq_length=8, doc_stride=4, max_query_length=5, is_training=False
+        )
 
 
-@pytest.mark.parametrize("pred, orig, expected", [
-    ("steve smith", "Steve Smith's", "Steve Smith"),      # the original's own example
-    ("1895", "(1895-1943).", "1895"),
-    ("cafe", "Café!", "Café"),                             # accents stripped in the tokens, kept in the answer
-    ("nothing", "Steve", "Steve"),                         # not found: the whole original text
-])
+@pytest.mark.parametrize(
+    "pred, orig, expected",
+    [
+        ("steve smith", "Steve Smith's", "Steve Smith"),  # the original's own example
+        ("1895", "(1895-1943).", "1895"),
+        ("cafe", "Café!", "Café"),  # accents stripped in the tokens, kept in the answer
+        ("nothing", "Steve", "Steve"),  # not found: the whole original text
+    ],
+)
 def test_get_final_text(pred, orig, expected):
     assert pp.get_final_text(pred, orig, do_lower_case=True) == expected
 
 
 def _one_window(tokenizer, question, context, seq=32):
     examples = squad.examples_from_strings([(question, context)])
-    features, _ = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=seq, doc_stride=8,
-                                                     max_query_length=8, is_training=False)
+    features, _ = squad.convert_examples_to_features(
+        examples, tokenizer, max_seq_length=seq, doc_stride=8, max_query_length=8, is_training=False
+    )
     return examples, features
 
 
@@ -122,17 +145,16 @@ def test_postprocess_rules(tokenizer):
     starts = np.zeros((1, 32), np.float32)
     ends = np.zeros((1, 32), np.float32)
     # Tokens: [CLS] who ? [SEP] ann smith met bob jones in paris . [SEP]: positions 4..11 are context.
-    starts[0, 4], ends[0, 5] = 5, 5          # "Ann Smith": 10
-    starts[0, 7], ends[0, 8] = 4, 4          # "Bob Jones": 8
-    ends[0, 3] = 9                           # an end on [SEP] of the question is never valid
+    starts[0, 4], ends[0, 5] = 5, 5  # "Ann Smith": 10
+    starts[0, 7], ends[0, 8] = 4, 4  # "Bob Jones": 8
+    ends[0, 3] = 9  # an end on [SEP] of the question is never valid
     settings = pp.PostprocessSettings(n_best_size=5, max_answer_length=3)
     result = pp.postprocess(examples, features, starts, ends, settings)
     assert result.predictions == {"0": "Ann Smith"}
     assert result.nbest["0"][0]["text"] == "Ann Smith"
     assert sum(e["probability"] for e in result.nbest["0"]) == pytest.approx(1.0)
     # max_answer_length=1 drops both two-token spans.
-    short = pp.postprocess(examples, features, starts, ends, pp.PostprocessSettings(n_best_size=5,
-                                                                                    max_answer_length=1))
+    short = pp.postprocess(examples, features, starts, ends, pp.PostprocessSettings(n_best_size=5, max_answer_length=1))
     assert short.predictions["0"] not in ("Ann Smith", "Bob Jones")
 
 
@@ -171,13 +193,14 @@ def test_postprocess_v2_threshold(tokenizer):
     examples, features = _one_window(tokenizer, "who?", "Ann Smith met Bob.")
     starts = np.zeros((1, 32), np.float32)
     ends = np.zeros((1, 32), np.float32)
-    starts[0, 0], ends[0, 0] = 3.0, 3.0    # null score 6
-    starts[0, 4], ends[0, 5] = 2.5, 2.5    # best span "Ann Smith" 5
+    starts[0, 0], ends[0, 0] = 3.0, 3.0  # null score 6
+    starts[0, 4], ends[0, 5] = 2.5, 2.5  # best span "Ann Smith" 5
     v2 = dict(version_2_with_negative=True, n_best_size=5)
     result = pp.postprocess(examples, features, starts, ends, pp.PostprocessSettings(**v2))
     assert result.null_odds["0"] == pytest.approx(1.0) and result.predictions["0"] == ""
-    result = pp.postprocess(examples, features, starts, ends, pp.PostprocessSettings(null_score_diff_threshold=1.5,
-                                                                                     **v2))
+    result = pp.postprocess(
+        examples, features, starts, ends, pp.PostprocessSettings(null_score_diff_threshold=1.5, **v2)
+    )
     assert result.predictions["0"] == "Ann Smith"
 
 
@@ -195,8 +218,10 @@ def test_oracle_v2_subset_full_marks(shared_data, tokenizer):
 def test_postprocess_best_span_matches_exhaustive_search(tokenizer):
     # With n_best_size covering every position, the answer is the best-scoring valid span of an exhaustive search
     # over all windows (start with max context, both ends in the context, end >= start, length limit).
-    context = ("Tesla was born in Smiljan, in the Austrian Empire, in 1856. He moved to the United States in 1884 "
-               "and worked for Edison before founding his own laboratory in New York City.")
+    context = (
+        "Tesla was born in Smiljan, in the Austrian Empire, in 1856. He moved to the United States in 1884 "
+        "and worked for Edison before founding his own laboratory in New York City."
+    )
     examples, features = _one_window(tokenizer, "Where was Tesla born?", context, seq=32)
     assert len(features) > 2
     rng = np.random.default_rng(7)
@@ -220,8 +245,9 @@ def test_postprocess_best_span_matches_exhaustive_search(tokenizer):
 def test_question_without_windows_answers_empty(tokenizer):
     # An empty context (counted when read) has no window: "" (the original would write "empty"), and abstains.
     examples = squad.examples_from_strings([("who?", "   ")])
-    features, _ = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=16, doc_stride=4,
-                                                     max_query_length=4, is_training=False)
+    features, _ = squad.convert_examples_to_features(
+        examples, tokenizer, max_seq_length=16, doc_stride=4, max_query_length=4, is_training=False
+    )
     assert features == []
     empty = np.zeros((0, 16), np.float32)
     for v2 in (False, True):
@@ -234,7 +260,9 @@ def test_a_stride_longer_than_a_window_is_refused_naming_the_largest_that_covers
     """--doc_stride=128 --max_seq_length=128: 61 context tokens per window, so a stride of 128 cannot be honoured."""
     ex = squad.examples_from_strings([("a question", "some context")])
     with pytest.raises(InputError, match=r"--doc_stride=128 .* = 61 tokens.*pass --doc_stride=61 or less"):
-        squad.convert_examples_to_features(ex, tokenizer, max_seq_length=128, doc_stride=128, max_query_length=64,
-                                           is_training=False)
-    squad.convert_examples_to_features(ex, tokenizer, max_seq_length=128, doc_stride=61, max_query_length=64,
-                                       is_training=False)
+        squad.convert_examples_to_features(
+            ex, tokenizer, max_seq_length=128, doc_stride=128, max_query_length=64, is_training=False
+        )
+    squad.convert_examples_to_features(
+        ex, tokenizer, max_seq_length=128, doc_stride=61, max_query_length=64, is_training=False
+    )

@@ -10,6 +10,7 @@ Every question the oracle gets wrong is explained by one of three causes, counte
 - `dropped_characters`: the words hold characters that the tokenizer deletes (zero-width spaces), so
   `get_final_text` cannot align the tokens with the text and, as in the original, returns the whole words.
 """
+
 import collections
 import json
 
@@ -22,18 +23,41 @@ from tests.nlp.data.squad_oracle import oracle_run
 
 EXPECTED_SHORTFALLS = {
     "too_long": [
-        "5725c071271a42140099d127", "5726356938643c19005ad300", "57263b1638643c19005ad333",
-        "57263b1638643c19005ad334", "57263b1638643c19005ad335", "572648d1708984140094c161",
-        "57264b1ddd62a815002e80a3", "5726ed6cf1498d1400e8f00d", "5733ef47d058e614000b662d"],
+        "5725c071271a42140099d127",
+        "5726356938643c19005ad300",
+        "57263b1638643c19005ad333",
+        "57263b1638643c19005ad334",
+        "57263b1638643c19005ad335",
+        "572648d1708984140094c161",
+        "57264b1ddd62a815002e80a3",
+        "5726ed6cf1498d1400e8f00d",
+        "5733ef47d058e614000b662d",
+    ],
     "inside_word": [
-        "56be4db0acb8001400a502f0", "56be4e1facb8001400a502f9", "56be59683aeaaa14008c905a",
-        "56bec0dd3aeaaa14008c935a", "56bf159b3aeaaa14008c950a", "56bf17653aeaaa14008c9514",
-        "56bf4e1b3aeaaa14008c95c0", "56bf738b3aeaaa14008c9655", "56d2045de7d4791d009025f5",
-        "56d204ade7d4791d00902604", "56d6fe0b0d65d214001982a7", "56d722330d65d214001983a8",
-        "56d726b60d65d214001983eb", "56d98f0ddc89441400fdb559", "56d997cddc89441400fdb58a",
-        "56d9cb47dc89441400fdb834", "56dfa1d34a1a83140091ebd4", "5725df1838643c19005ace16",
-        "57264991f1498d1400e8db30", "572914f46aef051400154a46", "57291f153f37b31900478046",
-        "5729714daf94a219006aa42d", "5729e2316aef0514001550c5"],
+        "56be4db0acb8001400a502f0",
+        "56be4e1facb8001400a502f9",
+        "56be59683aeaaa14008c905a",
+        "56bec0dd3aeaaa14008c935a",
+        "56bf159b3aeaaa14008c950a",
+        "56bf17653aeaaa14008c9514",
+        "56bf4e1b3aeaaa14008c95c0",
+        "56bf738b3aeaaa14008c9655",
+        "56d2045de7d4791d009025f5",
+        "56d204ade7d4791d00902604",
+        "56d6fe0b0d65d214001982a7",
+        "56d722330d65d214001983a8",
+        "56d726b60d65d214001983eb",
+        "56d98f0ddc89441400fdb559",
+        "56d997cddc89441400fdb58a",
+        "56d9cb47dc89441400fdb834",
+        "56dfa1d34a1a83140091ebd4",
+        "5725df1838643c19005ace16",
+        "57264991f1498d1400e8db30",
+        "572914f46aef051400154a46",
+        "57291f153f37b31900478046",
+        "5729714daf94a219006aa42d",
+        "5729e2316aef0514001550c5",
+    ],
     "dropped_characters": ["5727b0892ca10214002d93e9"],
 }
 
@@ -41,14 +65,19 @@ EXPECTED_SHORTFALLS = {
 def _first_answers(path):
     with open(path, encoding="utf-8") as f:
         data = json.load(f)["data"]
-    return {qa["id"]: (p["context"], qa["answers"][0]["answer_start"], qa["answers"][0]["text"])
-            for article in data for p in article["paragraphs"] for qa in p["qas"]}
+    return {
+        qa["id"]: (p["context"], qa["answers"][0]["answer_start"], qa["answers"][0]["text"])
+        for article in data
+        for p in article["paragraphs"]
+        for qa in p["qas"]
+    }
 
 
 def _cut_inside_word(context, start, text):
     end = start + len(text)
     return (start > 0 and not squad._is_whitespace(context[start - 1])) or (
-        end < len(context) and not squad._is_whitespace(context[end]))
+        end < len(context) and not squad._is_whitespace(context[end])
+    )
 
 
 def classify_shortfalls(path, examples, features, predictions, max_answer_length=30):

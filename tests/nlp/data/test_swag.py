@@ -1,4 +1,5 @@
 """SWAG reading (the real JSON-lines sample and the original CSV layout), bad rows, and [examples, 4, seq] features."""
+
 import json
 
 import pytest
@@ -22,10 +23,11 @@ def test_reads_the_real_sample(shared_data):
 
 def test_reads_the_original_csv(tmp_path):
     path = tmp_path / "val.csv"
-    path.write_text(CSV_HEADER
-                    + '0,lsmdc3001,42,"Someone, a man, waves. He","Someone, a man, waves.",He,gold,'
-                      'smiles.,"runs, fast.",sits.,cries.,1\n'
-                    + "1,anetv_x,7,A boy runs. The dog,A boy runs.,The dog,gen,barks.,eats.,sleeps.,jumps.,3\n")
+    path.write_text(
+        CSV_HEADER + '0,lsmdc3001,42,"Someone, a man, waves. He","Someone, a man, waves.",He,gold,'
+        'smiles.,"runs, fast.",sits.,cries.,1\n'
+        + "1,anetv_x,7,A boy runs. The dog,A boy runs.,The dog,gen,barks.,eats.,sleeps.,jumps.,3\n"
+    )
     read = swag.read_swag(str(path))
     assert [e.label for e in read.examples] == [1, 3]
     assert read.examples[0].context == "Someone, a man, waves." and read.examples[0].endings[1] == "runs, fast."
@@ -35,16 +37,26 @@ def test_reads_the_original_csv(tmp_path):
     assert swag.read_swag(str(test)).examples[0].label is None
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"ending2": ""}, "missing ending: 'ending2'"),
-    ({"ending3": None}, "missing ending: 'ending3'"),
-    ({"sent1": "  "}, "empty text: 'sent1'"),
-    ({"label": 4}, "unknown label 4"),
-    ({"label": "x"}, "unknown label 'x'"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"ending2": ""}, "missing ending: 'ending2'"),
+        ({"ending3": None}, "missing ending: 'ending3'"),
+        ({"sent1": "  "}, "empty text: 'sent1'"),
+        ({"label": 4}, "unknown label 4"),
+        ({"label": "x"}, "unknown label 'x'"),
+    ],
+)
 def test_bad_rows_named_and_counted(tmp_path, change, message):
-    good = {"sent1": "A man sits.", "sent2": "He", "ending0": "a.", "ending1": "b.", "ending2": "c.",
-            "ending3": "d.", "label": 2}
+    good = {
+        "sent1": "A man sits.",
+        "sent2": "He",
+        "ending0": "a.",
+        "ending1": "b.",
+        "ending2": "c.",
+        "ending3": "d.",
+        "label": 2,
+    }
     bad = {k: v for k, v in {**good, **change}.items() if v is not None}
     path = tmp_path / "rows.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in (good, bad, good)) + "\n")
@@ -87,8 +99,9 @@ def test_features(shared_data, uncased_vocab):
 def test_a_choice_that_tokenizes_to_nothing_has_no_second_segment(uncased_vocab):
     """As the original (`if tokens_b:`) and the in-graph packer of the SWAG export: [CLS] A [SEP], all segment 0."""
     tokenizer = FullTokenizer(str(uncased_vocab), do_lower_case=True)
-    example = swag.SwagExample(context="The man sat down.", start="", endings=["\u200b", "", "He left.", "Ok"],
-                               label=0, where="test:1")
+    example = swag.SwagExample(
+        context="The man sat down.", start="", endings=["\u200b", "", "He left.", "Ok"], label=0, where="test:1"
+    )
     arrays = swag.convert_examples([example], tokenizer, max_seq_length=12).arrays
     a = tokenizer.tokenize("The man sat down.")
     single = tokenizer.convert_tokens_to_ids(["[CLS]", *a, "[SEP]"])

@@ -1,5 +1,6 @@
 """conlleval entity scores: a hand-worked example, and seqeval (conlleval-compatible default mode) on real CoNLL-2003
 label files in IOB1 and IOB2."""
+
 import random
 
 import pytest
@@ -12,9 +13,17 @@ from official.nlp.metrics import conlleval
 def test_chunks_iob1_and_iob2():
     # IOB1: I- opens a chunk after O or another type; B- only separates two adjacent chunks of one type.
     assert conlleval.chunks(["I-PER", "I-PER", "B-PER", "O", "I-LOC", "I-ORG"]) == {
-        ("PER", 0, 1), ("PER", 2, 2), ("LOC", 4, 4), ("ORG", 5, 5)}
+        ("PER", 0, 1),
+        ("PER", 2, 2),
+        ("LOC", 4, 4),
+        ("ORG", 5, 5),
+    }
     assert conlleval.chunks(["B-PER", "I-PER", "B-PER", "O", "B-LOC", "B-ORG", "I-ORG"]) == {
-        ("PER", 0, 1), ("PER", 2, 2), ("LOC", 4, 4), ("ORG", 5, 6)}
+        ("PER", 0, 1),
+        ("PER", 2, 2),
+        ("LOC", 4, 4),
+        ("ORG", 5, 6),
+    }
     # An I- of another type opens a new chunk; a dangling I- after O opens one too (conlleval's leniency).
     assert conlleval.chunks(["B-MISC", "I-PER", "O", "I-MISC"]) == {("MISC", 0, 0), ("PER", 1, 1), ("MISC", 3, 3)}
     assert conlleval.chunks(["O", "O"]) == set()

@@ -1,5 +1,6 @@
 """GLUE metrics on real label files, against the textbook formulas computed here with numpy and against
 scikit-learn and scipy called directly."""
+
 from __future__ import annotations
 
 import math
@@ -68,7 +69,7 @@ def _ranks(values):
         j = i
         while j + 1 < len(values) and sorted_values[j + 1] == sorted_values[i]:
             j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2 + 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
         i = j + 1
     return ranks
 
@@ -79,7 +80,7 @@ def test_stsb_pearson_spearman(shared_data):
     scores = np.clip(labels + rng.normal(0, 1.2, len(labels)), 0, 5).round(1)  # ties, as real predictions have
     got = compute_metrics(glue.get_processor("sts-b").metrics, labels, scores)
     centered_l, centered_s = labels - labels.mean(), scores - scores.mean()
-    pearson = np.sum(centered_l * centered_s) / np.sqrt(np.sum(centered_l ** 2) * np.sum(centered_s ** 2))
+    pearson = np.sum(centered_l * centered_s) / np.sqrt(np.sum(centered_l**2) * np.sum(centered_s**2))
     assert got["pearson"] == pytest.approx(pearson, abs=1e-12)
     rl, rs = _ranks(labels), _ranks(scores)
     assert got["spearman"] == pytest.approx(np.corrcoef(rl, rs)[0, 1], abs=1e-12)

@@ -3,6 +3,7 @@
 Independent of Keras: it reads our layers' variables by their role and recomputes every step, so the tests
 can compare the Keras graph against the algorithm rather than against itself.
 """
+
 import math
 
 import numpy as np
@@ -17,8 +18,13 @@ def gelu_erf(x):
     return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
 
 
-ACTIVATIONS = {"gelu": gelu_tanh, "gelu_exact": gelu_erf, "relu": lambda x: np.maximum(x, 0), "tanh": np.tanh,
-               "linear": lambda x: x}
+ACTIVATIONS = {
+    "gelu": gelu_tanh,
+    "gelu_exact": gelu_erf,
+    "relu": lambda x: np.maximum(x, 0),
+    "tanh": np.tanh,
+    "linear": lambda x: x,
+}
 
 
 def layer_norm(x, gamma, beta, eps):
@@ -69,8 +75,9 @@ def encoder(enc, ids, mask, types):
     x = embeddings(ids, types, enc.embeddings, config.layer_norm_eps)
     outputs = []
     for layer in enc.transformer_layers:
-        x = block(x, mask.astype(np.float64), layer, config.num_attention_heads, config.hidden_act,
-                  config.layer_norm_eps)
+        x = block(
+            x, mask.astype(np.float64), layer, config.num_attention_heads, config.hidden_act, config.layer_norm_eps
+        )
         outputs.append(x)
     pooled = np.tanh(dense(x[:, 0], enc.pooler))
     return outputs, pooled

@@ -1,4 +1,5 @@
 """The training GELUs (hand-written gradients) against Keras' GELU and TensorFlow's autodiff of it."""
+
 import keras
 import numpy as np
 import pytest
@@ -27,6 +28,8 @@ def test_training_gelu_keeps_the_compute_dtype(name):
         tape.watch(x)
         y = activations.get_activation(name, training=True)(x)
     assert y.dtype == tf.bfloat16 and tape.gradient(y, x).dtype == tf.bfloat16
-    np.testing.assert_allclose(tf.cast(y, tf.float32).numpy(),
-                               keras.activations.gelu(tf.cast(x, tf.float32), approximate=name == "gelu").numpy(),
-                               rtol=2e-2)
+    np.testing.assert_allclose(
+        tf.cast(y, tf.float32).numpy(),
+        keras.activations.gelu(tf.cast(x, tf.float32), approximate=name == "gelu").numpy(),
+        rtol=2e-2,
+    )

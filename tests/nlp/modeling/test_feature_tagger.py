@@ -1,5 +1,6 @@
 """The feature-based tagger: standard model checks, only the BiLSTM and classifier train, the encoder is frozen and
 runs without dropout, the layer combinations match a hand computation."""
+
 import keras
 import numpy as np
 import pytest
@@ -27,8 +28,7 @@ def test_layer_combination():
 def test_feature_tagger_config_saving_and_trainable_weights(tmp_path):
     # A lighter check_model (which takes ~40 s with two LSTM layers): config and .keras round trips, bfloat16.
     x = _inputs()
-    model = BertFeatureTagger(_encoder(), 5, layers=(-1, -2), combine="weighted_sum", lstm_units=6,
-                              num_lstm_layers=1)
+    model = BertFeatureTagger(_encoder(), 5, layers=(-1, -2), combine="weighted_sum", lstm_units=6, num_lstm_layers=1)
     output = model.predict(x, verbose=0)
     assert output.shape == (B, S, 5) and output.dtype == np.float32
     config = model.get_config()
@@ -37,8 +37,9 @@ def test_feature_tagger_config_saving_and_trainable_weights(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "tagger.keras")
     np.testing.assert_array_equal(loaded.predict(x, verbose=0), output)
     assert not loaded.encoder.trainable_weights
-    mixed = BertFeatureTagger(_encoder("mixed_bfloat16"), 5, layers=(-1,), lstm_units=6, num_lstm_layers=1,
-                              dtype="mixed_bfloat16")
+    mixed = BertFeatureTagger(
+        _encoder("mixed_bfloat16"), 5, layers=(-1,), lstm_units=6, num_lstm_layers=1, dtype="mixed_bfloat16"
+    )
     assert mixed.predict(x, verbose=0).dtype == np.float32
 
     names = {w.path.split("/")[0] for w in model.trainable_weights}

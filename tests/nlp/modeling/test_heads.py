@@ -11,13 +11,20 @@ def test_masked_lm_head_standard_checks(tmp_path):
     rng = np.random.default_rng(0)
     seq = rng.normal(size=(2, 6, 16)).astype("float32")
     positions = np.array([[0, 3, 5], [1, 1, 0]], "int32")
-    check_layer(MaskedLMHead, dict(vocab_size=30), (seq, positions), expected_output_shape=(2, 3, 30),
-                float32_output_under_mixed=True, tmp_path=tmp_path)
+    check_layer(
+        MaskedLMHead,
+        dict(vocab_size=30),
+        (seq, positions),
+        expected_output_shape=(2, 3, 30),
+        float32_output_under_mixed=True,
+        tmp_path=tmp_path,
+    )
 
 
 def test_tied_head_matches_reference():
-    encoder = BertEncoder.from_bert_config(BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=1,
-                                                      num_attention_heads=2, intermediate_size=32))
+    encoder = BertEncoder.from_bert_config(
+        BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+    )
     head = MaskedLMHead(vocab_size=30, embedding_layer=encoder.embeddings.word_embeddings)
     rng = np.random.default_rng(1)
     seq = rng.normal(size=(2, 6, 16)).astype("float32")

@@ -45,8 +45,11 @@ def test_next_sentence_loss_and_total():
     labels = np.array([[0], [1], [1]], "int32")
     expected = -np.mean([_log_softmax(logits.astype(np.float64))[i, labels[i, 0]] for i in range(3)])
     mlm_logits = np.zeros((3, 2, 4), "float32")
-    y = {"masked_lm_ids": np.zeros((3, 2), "int32"), "masked_lm_weights": np.ones((3, 2), "float32"),
-         "next_sentence_labels": labels}
+    y = {
+        "masked_lm_ids": np.zeros((3, 2), "int32"),
+        "masked_lm_weights": np.ones((3, 2), "float32"),
+        "next_sentence_labels": labels,
+    }
     outputs = {"mlm_logits": mlm_logits, "nsp_logits": logits}
     terms = losses.pretraining_losses(y, outputs)
     np.testing.assert_allclose(terms["nsp_loss"], expected, rtol=1e-6)

@@ -5,12 +5,23 @@ import pytest
 from official.nlp.modeling import losses
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.models import (BertClassifier, BertMultipleChoice, BertPretrainer, BertSpanLabeler,
-                                      BertTokenClassifier)
+from official.nlp.modeling.models import (
+    BertClassifier,
+    BertMultipleChoice,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenClassifier,
+)
 from tests.keras_checks import check_model
 
-CONFIG = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
-                    intermediate_size=32, max_position_embeddings=16)
+CONFIG = BertConfig(
+    vocab_size=50,
+    hidden_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=32,
+    max_position_embeddings=16,
+)
 B, S = 4, 8
 
 
@@ -23,26 +34,35 @@ def _inputs(batch_shape=(B,), seed=0):
     shape = tuple(batch_shape) + (S,)
     mask = np.ones(shape, "int32")
     mask[..., 6:] = 0
-    return {"input_word_ids": (rng.integers(1, 50, shape) * mask).astype("int32"), "input_mask": mask,
-            "input_type_ids": np.zeros(shape, "int32")}
+    return {
+        "input_word_ids": (rng.integers(1, 50, shape) * mask).astype("int32"),
+        "input_mask": mask,
+        "input_type_ids": np.zeros(shape, "int32"),
+    }
 
 
 def _pretraining_data(seed=0):
     rng = np.random.default_rng(seed)
     x = _inputs(seed=seed)
     x["masked_lm_positions"] = np.array([[1, 2, 0]] * B, "int32")
-    y = {"masked_lm_ids": rng.integers(1, 50, (B, 3)).astype("int32"),
-         "masked_lm_weights": np.array([[1, 1, 0]] * B, "float32"),
-         "next_sentence_labels": rng.integers(0, 2, (B, 1)).astype("int32")}
+    y = {
+        "masked_lm_ids": rng.integers(1, 50, (B, 3)).astype("int32"),
+        "masked_lm_weights": np.array([[1, 1, 0]] * B, "float32"),
+        "next_sentence_labels": rng.integers(0, 2, (B, 1)).astype("int32"),
+    }
     return x, y
 
 
 @pytest.mark.slow
 def test_pretrainer_standard_checks_and_fit(tmp_path):
     x, y = _pretraining_data()
-    model, history = check_model(lambda dtype=None: BertPretrainer(_encoder(dtype)), x, labels=y,
-                                 expected_output_shape={"mlm_logits": (B, 3, 50), "nsp_logits": (B, 2)},
-                                 tmp_path=tmp_path)
+    model, history = check_model(
+        lambda dtype=None: BertPretrainer(_encoder(dtype)),
+        x,
+        labels=y,
+        expected_output_shape={"mlm_logits": (B, 3, 50), "nsp_logits": (B, 2)},
+        tmp_path=tmp_path,
+    )
     assert set(history.history) == {"loss", "mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}
     # Weight tying: the MLM head reads the encoder's word embeddings, not a copy.
     assert model.masked_lm.embedding_layer is model.encoder.embeddings.word_embeddings
@@ -86,8 +106,14 @@ def test_classifier(num_classes, tmp_path):
         y, loss = np.linspace(0, 5, B).astype("float32")[:, None], "mse"
     else:
         y, loss = np.arange(B) % 3, keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    check_model(lambda dtype=None: BertClassifier(_encoder(dtype), num_classes), x,
-                expected_output_shape=(B, num_classes), labels=y, loss=loss, tmp_path=tmp_path)
+    check_model(
+        lambda dtype=None: BertClassifier(_encoder(dtype), num_classes),
+        x,
+        expected_output_shape=(B, num_classes),
+        labels=y,
+        loss=loss,
+        tmp_path=tmp_path,
+    )
 
 
 @pytest.mark.slow
@@ -95,27 +121,44 @@ def test_span_labeler(tmp_path):
     x = _inputs()
     y = {"start_logits": np.array([1, 2, 3, 0]), "end_logits": np.array([2, 2, 5, 0])}
     sce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    check_model(lambda dtype=None: BertSpanLabeler(_encoder(dtype)), x,
-                expected_output_shape={"start_logits": (B, S), "end_logits": (B, S)}, labels=y,
-                loss={"start_logits": sce, "end_logits": sce}, unused_weights=("pooler",), tmp_path=tmp_path)
+    check_model(
+        lambda dtype=None: BertSpanLabeler(_encoder(dtype)),
+        x,
+        expected_output_shape={"start_logits": (B, S), "end_logits": (B, S)},
+        labels=y,
+        loss={"start_logits": sce, "end_logits": sce},
+        unused_weights=("pooler",),
+        tmp_path=tmp_path,
+    )
 
 
 @pytest.mark.slow
 def test_token_classifier(tmp_path):
     x = _inputs()
     y = np.random.default_rng(0).integers(0, 5, (B, S))
-    check_model(lambda dtype=None: BertTokenClassifier(_encoder(dtype), 5), x, expected_output_shape=(B, S, 5),
-                labels=y, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                unused_weights=("pooler",), tmp_path=tmp_path)
+    check_model(
+        lambda dtype=None: BertTokenClassifier(_encoder(dtype), 5),
+        x,
+        expected_output_shape=(B, S, 5),
+        labels=y,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        unused_weights=("pooler",),
+        tmp_path=tmp_path,
+    )
 
 
 @pytest.mark.slow
 def test_multiple_choice(tmp_path):
     x = _inputs(batch_shape=(B, 3))
     y = np.array([0, 1, 2, 1])
-    model, _ = check_model(lambda dtype=None: BertMultipleChoice(_encoder(dtype)), x,
-                           expected_output_shape=(B, 3), labels=y,
-                           loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), tmp_path=tmp_path)
+    model, _ = check_model(
+        lambda dtype=None: BertMultipleChoice(_encoder(dtype)),
+        x,
+        expected_output_shape=(B, 3),
+        labels=y,
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        tmp_path=tmp_path,
+    )
     # Each choice is scored on its own: the score of choice j equals a single-sequence run of that choice.
     logits = np.asarray(model(x))
     encoder = model.encoder

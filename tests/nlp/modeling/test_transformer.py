@@ -17,8 +17,7 @@ def _inputs(seed=0):
 def test_activations_match_their_formulas():
     x = np.linspace(-6, 6, 101).astype("float32")
     np.testing.assert_allclose(get_activation("gelu")(x), reference.gelu_tanh(x.astype(np.float64)), atol=1e-6)
-    np.testing.assert_allclose(get_activation("gelu_exact")(x), reference.gelu_erf(x.astype(np.float64)),
-                               atol=1e-6)
+    np.testing.assert_allclose(get_activation("gelu_exact")(x), reference.gelu_erf(x.astype(np.float64)), atol=1e-6)
     # The two GELUs differ enough to matter for float32 parity, which is why the config keeps them apart.
     assert np.abs(reference.gelu_tanh(x) - reference.gelu_erf(x)).max() > 1e-4
     with pytest.raises(ValueError, match="Unknown activation"):
@@ -27,16 +26,29 @@ def test_activations_match_their_formulas():
 
 def test_self_attention_standard_checks(tmp_path):
     x, mask = _inputs()
-    check_layer(BertSelfAttention, dict(num_attention_heads=4), (x,), {"attention_mask": mask},
-                expected_output_shape=(2, 6, 16), tmp_path=tmp_path)
+    check_layer(
+        BertSelfAttention,
+        dict(num_attention_heads=4),
+        (x,),
+        {"attention_mask": mask},
+        expected_output_shape=(2, 6, 16),
+        tmp_path=tmp_path,
+    )
 
 
 @pytest.mark.parametrize("act", ["gelu", "gelu_exact"])
 def test_block_standard_checks_and_reference(act, tmp_path):
     x, mask = _inputs()
     kwargs = dict(num_attention_heads=4, intermediate_size=32, hidden_act=act)
-    check_layer(TransformerBlock, kwargs, (x,), {"attention_mask": mask}, expected_output_shape=(2, 6, 16),
-                float32_output_under_mixed=True, tmp_path=tmp_path)
+    check_layer(
+        TransformerBlock,
+        kwargs,
+        (x,),
+        {"attention_mask": mask},
+        expected_output_shape=(2, 6, 16),
+        float32_output_under_mixed=True,
+        tmp_path=tmp_path,
+    )
     block = TransformerBlock(**kwargs)
     out = np.asarray(block(x, attention_mask=mask))
     expected = reference.block(x.astype(np.float64), mask.astype(np.float64), block, 4, act, 1e-12)
@@ -74,7 +86,13 @@ def test_int8_quantized_dense_layers_still_run():
     block = TransformerBlock(num_attention_heads=2, intermediate_size=16)
     x = np.random.default_rng(0).normal(size=(2, 5, 8)).astype("float32")
     before = np.asarray(block(x))
-    for layer in (block.attention.query, block.attention.key, block.attention.value, block.attention_output_dense,
-                  block.intermediate_dense, block.output_dense):
+    for layer in (
+        block.attention.query,
+        block.attention.key,
+        block.attention.value,
+        block.attention_output_dense,
+        block.intermediate_dense,
+        block.output_dense,
+    ):
         layer.quantize("int8")
     np.testing.assert_allclose(np.asarray(block(x)), before, atol=1e-3)

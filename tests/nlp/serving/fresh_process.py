@@ -6,6 +6,7 @@ JOBS.json is a list of {"name", "path", "signature", "inputs": {input: {"dtype",
 as `<name>/<output>` in OUT.npz (strings decoded), with the loaded model's `max_seq_length`, `do_lower_case` and
 `label_names` variables as `<name>/var:<variable>`. The process fails if anything imported `official`.
 """
+
 import json
 import sys
 

@@ -5,6 +5,7 @@ pure-Python tokenizer and the original packing rules. The token-id SavedModels a
 tensorflow_text. SQuAD answers are checked against the `run_squad.py --do_predict` post-processing
 (`official.nlp.data.squad_postprocessing`) on dev-set strings.
 """
+
 import csv
 import json
 import pathlib
@@ -38,8 +39,14 @@ ATOL = 2e-5
 
 
 def tiny_config():
-    return BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=64, max_position_embeddings=128)
+    return BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
 
 
 def py_pack(tok, a, b=None, seq_length=L, *, ids_a=None, ids_b=None):
@@ -51,13 +58,16 @@ def py_pack(tok, a, b=None, seq_length=L, *, ids_a=None, ids_b=None):
     if pair:
         truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
     else:
-        tokens_a = tokens_a[:seq_length - 2]
+        tokens_a = tokens_a[: seq_length - 2]
     cls, sep = tok.vocab["[CLS]"], tok.vocab["[SEP]"]
     ids = [cls, *tokens_a, sep] + ([*tokens_b, sep] if pair else [])
     types = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1 if pair else 0)
     pad = seq_length - len(ids)
-    return {"input_word_ids": np.array(ids + [0] * pad, np.int32), "input_mask": np.array([1] * len(ids) + [0] * pad,
-            np.int32), "input_type_ids": np.array(types + [0] * pad, np.int32)}
+    return {
+        "input_word_ids": np.array(ids + [0] * pad, np.int32),
+        "input_mask": np.array([1] * len(ids) + [0] * pad, np.int32),
+        "input_type_ids": np.array(types + [0] * pad, np.int32),
+    }
 
 
 def stack(rows):
@@ -133,8 +143,9 @@ def _trained_models(tok, texts):
     trained["ner"] = ner
 
     swag = models.BertMultipleChoice(BertEncoder.from_bert_config(tiny_config()))
-    x = stack([stack([py_pack(tok, r["sent1"], f"{r['sent2']} {r[f'ending{i}']}") for i in range(4)])
-               for r in texts["swag"]])
+    x = stack(
+        [stack([py_pack(tok, r["sent1"], f"{r['sent2']} {r[f'ending{i}']}") for i in range(4)]) for r in texts["swag"]]
+    )
     _fit(swag, x, np.array([r["label"] for r in texts["swag"]]), sparse)
     trained["swag"] = swag
 
@@ -148,8 +159,11 @@ def _trained_models(tok, texts):
     pretrainer = models.BertPretrainer(BertEncoder.from_bert_config(tiny_config()))
     x = stack([py_pack(tok, a, b) for a, b in zip(texts["sample"][:16], texts["sample"][1:17])])
     x["masked_lm_positions"] = np.tile(np.array([[1, 2, 3]], np.int32), [16, 1])
-    y = {"masked_lm_ids": x["input_word_ids"][:, 1:4], "masked_lm_weights": np.ones((16, 3), np.float32),
-         "next_sentence_labels": np.zeros((16, 1), np.int32)}
+    y = {
+        "masked_lm_ids": x["input_word_ids"][:, 1:4],
+        "masked_lm_weights": np.ones((16, 3), np.float32),
+        "next_sentence_labels": np.zeros((16, 1), np.int32),
+    }
     pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3))
     pretrainer.fit(x, y, batch_size=8, epochs=1, verbose=0)
     trained["pretrainer"] = pretrainer
@@ -171,8 +185,9 @@ def exported(tmp_path_factory, tok, texts, uncased_vocab, graph_tokenizer):
     for task, model in trained.items():
         directory = root / f"{task}_model"
         model_dir.save_model_dir(str(directory), model, vocab_file=str(uncased_vocab), do_lower_case=True)
-        kwargs = dict(max_seq_length=L, keras_file=task == "classifier", hub_pair=task == "encoder",
-                      tokenizer=graph_tokenizer)
+        kwargs = dict(
+            max_seq_length=L, keras_file=task == "classifier", hub_pair=task == "encoder", tokenizer=graph_tokenizer
+        )
         if task == "classifier":  # what a fine-tuning job records: the labels, the task, max_seq_length
             (directory / "finetuning.json").write_text(json.dumps({"task": "mrpc", "labels": MRPC_LABELS}))
             (directory / "finetuning_settings.json").write_text(json.dumps({"max_seq_length": L}))
@@ -193,11 +208,17 @@ def exported(tmp_path_factory, tok, texts, uncased_vocab, graph_tokenizer):
     directory = root / "classifier_windows_model"
     model_dir.save_model_dir(str(directory), windows_model, vocab_file=str(uncased_vocab), do_lower_case=True)
     (directory / "finetuning.json").write_text(json.dumps({"task": "mrpc", "labels": MRPC_LABELS}))
-    (directory / "finetuning_settings.json").write_text(json.dumps(
-        {"max_seq_length": L, "long_text": "sliding_window", "doc_stride": WINDOW_STRIDE}))
+    (directory / "finetuning_settings.json").write_text(
+        json.dumps({"max_seq_length": L, "long_text": "sliding_window", "doc_stride": WINDOW_STRIDE})
+    )
     paths["classifier"]["sliding_window"] = exporter.export_model(
-        "classifier", str(directory), str(root / "classifier_windows_export"), keras_file=False, hub_pair=False,
-        tokenizer=graph_tokenizer)["saved_model"]
+        "classifier",
+        str(directory),
+        str(root / "classifier_windows_export"),
+        keras_file=False,
+        hub_pair=False,
+        tokenizer=graph_tokenizer,
+    )["saved_model"]
     return trained, paths
 
 
@@ -210,10 +231,16 @@ def _ints(values):
 
 
 def _example(features):
-    return tf.train.Example(features=tf.train.Features(feature={
-        k: tf.train.Feature(bytes_list=tf.train.BytesList(value=[s.encode() for s in (v if isinstance(v, list)
-                                                                                        else [v])]))
-        for k, v in features.items()})).SerializeToString()
+    return tf.train.Example(
+        features=tf.train.Features(
+            feature={
+                k: tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=[s.encode() for s in (v if isinstance(v, list) else [v])])
+                )
+                for k, v in features.items()
+            }
+        )
+    ).SerializeToString()
 
 
 def _ner_texts(texts):
@@ -253,28 +280,43 @@ def _jobs(tok, texts, paths):
     ids["ner"] = stack([py_pack(tok, x) for x in ner_text])
     ids["swag"] = stack([stack([py_pack(tok, x, e) for e in ends]) for x, ends in zip(swag_context, swag_endings)])
     ids["squad"] = stack([py_pack(tok, x, y, SQUAD_L) for x, y in zip(q, c)])
-    ids["pretrainer"] = {**stack([py_pack(tok, x, y) for x, y in zip(masked, texts["sample"][:3])]),
-                         "masked_lm_positions": np.array([[1, 2], [3, 4], [5, 6]], np.int32)}
+    ids["pretrainer"] = {
+        **stack([py_pack(tok, x, y) for x, y in zip(masked, texts["sample"][:3])]),
+        "masked_lm_positions": np.array([[1, 2], [3, 4], [5, 6]], np.int32),
+    }
     full, token_only = [], []
     for task, p in paths.items():
-        full.append({"name": f"{task}/raw", "path": p["saved_model"], "signature": "serving_default",
-                     "inputs": raw[task]})
-        full.append({"name": f"{task}/examples", "path": p["saved_model"], "signature": "serve_examples",
-                     "inputs": {"examples": {"dtype": "latin1", "value": [e.decode("latin-1") for e in
-                                                                          examples[task]]}}})
+        full.append(
+            {"name": f"{task}/raw", "path": p["saved_model"], "signature": "serving_default", "inputs": raw[task]}
+        )
+        full.append(
+            {
+                "name": f"{task}/examples",
+                "path": p["saved_model"],
+                "signature": "serve_examples",
+                "inputs": {"examples": {"dtype": "latin1", "value": [e.decode("latin-1") for e in examples[task]]}},
+            }
+        )
         id_inputs = {k: _ints(v) for k, v in ids[task].items()}
-        full.append({"name": f"{task}/ids", "path": p["saved_model"], "signature": "serve_token_ids",
-                     "inputs": id_inputs})
-        token_only.append({"name": f"{task}/ids", "path": p["token_ids"], "signature": "serve_token_ids",
-                           "inputs": id_inputs})
+        full.append(
+            {"name": f"{task}/ids", "path": p["saved_model"], "signature": "serve_token_ids", "inputs": id_inputs}
+        )
+        token_only.append(
+            {"name": f"{task}/ids", "path": p["token_ids"], "signature": "serve_token_ids", "inputs": id_inputs}
+        )
     return full, token_only, ids
 
 
 def _run_fresh(tmp_path, jobs, mode):
     jobs_file, out_file = tmp_path / f"jobs_{mode}.json", tmp_path / f"out_{mode}.npz"
     jobs_file.write_text(json.dumps(jobs))
-    result = subprocess.run([sys.executable, str(HERE / "fresh_process.py"), str(jobs_file), str(out_file), mode],
-                            capture_output=True, text=True, timeout=600, cwd=str(tmp_path))
+    result = subprocess.run(
+        [sys.executable, str(HERE / "fresh_process.py"), str(jobs_file), str(out_file), mode],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(tmp_path),
+    )
     assert result.returncode == 0 and "modules ok" in result.stdout, result.stderr[-4000:]
     return dict(np.load(out_file))
 
@@ -304,8 +346,12 @@ def test_classifier(exported, served, tok, texts):
     logits = np.asarray(model(ids["classifier"], training=False))
     probabilities = tf.nn.softmax(logits).numpy()
     index = logits.argmax(-1)
-    expected = {"probabilities": probabilities, "label_index": index,
-                "label_name": np.array(MRPC_LABELS)[index], "logits": logits}
+    expected = {
+        "probabilities": probabilities,
+        "label_index": index,
+        "label_name": np.array(MRPC_LABELS)[index],
+        "logits": logits,
+    }
     for signature in ("raw", "examples", "ids"):
         _check_same(full, f"classifier/{signature}", expected)
     _check_same(token_only, "classifier/ids", expected)
@@ -331,14 +377,24 @@ def test_classifier_sliding_window(exported, tok, texts):
     trained, paths = exported
     pairs = texts["pairs"][:8] + [("", "東京 " * 40), ("Déjà " * 50, "")]
     examples = [glue.InputExample(str(i), a, b, MRPC_LABELS[0]) for i, (a, b) in enumerate(pairs)]
-    features = list(classifier_features.convert_examples(examples, tok, labels=MRPC_LABELS, max_seq_length=L,
-                                                         long_text="sliding_window", doc_stride=WINDOW_STRIDE))
+    features = list(
+        classifier_features.convert_examples(
+            examples, tok, labels=MRPC_LABELS, max_seq_length=L, long_text="sliding_window", doc_stride=WINDOW_STRIDE
+        )
+    )
     assert len(features) > len(pairs) + 10  # several examples span windows
-    x = {name: np.array([f[key] for f in features], np.int32) for name, key in (
-        ("input_word_ids", "input_ids"), ("input_mask", "input_mask"), ("input_type_ids", "segment_ids"))}
+    x = {
+        name: np.array([f[key] for f in features], np.int32)
+        for name, key in (
+            ("input_word_ids", "input_ids"),
+            ("input_mask", "input_mask"),
+            ("input_type_ids", "segment_ids"),
+        )
+    }
     model = trained["classifier_windows"]
-    logits = classifier_features.average_by_example(np.asarray(model(x, training=False)),
-                                                    np.array([f["example_index"][0] for f in features]), len(pairs))
+    logits = classifier_features.average_by_example(
+        np.asarray(model(x, training=False)), np.array([f["example_index"][0] for f in features]), len(pairs)
+    )
     truncated = np.asarray(model(stack([py_pack(tok, a, b) for a, b in pairs]), training=False))
     assert np.abs(truncated - logits).max() > 1e-3  # this model tells windows and truncation apart
     serve = tf.saved_model.load(paths["classifier"]["sliding_window"]).signatures["serving_default"]
@@ -352,8 +408,11 @@ def test_encoder(exported, served):
     trained, _ = exported
     full, token_only, ids = served
     out = trained["encoder"](ids["encoder"], training=False)
-    expected = {"pooled_output": out["pooled_output"], "sequence_output": out["sequence_output"],
-                **{f"encoder_output_{i}": v for i, v in enumerate(out["encoder_outputs"])}}
+    expected = {
+        "pooled_output": out["pooled_output"],
+        "sequence_output": out["sequence_output"],
+        **{f"encoder_output_{i}": v for i, v in enumerate(out["encoder_outputs"])},
+    }
     for signature in ("raw", "examples", "ids"):
         _check_same(full, f"encoder/{signature}", expected)
     _check_same(token_only, "encoder/ids", expected)
@@ -371,8 +430,9 @@ def test_hub_pair(exported, served, texts):
     encoder = tf.saved_model.load(paths["encoder"]["hub_encoder"])
     a = [p[0] for p in texts["pairs"][:8]]
     b = [p[1] for p in texts["pairs"][:8]]
-    packed = preprocessor.bert_pack_inputs([preprocessor.tokenize(tf.constant(a)), preprocessor.tokenize(
-        tf.constant(b))], seq_length=tf.constant(L))
+    packed = preprocessor.bert_pack_inputs(
+        [preprocessor.tokenize(tf.constant(a)), preprocessor.tokenize(tf.constant(b))], seq_length=tf.constant(L)
+    )
     for name, value in ids["encoder"].items():
         np.testing.assert_array_equal(packed[name].numpy(), value)
     out = encoder(packed)
@@ -390,8 +450,9 @@ def _reference_words(tok, model, text):
 
     matches = [m for m in re.finditer(r"\S+", text) if tok.tokenize(m.group())]
     words = [m.group() for m in matches]
-    sentence = conll.Sentence(words=words, labels=["O"] * len(words), columns=[[w] for w in words], path="text",
-                              lines=list(range(len(words))))
+    sentence = conll.Sentence(
+        words=words, labels=["O"] * len(words), columns=[[w] for w in words], path="text", lines=list(range(len(words)))
+    )
     features = conll.convert_sentences([sentence], tok, None, L)
     logits = np.asarray(model(features.model_inputs(), training=False))
     [tags] = conll.word_predictions(features, logits.argmax(-1), CONLL_LABELS, [sentence])
@@ -417,8 +478,11 @@ def test_ner(exported, served, tok, texts):
             assert all(text[s:e] == w for w, _, s, e in want)
     assert windows > 1  # the last text spans several windows, and every one of its words is labelled
     assert full["ner/raw/num_words"][6] == 0  # the empty string: no words
-    expected = {"logits": logits, "token_label_ids": logits.argmax(-1),
-                "token_labels": np.array(CONLL_LABELS)[logits.argmax(-1)]}
+    expected = {
+        "logits": logits,
+        "token_label_ids": logits.argmax(-1),
+        "token_labels": np.array(CONLL_LABELS)[logits.argmax(-1)],
+    }
     _check_same(full, "ner/ids", expected)
     _check_same(token_only, "ner/ids", expected)
 
@@ -457,8 +521,9 @@ def test_pretrainer(exported, served, tok, texts):
         assert full[f"{prefix}/mlm_token_ids"].tolist() == [[top[0]], [top[1]], [-1]]
         assert full[f"{prefix}/mlm_tokens"][0, 0] == tok.inv_vocab[top[0]]
         np.testing.assert_allclose(full[f"{prefix}/mlm_probabilities"][:2, 0], probabilities.max(-1)[:2], atol=ATOL)
-        np.testing.assert_allclose(full[f"{prefix}/nsp_probabilities"], tf.nn.softmax(out["nsp_logits"]).numpy(),
-                                   atol=ATOL)
+        np.testing.assert_allclose(
+            full[f"{prefix}/nsp_probabilities"], tf.nn.softmax(out["nsp_logits"]).numpy(), atol=ATOL
+        )
     out = model(ids["pretrainer"], training=False)
     expected = {"mlm_logits": out["mlm_logits"], "nsp_logits": out["nsp_logits"]}
     _check_same(full, "pretrainer/ids", expected)
@@ -469,14 +534,30 @@ def _run_squad_answers(model, tok, pairs, seq_length, settings, version_2_with_n
     """What `run_squad.py --do_predict` writes for these strings: its features, the model, its post-processing."""
     examples = squad.examples_from_strings(pairs)
     features, _ = squad.convert_examples_to_features(
-        examples, tok, max_seq_length=seq_length, doc_stride=settings["doc_stride"],
-        max_query_length=settings["max_query_length"], is_training=False)
-    x = stack([{"input_word_ids": np.array(f.input_ids, np.int32), "input_mask": np.array(f.input_mask, np.int32),
-                "input_type_ids": np.array(f.segment_ids, np.int32)} for f in features])
+        examples,
+        tok,
+        max_seq_length=seq_length,
+        doc_stride=settings["doc_stride"],
+        max_query_length=settings["max_query_length"],
+        is_training=False,
+    )
+    x = stack(
+        [
+            {
+                "input_word_ids": np.array(f.input_ids, np.int32),
+                "input_mask": np.array(f.input_mask, np.int32),
+                "input_type_ids": np.array(f.segment_ids, np.int32),
+            }
+            for f in features
+        ]
+    )
     out = model(x, training=False)
     post = squad_postprocessing.PostprocessSettings(
-        n_best_size=settings["n_best_size"], max_answer_length=settings["max_answer_length"], do_lower_case=True,
-        version_2_with_negative=version_2_with_negative)
+        n_best_size=settings["n_best_size"],
+        max_answer_length=settings["max_answer_length"],
+        do_lower_case=True,
+        version_2_with_negative=version_2_with_negative,
+    )
     result = squad_postprocessing.postprocess(examples, features, out["start_logits"], out["end_logits"], post)
     return [result.predictions[str(i)] for i in range(len(pairs))], len(features)
 
@@ -488,11 +569,11 @@ def test_squad_matches_run_squad(exported, served, tok, texts):
     assert num_features > 2 * len(texts["qa"])  # several windows per context: max-context decides
     for signature in ("raw", "examples"):
         got = list(full[f"squad/{signature}/answer_text"])
-        assert got[:len(answers)] == answers
+        assert got[: len(answers)] == answers
         assert got[-2:] == ["", ""]  # an empty context has no answer
         starts, ends = full[f"squad/{signature}/answer_start"], full[f"squad/{signature}/answer_end"]
         for i, (answer, (_, context)) in enumerate(zip(answers, texts["qa"])):
-            assert " ".join(context[starts[i]:ends[i]].split()) == answer
+            assert " ".join(context[starts[i] : ends[i]].split()) == answer
     out = trained["squad"](ids["squad"], training=False)
     expected = {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
     _check_same(full, "squad/ids", expected)
@@ -507,27 +588,56 @@ def test_squad_v2_null_threshold(exported, tok, shared_data, uncased_vocab, grap
     pairs = [(q["question"], p["context"]) for p in paragraphs for q in p["qas"][:3]]
     for threshold in (-1.0, 0.0, 1.0):
         module = squad_export.SpanLabelerExport(
-            trained["squad"], vocab_file=str(uncased_vocab), do_lower_case=True, max_seq_length=SQUAD_L,
-            version_2_with_negative=True, null_score_diff_threshold=threshold, tokenizer=graph_tokenizer, **SQUAD)
-        got = module.serve_text({"question": tf.constant([q for q, _ in pairs]),
-                                 "context": tf.constant([c for _, c in pairs])})
+            trained["squad"],
+            vocab_file=str(uncased_vocab),
+            do_lower_case=True,
+            max_seq_length=SQUAD_L,
+            version_2_with_negative=True,
+            null_score_diff_threshold=threshold,
+            tokenizer=graph_tokenizer,
+            **SQUAD,
+        )
+        got = module.serve_text(
+            {"question": tf.constant([q for q, _ in pairs]), "context": tf.constant([c for _, c in pairs])}
+        )
         examples = squad.examples_from_strings(pairs)
-        features, _ = squad.convert_examples_to_features(examples, tok, max_seq_length=SQUAD_L, is_training=False,
-                                                         doc_stride=SQUAD["doc_stride"],
-                                                         max_query_length=SQUAD["max_query_length"])
-        x = stack([{"input_word_ids": np.array(f.input_ids, np.int32), "input_mask": np.array(f.input_mask, np.int32),
-                    "input_type_ids": np.array(f.segment_ids, np.int32)} for f in features])
+        features, _ = squad.convert_examples_to_features(
+            examples,
+            tok,
+            max_seq_length=SQUAD_L,
+            is_training=False,
+            doc_stride=SQUAD["doc_stride"],
+            max_query_length=SQUAD["max_query_length"],
+        )
+        x = stack(
+            [
+                {
+                    "input_word_ids": np.array(f.input_ids, np.int32),
+                    "input_mask": np.array(f.input_mask, np.int32),
+                    "input_type_ids": np.array(f.segment_ids, np.int32),
+                }
+                for f in features
+            ]
+        )
         out = trained["squad"](x, training=False)
-        result = squad_postprocessing.postprocess(examples, features, out["start_logits"], out["end_logits"],
-                                                  squad_postprocessing.PostprocessSettings(
-                                                      n_best_size=SQUAD["n_best_size"], do_lower_case=True,
-                                                      max_answer_length=SQUAD["max_answer_length"],
-                                                      version_2_with_negative=True,
-                                                      null_score_diff_threshold=threshold))
+        result = squad_postprocessing.postprocess(
+            examples,
+            features,
+            out["start_logits"],
+            out["end_logits"],
+            squad_postprocessing.PostprocessSettings(
+                n_best_size=SQUAD["n_best_size"],
+                do_lower_case=True,
+                max_answer_length=SQUAD["max_answer_length"],
+                version_2_with_negative=True,
+                null_score_diff_threshold=threshold,
+            ),
+        )
         want = [result.predictions[str(i)] for i in range(len(pairs))]
         assert [s.decode() for s in got["answer_text"].numpy()] == want, threshold
-        np.testing.assert_allclose(got["null_score_diff"].numpy(),
-                                   [result.null_odds[str(i)] for i in range(len(pairs))], atol=1e-4)
+        np.testing.assert_allclose(
+            got["null_score_diff"].numpy(), [result.null_odds[str(i)] for i in range(len(pairs))], atol=1e-4
+        )
 
 
 def test_bad_requests_get_tfs_own_errors(exported):

@@ -4,6 +4,7 @@ test_parity_minilm.py; `saved_model_cli show --all` lists the named signatures a
 tensorflow-text ops registered, or on the token-id model without them) returns predictions; the serving benchmark
 runs on it in a fresh process.
 """
+
 import csv
 import json
 import os
@@ -23,8 +24,10 @@ HERE = pathlib.Path(__file__).resolve().parent
 MAX_DIFF, MEAN_DIFF = 2e-4, 1e-5
 SEQ = 128
 # saved_model_cli with the tensorflow-text ops registered (the raw-text signature needs them).
-SMCLI_TEXT = ("import sys, tensorflow_text; from tensorflow.python.tools.saved_model_cli import main; "
-              "sys.argv[0] = 'saved_model_cli'; main()")
+SMCLI_TEXT = (
+    "import sys, tensorflow_text; from tensorflow.python.tools.saved_model_cli import main; "
+    "sys.argv[0] = 'saved_model_cli'; main()"
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +48,15 @@ def pairs(shared_data):
 def export(package_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("minilm")
     model_dir.convert_checkpoint(package_dir, str(root / "minilm"))
-    return exporter.export_model("encoder", str(root / "minilm"), str(root / "export"), max_seq_length=SEQ,
-                                 text_pair=True, keras_file=False, hub_pair=False)
+    return exporter.export_model(
+        "encoder",
+        str(root / "minilm"),
+        str(root / "export"),
+        max_seq_length=SEQ,
+        text_pair=True,
+        keras_file=False,
+        hub_pair=False,
+    )
 
 
 def test_raw_pairs_match_transformers(export, package_dir, pairs, tmp_path):
@@ -54,18 +64,37 @@ def test_raw_pairs_match_transformers(export, package_dir, pairs, tmp_path):
     import transformers
 
     tokenizer = transformers.BertTokenizerFast.from_pretrained(package_dir)
-    encoded = tokenizer([a for a, _ in pairs], [b for _, b in pairs], padding="max_length", max_length=SEQ,
-                        return_tensors="np")
+    encoded = tokenizer(
+        [a for a, _ in pairs], [b for _, b in pairs], padding="max_length", max_length=SEQ, return_tensors="np"
+    )
     model = transformers.BertModel.from_pretrained(package_dir, attn_implementation="eager").eval()
     with torch.no_grad():
         out = model(**{k: torch.tensor(v) for k, v in encoded.items()}, output_hidden_states=True)
 
-    jobs = [{"name": "minilm", "path": export["saved_model"], "signature": "serving_default",
-             "inputs": {"text_a": {"dtype": "string", "value": [a for a, _ in pairs]},
-                        "text_b": {"dtype": "string", "value": [b for _, b in pairs]}}}]
+    jobs = [
+        {
+            "name": "minilm",
+            "path": export["saved_model"],
+            "signature": "serving_default",
+            "inputs": {
+                "text_a": {"dtype": "string", "value": [a for a, _ in pairs]},
+                "text_b": {"dtype": "string", "value": [b for _, b in pairs]},
+            },
+        }
+    ]
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    result = subprocess.run([sys.executable, str(HERE / "fresh_process.py"), str(tmp_path / "jobs.json"),
-                             str(tmp_path / "out.npz"), "tf_text"], capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(HERE / "fresh_process.py"),
+            str(tmp_path / "jobs.json"),
+            str(tmp_path / "out.npz"),
+            "tf_text",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     served = dict(np.load(tmp_path / "out.npz"))
 
@@ -85,9 +114,16 @@ def test_raw_pairs_match_transformers(export, package_dir, pairs, tmp_path):
 
 
 def _smcli(args, text_ops=True):
-    command = [sys.executable, "-c", SMCLI_TEXT] if text_ops else [
-        sys.executable, "-c", "import sys; from tensorflow.python.tools.saved_model_cli import main; "
-                              "sys.argv[0] = 'saved_model_cli'; main()"]
+    command = (
+        [sys.executable, "-c", SMCLI_TEXT]
+        if text_ops
+        else [
+            sys.executable,
+            "-c",
+            "import sys; from tensorflow.python.tools.saved_model_cli import main; "
+            "sys.argv[0] = 'saved_model_cli'; main()",
+        ]
+    )
     result = subprocess.run(command + args, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
@@ -97,17 +133,49 @@ def test_saved_model_cli(export):
     shown = _smcli(["show", "--dir", export["saved_model"], "--all"])
     for signature in ("serving_default", "serve_token_ids", "serve_examples"):
         assert f"signature_def['{signature}']" in shown
-    for name in ("text_a", "text_b", "examples", "input_word_ids", "input_mask", "input_type_ids", "pooled_output",
-                 "sequence_output", "encoder_output_0", "encoder_output_5"):
+    for name in (
+        "text_a",
+        "text_b",
+        "examples",
+        "input_word_ids",
+        "input_mask",
+        "input_type_ids",
+        "pooled_output",
+        "sequence_output",
+        "encoder_output_0",
+        "encoder_output_5",
+    ):
         assert f"['{name}'] tensor_info" in shown, name
-    ran = _smcli(["run", "--dir", export["saved_model"], "--tag_set", "serve", "--signature_def", "serving_default",
-                  "--input_exprs", "text_a=['The cat sat on the mat.'];text_b=['A cat was sitting on a mat.']"])
+    ran = _smcli(
+        [
+            "run",
+            "--dir",
+            export["saved_model"],
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "serving_default",
+            "--input_exprs",
+            "text_a=['The cat sat on the mat.'];text_b=['A cat was sitting on a mat.']",
+        ]
+    )
     pooled = re.search(r"Result for output key pooled_output:\n\[\[([^\]]*)", ran)
     assert pooled and len(pooled.group(1).split()) == 384
     # The token-id model needs no tensorflow-text op: stock saved_model_cli runs it.
-    ran = _smcli(["run", "--dir", export["token_ids"], "--tag_set", "serve", "--signature_def", "serve_token_ids",
-                  "--input_exprs", "input_word_ids=[[101, 7592, 102]];input_mask=[[1, 1, 1]];"
-                                   "input_type_ids=[[0, 0, 0]]"], text_ops=False)
+    ran = _smcli(
+        [
+            "run",
+            "--dir",
+            export["token_ids"],
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "serve_token_ids",
+            "--input_exprs",
+            "input_word_ids=[[101, 7592, 102]];input_mask=[[1, 1, 1]];input_type_ids=[[0, 0, 0]]",
+        ],
+        text_ops=False,
+    )
     assert "Result for output key pooled_output" in ran
 
 

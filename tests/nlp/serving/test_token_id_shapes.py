@@ -1,4 +1,5 @@
 """serve_token_ids refuses an input_mask or input_type_ids whose shape is not that of the ids (in the graph)."""
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,8 +13,14 @@ from tests import pretraining_records
 
 def test_a_mask_shorter_than_the_ids_is_refused_not_cut(tmp_path):
     """Before: a 32-long mask with 40 ids cut the ids to 32, so changing token 35 left the logits unchanged."""
-    config = BertConfig(vocab_size=1000, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=1000,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+    )
     model = models.BertClassifier(BertEncoder.from_bert_config(config), 2)
     vocab = pretraining_records.write_vocab(tmp_path / "vocab.txt", 1000)
     module = ClassifierExport(model, vocab_file=vocab, do_lower_case=True, max_seq_length=40)

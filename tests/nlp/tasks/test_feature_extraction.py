@@ -1,4 +1,5 @@
 """Feature extraction: the original input/output layout, and sentence vectors checked against sentence-transformers."""
+
 import json
 import os
 import subprocess
@@ -61,8 +62,11 @@ def test_read_examples_pairs_blank_lines_and_bad_bytes(tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("first ||| second\n\n  single line  \na|||b\n", encoding="utf-8")
     examples = fe.read_examples(str(path))
-    assert examples == [fe.InputExample(0, "first", "second"), fe.InputExample(2, "single line"),
-                        fe.InputExample(3, "a|||b")]  # the separator needs its spaces, as in the original
+    assert examples == [
+        fe.InputExample(0, "first", "second"),
+        fe.InputExample(2, "single line"),
+        fe.InputExample(3, "a|||b"),
+    ]  # the separator needs its spaces, as in the original
     path.write_bytes(b"fine\nbad \xff byte\n")
     with pytest.raises(ValueError, match=r"in.txt:2: not valid UTF-8"):
         fe.read_examples(str(path))
@@ -82,12 +86,17 @@ def tiny_encoder():
 def test_extract_checks_its_settings_at_the_call(tiny_encoder):
     examples = [fe.InputExample(0, "a b c")]
     tokenizer = _WhitespaceTokenizer()
-    for kwargs, message in (({"batch_size": 0}, r"--batch_size=0: must be at least 1"),
-                            ({"max_seq_length": 64}, r"--max_seq_length=64: .* at most the model's "
-                                                     r"max_position_embeddings=40"),
-                            ({"max_seq_length": 2}, r"--max_seq_length=2: must be at least 3"),
-                            ({"layers": [-1, 2]}, r"--layers \[-1, 2\]: the model has 2 layers"),
-                            ({"layers": []}, r"--layers \[\]: the model has 2 layers")):
+    for kwargs, message in (
+        ({"batch_size": 0}, r"--batch_size=0: must be at least 1"),
+        (
+            {"max_seq_length": 64},
+            r"--max_seq_length=64: .* at most the model's "
+            r"max_position_embeddings=40",
+        ),
+        ({"max_seq_length": 2}, r"--max_seq_length=2: must be at least 3"),
+        ({"layers": [-1, 2]}, r"--layers \[-1, 2\]: the model has 2 layers"),
+        ({"layers": []}, r"--layers \[\]: the model has 2 layers"),
+    ):
         with pytest.raises(ValueError, match=message):  # At the call, not at the first result.
             fe.extract(tiny_encoder, tokenizer, examples, **{"layers": [-1], "max_seq_length": 32, **kwargs})
     assert fe.parse_layers("-1,-2, -3") == [-1, -2, -3]
@@ -104,8 +113,9 @@ def test_writing_streams_and_keeps_one_vector_per_example(tiny_encoder, tmp_path
     held = list(fe.extract(tiny_encoder, tokenizer, examples, **kwargs))
     vectors = {"mean": [], "pooled": []}
     results = fe.extract(tiny_encoder, tokenizer, examples, **kwargs)
-    results = fe.collect_sentence_vectors(fe.collect_sentence_vectors(results, "mean", vectors["mean"]), "pooled",
-                                          vectors["pooled"])
+    results = fe.collect_sentence_vectors(
+        fe.collect_sentence_vectors(results, "mean", vectors["mean"]), "pooled", vectors["pooled"]
+    )
     assert fe.write_jsonl(str(tmp_path / "out.jsonl"), results, layers=[-1, -2]) == 5
     lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [line["linex_index"] for line in lines] == [0, 1, 2, 3, 4]
@@ -121,6 +131,7 @@ def test_writing_streams_and_keeps_one_vector_per_example(tiny_encoder, tmp_path
 
 def test_an_interrupted_write_leaves_no_features_file(tmp_path):
     """A full disk (here: the results failing after one line) must not leave a cut file under the final name."""
+
     def results():
         yield fe.ExampleResult(0, ["[CLS]"], [np.zeros((1, 2))], np.zeros(2))
         raise OSError(28, "No space left on device")
@@ -157,12 +168,26 @@ def test_script_writes_original_and_concat_layouts(minilm_dir, tmp_path):
     input_file.write_text("The cat sits on the mat. ||| A cat is sitting on a rug.\nHello world!\n", encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=REPO_ROOT, TF_CPP_MIN_LOG_LEVEL="2")
     script = os.path.join(REPO_ROOT, "run_scripts", "extract_features.py")
-    common = [sys.executable, script, f"--input_file={input_file}", f"--init_checkpoint={minilm_dir}",
-              "--layers=-1,-2", "--max_seq_length=32"]
-    subprocess.run(common + [f"--output_file={tmp_path / 'orig.jsonl'}", f"--sentence_vectors_file={tmp_path / 'v.npy'}"],
-                   check=True, env=env, capture_output=True)
-    subprocess.run(common + [f"--output_file={tmp_path / 'concat.jsonl'}", "--output_format=concat"],
-                   check=True, env=env, capture_output=True)
+    common = [
+        sys.executable,
+        script,
+        f"--input_file={input_file}",
+        f"--init_checkpoint={minilm_dir}",
+        "--layers=-1,-2",
+        "--max_seq_length=32",
+    ]
+    subprocess.run(
+        common + [f"--output_file={tmp_path / 'orig.jsonl'}", f"--sentence_vectors_file={tmp_path / 'v.npy'}"],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    subprocess.run(
+        common + [f"--output_file={tmp_path / 'concat.jsonl'}", "--output_format=concat"],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
 
     original = [json.loads(line) for line in (tmp_path / "orig.jsonl").read_text().splitlines()]
     concat = [json.loads(line) for line in (tmp_path / "concat.jsonl").read_text().splitlines()]
@@ -176,10 +201,15 @@ def test_script_writes_original_and_concat_layouts(minilm_dir, tmp_path):
     assert concat[0]["features"][0]["values"] == first["layers"][0]["values"] + first["layers"][1]["values"]
     assert np.load(tmp_path / "v.npy").shape == (2, 384)
 
-    bad = subprocess.run(common[:-2] + ["--layers=-7", f"--output_file={tmp_path / 'x.jsonl'}"], env=env,
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        common[:-2] + ["--layers=-7", f"--output_file={tmp_path / 'x.jsonl'}"], env=env, capture_output=True, text=True
+    )
     assert bad.returncode != 0 and "the model has 6 layers" in bad.stderr
-    bad = subprocess.run(common[:-2] + ["--layers=-1,last", f"--output_file={tmp_path / 'x.jsonl'}"], env=env,
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        common[:-2] + ["--layers=-1,last", f"--output_file={tmp_path / 'x.jsonl'}"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode != 0 and "--layers='-1,last': write comma-separated layer indexes" in bad.stderr
     assert "Traceback" not in bad.stderr and not (tmp_path / "x.jsonl").exists()

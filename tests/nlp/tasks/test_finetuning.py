@@ -1,5 +1,6 @@
 """The fine-tuning base on a toy task: per-epoch evaluation, best model directory, resume, refused reruns, the
 feature cache."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,16 @@ from tests import pretraining_records
 
 VOCAB = 200
 SEQ = 8
-TINY = dict(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
-            max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+TINY = dict(
+    vocab_size=VOCAB,
+    hidden_size=32,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    intermediate_size=64,
+    max_position_embeddings=16,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 
 
 class ToyTask:
@@ -52,8 +61,12 @@ class ToyTask:
         return len(self.y)
 
     def train_dataset(self, ctx, batch_size, seed):
-        return tf.data.Dataset.from_tensor_slices((self.x, {"label": self.y})).shuffle(256, seed=seed).repeat() \
+        return (
+            tf.data.Dataset.from_tensor_slices((self.x, {"label": self.y}))
+            .shuffle(256, seed=seed)
+            .repeat()
             .batch(batch_size, drop_remainder=True)
+        )
 
     def evaluate(self, model):
         self.evaluations += 1
@@ -77,8 +90,16 @@ def init_dir(tmp_path_factory):
 
 
 def _config(init_dir, output_dir, **overrides):
-    values = dict(output_dir=str(output_dir), init_checkpoint=init_dir, max_seq_length=SEQ, train_batch_size=16,
-                  learning_rate=1e-3, num_train_epochs=2, steps_per_loop=3, warmup_proportion=0.0)
+    values = dict(
+        output_dir=str(output_dir),
+        init_checkpoint=init_dir,
+        max_seq_length=SEQ,
+        train_batch_size=16,
+        learning_rate=1e-3,
+        num_train_epochs=2,
+        steps_per_loop=3,
+        warmup_proportion=0.0,
+    )
     values.update(overrides)
     return finetuning.FineTuningConfig(**values)
 
@@ -101,7 +122,9 @@ def test_trains_evaluates_each_epoch_and_keeps_the_best(trained):
     best = json.loads((out / "best_model" / model_dir.TASK_FILE).read_text())
     assert best["labels"] == ["no", "yes"]
     assert best["evaluation"]["accuracy"] == max(e["accuracy"] for e in result.eval_history)
-    assert model_dir.resolve_model_files(str(out / "best_model")).checkpoint.endswith(f"ckpt-{best['evaluation']['step']}")
+    assert model_dir.resolve_model_files(str(out / "best_model")).checkpoint.endswith(
+        f"ckpt-{best['evaluation']['step']}"
+    )
     events = tf.io.gfile.glob(str(out / "summaries" / "eval" / "events*"))
     assert events
 
@@ -130,8 +153,10 @@ def test_fine_tuned_head_with_other_labels_is_refused(trained, init_dir, tmp_pat
     # The same labels: evaluation straight from the fine-tuned directory, head included.
     task = ToyTask()
     evaluated = finetuning.run_finetuning(_config(best, tmp_path / "b"), task, do_train=False)
-    assert evaluated.eval_history[-1]["accuracy"] == json.loads(
-        (out / "best_model" / model_dir.TASK_FILE).read_text())["evaluation"]["accuracy"]
+    assert (
+        evaluated.eval_history[-1]["accuracy"]
+        == json.loads((out / "best_model" / model_dir.TASK_FILE).read_text())["evaluation"]["accuracy"]
+    )
 
 
 def test_a_model_fine_tuned_for_another_task_with_the_same_labels_is_warned_about(trained, tmp_path, caplog):
@@ -169,6 +194,7 @@ def test_feature_cache_reuses_same_key_and_rebuilds_another(tmp_path, caplog):
             calls.append(n)
             for i in range(n):
                 yield {"input_ids": [i, i + 1], "score": [0.5 * i]}
+
         return records
 
     assert feature_cache.cached_records(path, {"max_seq_length": 2}, build(3)) == 3
@@ -196,8 +222,10 @@ def test_eval_without_training_writes_eval_results(trained, init_dir, tmp_path):
     last = evaluated.eval_history[-1]
     assert last["step"] == 24 and last["accuracy"] == result.eval_history[-1]["accuracy"]
     text = (copy / finetuning.EVAL_RESULTS_FILE).read_text()
-    assert text.endswith(f"***** Eval results: epoch None, global_step 24 *****\naccuracy = {last['accuracy']}\n"
-                         "epoch = None\nstep = 24\n")
+    assert text.endswith(
+        f"***** Eval results: epoch None, global_step 24 *****\naccuracy = {last['accuracy']}\n"
+        "epoch = None\nstep = 24\n"
+    )
     assert text.count("*****") == 2 * 3  # the two training evaluations, then this one
     # From a fine-tuned model directory into a new --output_dir: the file is written there.
     fresh = tmp_path / "fresh"
@@ -211,8 +239,13 @@ class ServedToyTask(ToyTask):
     name = "generic"
 
     def settings(self):
-        return {"data": "toy", "text_b_column": "b", "doc_stride": 3, "max_query_length": 4,
-                "version_2_with_negative": True}
+        return {
+            "data": "toy",
+            "text_b_column": "b",
+            "doc_stride": 3,
+            "max_query_length": 4,
+            "version_2_with_negative": True,
+        }
 
     def serving_settings(self):
         return {"n_best_size": 5, "max_answer_length": 6, "null_score_diff_threshold": 0.5}
@@ -244,6 +277,11 @@ def test_best_model_carries_what_it_is_served_with(init_dir, tmp_path, monkeypat
             exporter.export_model(task, str(out / "best_model"), str(tmp_path / "export"))
     assert built["classifier"]["max_seq_length"] == SEQ and built["classifier"]["text_pair"] is True
     assert built["classifier"]["label_names"] == ["no", "yes"]
-    assert built["squad"]["squad_settings"] == {"doc_stride": 3, "max_query_length": 4, "n_best_size": 5,
-                                                "max_answer_length": 6, "version_2_with_negative": True,
-                                                "null_score_diff_threshold": 0.5}
+    assert built["squad"]["squad_settings"] == {
+        "doc_stride": 3,
+        "max_query_length": 4,
+        "n_best_size": 5,
+        "max_answer_length": 6,
+        "version_2_with_negative": True,
+        "null_score_diff_threshold": 0.5,
+    }

@@ -1,4 +1,5 @@
 """Pretraining end to end on a tiny config: it learns, mixed precision holds, phase 2 continues from phase 1."""
+
 from __future__ import annotations
 
 import json
@@ -10,25 +11,39 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.nlp.data.pretraining.dataloader import PretrainDataError
 from official.nlp.modeling import losses
 from official.nlp.modeling.configs import BertConfig
-from official.nlp.data.pretraining.dataloader import PretrainDataError
+from official.nlp.tasks.pretraining import (
+    PretrainingConfig,
+    PretrainingObjective,
+    build_pretrainer,
+    make_data_loader,
+    run_pretraining,
+)
 from official.nlp.training import optimization
-from official.nlp.tasks.pretraining import (PretrainingConfig, PretrainingObjective, build_pretrainer,
-                                               make_data_loader, run_pretraining)
 from tests import pretraining_records
 
 VOCAB = 1000
-TINY = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
-            max_position_embeddings=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+TINY = dict(
+    vocab_size=VOCAB,
+    hidden_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    intermediate_size=128,
+    max_position_embeddings=64,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("pretrain_data")
     pretraining_records.write_records(root / "seq32", num_files=2, per_file=512, seq_length=32, max_predictions=5)
-    pretraining_records.write_records(root / "seq64", num_files=1, per_file=64, seq_length=64, max_predictions=10,
-                                      seed=1)
+    pretraining_records.write_records(
+        root / "seq64", num_files=1, per_file=64, seq_length=64, max_predictions=10, seed=1
+    )
     vocab = pretraining_records.write_vocab(root / "vocab.txt", VOCAB)
     config = root / "bert_config.json"
     config.write_text(json.dumps(TINY))
@@ -37,13 +52,24 @@ def data(tmp_path_factory):
 
 def _config(data, model_dir, **overrides):
     root, vocab, bert_config = data
-    values = dict(input_file=str(root / "seq32" / "*.tfrecord"), bert_config_file=bert_config, vocab_file=vocab,
-                  do_lower_case=True, model_dir=str(model_dir), max_seq_length=32, max_predictions_per_seq=5,
-                  train_batch_size=32, num_train_steps=200, num_warmup_steps=20, learning_rate=1e-2,
-                  steps_per_loop=25, save_checkpoints_steps=100,
-                  # Bias-corrected Adam takes 1e-2 here. The original optimizer's first steps are up to 6.5x
-                  # larger: at 3e-3 this model does not learn, and at 1.5e-3 it reaches MLM loss 2.81 in 200 steps.
-                  adam_bias_correction=True)
+    values = dict(
+        input_file=str(root / "seq32" / "*.tfrecord"),
+        bert_config_file=bert_config,
+        vocab_file=vocab,
+        do_lower_case=True,
+        model_dir=str(model_dir),
+        max_seq_length=32,
+        max_predictions_per_seq=5,
+        train_batch_size=32,
+        num_train_steps=200,
+        num_warmup_steps=20,
+        learning_rate=1e-2,
+        steps_per_loop=25,
+        save_checkpoints_steps=100,
+        # Bias-corrected Adam takes 1e-2 here. The original optimizer's first steps are up to 6.5x
+        # larger: at 3e-3 this model does not learn, and at 1.5e-3 it reaches MLM loss 2.81 in 200 steps.
+        adam_bias_correction=True,
+    )
     values.update(overrides)
     return PretrainingConfig(**values)
 
@@ -62,8 +88,9 @@ def test_objective_matches_the_models_own_losses(data):
     outputs = model(x)
     objective = PretrainingObjective()
     weights, per_element = objective.loss_weights(y), objective.losses(y, outputs)
-    ours = {name: float(tf.reduce_sum(per_element[name] * weights[name]) / tf.reduce_sum(weights[name]))
-            for name in weights}
+    ours = {
+        name: float(tf.reduce_sum(per_element[name] * weights[name]) / tf.reduce_sum(weights[name])) for name in weights
+    }
     reference = losses.pretraining_losses(y, outputs)
     assert ours["mlm_loss"] == pytest.approx(float(reference["mlm_loss"]), rel=1e-6)
     assert ours["nsp_loss"] == pytest.approx(float(reference["nsp_loss"]), rel=1e-6)
@@ -97,10 +124,21 @@ def test_phase2_continues_from_the_phase1_export(data, phase1, tmp_path):
     root = data[0]
     # Longer records, a fresh model_dir and optimizer; the encoder starts from phase 1 (config and vocabulary
     # come from its model directory). A learning rate of 0 leaves the weights as loaded.
-    config = _config(data, tmp_path / "phase2", input_file=str(root / "seq64" / "*.tfrecord"), max_seq_length=64,
-                     max_predictions_per_seq=10, bert_config_file=None, vocab_file=None,
-                     init_checkpoint=phase1.export_dir, train_batch_size=8, num_train_steps=4, num_warmup_steps=0,
-                     learning_rate=0.0, steps_per_loop=4)
+    config = _config(
+        data,
+        tmp_path / "phase2",
+        input_file=str(root / "seq64" / "*.tfrecord"),
+        max_seq_length=64,
+        max_predictions_per_seq=10,
+        bert_config_file=None,
+        vocab_file=None,
+        init_checkpoint=phase1.export_dir,
+        train_batch_size=8,
+        num_train_steps=4,
+        num_warmup_steps=0,
+        learning_rate=0.0,
+        steps_per_loop=4,
+    )
     result = run_pretraining(config)
     assert result.step == 4
     # Positions 32-63 were never trained in phase 1, so the loss is higher than at its end, but far from ln(V).
@@ -114,12 +152,19 @@ def test_phase2_continues_from_the_phase1_export(data, phase1, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mixed_precision,jit_compile", [("bfloat16", False), ("float16", False),
-                                                        ("float32", True)])
+@pytest.mark.parametrize("mixed_precision,jit_compile", [("bfloat16", False), ("float16", False), ("float32", True)])
 def test_mixed_precision_and_xla_train_without_nan(data, tmp_path, mixed_precision, jit_compile):
-    result = run_pretraining(_config(data, tmp_path, num_train_steps=40, steps_per_loop=20,
-                                     mixed_precision=mixed_precision, jit_compile=jit_compile,
-                                     learning_rate=5e-3))
+    result = run_pretraining(
+        _config(
+            data,
+            tmp_path,
+            num_train_steps=40,
+            steps_per_loop=20,
+            mixed_precision=mixed_precision,
+            jit_compile=jit_compile,
+            learning_rate=5e-3,
+        )
+    )
     losses_ = [h["loss"] for h in result.history]
     assert all(np.isfinite(losses_)) and losses_[-1] < losses_[0]
     if mixed_precision == "float16":
@@ -131,15 +176,19 @@ def test_notebook_fit_with_the_same_loader(data):
     bert_config = BertConfig.from_json_file(config.bert_config_file)
     model = build_pretrainer(bert_config)
     model.compile(optimizer=optimization.create_optimizer(learning_rate=1e-3, num_train_steps=4))
-    history = model.fit(make_data_loader(config, bert_config).load(), steps_per_epoch=4, epochs=1, verbose=0,
-                        shuffle=False)
+    history = model.fit(
+        make_data_loader(config, bert_config).load(), steps_per_epoch=4, epochs=1, verbose=0, shuffle=False
+    )
     assert {"loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy"} <= set(history.history)
     assert np.isfinite(history.history["loss"][-1])
 
 
 def test_bad_settings_stop_early_with_a_message(data, tmp_path):
-    with pytest.raises(ValueError, match=r"--train_batch_size=30 must divide by replicas \(1\) x "
-                                         r"--gradient_accumulation_steps \(4\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"--train_batch_size=30 must divide by replicas \(1\) x "
+        r"--gradient_accumulation_steps \(4\)",
+    ):
         run_pretraining(_config(data, tmp_path, train_batch_size=30, gradient_accumulation_steps=4))
     with pytest.raises(ValueError, match=r"--learning_rate must not be negative, got -0.001"):  # the loss would rise
         run_pretraining(_config(data, tmp_path, learning_rate=-1e-3))
@@ -165,8 +214,10 @@ def test_running_a_finished_job_again_leaves_its_export_alone(data, phase1):
     assert os.path.basename(tf.train.latest_checkpoint(export)) == "ckpt-200"  # the export says its step
 
     def snapshot():
-        return {name: (os.stat(os.path.join(export, name)).st_ino, os.stat(os.path.join(export, name)).st_mtime_ns)
-                for name in os.listdir(export)}
+        return {
+            name: (os.stat(os.path.join(export, name)).st_ino, os.stat(os.path.join(export, name)).st_mtime_ns)
+            for name in os.listdir(export)
+        }
 
     before = snapshot()
     again = run_pretraining(config)

@@ -1,4 +1,5 @@
 """Question answering from Python: model.fit on cached SQuAD features, the loop's objective, answers from strings."""
+
 import json
 
 import keras
@@ -18,8 +19,14 @@ SEQ = 64
 
 def _tiny_span_labeler(seed=1):
     keras.utils.set_random_seed(seed)
-    config = BertConfig.preset("tiny", vocab_size=30522, hidden_size=32, num_hidden_layers=1,
-                               num_attention_heads=2, max_position_embeddings=SEQ)
+    config = BertConfig.preset(
+        "tiny",
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        max_position_embeddings=SEQ,
+    )
     return BertSpanLabeler(BertEncoder.from_bert_config(config))
 
 
@@ -32,8 +39,9 @@ def slice_features(shared_data, uncased_vocab, tmp_path_factory):
     path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": article["paragraphs"][:1]}]}))
     tokenizer = FullTokenizer(uncased_vocab, do_lower_case=True)
     examples, _ = squad.read_squad_examples(str(path), is_training=True, version_2_with_negative=True)
-    features, _ = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=SEQ, doc_stride=24,
-                                                     max_query_length=16, is_training=True)
+    features, _ = squad.convert_examples_to_features(
+        examples, tokenizer, max_seq_length=SEQ, doc_stride=24, max_query_length=16, is_training=True
+    )
     record = str(path.with_suffix(".tf_record"))
     feature_cache.cached_records(record, {"test": 1}, lambda: squad_records.records(features))
     return tokenizer, examples, features, record
@@ -41,8 +49,9 @@ def slice_features(shared_data, uncased_vocab, tmp_path_factory):
 
 def test_records_round_trip(slice_features):
     _, _, features, record = slice_features
-    ds = squad_records.training_dataset(record, seq_length=SEQ, batch_size=len(features), repeat=False,
-                                        shuffle_buffer_size=1)
+    ds = squad_records.training_dataset(
+        record, seq_length=SEQ, batch_size=len(features), repeat=False, shuffle_buffer_size=1
+    )
     x, y = next(iter(ds))
     assert x["input_word_ids"].dtype == tf.int32
     np.testing.assert_array_equal(x["input_word_ids"].numpy(), [f.input_ids for f in features])
@@ -57,8 +66,7 @@ def test_objective_is_the_fit_loss(slice_features):
     x, y = next(iter(squad_records.training_dataset(record, seq_length=SEQ, batch_size=8, seed=3)))
     outputs = model(x)
     objective = qa.SpanObjective()
-    loop_loss = tf.reduce_sum(objective.losses(y, outputs)["loss"]) / tf.reduce_sum(
-        objective.loss_weights(y)["loss"])
+    loop_loss = tf.reduce_sum(objective.losses(y, outputs)["loss"]) / tf.reduce_sum(objective.loss_weights(y)["loss"])
     model.compile(keras.optimizers.Adam(1e-3), loss=qa.span_losses(), loss_weights=qa.SPAN_LOSS_WEIGHTS)
     fit_loss = model.evaluate(x, y, verbose=0, return_dict=True)["loss"]
     assert float(loop_loss) == pytest.approx(fit_loss, rel=1e-5)

@@ -2,10 +2,12 @@
 
 Our loop (`Trainer`, `SpanObjective`, the optimizer that `FineTuningConfig(adam_bias_correction=True)` makes) and a
 PyTorch loop as `transformers`' `Trainer` runs it (`BertForQuestionAnswering`, `torch.optim.AdamW`, clipping to
-norm 1; the learning-rate schedule is the original BERT's, as ours) start from the same weights and the same head, see the same batches of real SQuAD
+norm 1; the learning-rate schedule is the original BERT's, as ours) start from the same weights and the same head,
+see the same batches of real SQuAD
 features, and must lose the same at every step and end with the same held-out loss. Dropout is off so that the two
 runs are comparable number for number. A negative control, the original BERT optimizer, must end elsewhere.
 """
+
 import dataclasses
 import json
 import os
@@ -41,20 +43,29 @@ def batches(package_dir, shared_data, tmp_path_factory):
     path.write_text(json.dumps({"data": [article]}))
     tokenizer = finetuning.resolve_model_files(finetuning.FineTuningConfig("unused", package_dir)).tokenizer()
     examples, _ = squad.read_squad_examples(str(path), is_training=True)
-    features, _ = squad.convert_examples_to_features(examples, tokenizer, max_seq_length=SEQ, doc_stride=64,
-                                                     max_query_length=32, is_training=True)
+    features, _ = squad.convert_examples_to_features(
+        examples, tokenizer, max_seq_length=SEQ, doc_stride=64, max_query_length=32, is_training=True
+    )
     # Windows that hold their answer: the ones pointing at [CLS] teach little in six steps.
     shuffled = [features[i] for i in np.random.RandomState(0).permutation(len(features))]
-    chosen = [f for f in shuffled if f.start_position > 0][:(STEPS + 1) * BATCH]
+    chosen = [f for f in shuffled if f.start_position > 0][: (STEPS + 1) * BATCH]
 
     def batch(part):
-        x = {name: np.asarray([getattr(f, column) for f in part], np.int32) for name, column in
-             (("input_word_ids", "input_ids"), ("input_mask", "input_mask"), ("input_type_ids", "segment_ids"))}
-        y = {"start_logits": np.asarray([f.start_position for f in part], np.int32),
-             "end_logits": np.asarray([f.end_position for f in part], np.int32)}
+        x = {
+            name: np.asarray([getattr(f, column) for f in part], np.int32)
+            for name, column in (
+                ("input_word_ids", "input_ids"),
+                ("input_mask", "input_mask"),
+                ("input_type_ids", "segment_ids"),
+            )
+        }
+        y = {
+            "start_logits": np.asarray([f.start_position for f in part], np.int32),
+            "end_logits": np.asarray([f.end_position for f in part], np.int32),
+        }
         return x, y
 
-    return [batch(chosen[i * BATCH:(i + 1) * BATCH]) for i in range(STEPS + 1)]
+    return [batch(chosen[i * BATCH : (i + 1) * BATCH]) for i in range(STEPS + 1)]
 
 
 class _SpanHead:
@@ -63,26 +74,36 @@ class _SpanHead:
 
 
 def _ours(package_dir, batches, tmp_path, head, **optimizer_settings):
-    config = finetuning.FineTuningConfig(str(tmp_path), package_dir, learning_rate=LR, train_batch_size=BATCH,
-                                         weight_decay=0.0, **optimizer_settings)
+    config = finetuning.FineTuningConfig(
+        str(tmp_path), package_dir, learning_rate=LR, train_batch_size=BATCH, weight_decay=0.0, **optimizer_settings
+    )
     files = finetuning.resolve_model_files(config)
-    files = dataclasses.replace(files, config=dataclasses.replace(files.config, hidden_dropout_prob=0.0,
-                                                                  attention_probs_dropout_prob=0.0))
+    files = dataclasses.replace(
+        files, config=dataclasses.replace(files.config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    )
     strategy = tf.distribute.get_strategy()
     model = finetuning.build_model(config, files, _SpanHead(), strategy)
     files.restore(model)
     model.span_logits.kernel.assign(head[0])
     model.span_logits.bias.assign(head[1])
     optimizer = finetuning.create_optimizer(config, TOTAL_STEPS, WARMUP)
-    trainer = Trainer(model, optimizer, qa.SpanObjective(), strategy,
-                      TrainerConfig(model_dir=str(tmp_path), num_train_steps=STEPS, steps_per_loop=1,
-                                    write_summaries=False), global_batch_size=BATCH)
+    trainer = Trainer(
+        model,
+        optimizer,
+        qa.SpanObjective(),
+        strategy,
+        TrainerConfig(model_dir=str(tmp_path), num_train_steps=STEPS, steps_per_loop=1, write_summaries=False),
+        global_batch_size=BATCH,
+    )
     stacked = tf.nest.map_structure(lambda *parts: np.concatenate(parts), *batches[:STEPS])
-    result = trainer.train(lambda _: tf.data.Dataset.from_tensor_slices(stacked).batch(BATCH, drop_remainder=True).repeat())
+    result = trainer.train(
+        lambda _: tf.data.Dataset.from_tensor_slices(stacked).batch(BATCH, drop_remainder=True).repeat()
+    )
     x, y = batches[STEPS]
     out = model(x, training=False)
-    held_out = 0.5 * (cross_entropy(y["start_logits"], out["start_logits"])
-                      + cross_entropy(y["end_logits"], out["end_logits"]))
+    held_out = 0.5 * (
+        cross_entropy(y["start_logits"], out["start_logits"]) + cross_entropy(y["end_logits"], out["end_logits"])
+    )
     return [h["loss"] for h in result.history], float(tf.reduce_mean(held_out))
 
 
@@ -92,7 +113,8 @@ def _transformers(package_dir, batches, head):
 
     torch.manual_seed(0)
     model = transformers.BertForQuestionAnswering.from_pretrained(
-        package_dir, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation="eager")
+        package_dir, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation="eager"
+    )
     with torch.no_grad():
         model.qa_outputs.weight.copy_(torch.tensor(head[0].T))
         model.qa_outputs.bias.copy_(torch.tensor(head[1]))
@@ -100,14 +122,17 @@ def _transformers(package_dir, batches, head):
     # The original BERT schedule, which ours is: after the warmup the rate decays as 1 - step / total (transformers'
     # linear schedule decays from the warmup's end instead, a rate up to warmup_proportion higher).
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: step / WARMUP if step < WARMUP else 1 - step / TOTAL_STEPS)
+        optimizer, lambda step: step / WARMUP if step < WARMUP else 1 - step / TOTAL_STEPS
+    )
 
     def inputs(x, y):
-        return dict(input_ids=torch.tensor(x["input_word_ids"]).long(),
-                    attention_mask=torch.tensor(x["input_mask"]).long(),
-                    token_type_ids=torch.tensor(x["input_type_ids"]).long(),
-                    start_positions=torch.tensor(y["start_logits"]).long(),
-                    end_positions=torch.tensor(y["end_logits"]).long())
+        return dict(
+            input_ids=torch.tensor(x["input_word_ids"]).long(),
+            attention_mask=torch.tensor(x["input_mask"]).long(),
+            token_type_ids=torch.tensor(x["input_type_ids"]).long(),
+            start_positions=torch.tensor(y["start_logits"]).long(),
+            end_positions=torch.tensor(y["end_logits"]).long(),
+        )
 
     losses = []
     for x, y in batches[:STEPS]:

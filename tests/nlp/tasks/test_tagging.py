@@ -1,5 +1,6 @@
 """The token-classification objective (loop) and loss (fit) agree with a hand computation over labelled positions;
 the fit path trains a tagger from Python on real CoNLL sentences."""
+
 import keras
 import numpy as np
 import pytest
@@ -36,13 +37,21 @@ def test_fit_path_from_python(shared_data, uncased_vocab):
     tokenizer = FullTokenizer(str(uncased_vocab), do_lower_case=True)
     features = conll.convert_sentences(sentences, tokenizer, labels, max_seq_length=32)
     keras.utils.set_random_seed(0)
-    encoder = BertEncoder.from_bert_config(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1,
-                                                      num_attention_heads=2, intermediate_size=64,
-                                                      max_position_embeddings=32))
+    encoder = BertEncoder.from_bert_config(
+        BertConfig(
+            vocab_size=30522,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=32,
+        )
+    )
     model = BertTokenClassifier(encoder, len(labels))
     model.compile(keras.optimizers.Adam(3e-3), loss=tagging.masked_token_loss)
     history = model.fit(features.model_inputs(), features.arrays["label_ids"], batch_size=16, epochs=2, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
-    predicted = conll.word_predictions(features, model.predict(features.model_inputs(), verbose=0).argmax(-1),
-                                       labels, sentences)
+    predicted = conll.word_predictions(
+        features, model.predict(features.model_inputs(), verbose=0).argmax(-1), labels, sentences
+    )
     assert [len(p) for p in predicted] == [len(s.words) for s in sentences]

@@ -1,5 +1,6 @@
 """Tests for the in-graph tokenizer and packer: exact parity with the original algorithm on golden, real and
 adversarial text (both the routed fast path and the exact path), offsets, serialization, tf.data, SavedModel."""
+
 import functools
 import itertools
 
@@ -9,19 +10,18 @@ import pytest
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from official.nlp.tokenizers import text_layers
-from official.nlp.tokenizers import tokenization
+from official.nlp.tokenizers import text_layers, tokenization
 from tests.nlp.tokenizers import tokenizer_corpus as corpus
 
 CASES = [("uncased", True), ("cased", False)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _layer(vocab_file, lower, fast_path):
     return text_layers.BertTokenizer(vocab_file, do_lower_case=lower, fast_path=fast_path)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ids(vocab_file, lower, fast_path, texts):
     """In-graph ids of `texts`, tokenized in batches of 4096 by one traced function."""
     fn = tf.function(_layer(vocab_file, lower, fast_path).tokenize)
@@ -71,7 +71,9 @@ def test_stock_tf_text_differs_and_routing_keeps_the_fast_path_busy(case, shared
     """Why the layer exists: stock FastBertTokenizer is wrong on some SQuAD lines (uncased); the layer sends almost
     every line through it anyway and only the rest through the exact path."""
     _, lower, vocab_file = case
-    squad = tuple(l for l in corpus._lines(shared_data / "pretraining_golden" / "squad_contexts.txt") if l.strip())
+    squad = tuple(
+        line for line in corpus._lines(shared_data / "pretraining_golden" / "squad_contexts.txt") if line.strip()
+    )
     layer = _layer(vocab_file, lower, True)
     stock = tf_text.FastBertTokenizer(layer.vocabulary, token_out_type=tf.int32, lower_case_nfd_strip_accents=lower)
     stock_ids = [tuple(r) for r in stock.tokenize(tf.constant(squad)).to_list()]
@@ -257,8 +259,12 @@ EMPTY_B_CASES = [
     ("hello world", "", ["[CLS]", "hello", "world", "[SEP]"], [0, 0, 0, 0]),
     ("hello world", "\u200b", ["[CLS]", "hello", "world", "[SEP]"], [0, 0, 0, 0]),
     ("hello", "world", ["[CLS]", "hello", "[SEP]", "world", "[SEP]"], [0, 0, 0, 1, 1]),
-    ("one two three four five six seven", "\u200b",
-     ["[CLS]", "one", "two", "three", "four", "five", "six", "[SEP]"], [0] * 8),
+    (
+        "one two three four five six seven",
+        "\u200b",
+        ["[CLS]", "one", "two", "three", "four", "five", "six", "[SEP]"],
+        [0] * 8,
+    ),
 ]
 
 

@@ -1,5 +1,6 @@
 """Tests for the pure-Python tokenizer: golden outputs of the original code, offsets, vocabulary checks, and a
 cross-check against transformers on real files and an adversarial Unicode list."""
+
 import unicodedata
 
 import pytest
@@ -115,7 +116,11 @@ def test_offsets_examples(uncased_vocab, cased_vocab):
     cased = corpus.full_tokenizer(cased_vocab, False)
     tokens, offsets = cased.tokenize_with_offsets("Unaffable 中文")
     assert [("Unaffable 中文"[s:e], t) for t, (s, e) in zip(tokens, offsets)] == [
-        ("Una", "Una"), ("ff", "##ff"), ("able", "##able"), ("中", "中"), ("文", "文")
+        ("Una", "Una"),
+        ("ff", "##ff"),
+        ("able", "##able"),
+        ("中", "中"),
+        ("文", "文"),
     ]
 
 
@@ -152,7 +157,9 @@ def test_vocab_refused_with_clear_messages(tmp_path, uncased_vocab, cased_vocab)
         tokenization.validate_vocab(base + ["a"])
     with pytest.raises(tokenization.VocabularyError, match="ids are not 0..2"):
         tokenization.validate_vocab({"[PAD]": 0, "[UNK]": 2, "x": 3})
-    with pytest.raises(tokenization.VocabularyError, match="has 30522 tokens but the model config says vocab_size=28996"):
+    with pytest.raises(
+        tokenization.VocabularyError, match="has 30522 tokens but the model config says vocab_size=28996"
+    ):
         tokenization.FullTokenizer(uncased_vocab, vocab_size=28996)
     with pytest.raises(tokenization.VocabularyError, match="looks uncased .* Pass do_lower_case=True"):
         tokenization.FullTokenizer(uncased_vocab, do_lower_case=False)
@@ -177,7 +184,14 @@ def test_load_vocab_matches_original_line_rules(tmp_path):
     path.write_bytes(" [PAD] \n[UNK]\r\n[CLS]\n[SEP]\n[MASK]\nx\u2028y\n".encode())
     vocab = tokenization.load_vocab(path)
     # readline() splits only at "\n" (not at U+2028) and every line is stripped.
-    assert list(vocab.items()) == [("[PAD]", 0), ("[UNK]", 1), ("[CLS]", 2), ("[SEP]", 3), ("[MASK]", 4), ("x\u2028y", 5)]
+    assert list(vocab.items()) == [
+        ("[PAD]", 0),
+        ("[UNK]", 1),
+        ("[CLS]", 2),
+        ("[SEP]", 3),
+        ("[MASK]", 4),
+        ("x\u2028y", 5),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 """Tests for learning a WordPiece vocabulary (library and absl script)."""
+
 import os
 import random
 import subprocess
@@ -7,10 +8,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-from official.nlp.tokenizers import char_rules
-from official.nlp.tokenizers import text_layers
-from official.nlp.tokenizers import tokenization
-from official.nlp.tokenizers import wordpiece_vocab
+from official.nlp.tokenizers import char_rules, text_layers, tokenization, wordpiece_vocab
 from tests.conftest import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "run_scripts" / "build_vocab.py"
@@ -36,7 +34,7 @@ def test_learned_vocab_loads_validates_and_covers_its_text(corpus_file, tmp_path
     wordpiece_vocab.write_vocab(vocab, str(path))
     tokenizer = tokenization.FullTokenizer(path, do_lower_case=do_lower_case)  # loads and validates (case too)
     assert list(tokenizer.vocab) == vocab
-    lines = [l for l in corpus_file.read_text(encoding="utf-8").split("\n") if l.strip()]
+    lines = [line for line in corpus_file.read_text(encoding="utf-8").split("\n") if line.strip()]
     tokens = [t for line in lines for t in tokenizer.tokenize(line)]
     assert tokens.count("[UNK]") / len(tokens) < 0.01  # rare characters fall outside a small vocabulary
     assert any(t.startswith("##") for t in vocab)
@@ -46,7 +44,7 @@ def test_learned_vocab_loads_validates_and_covers_its_text(corpus_file, tmp_path
     # The in-graph tokenizer takes it too and agrees.
     layer = text_layers.BertTokenizer(path, do_lower_case=do_lower_case)
     got = layer(tf.constant(lines[:200])).to_list()
-    assert got == [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(l)) for l in lines[:200]]
+    assert got == [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in lines[:200]]
 
 
 def test_bad_arguments_are_refused(tmp_path):
@@ -76,9 +74,21 @@ def test_text_that_is_not_utf8_is_refused_naming_file_line_and_encoding(tmp_path
 def test_script(corpus_file, tmp_path):
     out = tmp_path / "vocab.txt"
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), f"--input_file={corpus_file}", f"--output_file={out}", "--vocab_size=400",
-         "--min_count=2", "--max_lines=300", "--do_lower_case=False"],
-        cwd=REPO_ROOT, env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(SCRIPT),
+            f"--input_file={corpus_file}",
+            f"--output_file={out}",
+            "--vocab_size=400",
+            "--min_count=2",
+            "--max_lines=300",
+            "--do_lower_case=False",
+        ],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     vocab = tokenization.load_vocab(out)

@@ -3,12 +3,12 @@
 Both `test_tokenization.py` and `test_text_layers.py` use these, so the expensive parts (the pure-Python tokenizer
 over ~9 MB of distinct lines, with two vocabularies) run once however many tests need them.
 """
+
 import functools
 import json
 import pathlib
 import random
 import unicodedata
-from typing import Dict, List, Tuple
 
 from official.nlp.tokenizers import char_rules, tokenization
 
@@ -16,13 +16,13 @@ from official.nlp.tokenizers import char_rules, tokenization
 _TEXT_COLUMNS = {"sentence", "sentence1", "sentence2", "question", "#1 String", "#2 String"}
 
 
-def _lines(path: pathlib.Path, encoding: str = "utf-8") -> List[str]:
+def _lines(path: pathlib.Path, encoding: str = "utf-8") -> list[str]:
     # Split at "\n" only: str.splitlines() would also split at U+2028, U+0085, U+001C, ... inside the text.
     text = path.read_text(encoding=encoding)
     return [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
 
 
-def glue_texts(glue_dir: pathlib.Path) -> List[str]:
+def glue_texts(glue_dir: pathlib.Path) -> list[str]:
     """Every text cell of every GLUE TSV file (and MRPC's original .txt files), in file order."""
     texts = []
     paths = sorted(glue_dir.glob("*/*.tsv")) + sorted(glue_dir.glob("MRPC/msr_paraphrase_*.txt"))
@@ -42,8 +42,8 @@ def glue_texts(glue_dir: pathlib.Path) -> List[str]:
     return texts
 
 
-@functools.lru_cache(maxsize=None)
-def real_lines(shared_data: pathlib.Path) -> Tuple[str, ...]:
+@functools.cache
+def real_lines(shared_data: pathlib.Path) -> tuple[str, ...]:
     """Distinct non-empty lines of the SQuAD dev contexts and the GLUE text columns (first-seen order)."""
     squad = [line for line in _lines(shared_data / "pretraining_golden" / "squad_contexts.txt") if line.strip()]
     assert len(squad) == 10_667, len(squad)
@@ -51,8 +51,8 @@ def real_lines(shared_data: pathlib.Path) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(texts))
 
 
-@functools.lru_cache(maxsize=None)
-def golden(shared_data: pathlib.Path) -> Tuple[Tuple[str, ...], Dict[str, List[dict]]]:
+@functools.cache
+def golden(shared_data: pathlib.Path) -> tuple[tuple[str, ...], dict[str, list[dict]]]:
     """The 360 golden strings and the original code's outputs for both vocabularies."""
     folder = shared_data / "tokenizer_golden"
     strings = tuple(
@@ -67,13 +67,13 @@ def golden(shared_data: pathlib.Path) -> Tuple[Tuple[str, ...], Dict[str, List[d
     return strings, outputs
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def full_tokenizer(vocab_file: pathlib.Path, do_lower_case: bool) -> tokenization.FullTokenizer:
     return tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
 
 
-@functools.lru_cache(maxsize=None)
-def python_ids(vocab_file: pathlib.Path, do_lower_case: bool, texts: Tuple[str, ...]) -> Tuple[Tuple[int, ...], ...]:
+@functools.cache
+def python_ids(vocab_file: pathlib.Path, do_lower_case: bool, texts: tuple[str, ...]) -> tuple[tuple[int, ...], ...]:
     tok = full_tokenizer(vocab_file, do_lower_case)
     return tuple(tuple(tok.convert_tokens_to_ids(tok.tokenize(t))) for t in texts)
 
@@ -127,19 +127,62 @@ HAND_PICKED = [
 
 # Blocks the random strings draw from (start, end inclusive).
 _BLOCKS = [
-    (0x20, 0x7E), (0x80, 0x24F), (0x250, 0x36F), (0x370, 0x52F), (0x530, 0x58F), (0x590, 0x6FF),
-    (0x900, 0xDFF), (0xE00, 0xEFF), (0xF00, 0xFFF), (0x10A0, 0x10FF), (0x1100, 0x11FF), (0x1680, 0x169F),
-    (0x1800, 0x18AF), (0x1AB0, 0x1AFF), (0x1C80, 0x1CBF), (0x1D00, 0x1DFF), (0x1E00, 0x1FFF), (0x2000, 0x206F),
-    (0x2070, 0x214F), (0x2150, 0x218F), (0x2190, 0x23FF), (0x2400, 0x24FF), (0x2500, 0x27FF), (0x2C00, 0x2C7F),
-    (0x2C80, 0x2DFF), (0x2E00, 0x2E7F), (0x2E80, 0x2FDF), (0x3000, 0x30FF), (0x3100, 0x33FF), (0x3400, 0x4DBF),
-    (0x4DC0, 0x4DFF), (0x4E00, 0x9FFF), (0xA000, 0xA4CF), (0xA640, 0xA6FF), (0xA700, 0xA7FF), (0xA800, 0xABFF),
-    (0xAC00, 0xD7FF), (0xE000, 0xE0FF), (0xF900, 0xFAFF), (0xFB00, 0xFDFF), (0xFE00, 0xFE6F), (0xFE70, 0xFFFF),
-    (0x10000, 0x1007F), (0x10400, 0x104FF), (0x1D100, 0x1D1FF), (0x1D400, 0x1D7FF), (0x1E900, 0x1E95F),
-    (0x1F000, 0x1FAFF), (0x20000, 0x2FA1F), (0x30000, 0x3134F), (0xE0000, 0xE01EF), (0xF0000, 0xF00FF),
+    (0x20, 0x7E),
+    (0x80, 0x24F),
+    (0x250, 0x36F),
+    (0x370, 0x52F),
+    (0x530, 0x58F),
+    (0x590, 0x6FF),
+    (0x900, 0xDFF),
+    (0xE00, 0xEFF),
+    (0xF00, 0xFFF),
+    (0x10A0, 0x10FF),
+    (0x1100, 0x11FF),
+    (0x1680, 0x169F),
+    (0x1800, 0x18AF),
+    (0x1AB0, 0x1AFF),
+    (0x1C80, 0x1CBF),
+    (0x1D00, 0x1DFF),
+    (0x1E00, 0x1FFF),
+    (0x2000, 0x206F),
+    (0x2070, 0x214F),
+    (0x2150, 0x218F),
+    (0x2190, 0x23FF),
+    (0x2400, 0x24FF),
+    (0x2500, 0x27FF),
+    (0x2C00, 0x2C7F),
+    (0x2C80, 0x2DFF),
+    (0x2E00, 0x2E7F),
+    (0x2E80, 0x2FDF),
+    (0x3000, 0x30FF),
+    (0x3100, 0x33FF),
+    (0x3400, 0x4DBF),
+    (0x4DC0, 0x4DFF),
+    (0x4E00, 0x9FFF),
+    (0xA000, 0xA4CF),
+    (0xA640, 0xA6FF),
+    (0xA700, 0xA7FF),
+    (0xA800, 0xABFF),
+    (0xAC00, 0xD7FF),
+    (0xE000, 0xE0FF),
+    (0xF900, 0xFAFF),
+    (0xFB00, 0xFDFF),
+    (0xFE00, 0xFE6F),
+    (0xFE70, 0xFFFF),
+    (0x10000, 0x1007F),
+    (0x10400, 0x104FF),
+    (0x1D100, 0x1D1FF),
+    (0x1D400, 0x1D7FF),
+    (0x1E900, 0x1E95F),
+    (0x1F000, 0x1FAFF),
+    (0x20000, 0x2FA1F),
+    (0x30000, 0x3134F),
+    (0xE0000, 0xE01EF),
+    (0xF0000, 0xF00FF),
 ]
 
 
-def adversarial_strings(n_random: int = 400, seed: int = 0) -> List[str]:
+def adversarial_strings(n_random: int = 400, seed: int = 0) -> list[str]:
     """HAND_PICKED plus `n_random` strings of random code points (with spaces) from many Unicode blocks."""
     rng = random.Random(seed)
     out = list(HAND_PICKED)
@@ -167,5 +210,3 @@ def uncased_normalize(text: str) -> str:
 def clean(text: str) -> str:
     """Drop the characters the tokenizer drops (controls, formats, NUL, U+FFFD)."""
     return text.translate(char_rules.CLEAN_TABLE).strip()
-
-

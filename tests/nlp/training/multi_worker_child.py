@@ -2,6 +2,7 @@
 
 Usage: python -m tests.nlp.training.multi_worker_child INDEX PORT0,PORT1 CONFIG_JSON
 """
+
 import json
 import os
 import sys
@@ -14,5 +15,9 @@ if __name__ == "__main__":
     from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
 
     result = run_pretraining(PretrainingConfig(**json.loads(config_json)))
-    print("RESULTS " + json.dumps({"losses": [h["loss"] for h in result.history], "step": result.step,
-                                   "export_dir": result.export_dir}))
+    print(
+        "RESULTS "
+        + json.dumps(
+            {"losses": [h["loss"] for h in result.history], "step": result.step, "export_dir": result.export_dir}
+        )
+    )

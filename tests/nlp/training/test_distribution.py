@@ -1,4 +1,5 @@
 """Strategy factory: names, device counts and the errors users hit."""
+
 from __future__ import annotations
 
 import json
@@ -28,5 +29,7 @@ def test_errors_name_the_flag():
 
 def test_tf_config_for_local_workers():
     config = json.loads(distribution.tf_config_for_local_workers([2001, 2002], 1))
-    assert config == {"cluster": {"worker": ["localhost:2001", "localhost:2002"]},
-                      "task": {"type": "worker", "index": 1}}
+    assert config == {
+        "cluster": {"worker": ["localhost:2001", "localhost:2002"]},
+        "task": {"type": "worker", "index": 1},
+    }

@@ -1,5 +1,6 @@
 """The Keras internal the training loop relies on (`training.keras_compat`): these fail first, naming it, when a Keras
 upgrade changes it. The loop's numbers under MirroredStrategy are checked in test_trainer.py."""
+
 from __future__ import annotations
 
 import inspect
@@ -33,8 +34,9 @@ def test_keras_tf_optimizer_has_the_hook():
 
 @pytest.mark.parametrize("name, mixed_precision", [("adamw", "float32"), ("lamb", "float32"), ("adamw", "float16")])
 def test_our_optimizers_are_keras_tf_optimizers(name, mixed_precision):
-    optimizer = optimization.create_optimizer(name, learning_rate=1e-3, num_train_steps=10,
-                                              mixed_precision=mixed_precision)
+    optimizer = optimization.create_optimizer(
+        name, learning_rate=1e-3, num_train_steps=10, mixed_precision=mixed_precision
+    )
     inner = getattr(optimizer, "inner_optimizer", optimizer)
     assert isinstance(inner, _tf_optimizer_class()), CHANGED
 
@@ -97,10 +99,11 @@ print("RESULT " + json.dumps(result))
 def test_under_mirrored_keras_sums_inside_apply_and_the_adapter_stops_it():
     """Two replicas each apply a gradient of 1: Keras sums them (the update is 2), the adapter leaves it at 1."""
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    proc = subprocess.run([sys.executable, "-c", _MIRRORED_CHILD], cwd=REPO_ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _MIRRORED_CHILD], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    result = json.loads(lines[0][len("RESULT "):])
+    result = json.loads(lines[0][len("RESULT ") :])
     assert result["False"] == -2.0, CHANGED
     assert result["True"] == -1.0, CHANGED

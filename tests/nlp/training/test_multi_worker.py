@@ -1,4 +1,5 @@
 """multi_worker_mirrored with two worker processes on loopback (TF_CONFIG with localhost ports)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,17 +37,42 @@ def test_two_workers_match_one_device(tmp_path):
     vocab = pretraining_records.write_vocab(tmp_path / "vocab.txt")
     (tmp_path / "bert_config.json").write_text(json.dumps(TINY))
     config = PretrainingConfig(
-        input_file=str(tmp_path / "data" / "*"), bert_config_file=str(tmp_path / "bert_config.json"),
-        vocab_file=vocab, do_lower_case=True, model_dir=str(tmp_path / "multi"), max_seq_length=32,
-        max_predictions_per_seq=5, train_batch_size=16, num_train_steps=20, num_warmup_steps=2,
-        learning_rate=3e-3, steps_per_loop=5, save_checkpoints_steps=10,
-        distribution_strategy="multi_worker_mirrored")
+        input_file=str(tmp_path / "data" / "*"),
+        bert_config_file=str(tmp_path / "bert_config.json"),
+        vocab_file=vocab,
+        do_lower_case=True,
+        model_dir=str(tmp_path / "multi"),
+        max_seq_length=32,
+        max_predictions_per_seq=5,
+        train_batch_size=16,
+        num_train_steps=20,
+        num_warmup_steps=2,
+        learning_rate=3e-3,
+        steps_per_loop=5,
+        save_checkpoints_steps=10,
+        distribution_strategy="multi_worker_mirrored",
+    )
     ports = _free_ports(2)
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     config_json = json.dumps(dataclasses.asdict(config))
-    workers = [subprocess.Popen([sys.executable, "-m", "tests.nlp.training.multi_worker_child", str(i),
-                                 ",".join(map(str, ports)), config_json], cwd=REPO_ROOT, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.nlp.training.multi_worker_child",
+                str(i),
+                ",".join(map(str, ports)),
+                config_json,
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
     try:
         outputs = [w.communicate(timeout=240) for w in workers]
     finally:
@@ -57,10 +83,11 @@ def test_two_workers_match_one_device(tmp_path):
     for worker, (out, err) in zip(workers, outputs):
         lines = [line for line in out.splitlines() if line.startswith("RESULTS ")]
         assert worker.returncode == 0 and lines, err[-3000:]
-        results.append(json.loads(lines[0][len("RESULTS "):]))
+        results.append(json.loads(lines[0][len("RESULTS ") :]))
 
-    single = run_pretraining(dataclasses.replace(config, model_dir=str(tmp_path / "single"),
-                                                 distribution_strategy="one_device"))
+    single = run_pretraining(
+        dataclasses.replace(config, model_dir=str(tmp_path / "single"), distribution_strategy="one_device")
+    )
     reference = [h["loss"] for h in single.history]
     for result in results:
         assert result["step"] == 20

@@ -1,4 +1,5 @@
 """Optimizer factory and schedule, checked against the original BERT formulas written out by hand."""
+
 from __future__ import annotations
 
 import keras
@@ -22,8 +23,9 @@ def original_learning_rate(step, init_lr, num_train_steps, num_warmup_steps, end
 
 @pytest.mark.parametrize("end_lr,power", [(0.0, 1.0), (1e-5, 2.0), (0.0, 0.5)])
 def test_schedule_matches_original(end_lr, power):
-    schedule = optimization.WarmupPolynomialDecay(1e-4, decay_steps=1000, warmup_steps=100,
-                                                  end_learning_rate=end_lr, power=power)
+    schedule = optimization.WarmupPolynomialDecay(
+        1e-4, decay_steps=1000, warmup_steps=100, end_learning_rate=end_lr, power=power
+    )
     for step in (0, 1, 50, 99, 100, 101, 500, 999, 1000, 1500):
         want = original_learning_rate(step, 1e-4, 1000, 100, end_lr, power)
         assert float(schedule(step)) == pytest.approx(want, rel=1e-4, abs=1e-11), step
@@ -37,8 +39,7 @@ def test_weight_decay_skips_layer_norm_and_bias():
     optimizer.build(model.trainable_variables)
     decayed = {v.path for v in model.trainable_variables if optimization.uses_weight_decay(optimizer, v)}
     # The original excludes "LayerNorm", "layer_norm" and "bias" (which also matches the MLM output_bias).
-    expected = {v.path for v in model.trainable_variables
-                if not any(part in v.path for part in ("layer_norm", "bias"))}
+    expected = {v.path for v in model.trainable_variables if not any(part in v.path for part in ("layer_norm", "bias"))}
     assert decayed == expected
     assert any("word_embeddings" in p for p in decayed) and any(p.endswith("kernel") for p in decayed)
 
@@ -50,8 +51,14 @@ def test_weight_decay_and_clipping_act_as_documented():
     grads = [np.full((2, 2), 30.0, "float32"), np.full((2,), 40.0, "float32")]
     global_norm = np.sqrt(4 * 30.0**2 + 2 * 40.0**2)
     # end_learning_rate == learning_rate: a constant rate, which makes the expected values easy to write down.
-    optimizer = optimization.create_optimizer(learning_rate=0.1, end_learning_rate=0.1, num_train_steps=10,
-                                              weight_decay=0.5, clip_norm=1.0, adam_bias_correction=True)
+    optimizer = optimization.create_optimizer(
+        learning_rate=0.1,
+        end_learning_rate=0.1,
+        num_train_steps=10,
+        weight_decay=0.5,
+        clip_norm=1.0,
+        adam_bias_correction=True,
+    )
     optimizer.apply([keras.ops.convert_to_tensor(g) for g in grads], [kernel, bias])
     # Adam's first step moves every weight by lr * sign(g) (up to epsilon), whatever the clipping; decay adds
     # lr * wd * w on the kernel only.
@@ -69,8 +76,9 @@ def test_factory_options_and_errors():
     adamw = optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, weight_decay=0.0)
     assert adamw.bias_correction is False  # the original's optimizer by default
     assert optimization.BertAdamW.from_config(adamw.get_config()).bias_correction is False
-    fp16 = optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, num_warmup_steps=5,
-                                         mixed_precision="float16")
+    fp16 = optimization.create_optimizer(
+        learning_rate=1e-3, num_train_steps=10, num_warmup_steps=5, mixed_precision="float16"
+    )
     assert isinstance(fp16, keras.optimizers.LossScaleOptimizer)
     assert isinstance(fp16.inner_optimizer, optimization.BertAdamW)
     assert optimization.current_learning_rate(fp16) == 0.0  # the warmup starts at 0, as in the original
@@ -114,9 +122,15 @@ def torch_adamw(params, grads_per_step, lr, weight_decay, decayed, epsilon=1e-8)
 
 def _adamw_run(bias_correction, epsilon, steps, init):
     kernel, bias = keras.Variable(init[0], name="kernel"), keras.Variable(init[1], name="bias")
-    optimizer = optimization.create_optimizer(learning_rate=0.01, end_learning_rate=0.01, num_train_steps=10,
-                                              weight_decay=0.1, clip_norm=None, adam_bias_correction=bias_correction,
-                                              epsilon=epsilon)
+    optimizer = optimization.create_optimizer(
+        learning_rate=0.01,
+        end_learning_rate=0.01,
+        num_train_steps=10,
+        weight_decay=0.1,
+        clip_norm=None,
+        adam_bias_correction=bias_correction,
+        epsilon=epsilon,
+    )
     for grads in steps:
         optimizer.apply([keras.ops.convert_to_tensor(g) for g in grads], [kernel, bias])
     return [kernel.numpy(), bias.numpy()]
@@ -136,8 +150,9 @@ def test_adamw_matches_its_reference(bias_correction):
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-7)
     # The two recipes really differ: without correction the first step is (1 - b1) / sqrt(1 - b2) = 3.16x larger.
-    other = (original_adamw if bias_correction else torch_adamw)(init, steps, lr=0.01, weight_decay=0.1,
-                                                               decayed=[True, False])
+    other = (original_adamw if bias_correction else torch_adamw)(
+        init, steps, lr=0.01, weight_decay=0.1, decayed=[True, False]
+    )
     assert np.abs(other[1] - got[1]).max() > 1e-3
 
 
@@ -160,11 +175,16 @@ def test_bias_corrected_epsilon_enters_as_in_pytorch():
 
 def test_default_epsilon_follows_the_recipe():
     assert optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10).epsilon == 1e-6
-    assert optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10,
-                                         adam_bias_correction=True).epsilon == 1e-8
+    assert (
+        optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, adam_bias_correction=True).epsilon == 1e-8
+    )
     assert optimization.create_optimizer("lamb", learning_rate=1e-3, num_train_steps=10).epsilon == 1e-6
-    assert optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, adam_bias_correction=True,
-                                         epsilon=1e-6).epsilon == 1e-6
+    assert (
+        optimization.create_optimizer(
+            learning_rate=1e-3, num_train_steps=10, adam_bias_correction=True, epsilon=1e-6
+        ).epsilon
+        == 1e-6
+    )
 
 
 def _train_bias(optimizer, steps=1000):
@@ -174,8 +194,10 @@ def _train_bias(optimizer, steps=1000):
     rng = np.random.RandomState(0)
     kernel = keras.Variable(rng.normal(size=(8, 768)).astype("float32") * 0.02, name="kernel")
     bias = keras.Variable(np.zeros(768, "float32"), name="bias")
-    grads = [tf.constant(rng.normal(size=(8, 768)).astype("float32")),
-             tf.constant(rng.normal(size=(768,)).astype("float32"))]
+    grads = [
+        tf.constant(rng.normal(size=(8, 768)).astype("float32")),
+        tf.constant(rng.normal(size=(768,)).astype("float32")),
+    ]
     optimizer.build([kernel, bias])
 
     @tf.function
@@ -205,8 +227,9 @@ def test_lamb_trust_ratio_and_weight_decay_on_kernels():
     w0 = rng.normal(size=(4, 5)).astype("float32")
     g = rng.normal(size=(4, 5)).astype("float32")
     kernel = keras.Variable(w0, name="kernel")
-    optimizer = optimization.create_optimizer("lamb", learning_rate=0.01, end_learning_rate=0.01,
-                                              num_train_steps=10, weight_decay=0.1, clip_norm=None)
+    optimizer = optimization.create_optimizer(
+        "lamb", learning_rate=0.01, end_learning_rate=0.01, num_train_steps=10, weight_decay=0.1, clip_norm=None
+    )
     optimizer.apply([keras.ops.convert_to_tensor(g)], [kernel])
     # LAMB (You et al. 2019, Algorithm 2) at step 1: m_hat = g, v_hat = g^2; the decay is inside the ratio.
     update = g / (np.abs(g) + 1e-6) + 0.1 * w0
@@ -214,15 +237,18 @@ def test_lamb_trust_ratio_and_weight_decay_on_kernels():
     np.testing.assert_allclose(kernel.numpy(), w0 - 0.01 * ratio * update, rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("setting, message", [
-    (dict(learning_rate=-1e-3), r"--learning_rate must not be negative, got -0.001"),
-    (dict(learning_rate=float("nan")), r"--learning_rate must not be negative, got nan"),
-    (dict(num_train_steps=0), r"--num_train_steps must be positive, got 0"),
-    (dict(num_warmup_steps=-1), r"--num_warmup_steps must be >= 0, got -1"),
-    (dict(end_learning_rate=-1e-5), r"--end_learning_rate must be >= 0"),
-    (dict(weight_decay=-0.01), r"--weight_decay must be >= 0"),
-    (dict(clip_norm=-1.0), r"--clip_norm must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        (dict(learning_rate=-1e-3), r"--learning_rate must not be negative, got -0.001"),
+        (dict(learning_rate=float("nan")), r"--learning_rate must not be negative, got nan"),
+        (dict(num_train_steps=0), r"--num_train_steps must be positive, got 0"),
+        (dict(num_warmup_steps=-1), r"--num_warmup_steps must be >= 0, got -1"),
+        (dict(end_learning_rate=-1e-5), r"--end_learning_rate must be >= 0"),
+        (dict(weight_decay=-0.01), r"--weight_decay must be >= 0"),
+        (dict(clip_norm=-1.0), r"--clip_norm must be >= 0"),
+    ],
+)
 def test_the_shared_factory_refuses_settings_that_train_wrongly(setting, message):
     """Pretraining and fine-tuning both build their optimizer here, so both refuse these."""
     kwargs = {"learning_rate": 1e-3, "num_train_steps": 10, **setting}
@@ -234,6 +260,9 @@ def test_batch_sizes_must_be_positive_and_split_evenly():
     optimization.check_batch_size(32, 2, 4)
     with pytest.raises(InputError, match="--train_batch_size must be positive, got 0"):
         optimization.check_batch_size(0, 1)
-    with pytest.raises(InputError, match=r"--train_batch_size=31 must divide by replicas \(2\) x "
-                                          r"--gradient_accumulation_steps \(1\) = 2"):
+    with pytest.raises(
+        InputError,
+        match=r"--train_batch_size=31 must divide by replicas \(2\) x "
+        r"--gradient_accumulation_steps \(1\) = 2",
+    ):
         optimization.check_batch_size(31, 2)

@@ -9,18 +9,21 @@ SAPPHIRE_RAPIDS = frozenset({"avx512f", "avx512_bf16", "amx_bf16", "amx_tile"})
 CASCADE_LAKE = frozenset({"avx512f", "avx512_vnni"})
 
 
-@pytest.mark.parametrize("hardware, expected", [
-    (Hardware("tpu"), "bfloat16"),
-    (Hardware("gpu", gpu_compute_capability=(9, 0)), "bfloat16"),   # H100
-    (Hardware("gpu", gpu_compute_capability=(8, 0)), "bfloat16"),   # A100
-    (Hardware("gpu", gpu_compute_capability=(7, 5)), "float16"),    # T4
-    (Hardware("gpu", gpu_compute_capability=(6, 0)), "float16"),    # P100
-    (Hardware("gpu", gpu_compute_capability=(3, 7)), "float32"),    # K80
-    (Hardware("cpu", cpu_flags=SAPPHIRE_RAPIDS), "bfloat16"),
-    (Hardware("cpu", cpu_flags=frozenset({"avx512_bf16"})), "bfloat16"),  # Cooper Lake, Zen 4
-    (Hardware("cpu", cpu_flags=CASCADE_LAKE), "float32"),
-    (Hardware("cpu"), "float32"),
-])
+@pytest.mark.parametrize(
+    "hardware, expected",
+    [
+        (Hardware("tpu"), "bfloat16"),
+        (Hardware("gpu", gpu_compute_capability=(9, 0)), "bfloat16"),  # H100
+        (Hardware("gpu", gpu_compute_capability=(8, 0)), "bfloat16"),  # A100
+        (Hardware("gpu", gpu_compute_capability=(7, 5)), "float16"),  # T4
+        (Hardware("gpu", gpu_compute_capability=(6, 0)), "float16"),  # P100
+        (Hardware("gpu", gpu_compute_capability=(3, 7)), "float32"),  # K80
+        (Hardware("cpu", cpu_flags=SAPPHIRE_RAPIDS), "bfloat16"),
+        (Hardware("cpu", cpu_flags=frozenset({"avx512_bf16"})), "bfloat16"),  # Cooper Lake, Zen 4
+        (Hardware("cpu", cpu_flags=CASCADE_LAKE), "float32"),
+        (Hardware("cpu"), "float32"),
+    ],
+)
 def test_auto_fits_the_hardware(hardware, expected):
     assert precision.resolve_mixed_precision("auto", hardware) == expected
     for explicit in ("float32", "float16"):
@@ -52,8 +55,10 @@ def test_auto_reaches_the_policy_and_the_loss_scaling(monkeypatch):
     assert isinstance(opt, keras.optimizers.LossScaleOptimizer)
     monkeypatch.setattr(precision, "detect_hardware", lambda: Hardware("tpu"))
     assert optimization.dtype_policy("auto").name == "mixed_bfloat16"
-    assert not isinstance(optimization.create_optimizer("adamw", learning_rate=1e-4, num_train_steps=10, mixed_precision="auto"),
-                          keras.optimizers.LossScaleOptimizer)
+    assert not isinstance(
+        optimization.create_optimizer("adamw", learning_rate=1e-4, num_train_steps=10, mixed_precision="auto"),
+        keras.optimizers.LossScaleOptimizer,
+    )
 
 
 def test_this_machine_is_detected():
@@ -73,8 +78,11 @@ def _counting_task(seed: int, n: int, seq: int = 16):
         slots = rng.choice(np.arange(1, seq), size=a + b, replace=False)
         ids[row, slots[:a]], ids[row, slots[a:]] = 5, 6
     ids[:, 0] = 2  # [CLS]
-    x = {"input_word_ids": ids.astype("int32"), "input_mask": np.ones_like(ids, "int32"),
-         "input_type_ids": np.zeros_like(ids, "int32")}
+    x = {
+        "input_word_ids": ids.astype("int32"),
+        "input_mask": np.ones_like(ids, "int32"),
+        "input_type_ids": np.zeros_like(ids, "int32"),
+    }
     # 10% of the labels flipped: the best loss is then H(0.1) = 0.325, so training converges to a loss that
     # precision could move, not to 0.
     flipped = rng.rand(n) < 0.1
@@ -88,13 +96,23 @@ def _train_classifier(mixed_precision: str, steps: int = 300):
     from official.nlp.modeling.models import BertClassifier
 
     keras.utils.set_random_seed(0)
-    encoder = BertEncoder(vocab_size=64, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                          intermediate_size=128, max_position_embeddings=16,
-                          dtype=optimization.dtype_policy(mixed_precision))
+    encoder = BertEncoder(
+        vocab_size=64,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=16,
+        dtype=optimization.dtype_policy(mixed_precision),
+    )
     model = BertClassifier(encoder, num_classes=2)
-    model.compile(optimizer=optimization.create_optimizer(learning_rate=1e-3, num_train_steps=steps,
-                                                          num_warmup_steps=steps // 10, adam_bias_correction=True),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), steps_per_execution=50)
+    model.compile(
+        optimizer=optimization.create_optimizer(
+            learning_rate=1e-3, num_train_steps=steps, num_warmup_steps=steps // 10, adam_bias_correction=True
+        ),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        steps_per_execution=50,
+    )
     x, y = _counting_task(0, 32 * steps)
     model.fit(tf.data.Dataset.from_tensor_slices((x, y)).batch(32), epochs=1, verbose=0)
     held_x, held_y = _counting_task(1, 1024)

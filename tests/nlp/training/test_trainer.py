@@ -1,4 +1,5 @@
 """The generic training loop, on a tiny classifier (the shape of a fine-tuning task)."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.training import distribution
-from official.nlp.training.trainer import Trainer, TrainerConfig, TrainingDivergedError
 from official.nlp.training.objectives import SparseCategoricalObjective
+from official.nlp.training.trainer import Trainer, TrainerConfig, TrainingDivergedError
 from tests.conftest import REPO_ROOT
 from tests.nlp.training import tiny
 
@@ -26,11 +27,17 @@ def distributed_results(tmp_path_factory):
     """One child process with two logical CPU devices runs every strategy/accumulation variant."""
     out = tmp_path_factory.mktemp("distributed")
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    proc = subprocess.run([sys.executable, "-m", "tests.nlp.training.tiny", str(out)], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.nlp.training.tiny", str(out)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULTS ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
-    return json.loads(lines[0][len("RESULTS "):])
+    return json.loads(lines[0][len("RESULTS ") :])
 
 
 @pytest.mark.slow
@@ -68,8 +75,7 @@ def test_resume_continues_bitwise(tmp_path):
     assert first.step == 10 and [h["loss"] for h in first.history] == [h["loss"] for h in full.history[:2]]
     # A fresh process would build fresh objects; so do we. Same model_dir: resumes at step 10 (optimizer, input
     # position and dropout RNG restored) and must land on the same weights as the uninterrupted run.
-    resumed, resumed_model, optimizer = tiny.train(strategy, str(tmp_path / "split"), num_train_steps=20,
-                                                   dropout=0.2)
+    resumed, resumed_model, optimizer = tiny.train(strategy, str(tmp_path / "split"), num_train_steps=20, dropout=0.2)
     assert resumed.step == 20 and [h["step"] for h in resumed.history] == [15, 20]
     assert int(optimizer.iterations.numpy()) == 20
     assert _weights_equal(full_model.get_weights(), resumed_model.get_weights())
@@ -85,9 +91,16 @@ def test_calls_with_the_same_input_continue_without_a_new_trace(tmp_path):
     strategy = distribution.get_distribution_strategy("one_device")
     _, full_model, _ = tiny.train(strategy, str(tmp_path / "full"), num_train_steps=20, dropout=0.2)
     model, optimizer = tiny.build(strategy, num_train_steps=20, dropout=0.2)
-    trainer = Trainer(model, optimizer, SparseCategoricalObjective(label_key="label"), strategy,
-                      TrainerConfig(model_dir=str(tmp_path / "epochs"), num_train_steps=20, steps_per_loop=5,
-                                    save_checkpoints_steps=10), global_batch_size=tiny.GLOBAL_BATCH)
+    trainer = Trainer(
+        model,
+        optimizer,
+        SparseCategoricalObjective(label_key="label"),
+        strategy,
+        TrainerConfig(
+            model_dir=str(tmp_path / "epochs"), num_train_steps=20, steps_per_loop=5, save_checkpoints_steps=10
+        ),
+        global_batch_size=tiny.GLOBAL_BATCH,
+    )
 
     def dataset_fn(ctx):
         return tiny.make_dataset(ctx.get_per_replica_batch_size(tiny.GLOBAL_BATCH))
@@ -115,8 +128,8 @@ def test_checkpoints_summaries_and_cleanup(tmp_path):
     assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-20")
     assert {"ckpt-10.index", "ckpt-20.index"} <= set(names)
     assert sorted(os.listdir(model_dir / "input_state" / "worker-0")) == sorted(
-        ["checkpoint", "ckpt-10.index", "ckpt-10.data-00000-of-00001", "ckpt-20.index",
-         "ckpt-20.data-00000-of-00001"])
+        ["checkpoint", "ckpt-10.index", "ckpt-10.data-00000-of-00001", "ckpt-20.index", "ckpt-20.data-00000-of-00001"]
+    )
     tags = set()
     for event_file in (model_dir / "summaries").iterdir():
         for event in tf.compat.v1.train.summary_iterator(str(event_file)):
@@ -141,8 +154,9 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
 def test_float16_skips_and_counts_nonfinite_steps(tmp_path):
     strategy = distribution.get_distribution_strategy("one_device")
     # A loss scale of 2**28 overflows float16 gradients: those steps are skipped while the scale halves.
-    result, model, optimizer = tiny.train(strategy, str(tmp_path), num_train_steps=20, mixed_precision="float16",
-                                          initial_loss_scale=2.0**28)
+    result, model, optimizer = tiny.train(
+        strategy, str(tmp_path), num_train_steps=20, mixed_precision="float16", initial_loss_scale=2.0**28
+    )
     skipped = result.metrics["nonfinite_steps"]
     assert 1 <= skipped < 20
     assert int(optimizer.iterations.numpy()) == 20 - skipped  # skipped steps do not move the optimizer
@@ -164,7 +178,13 @@ def test_configuration_errors(tmp_path):
     strategy = distribution.get_distribution_strategy("one_device")
     model, optimizer = tiny.build(tf.distribute.get_strategy())
     with pytest.raises(ValueError, match="inside `strategy.scope\\(\\)`"):
-        Trainer(model, optimizer, SparseCategoricalObjective("label"), strategy,
-                TrainerConfig(model_dir=str(tmp_path), num_train_steps=1), global_batch_size=16)
+        Trainer(
+            model,
+            optimizer,
+            SparseCategoricalObjective("label"),
+            strategy,
+            TrainerConfig(model_dir=str(tmp_path), num_train_steps=1),
+            global_batch_size=16,
+        )
     with pytest.raises(ValueError, match=r"per-replica batch \(16\) must divide by gradient_accumulation_steps=3"):
         tiny.train(strategy, str(tmp_path), accumulation=3)

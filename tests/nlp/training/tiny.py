@@ -5,6 +5,7 @@ devices, which must happen before TensorFlow starts: it trains the same model on
 one_device, mirrored (2 replicas), gradient accumulation and both, and prints the losses and weights as JSON; and
 mirrored with dropout on, uninterrupted and resumed, probing whether the two replicas draw different masks.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,13 +27,22 @@ def make_dataset(batch_size: int, *, nan_from_batch: int | None = None, seed: in
     dataset = tf.data.Dataset.from_tensor_slices(({"x": x}, {"label": label}))
     dataset = dataset.shuffle(256, seed=seed).repeat().batch(batch_size, drop_remainder=True)
     if nan_from_batch is not None:
-        dataset = dataset.enumerate().map(lambda i, xy: (
-            {"x": tf.where(i >= nan_from_batch, np.float32(np.nan), xy[0]["x"])}, xy[1]))
+        dataset = dataset.enumerate().map(
+            lambda i, xy: ({"x": tf.where(i >= nan_from_batch, np.float32(np.nan), xy[0]["x"])}, xy[1])
+        )
     return dataset
 
 
-def build(strategy, *, learning_rate: float = 1e-2, num_train_steps: int = 20, dropout: float = 0.0,
-          mixed_precision: str = "float32", initial_loss_scale: float = 2.0**15, seed: int = 0):
+def build(
+    strategy,
+    *,
+    learning_rate: float = 1e-2,
+    num_train_steps: int = 20,
+    dropout: float = 0.0,
+    mixed_precision: str = "float32",
+    initial_loss_scale: float = 2.0**15,
+    seed: int = 0,
+):
     """A small MLP classifier (float32 logits) and its optimizer, made in `strategy.scope()`."""
     import keras
 
@@ -48,27 +58,50 @@ def build(strategy, *, learning_rate: float = 1e-2, num_train_steps: int = 20, d
         logits = keras.layers.Dense(2, dtype="float32")(h)
         model = keras.Model({"x": inputs}, logits)
         optimizer = optimization.create_optimizer(
-            learning_rate=learning_rate, num_train_steps=num_train_steps, num_warmup_steps=2,
-            mixed_precision=mixed_precision, initial_loss_scale=initial_loss_scale)
+            learning_rate=learning_rate,
+            num_train_steps=num_train_steps,
+            num_warmup_steps=2,
+            mixed_precision=mixed_precision,
+            initial_loss_scale=initial_loss_scale,
+        )
     return model, optimizer
 
 
-def train(strategy, model_dir: str, *, accumulation: int = 1, checkpoint_input: bool = True,
-          num_train_steps: int = 20, steps_per_loop: int = 5, dataset_kwargs=None, stop_at_step=None,
-          **build_kwargs):
+def train(
+    strategy,
+    model_dir: str,
+    *,
+    accumulation: int = 1,
+    checkpoint_input: bool = True,
+    num_train_steps: int = 20,
+    steps_per_loop: int = 5,
+    dataset_kwargs=None,
+    stop_at_step=None,
+    **build_kwargs,
+):
     from official.nlp.training.objectives import SparseCategoricalObjective
     from official.nlp.training.trainer import Trainer, TrainerConfig
 
     model, optimizer = build(strategy, num_train_steps=num_train_steps, **build_kwargs)
     trainer = Trainer(
-        model, optimizer, SparseCategoricalObjective(label_key="label"), strategy,
-        TrainerConfig(model_dir=model_dir, num_train_steps=num_train_steps, steps_per_loop=steps_per_loop,
-                      save_checkpoints_steps=10, gradient_accumulation_steps=accumulation,
-                      checkpoint_input=checkpoint_input),
-        global_batch_size=GLOBAL_BATCH)
+        model,
+        optimizer,
+        SparseCategoricalObjective(label_key="label"),
+        strategy,
+        TrainerConfig(
+            model_dir=model_dir,
+            num_train_steps=num_train_steps,
+            steps_per_loop=steps_per_loop,
+            save_checkpoints_steps=10,
+            gradient_accumulation_steps=accumulation,
+            checkpoint_input=checkpoint_input,
+        ),
+        global_batch_size=GLOBAL_BATCH,
+    )
     result = trainer.train(
         lambda ctx: make_dataset(ctx.get_per_replica_batch_size(GLOBAL_BATCH), **(dataset_kwargs or {})),
-        stop_at_step=stop_at_step)
+        stop_at_step=stop_at_step,
+    )
     return result, model, optimizer
 
 
@@ -87,8 +120,9 @@ def _dropout_scenario(strategy, out_dir: str) -> dict:
     train(strategy, f"{out_dir}/split", dropout=0.3, stop_at_step=10)
     resumed, resumed_model, _ = train(strategy, f"{out_dir}/split", dropout=0.3)
     result = {
-        "resume_bitwise": all(np.array_equal(a, b) for a, b in zip(full_model.get_weights(),
-                                                                   resumed_model.get_weights())),
+        "resume_bitwise": all(
+            np.array_equal(a, b) for a, b in zip(full_model.get_weights(), resumed_model.get_weights())
+        ),
         "resumed_steps": [h["step"] for h in resumed.history],
     }
     for name, model in (("full", full_model), ("resumed", resumed_model)):

@@ -4,6 +4,7 @@ The notebook converts the real all-MiniLM-L6-v2 weights, fine-tunes on 64 senten
 and plots the curve. The plot is kept as a PNG: under $BERT_TEST_ARTIFACTS when set (CI keeps that folder),
 else in the test's tmp dir.
 """
+
 import os
 import pathlib
 
@@ -30,13 +31,13 @@ def test_notebook_runs_and_leaves_its_plot(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(notebook, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(REPO)}}).execute()
+    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
 
     assert plot.stat().st_size > 10_000  # a real figure: two panels, axes, lines
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    outputs = "".join(out.get("text", "") for cell in notebook.cells if cell.cell_type == "code"
-                      for out in cell.get("outputs", []))
+    outputs = "".join(
+        out.get("text", "") for cell in notebook.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+    )
     assert "64 training and 300 dev sentences" in outputs
     assert "dev accuracy per epoch:" in outputs
     # The last cell classified the four raw sentences.

@@ -15,6 +15,7 @@ Example:
   >>> tok.ids("Hello, world!")  # doctest: +SKIP
   [7592, 1010, 2088, 999]
 """
+
 from __future__ import annotations
 
 import re

@@ -2,7 +2,8 @@
 
 Reads records written by the original google-research/bert `create_pretraining_data.py` (plain or gzip, detected
 per file) and by our generator. Files that a glob catches but that are not TFRecords (statistics, folders, notes)
-are skipped and counted in one log line; a file named without a glob must be records. Files are read in parallel with `interleave`, shuffled with a seed, sharded per
+are skipped and counted in one log line; a file named without a glob must be records. Files are read in parallel
+with `interleave`, shuffled with a seed, sharded per
 input worker, parsed a batch at a time and prefetched. Before anything is read for training, the first record of
 every file is checked, so that a missing file, a corrupt file or a `max_seq_length` / `max_predictions_per_seq`
 that contradicts the records stops the job with a message naming the file. With `vocab_size`, the ids of the first
@@ -21,10 +22,11 @@ Example (a notebook):
         global_batch_size=32))
     pretrainer.fit(loader.load(), steps_per_epoch=1000, epochs=1)
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -125,8 +127,10 @@ def resolve_files(input_patterns: str | Sequence[str], skipped: list[str] | None
             records = [p for p in matched if is_record_file(p)]
             skipped.extend(p for p in matched if p not in records)
             if not records:
-                raise PretrainDataError(f"--input_file pattern {pattern!r} matches no TFRecord file, only "
-                                        f"{', '.join(matched[:5])}{' ...' if len(matched) > 5 else ''}")
+                raise PretrainDataError(
+                    f"--input_file pattern {pattern!r} matches no TFRecord file, only "
+                    f"{', '.join(matched[:5])}{' ...' if len(matched) > 5 else ''}"
+                )
             matched = records
         files.extend(matched)
     return list(dict.fromkeys(files))
@@ -137,7 +141,7 @@ def glob_magic(pattern: str) -> bool:
 
 
 def detect_compression(path: str) -> str:
-    """"GZIP" for gzip files (by the magic bytes, so the suffix does not matter), "" for plain TFRecords."""
+    """ "GZIP" for gzip files (by the magic bytes, so the suffix does not matter), "" for plain TFRecords."""
     try:
         with tf.io.gfile.GFile(path, "rb") as f:
             head = f.read(2)
@@ -160,7 +164,8 @@ def _id_range_error(path: str, where: str, name: str, value: int, vocab_size: in
     return PretrainDataError(
         f"records in {path} hold {name} {value} ({where}), but the model's vocab_size is {vocab_size}: the records "
         "were written with another vocabulary. Use the vocab.txt and bert_config.json they were made with, or "
-        "regenerate them with create_pretraining_data.py --vocab_file=<this model's vocab.txt>")
+        "regenerate them with create_pretraining_data.py --vocab_file=<this model's vocab.txt>"
+    )
 
 
 def _check_ids(path: str, records: Sequence[bytes], vocab_size: int) -> None:
@@ -185,8 +190,9 @@ def find_out_of_vocab_file(files: Sequence[str], vocab_size: int, compression: s
                 bad = tf.where(tf.reduce_any(values >= vocab_size, axis=1))
                 if tf.size(bad) > 0:
                     row = int(bad[0, 0])
-                    return _id_range_error(path, f"record {count + row + 1}", name,
-                                           int(tf.reduce_max(values[row])), vocab_size)
+                    return _id_range_error(
+                        path, f"record {count + row + 1}", name, int(tf.reduce_max(values[row])), vocab_size
+                    )
             count += int(tf.shape(batch)[0])
     return None
 
@@ -245,9 +251,11 @@ class PretrainDataLoader:
         self.skipped_files: list[str] = []
         self.files = resolve_files(config.input_patterns, self.skipped_files)
         if self.skipped_files:
-            logging.info("Skipped %d file(s) that --input_file globs caught but that are not TFRecords: %s",
-                         len(self.skipped_files), ", ".join(self.skipped_files[:5]) +
-                         (" ..." if len(self.skipped_files) > 5 else ""))
+            logging.info(
+                "Skipped %d file(s) that --input_file globs caught but that are not TFRecords: %s",
+                len(self.skipped_files),
+                ", ".join(self.skipped_files[:5]) + (" ..." if len(self.skipped_files) > 5 else ""),
+            )
         compressions = {path: detect_compression(path) for path in self.files}
         kinds = set(compressions.values())
         if len(kinds) > 1:
@@ -258,7 +266,8 @@ class PretrainDataLoader:
             )
         self.compression = kinds.pop()
         if config.dynamic_masking is not None and (
-                config.dynamic_masking.max_predictions_per_seq != config.max_predictions_per_seq):
+            config.dynamic_masking.max_predictions_per_seq != config.max_predictions_per_seq
+        ):
             raise InputError(
                 f"max_predictions_per_seq={config.max_predictions_per_seq} differs from the dynamic masking "
                 f"config's {config.dynamic_masking.max_predictions_per_seq}"
@@ -318,9 +327,15 @@ class PretrainDataLoader:
         spec = feature_spec(self.config.seq_length, self._record_predictions, self.config.use_next_sentence_label)
         parsed = tf.io.parse_example(serialized, spec)
         if self.config.vocab_size:
-            with tf.control_dependencies([tf.debugging.assert_less(
-                    parsed[name], tf.constant(self.config.vocab_size, tf.int64), message=_VOCAB_ASSERT)
-                    for name in _ID_FEATURES if name in parsed]):
+            with tf.control_dependencies(
+                [
+                    tf.debugging.assert_less(
+                        parsed[name], tf.constant(self.config.vocab_size, tf.int64), message=_VOCAB_ASSERT
+                    )
+                    for name in _ID_FEATURES
+                    if name in parsed
+                ]
+            ):
                 parsed = {name: tf.identity(value) for name, value in parsed.items()}
         features = {
             name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in parsed.items()
@@ -372,8 +387,13 @@ class PretrainDataLoader:
                 )
             files = files[pipeline_id::num_pipelines]
         elif num_pipelines > 1:
-            logging.info("Input worker %d of %d reads all %d files and keeps every %d-th record",
-                         pipeline_id, num_pipelines, len(files), num_pipelines)
+            logging.info(
+                "Input worker %d of %d reads all %d files and keeps every %d-th record",
+                pipeline_id,
+                num_pipelines,
+                len(files),
+                num_pipelines,
+            )
 
         dataset = tf.data.Dataset.from_tensor_slices(files)
         if cfg.is_training:

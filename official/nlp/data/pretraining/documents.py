@@ -14,13 +14,14 @@ Bad input is reported with file and line: a missing file or a pattern matching n
 a counted skip; a line that is not UTF-8 or is longer than ``max_line_bytes`` is an error, or a counted skip with
 ``skip_bad_lines``. Line numbers are 1-based and computed only when needed.
 """
+
 from __future__ import annotations
 
 import array
 import dataclasses
 import logging
 import os
-from typing import Callable, Iterable, Optional, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -29,8 +30,18 @@ from official.nlp.common.text_files import not_utf8
 
 _SCAN_BYTES = 1 << 16
 # The counts `read_documents` keeps (the "input" part of the statistics).
-INPUT_COUNTERS = ("lines", "bytes", "documents", "sentences", "tokens", "single_sentence_documents",
-                  "empty_token_lines", "skipped_invalid_utf8", "skipped_long_lines", "empty_files")
+INPUT_COUNTERS = (
+    "lines",
+    "bytes",
+    "documents",
+    "sentences",
+    "tokens",
+    "single_sentence_documents",
+    "empty_token_lines",
+    "skipped_invalid_utf8",
+    "skipped_long_lines",
+    "empty_files",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,8 +75,6 @@ class Documents:
         return np.nonzero(np.diff(self.document_offsets) == 1)[0]
 
 
-
-
 def _next_cut(f, position: int, end: int) -> int:
     """First offset >= position that starts a line following an empty line (or ``end`` if there is none)."""
     f.seek(max(position - 2, 0))
@@ -80,7 +89,7 @@ def _next_cut(f, position: int, end: int) -> int:
         found = [i for i in (data.find(b"\n\n"), data.find(b"\n\r\n")) if i >= 0]
         while found:
             i = min(found)
-            cut = offset + i + (2 if data[i + 1:i + 2] == b"\n" else 3)
+            cut = offset + i + (2 if data[i + 1 : i + 2] == b"\n" else 3)
             if cut >= position:
                 return min(cut, end)
             found = [j for j in (data.find(b"\n\n", i + 1), data.find(b"\n\r\n", i + 1)) if j >= 0]
@@ -156,15 +165,19 @@ def line_number(path: str, offset: int) -> int:
     return count + 1
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class ReadOptions:
     max_line_bytes: int = 1 << 20
     skip_bad_lines: bool = False
 
 
-def read_documents(pieces: Iterable[tuple[str, int, int]], tokenize: Callable[[str], list],
-                   options: ReadOptions = ReadOptions(), counters: Optional[dict] = None,
-                   files_break_documents: bool = True) -> Documents:
+def read_documents(
+    pieces: Iterable[tuple[str, int, int]],
+    tokenize: Callable[[str], list],
+    options: ReadOptions | None = None,
+    counters: dict | None = None,
+    files_break_documents: bool = True,
+) -> Documents:
     """Reads and tokenizes the documents of some byte ranges.
 
     Args:
@@ -191,6 +204,7 @@ def read_documents(pieces: Iterable[tuple[str, int, int]], tokenize: Callable[[s
             first_lines.append(current_doc_start)
         current_doc_start = None
 
+    options = options or ReadOptions()
     limit = options.max_line_bytes
     for path, start, end in pieces:
         if start == 0 and end == 0 and os.path.getsize(path) == 0:
@@ -215,9 +229,11 @@ def read_documents(pieces: Iterable[tuple[str, int, int]], tokenize: Callable[[s
                             break
                     where = f"{path}:{line_number(path, line_start)}"
                     if not options.skip_bad_lines:
-                        raise InputError(f"{where}: line longer than max_line_bytes={limit} bytes "
-                                         f"({pos - line_start} bytes). Put one sentence per line, raise "
-                                         f"--max_line_bytes, or pass --skip_bad_lines to count and skip such lines.")
+                        raise InputError(
+                            f"{where}: line longer than max_line_bytes={limit} bytes "
+                            f"({pos - line_start} bytes). Put one sentence per line, raise "
+                            f"--max_line_bytes, or pass --skip_bad_lines to count and skip such lines."
+                        )
                     logging.warning("%s: skipped a line of %d bytes (over max_line_bytes)", where, pos - line_start)
                     c["skipped_long_lines"] += 1
                     continue
@@ -226,8 +242,10 @@ def read_documents(pieces: Iterable[tuple[str, int, int]], tokenize: Callable[[s
                 except UnicodeDecodeError as e:
                     where = f"{path}:{line_number(path, line_start)}"
                     if not options.skip_bad_lines:
-                        raise InputError(f"{not_utf8(where, raw, e, path)}. Re-encode the file as UTF-8, or pass "
-                                         f"--skip_bad_lines to count and skip such lines.") from None
+                        raise InputError(
+                            f"{not_utf8(where, raw, e, path)}. Re-encode the file as UTF-8, or pass "
+                            f"--skip_bad_lines to count and skip such lines."
+                        ) from None
                     logging.warning("%s: skipped a line that is not valid UTF-8", where)
                     c["skipped_invalid_utf8"] += 1
                     continue
@@ -247,8 +265,12 @@ def read_documents(pieces: Iterable[tuple[str, int, int]], tokenize: Callable[[s
             close_document()
     close_document()
     token_array = np.frombuffer(tokens, dtype=np.int32) if tokens else np.zeros(0, np.int32)
-    docs = Documents(tokens=token_array, sentence_offsets=np.asarray(sentence_offsets),
-                     document_offsets=np.asarray(document_offsets), first_lines=first_lines)
+    docs = Documents(
+        tokens=token_array,
+        sentence_offsets=np.asarray(sentence_offsets),
+        document_offsets=np.asarray(document_offsets),
+        first_lines=first_lines,
+    )
     c["documents"] += docs.num_documents
     c["sentences"] += len(sentence_offsets) - 1
     c["tokens"] += len(tokens)

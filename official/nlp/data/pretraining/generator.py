@@ -26,6 +26,7 @@ Example:
   >>> stats.to_dict()["rates"]["masked_fraction"]                                    # doctest: +SKIP
   0.153
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,19 +40,27 @@ import time
 import numpy as np
 
 from official.nlp.common.errors import InputError
+from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target, commit
-from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
-from official.nlp.data.pretraining.outputs import (default_stats_path, is_complete, output_paths, output_settings,
-                                                    shard_record)
+from official.nlp.data.pretraining import masking as masking_lib
+from official.nlp.data.pretraining.outputs import (
+    default_stats_path,
+    is_complete,
+    output_paths,
+    output_settings,
+    shard_record,
+)
 from official.nlp.data.pretraining.outputs import stats_path as shard_stats_path
-from official.nlp.common.input_files import expand_input_files
-from official.nlp.data.pretraining.settings import PretrainingDataConfig, load_checked_vocab, masking_config, validate_config
+from official.nlp.data.pretraining.settings import (
+    PretrainingDataConfig,
+    load_checked_vocab,
+    masking_config,
+    validate_config,
+)
 from official.nlp.data.pretraining.statistics import PretrainingStatistics
 from official.nlp.data.pretraining.writer import write_instances
-
-
 
 # ----------------------------------------------------------------------------------------------------------------
 # Worker side (spawned processes; no TensorFlow).
@@ -60,12 +69,13 @@ _WORKER: dict = {}
 
 
 def _worker_init(config: PretrainingDataConfig) -> None:
-    from official.nlp.tokenizers import tokenization
     from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer
+    from official.nlp.tokenizers import tokenization
 
     tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
-    _WORKER.update(config=config, tokenizer=CachedTokenizer(tokenizer),
-                   mask_config=masking_config(config, tokenizer.vocab))
+    _WORKER.update(
+        config=config, tokenizer=CachedTokenizer(tokenizer), mask_config=masking_config(config, tokenizer.vocab)
+    )
 
 
 def unit_seeds(random_seed: int, unit_index: int) -> tuple[random.Random, np.random.Generator]:
@@ -82,13 +92,22 @@ def process_unit(unit: documents_lib.WorkUnit, part_paths: list) -> dict:
     start = time.time()
     stats = PretrainingStatistics(config.max_seq_length)
     docs = documents_lib.read_documents(
-        unit.pieces, _WORKER["tokenizer"].ids,
-        documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines), stats.input)
+        unit.pieces,
+        _WORKER["tokenizer"].ids,
+        documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines),
+        stats.input,
+    )
     single = docs.single_sentence_documents()
     first_single = docs.first_lines[single[0]] if len(single) else None
     py_rng, np_rng = unit_seeds(config.random_seed, unit.index)
-    plan = instances_lib.plan_instances(docs, config.max_seq_length, config.short_seq_prob, config.dupe_factor,
-                                        py_rng, contiguous=not config.use_next_sentence_label)
+    plan = instances_lib.plan_instances(
+        docs,
+        config.max_seq_length,
+        config.short_seq_prob,
+        config.dupe_factor,
+        py_rng,
+        contiguous=not config.use_next_sentence_label,
+    )
     stats.document_passes += plan.document_passes
     stats.short_document_passes += plan.short_document_passes
     stats.same_document_random_next += plan.same_document_random_next
@@ -101,10 +120,16 @@ def process_unit(unit: documents_lib.WorkUnit, part_paths: list) -> dict:
     arrays = plan.arrays()
     part_stats = [stats] + [PretrainingStatistics(config.max_seq_length) for _ in part_paths[1:]]
     for j, (path, part) in enumerate(zip(part_paths, part_stats)):
-        write_instances(path or os.devnull, docs.tokens, arrays, order[j::len(part_paths)], config, mask_config,
-                        masker, part)
-    return {"unit": unit.index, "stats": [dataclasses.asdict(p) for p in part_stats], "seconds": time.time() - start,
-            "bytes": unit.num_bytes, "first_single_sentence_document": first_single}
+        write_instances(
+            path or os.devnull, docs.tokens, arrays, order[j :: len(part_paths)], config, mask_config, masker, part
+        )
+    return {
+        "unit": unit.index,
+        "stats": [dataclasses.asdict(p) for p in part_stats],
+        "seconds": time.time() - start,
+        "bytes": unit.num_bytes,
+        "first_single_sentence_document": first_single,
+    }
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -115,8 +140,11 @@ def place_units(num_units: int, num_shards: int) -> list[list[int]]:
     """The shards each unit's instances go to: a contiguous run of units per shard, or with fewer units than
     shards, a contiguous run of shards per unit (its instances dealt round-robin). Every shard gets a unit."""
     if num_units >= num_shards:
-        return [[s] for s in range(num_shards) for _ in range(s * num_units // num_shards,
-                                                                (s + 1) * num_units // num_shards)]
+        return [
+            [s]
+            for s in range(num_shards)
+            for _ in range(s * num_units // num_shards, (s + 1) * num_units // num_shards)
+        ]
     return [list(range(u * num_shards // num_units, (u + 1) * num_shards // num_units)) for u in range(num_units)]
 
 
@@ -124,7 +152,8 @@ def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics, rec
     if not stats.instances:
         raise InputError(
             f"{path} would hold no instance: the input gives too few instances for this many output shards. Write "
-            f"fewer shards (a smaller N in --output_file=PATH@N), or give more text.")
+            f"fewer shards (a smaller N in --output_file=PATH@N), or give more text."
+        )
     tmp_dir = path + ".incomplete"
     joined = os.path.join(tmp_dir, "shard")
     if len(parts) == 1:
@@ -163,8 +192,10 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     files = expand_input_files(config.input_file)
     # Empty inputs would give complete-looking shards of 0 records; one empty file among others is only counted.
     if not any(_holds_text(f) for f in files):
-        raise InputError(f"--input_file: {', '.join(files)} hold(s) no text; pretraining data needs one sentence "
-                         "per line and blank lines between documents")
+        raise InputError(
+            f"--input_file: {', '.join(files)} hold(s) no text; pretraining data needs one sentence "
+            "per line and blank lines between documents"
+        )
     vocab = load_checked_vocab(config)
     masking_config(config, vocab)  # Fails early on a vocabulary without [CLS], [SEP] or [MASK].
     settings = output_settings(config, files, len(paths))
@@ -174,8 +205,10 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     # With a single shard, the job's statistics file is also the shard's record.
     record_of = records.get(os.path.abspath(stats_path))
-    job_record = {"output_files": paths,
-                  **({"settings": settings} if record_of is None else shard_record(settings, record_of))}
+    job_record = {
+        "output_files": paths,
+        **({"settings": settings} if record_of is None else shard_record(settings, record_of)),
+    }
     if config.reference_order:
         from official.nlp.data.pretraining import reference_order
 
@@ -202,18 +235,30 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     pending = [u for u in range(len(units)) if not all(complete[s] for s in placement[u])]
     num_workers = config.num_workers or os.cpu_count() or 1
     num_workers = max(1, min(num_workers, len(pending)))
-    logging.info("%d input files, %.1f MB, %d work units, %d shards (%d to write), %d workers",
-                 len(files), total_bytes / 2**20, len(units), len(paths), complete.count(False), num_workers)
+    logging.info(
+        "%d input files, %.1f MB, %d work units, %d shards (%d to write), %d workers",
+        len(files),
+        total_bytes / 2**20,
+        len(units),
+        len(paths),
+        complete.count(False),
+        num_workers,
+    )
     if pending:
         _run_units(config, paths, units, placement, pending, complete, num_workers, total, settings)
     if total.same_document_random_next:
-        logging.warning("%d random-next segments come from their own document: the input is a single document, so "
-                        "there is no other to draw from", total.same_document_random_next)
+        logging.warning(
+            "%d random-next segments come from their own document: the input is a single document, so "
+            "there is no other to draw from",
+            total.same_document_random_next,
+        )
     total.write(stats_path, job_record)
     if total.instances == 0:
-        raise InputError(f"--input_file: {', '.join(files)} gave no instances (statistics in {stats_path}); "
-                         "the records are empty. Pretraining data needs documents of at least one sentence with "
-                         "tokens in the vocabulary")
+        raise InputError(
+            f"--input_file: {', '.join(files)} gave no instances (statistics in {stats_path}); "
+            "the records are empty. Pretraining data needs documents of at least one sentence with "
+            "tokens in the vocabulary"
+        )
     return total
 
 
@@ -241,9 +286,12 @@ def _run_units(config, paths, units, placement, pending, complete, num_workers, 
         for u, result in zip(pending, results):
             if result["first_single_sentence_document"] and not total.input["single_sentence_documents"]:
                 path, offset = result["first_single_sentence_document"]
-                logging.warning("%s:%d: a document of a single sentence (the first of those counted in the "
-                                "statistics); as in the original, it always takes a random next segment",
-                                path, documents_lib.line_number(path, offset))
+                logging.warning(
+                    "%s:%d: a document of a single sentence (the first of those counted in the "
+                    "statistics); as in the original, it always takes a random next segment",
+                    path,
+                    documents_lib.line_number(path, offset),
+                )
             done_bytes += result["bytes"]
             for s, part_dict in zip(placement[u], result["stats"]):
                 if complete[s]:
@@ -253,15 +301,23 @@ def _run_units(config, paths, units, placement, pending, complete, num_workers, 
                 total.merge(part_stats)
                 remaining[s] -= 1
                 if remaining[s] == 0:
-                    _finish_shard(paths[s], [_part_path(paths[s], i) for i in shard_units[s]], shard_stats.pop(s),
-                                  shard_record(settings, s))
+                    _finish_shard(
+                        paths[s],
+                        [_part_path(paths[s], i) for i in shard_units[s]],
+                        shard_stats.pop(s),
+                        shard_record(settings, s),
+                    )
                     logging.info("wrote %s", paths[s])
             now = time.time()
             if now - last_log > 10:
                 elapsed = max(now - start, 1e-9)
-                logging.info("documents %d, instances %d, %.2f MB/s of text, %.0f instances/s",
-                             total.input["documents"], total.instances, done_bytes / 2**20 / elapsed,
-                             total.instances / elapsed)
+                logging.info(
+                    "documents %d, instances %d, %.2f MB/s of text, %.0f instances/s",
+                    total.input["documents"],
+                    total.instances,
+                    done_bytes / 2**20 / elapsed,
+                    total.instances / elapsed,
+                )
                 last_log = now
     finally:
         if pool is not None:

@@ -30,6 +30,7 @@ Randomness comes from a `random.Random`. `Draws` holds the calls the loop makes;
 original's calls (``randint``, one ``random()`` per truncation step) so that the original's random stream is
 consumed in its order; `FastDraws` makes cheaper calls with the same distributions.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -128,12 +129,24 @@ class InstancePlan:
         return len(self.a_start)
 
     def arrays(self) -> dict:
-        return {f.name: np.asarray(getattr(self, f.name), dtype=np.int64) for f in dataclasses.fields(self)
-                if f.type == "list"}
+        return {
+            f.name: np.asarray(getattr(self, f.name), dtype=np.int64)
+            for f in dataclasses.fields(self)
+            if f.type == "list"
+        }
 
 
-def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: int, short_seq_prob: float,
-                  draws, plan: InstancePlan, on_instance=None, contiguous: bool = False) -> None:
+def plan_document(
+    docs: Documents,
+    order: list,
+    doc_index: int,
+    max_seq_length: int,
+    short_seq_prob: float,
+    draws,
+    plan: InstancePlan,
+    on_instance=None,
+    contiguous: bool = False,
+) -> None:
     """Plans the instances of document ``order[doc_index]`` (``order`` is the shuffled document list).
 
     ``on_instance(plan_row)`` is called after each instance (the reference mode masks there, as the original does).
@@ -211,8 +224,14 @@ def plan_document(docs: Documents, order: list, doc_index: int, max_seq_length: 
         i += 1
 
 
-def plan_instances(docs: Documents, max_seq_length: int, short_seq_prob: float, dupe_factor: int,
-                   rng: random.Random, contiguous: bool = False) -> InstancePlan:
+def plan_instances(
+    docs: Documents,
+    max_seq_length: int,
+    short_seq_prob: float,
+    dupe_factor: int,
+    rng: random.Random,
+    contiguous: bool = False,
+) -> InstancePlan:
     """All instances of a set of documents: shuffle the documents, then ``dupe_factor`` passes over them
     (``contiguous``: see the module docstring)."""
     if max_seq_length < 5:
@@ -235,8 +254,9 @@ def prepare(docs: Documents) -> None:
         docs.document_offsets_list = docs.document_offsets.tolist()
 
 
-def build_batch(tokens: np.ndarray, plan: dict, rows: np.ndarray, max_seq_length: int, cls_id: int,
-                sep_id: int) -> dict:
+def build_batch(
+    tokens: np.ndarray, plan: dict, rows: np.ndarray, max_seq_length: int, cls_id: int, sep_id: int
+) -> dict:
     """``[CLS] A [SEP] B [SEP]`` + padding for the instances ``rows`` of a plan (from `InstancePlan.arrays`).
 
     Returns int32 ``input_ids``, ``input_mask``, ``segment_ids`` [len(rows), max_seq_length] and the int64

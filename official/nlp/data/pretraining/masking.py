@@ -29,14 +29,15 @@ Example:
   >>> int(out["masked_lm_weights"].sum())   # round(6 * 0.15) = 1
   1
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping, Optional, Sequence
-
-from official.nlp.common.errors import InputError
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from official.nlp.common.errors import InputError
 
 MASK, KEEP, RANDOM = 0, 1, 2  # The three actions on a selected token.
 
@@ -63,7 +64,7 @@ class MaskingConfig:
     max_predictions_per_seq: int
     masked_lm_prob: float = 0.15
     whole_word_mask: bool = False
-    continuation: Optional[np.ndarray] = dataclasses.field(default=None, compare=False, repr=False)
+    continuation: np.ndarray | None = dataclasses.field(default=None, compare=False, repr=False)
     max_ngram_size: int = 1
 
     def __post_init__(self):
@@ -77,8 +78,15 @@ class MaskingConfig:
             raise InputError("whole_word_mask needs the `continuation` table; build the config with from_vocab()")
 
     @classmethod
-    def from_vocab(cls, vocab: Mapping[str, int], *, max_predictions_per_seq: int, masked_lm_prob: float = 0.15,
-                   whole_word_mask: bool = False, max_ngram_size: int = 1) -> "MaskingConfig":
+    def from_vocab(
+        cls,
+        vocab: Mapping[str, int],
+        *,
+        max_predictions_per_seq: int,
+        masked_lm_prob: float = 0.15,
+        whole_word_mask: bool = False,
+        max_ngram_size: int = 1,
+    ) -> MaskingConfig:
         """Builds the config from a token -> id vocabulary (e.g. `tokenization.load_vocab(path)`)."""
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
         if missing:
@@ -88,10 +96,16 @@ class MaskingConfig:
         for token, i in vocab.items():
             if token.startswith("##"):
                 continuation[i] = True
-        return cls(vocab_size=len(vocab), mask_token_id=vocab["[MASK]"],
-                   special_token_ids=(vocab["[CLS]"], vocab["[SEP]"]), max_predictions_per_seq=max_predictions_per_seq,
-                   masked_lm_prob=masked_lm_prob, whole_word_mask=whole_word_mask, continuation=continuation,
-                   max_ngram_size=max_ngram_size)
+        return cls(
+            vocab_size=len(vocab),
+            mask_token_id=vocab["[MASK]"],
+            special_token_ids=(vocab["[CLS]"], vocab["[SEP]"]),
+            max_predictions_per_seq=max_predictions_per_seq,
+            masked_lm_prob=masked_lm_prob,
+            whole_word_mask=whole_word_mask,
+            continuation=continuation,
+            max_ngram_size=max_ngram_size,
+        )
 
 
 def num_to_predict(lengths: np.ndarray, config: MaskingConfig) -> np.ndarray:
@@ -118,8 +132,14 @@ def ngram_probabilities(max_ngram_size: int) -> np.ndarray:
     return p / p.sum()
 
 
-def select_positions(unit: np.ndarray, k: np.ndarray, priorities: np.ndarray, config: MaskingConfig,
-                     ngram_sizes: Optional[np.ndarray] = None, need_order: bool = False) -> np.ndarray:
+def select_positions(
+    unit: np.ndarray,
+    k: np.ndarray,
+    priorities: np.ndarray,
+    config: MaskingConfig,
+    ngram_sizes: np.ndarray | None = None,
+    need_order: bool = False,
+) -> np.ndarray:
     """Runs the greedy selection; returns each position's selection step ([N, L], -1 if not selected).
 
     Args:
@@ -200,8 +220,9 @@ def draw_actions(rng: np.random.Generator, count: int, vocab_size: int) -> tuple
     return actions.astype(np.int8), rng.integers(0, vocab_size, count)
 
 
-def apply_masking(ids: np.ndarray, selected: np.ndarray, actions: np.ndarray, replacement: np.ndarray,
-                  config: MaskingConfig) -> dict:
+def apply_masking(
+    ids: np.ndarray, selected: np.ndarray, actions: np.ndarray, replacement: np.ndarray, config: MaskingConfig
+) -> dict:
     """Applies the actions to the selected tokens and builds the ``masked_lm_*`` features.
 
     Args:
@@ -215,8 +236,9 @@ def apply_masking(ids: np.ndarray, selected: np.ndarray, actions: np.ndarray, re
     p = config.max_predictions_per_seq
     rows, cols = np.nonzero(selected)
     masked = np.array(ids, copy=True)
-    masked[rows, cols] = np.where(actions == MASK, config.mask_token_id,
-                                  np.where(actions == RANDOM, replacement, ids[rows, cols]))
+    masked[rows, cols] = np.where(
+        actions == MASK, config.mask_token_id, np.where(actions == RANDOM, replacement, ids[rows, cols])
+    )
     counts = selected.sum(axis=1)
     if counts.size and int(counts.max()) > p:
         raise ValueError(f"{int(counts.max())} positions selected, more than max_predictions_per_seq={p}")
@@ -227,8 +249,13 @@ def apply_masking(ids: np.ndarray, selected: np.ndarray, actions: np.ndarray, re
     positions[rows, slot] = cols
     label_ids[rows, slot] = ids[rows, cols]
     weights[rows, slot] = 1.0
-    return {"input_ids": masked, "masked_lm_positions": positions, "masked_lm_ids": label_ids,
-            "masked_lm_weights": weights, "actions": actions}
+    return {
+        "input_ids": masked,
+        "masked_lm_positions": positions,
+        "masked_lm_ids": label_ids,
+        "masked_lm_weights": weights,
+        "actions": actions,
+    }
 
 
 def mask_batch(ids: np.ndarray, input_mask: np.ndarray, rng: np.random.Generator, config: MaskingConfig) -> dict:
@@ -244,14 +271,15 @@ def mask_batch(ids: np.ndarray, input_mask: np.ndarray, rng: np.random.Generator
     priorities = rng.random(ids.shape)
     ngram_sizes = None
     if config.max_ngram_size > 1:
-        ngram_sizes = rng.choice(np.arange(1, config.max_ngram_size + 1), size=ids.shape,
-                                 p=ngram_probabilities(config.max_ngram_size))
+        ngram_sizes = rng.choice(
+            np.arange(1, config.max_ngram_size + 1), size=ids.shape, p=ngram_probabilities(config.max_ngram_size)
+        )
     selected = select_positions(unit, k, priorities, config, ngram_sizes) >= 0
     actions, replacement = draw_actions(rng, int(selected.sum()), config.vocab_size)
     return apply_masking(ids, selected, actions, replacement, config)
 
 
-def dynamic_masking(dataset, config: MaskingConfig, seed: Optional[int] = None):
+def dynamic_masking(dataset, config: MaskingConfig, seed: int | None = None):
     """Masks a `tf.data.Dataset` on the fly, with new masks on every pass over it (RoBERTa-style).
 
     Args:
@@ -287,15 +315,22 @@ def dynamic_masking(dataset, config: MaskingConfig, seed: Optional[int] = None):
         if squeeze:
             ids, input_mask = ids[None], input_mask[None]
         out = mask_batch(ids, input_mask, rng, config)
-        res = (out["input_ids"], out["masked_lm_positions"].astype(ids.dtype), out["masked_lm_ids"].astype(ids.dtype),
-               out["masked_lm_weights"])
+        res = (
+            out["input_ids"],
+            out["masked_lm_positions"].astype(ids.dtype),
+            out["masked_lm_ids"].astype(ids.dtype),
+            out["masked_lm_weights"],
+        )
         return tuple(x[0] for x in res) if squeeze else res
 
     def _fn(element, element_seed):
         ids = element["input_ids"]
         masked, positions, label_ids, weights = tf.numpy_function(
-            _mask, [ids, element["input_mask"], element_seed], [ids.dtype, ids.dtype, ids.dtype, tf.float32],
-            stateful=False)
+            _mask,
+            [ids, element["input_mask"], element_seed],
+            [ids.dtype, ids.dtype, ids.dtype, tf.float32],
+            stateful=False,
+        )
         lead = ids.shape[:-1]
         out = dict(element)
         out["input_ids"] = tf.ensure_shape(masked, ids.shape)

@@ -7,6 +7,7 @@ holds the shard's statistics and the settings its bytes depend on (`output_setti
 record matches its own settings and refuses one whose record does not (`is_complete`): keeping it would mix two
 datasets in one output and merge statistics of different shapes.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +15,8 @@ import hashlib
 import json
 import os
 import re
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from official.nlp.common.errors import InputError
 
@@ -64,16 +66,20 @@ NOT_OUTPUT_SETTINGS = ("input_file", "output_file", "vocab_file", "num_workers",
 def output_settings(config: PretrainingDataConfig, files: Sequence[str], num_shards: int) -> dict:
     """What the output bytes depend on: the config but for the fields that do not shape them, the input files
     (names and sizes, hashed), the vocabulary's content (hashed) and the number of shards."""
-    settings = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
-                if f.name not in NOT_OUTPUT_SETTINGS}
+    settings = {
+        f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in NOT_OUTPUT_SETTINGS
+    }
     names_and_sizes = hashlib.sha256()
     total = 0
     for path in files:
         size = os.path.getsize(path)
         total += size
         names_and_sizes.update(f"{os.path.abspath(path)}\0{size}\0".encode())
-    settings["input_files"] = {"count": len(files), "bytes": total,
-                               "names_and_sizes_sha256": names_and_sizes.hexdigest()}
+    settings["input_files"] = {
+        "count": len(files),
+        "bytes": total,
+        "names_and_sizes_sha256": names_and_sizes.hexdigest(),
+    }
     with open(config.vocab_file, "rb") as f:
         settings["vocab_sha256"] = hashlib.sha256(f.read()).hexdigest()
     settings["num_shards"] = num_shards
@@ -85,9 +91,12 @@ def shard_record(settings: dict, shard_index: int) -> dict:
     return {"settings": dict(settings, shard_index=shard_index)}
 
 
-_SETTING_NAMES = {"input_files": "--input_file (the files' names or sizes)",
-                  "vocab_sha256": "--vocab_file (its content)", "num_shards": "the number of --output_file shards",
-                  "shard_index": "the shard's place in --output_file"}
+_SETTING_NAMES = {
+    "input_files": "--input_file (the files' names or sizes)",
+    "vocab_sha256": "--vocab_file (its content)",
+    "num_shards": "the number of --output_file shards",
+    "shard_index": "the shard's place in --output_file",
+}
 
 
 def is_complete(path: str, settings: dict, shard_index: int) -> bool:
@@ -97,15 +106,21 @@ def is_complete(path: str, settings: dict, shard_index: int) -> bool:
         return False
     with open(record_path) as f:
         recorded = json.load(f).get("settings")
-    how = ("A rerun only completes the shards of a run with the same settings: delete the old outputs (the "
-           f"shards, their {STATS_DIR}/ folder and .incomplete folders) or choose another --output_file.")
+    how = (
+        "A rerun only completes the shards of a run with the same settings: delete the old outputs (the "
+        f"shards, their {STATS_DIR}/ folder and .incomplete folders) or choose another --output_file."
+    )
     if recorded is None:
-        raise InputError(f"{path} is a complete shard, but {record_path} does not record the settings it was "
-                         f"written with (an older version wrote it), so it may not fit this run. {how}")
+        raise InputError(
+            f"{path} is a complete shard, but {record_path} does not record the settings it was "
+            f"written with (an older version wrote it), so it may not fit this run. {how}"
+        )
     wanted = shard_record(settings, shard_index)["settings"]
-    differing = [f"{_SETTING_NAMES.get(k, '--' + k)}: {recorded.get(k)!r} there, {wanted.get(k)!r} now"
-                 for k in sorted(set(recorded) | set(wanted)) if recorded.get(k) != wanted.get(k)]
+    differing = [
+        f"{_SETTING_NAMES.get(k, '--' + k)}: {recorded.get(k)!r} there, {wanted.get(k)!r} now"
+        for k in sorted(set(recorded) | set(wanted))
+        if recorded.get(k) != wanted.get(k)
+    ]
     if differing:
-        raise InputError(f"{path} was written with other settings than this run's ({'; '.join(differing)}). "
-                         f"{how}")
+        raise InputError(f"{path} was written with other settings than this run's ({'; '.join(differing)}). {how}")
     return True

@@ -30,10 +30,11 @@ Example:
   >>> (len(stream), lengths.tolist())
   (199, [199])
 """
+
 from __future__ import annotations
 
 import functools
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -43,12 +44,20 @@ NSP_FEATURE = "next_sentence_labels"  # [1]
 FLOAT_FEATURES = ("masked_lm_weights",)
 # Map entry order: protobuf leaves it unspecified (the original's two golden files differ); this is the one its
 # SQuAD-context records have, so identical content gives identical bytes there.
-WIRE_ORDER = ("input_mask", "next_sentence_labels", "segment_ids", "masked_lm_weights", "input_ids",
-              "masked_lm_positions", "masked_lm_ids")
+WIRE_ORDER = (
+    "input_mask",
+    "next_sentence_labels",
+    "segment_ids",
+    "masked_lm_weights",
+    "input_ids",
+    "masked_lm_positions",
+    "masked_lm_ids",
+)
 
 
-def feature_spec(max_seq_length: int, max_predictions_per_seq: int | None,
-                 use_next_sentence_label: bool = True) -> dict:
+def feature_spec(
+    max_seq_length: int, max_predictions_per_seq: int | None, use_next_sentence_label: bool = True
+) -> dict:
     """The `tf.io.parse_single_example` spec of pretraining records (the original reader's spec).
 
     ``max_predictions_per_seq=None`` leaves out the ``masked_lm_*`` features (unmasked records, for dynamic
@@ -88,7 +97,7 @@ def _varint_groups(values: np.ndarray, lens: np.ndarray) -> np.ndarray:
     return groups
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _varint_table(bits: int) -> tuple[np.ndarray, np.ndarray]:
     """Varint bytes of 0 .. 2**bits - 1 packed little-endian in a uint32 each, and their lengths (uint8)."""
     values = np.arange(1 << bits, dtype=np.int64)
@@ -119,8 +128,11 @@ def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndar
         groups = _varint_groups(values, lens)
         width = groups.shape[-1]
     valid = None if int(lens.min()) == width else np.arange(width, dtype=np.uint8) < lens[..., None]
-    return (groups.reshape(n, k * width), None if valid is None else valid.reshape(n, k * width),
-            lens.sum(axis=1, dtype=np.int64))
+    return (
+        groups.reshape(n, k * width),
+        None if valid is None else valid.reshape(n, k * width),
+        lens.sum(axis=1, dtype=np.int64),
+    )
 
 
 class _Layout:

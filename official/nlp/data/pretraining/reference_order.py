@@ -7,6 +7,7 @@ truncated token; per instance the candidate shuffle and the 80/10/10 draws of ea
 instance shuffle, written round-robin over the output files. Selection, masking, assembly and serialization are
 the shared code of the fast path, so agreement with the original's records checks those too.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,9 +16,9 @@ import random
 import numpy as np
 
 from official.nlp.common.output_files import commit, temporary_name
-from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
+from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining.settings import masking_config
 from official.nlp.data.pretraining.statistics import PretrainingStatistics
 from official.nlp.data.pretraining.writer import write_instances
@@ -25,16 +26,19 @@ from official.nlp.data.pretraining.writer import write_instances
 
 def create_reference_order(config, files: list, paths: list) -> PretrainingStatistics:
     """Writes ``paths`` as the original script would (same flags, same seed); returns the statistics."""
-    from official.nlp.tokenizers import tokenization
     from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer
+    from official.nlp.tokenizers import tokenization
 
     tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
     mask_config = masking_config(config, tokenizer.vocab)
     stats = PretrainingStatistics(config.max_seq_length)
     docs = documents_lib.read_documents(
-        [(f, 0, os.path.getsize(f)) for f in files], CachedTokenizer(tokenizer).ids,
-        documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines), stats.input,
-        files_break_documents=False)
+        [(f, 0, os.path.getsize(f)) for f in files],
+        CachedTokenizer(tokenizer).ids,
+        documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines),
+        stats.input,
+        files_break_documents=False,
+    )
 
     rng = random.Random(config.random_seed)
     instances_lib.prepare(docs)
@@ -47,9 +51,10 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
     cls_id, sep_id = mask_config.special_token_ids
 
     def mask_one(row: int) -> None:
-        arrays = {k: np.asarray(getattr(plan, k)[row:row + 1]) for k in ("a_start", "a_end", "b_start", "b_end")}
-        batch = instances_lib.build_batch(docs.tokens, arrays, np.zeros(1, np.int64), config.max_seq_length,
-                                          cls_id, sep_id)
+        arrays = {k: np.asarray(getattr(plan, k)[row : row + 1]) for k in ("a_start", "a_end", "b_start", "b_end")}
+        batch = instances_lib.build_batch(
+            docs.tokens, arrays, np.zeros(1, np.int64), config.max_seq_length, cls_id, sep_id
+        )
         unit = masking_lib.candidate_units(batch["input_ids"], batch["input_mask"], mask_config)
         num_units = int(unit.max(initial=-1)) + 1
         shuffled = list(range(num_units))
@@ -73,8 +78,16 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
 
     for _ in range(config.dupe_factor):
         for doc_index in range(len(order)):
-            instances_lib.plan_document(docs, order, doc_index, config.max_seq_length, config.short_seq_prob,
-                                        draws, plan, on_instance=mask_one if config.static_masking else None)
+            instances_lib.plan_document(
+                docs,
+                order,
+                doc_index,
+                config.max_seq_length,
+                config.short_seq_prob,
+                draws,
+                plan,
+                on_instance=mask_one if config.static_masking else None,
+            )
     stats.document_passes += plan.document_passes
     stats.short_document_passes += plan.short_document_passes
     stats.same_document_random_next += plan.same_document_random_next
@@ -91,12 +104,12 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
             selected[i, positions] = True
             actions.extend(acts)
             replacement.extend(repl)
-        return masking_lib.apply_masking(batch["input_ids"], selected, np.asarray(actions, np.int8),
-                                         np.asarray(replacement, np.int64), mask_config)
+        return masking_lib.apply_masking(
+            batch["input_ids"], selected, np.asarray(actions, np.int8), np.asarray(replacement, np.int64), mask_config
+        )
 
     for j, path in enumerate(paths):
         tmp = temporary_name(path)
-        write_instances(tmp, docs.tokens, arrays, instance_order[j::len(paths)], config, mask_config, masker,
-                                 stats)
+        write_instances(tmp, docs.tokens, arrays, instance_order[j :: len(paths)], config, mask_config, masker, stats)
         commit(tmp, path, name="--output_file")
     return stats

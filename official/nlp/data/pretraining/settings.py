@@ -1,9 +1,10 @@
 """The settings of a `create_pretraining_data` run: the flags, their checks, and what they derive (vocabulary,
 masking). The generator, the writer, the output bookkeeping and the reference order all read them."""
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
@@ -18,10 +19,10 @@ class PretrainingDataConfig:
     ``PATH-00000-of-0000N`` ... ``PATH-0000{N-1}-of-0000N``.
     """
 
-    input_file: str | Sequence[str] = field(help="Input text files: a comma-separated list of paths and glob "
-                                                  "patterns.")
-    output_file: str | Sequence[str] = field(help="Output TFRecord files: a comma-separated list, or PATH@N for N "
-                                                   "shards PATH-0000i-of-0000N.")
+    input_file: str | Sequence[str] = field(help="Input text files: a comma-separated list of paths and glob patterns.")
+    output_file: str | Sequence[str] = field(
+        help="Output TFRecord files: a comma-separated list, or PATH@N for N shards PATH-0000i-of-0000N."
+    )
     vocab_file: str = field(help="The vocabulary file that the BERT model was trained on.")
     do_lower_case: bool = field(True, help="Lower-case the input (True for uncased models, False for cased).")
     max_seq_length: int = field(128, help="Maximum sequence length.")
@@ -33,24 +34,36 @@ class PretrainingDataConfig:
     do_whole_word_mask: bool = field(False, help="Mask whole words rather than single WordPiece tokens.")
     # ---
     max_ngram_size: int = field(1, help="Mask spans of up to this many words (ALBERT n-gram masking, P(n) ~ 1/n).")
-    use_next_sentence_label: bool = field(True, help=(
-        "Write next_sentence_labels. False gives MLM-only records of contiguous text: B always continues A (no "
-        "random next segments)."))
-    static_masking: bool = field(True, help="Mask here. False writes unmasked records for on-the-fly masking "
-                                            "(masking.dynamic_masking).")
+    use_next_sentence_label: bool = field(
+        True,
+        help=(
+            "Write next_sentence_labels. False gives MLM-only records of contiguous text: B always continues A (no "
+            "random next segments)."
+        ),
+    )
+    static_masking: bool = field(
+        True, help="Mask here. False writes unmasked records for on-the-fly masking (masking.dynamic_masking)."
+    )
     gzip: bool = field(False, help="Write gzip-compressed TFRecords (read with compression_type='GZIP').")
     num_workers: int = field(0, help="Worker processes (0: all cores). The output does not depend on it.")
-    unit_mb: float = field(4.0, help=(
-        "Size of the independent work units (at least two documents each; the shard count does not change them); "
-        "the random next document and the instance shuffle are drawn within a unit, and a worker holds one unit in "
-        "memory."))
+    unit_mb: float = field(
+        4.0,
+        help=(
+            "Size of the independent work units (at least two documents each; the shard count does not change them); "
+            "the random next document and the instance shuffle are drawn within a unit, and a worker holds one unit in "
+            "memory."
+        ),
+    )
     max_line_bytes: int = field(1 << 20, help="Longer lines are an error (or skipped with --skip_bad_lines).")
-    skip_bad_lines: bool = field(False, help="Count and skip lines that are not UTF-8 or too long, instead of "
-                                             "failing.")
-    stats_file: Optional[str] = field(None, help="Statistics JSON (default: next to the output).")
-    reference_order: bool = field(False, help=(
-        "Single process, whole corpus in memory, the original script's exact random stream (slow; for comparisons "
-        "with the original)."))
+    skip_bad_lines: bool = field(False, help="Count and skip lines that are not UTF-8 or too long, instead of failing.")
+    stats_file: str | None = field(None, help="Statistics JSON (default: next to the output).")
+    reference_order: bool = field(
+        False,
+        help=(
+            "Single process, whole corpus in memory, the original script's exact random stream (slow; for comparisons "
+            "with the original)."
+        ),
+    )
 
 
 def validate_config(config: PretrainingDataConfig) -> None:
@@ -62,11 +75,19 @@ def validate_config(config: PretrainingDataConfig) -> None:
         if not ok:
             problems.append(f"--{flag}={value}: {why}")
 
-    check(c.max_seq_length >= 5, "max_seq_length", c.max_seq_length,
-          "must be at least 5 ([CLS] A [SEP] B [SEP] with one token in each segment)")
+    check(
+        c.max_seq_length >= 5,
+        "max_seq_length",
+        c.max_seq_length,
+        "must be at least 5 ([CLS] A [SEP] B [SEP] with one token in each segment)",
+    )
     check(c.max_predictions_per_seq >= 1, "max_predictions_per_seq", c.max_predictions_per_seq, "must be at least 1")
-    check(c.dupe_factor >= 1, "dupe_factor", c.dupe_factor,
-          "must be at least 1 (the number of passes over the input; 0 would write empty files)")
+    check(
+        c.dupe_factor >= 1,
+        "dupe_factor",
+        c.dupe_factor,
+        "must be at least 1 (the number of passes over the input; 0 would write empty files)",
+    )
     check(0 < c.masked_lm_prob <= 1, "masked_lm_prob", c.masked_lm_prob, "must be in (0, 1]")
     check(0 <= c.short_seq_prob <= 1, "short_seq_prob", c.short_seq_prob, "is a probability, so must be in [0, 1]")
     check(c.max_ngram_size >= 1, "max_ngram_size", c.max_ngram_size, "must be at least 1 (1: no n-gram masking)")
@@ -74,8 +95,12 @@ def validate_config(config: PretrainingDataConfig) -> None:
     check(c.max_line_bytes >= 1, "max_line_bytes", c.max_line_bytes, "must be at least 1")
     check(c.num_workers >= 0, "num_workers", c.num_workers, "must be >= 0 (0: all cores)")
     if c.reference_order:
-        check(c.max_ngram_size == 1, "max_ngram_size", c.max_ngram_size,
-              "--reference_order reproduces the original script, which has no n-gram masking; use 1")
+        check(
+            c.max_ngram_size == 1,
+            "max_ngram_size",
+            c.max_ngram_size,
+            "--reference_order reproduces the original script, which has no n-gram masking; use 1",
+        )
     else:
         check(c.random_seed >= 0, "random_seed", c.random_seed, "must be >= 0 (it seeds numpy's SeedSequence)")
     if problems:
@@ -92,5 +117,9 @@ def load_checked_vocab(config: PretrainingDataConfig) -> dict:
 
 def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_lib.MaskingConfig:
     return masking_lib.MaskingConfig.from_vocab(
-        vocab, max_predictions_per_seq=config.max_predictions_per_seq, masked_lm_prob=config.masked_lm_prob,
-        whole_word_mask=config.do_whole_word_mask, max_ngram_size=config.max_ngram_size)
+        vocab,
+        max_predictions_per_seq=config.max_predictions_per_seq,
+        masked_lm_prob=config.masked_lm_prob,
+        whole_word_mask=config.do_whole_word_mask,
+        max_ngram_size=config.max_ngram_size,
+    )

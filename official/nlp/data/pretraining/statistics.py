@@ -18,6 +18,7 @@ The JSON holds the raw counts and the rates they define:
 * ``length_histogram``: ``[count of instances with 0 real tokens, 1, ..., max_seq_length]``.
 * ``input``: lines, bytes, documents, sentences, tokens, and every skip with its reason.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,6 +29,7 @@ import numpy as np
 
 from official.nlp.common.output_files import write_atomically
 from official.nlp.data.pretraining.documents import INPUT_COUNTERS
+
 ACTION_NAMES = ("mask", "keep", "random")
 
 
@@ -52,8 +54,9 @@ class PretrainingStatistics:
         if self.length_histogram is None:
             self.length_histogram = [0] * (self.max_seq_length + 1)
 
-    def add_batch(self, lengths: np.ndarray, is_random_next: np.ndarray, short_target: np.ndarray,
-                  actions: np.ndarray | None) -> None:
+    def add_batch(
+        self, lengths: np.ndarray, is_random_next: np.ndarray, short_target: np.ndarray, actions: np.ndarray | None
+    ) -> None:
         self.instances += len(lengths)
         self.real_tokens += int(lengths.sum())
         self.random_next += int(np.sum(is_random_next))
@@ -65,18 +68,26 @@ class PretrainingStatistics:
             counts = np.bincount(actions.astype(np.int64), minlength=3)
             self.actions = [a + int(b) for a, b in zip(self.actions, counts)]
 
-    def merge(self, other: "PretrainingStatistics") -> None:
+    def merge(self, other: PretrainingStatistics) -> None:
         """Adds the counts of ``other``, which must count instances of the same ``max_seq_length``."""
-        if (other.max_seq_length != self.max_seq_length
-                or len(other.length_histogram) != len(self.length_histogram)):
+        if other.max_seq_length != self.max_seq_length or len(other.length_histogram) != len(self.length_histogram):
             raise ValueError(
                 f"cannot merge statistics of max_seq_length={other.max_seq_length} (a length histogram of "
                 f"{len(other.length_histogram)} entries) into statistics of max_seq_length={self.max_seq_length} "
-                f"({len(self.length_histogram)} entries)")
+                f"({len(self.length_histogram)} entries)"
+            )
         for k, v in other.input.items():
             self.input[k] = self.input.get(k, 0) + v
-        for name in ("instances", "real_tokens", "predictions", "random_next", "short_target_instances",
-                     "document_passes", "short_document_passes", "same_document_random_next"):
+        for name in (
+            "instances",
+            "real_tokens",
+            "predictions",
+            "random_next",
+            "short_target_instances",
+            "document_passes",
+            "short_document_passes",
+            "same_document_random_next",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.actions = [a + b for a, b in zip(self.actions, other.actions)]
         self.length_histogram = [a + b for a, b in zip(self.length_histogram, other.length_histogram)]
@@ -98,7 +109,7 @@ class PretrainingStatistics:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "PretrainingStatistics":
+    def from_dict(cls, d: dict) -> PretrainingStatistics:
         """The inverse of `to_dict`; keys that are not fields (``rates``, extras of `write`) are ignored."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
@@ -113,6 +124,6 @@ class PretrainingStatistics:
             json.dump(d, f, indent=1)
 
     @classmethod
-    def read(cls, path: str) -> "PretrainingStatistics":
+    def read(cls, path: str) -> PretrainingStatistics:
         with open(path) as f:
             return cls.from_dict(json.load(f))

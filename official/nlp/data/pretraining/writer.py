@@ -1,8 +1,9 @@
 """Turns planned instances into framed TFRecord bytes: assemble, mask, serialize, frame, optionally gzip."""
+
 from __future__ import annotations
 
 import gzip
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -20,8 +21,15 @@ GZIP_LEVEL = 6  # zlib's default, as TensorFlow's GZIP writer uses; Python's def
 Masker = Callable[[dict, np.ndarray], dict]  # (batch from build_batch, its plan rows) -> masking_lib.apply_masking
 
 
-def encode_instances(tokens: np.ndarray, plan: dict, rows: np.ndarray, config: PretrainingDataConfig,
-                     mask_config: masking_lib.MaskingConfig, masker: Masker, stats: PretrainingStatistics) -> bytes:
+def encode_instances(
+    tokens: np.ndarray,
+    plan: dict,
+    rows: np.ndarray,
+    config: PretrainingDataConfig,
+    mask_config: masking_lib.MaskingConfig,
+    masker: Masker,
+    stats: PretrainingStatistics,
+) -> bytes:
     """Assembles, masks (``masker(batch, rows)``), serializes and frames the instances ``rows`` of a plan."""
     cls_id, sep_id = mask_config.special_token_ids
     batch = instances_lib.build_batch(tokens, plan, rows, config.max_seq_length, cls_id, sep_id)
@@ -43,14 +51,22 @@ def gzip_writer(raw):
     return gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=GZIP_LEVEL, mtime=0)
 
 
-def write_instances(path: str, tokens: np.ndarray, plan: dict, order: np.ndarray, config: PretrainingDataConfig,
-                    mask_config: masking_lib.MaskingConfig, masker: Masker, stats: PretrainingStatistics) -> None:
+def write_instances(
+    path: str,
+    tokens: np.ndarray,
+    plan: dict,
+    order: np.ndarray,
+    config: PretrainingDataConfig,
+    mask_config: masking_lib.MaskingConfig,
+    masker: Masker,
+    stats: PretrainingStatistics,
+) -> None:
     """Writes the instances ``order`` of a plan, in that order and a batch at a time, as framed records (gzipped
     with ``config.gzip``) to ``path``."""
     with open(path, "wb") as raw:
         out = gzip_writer(raw) if config.gzip else raw
         for begin in range(0, len(order), BATCH_SIZE):
-            rows = order[begin:begin + BATCH_SIZE]
+            rows = order[begin : begin + BATCH_SIZE]
             out.write(encode_instances(tokens, plan, rows, config, mask_config, masker, stats))
         if config.gzip:
             out.close()

@@ -1,4 +1,5 @@
 """The pretraining input pipeline: original records, sharding, dynamic masking, and errors that name the file."""
+
 from __future__ import annotations
 
 import gzip
@@ -8,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.data.pretraining.masking import MaskingConfig
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataError, PretrainDataLoader
+from official.nlp.data.pretraining.masking import MaskingConfig
 from tests import pretraining_records
 
 
@@ -23,8 +24,9 @@ def _raw_records(path, count, compression="GZIP"):
     out = []
     for record in tf.data.TFRecordDataset(path, compression_type=compression).take(count):
         example = tf.train.Example.FromString(record.numpy())
-        out.append({name: np.array(getattr(f, f.WhichOneof("kind")).value)
-                    for name, f in example.features.feature.items()})
+        out.append(
+            {name: np.array(getattr(f, f.WhichOneof("kind")).value) for name, f in example.features.feature.items()}
+        )
     return out
 
 
@@ -39,8 +41,12 @@ def test_reads_records_of_the_original_script_unchanged(golden):
     assert loader.compression == "GZIP"
     x, y = next(iter(loader.load()))
     raw = _raw_records(golden, 8)
-    pairs = {"input_word_ids": "input_ids", "input_mask": "input_mask", "input_type_ids": "segment_ids",
-             "masked_lm_positions": "masked_lm_positions"}
+    pairs = {
+        "input_word_ids": "input_ids",
+        "input_mask": "input_mask",
+        "input_type_ids": "segment_ids",
+        "masked_lm_positions": "masked_lm_positions",
+    }
     for ours, original in pairs.items():
         assert x[ours].dtype == tf.int32 and x[ours].shape[0] == 8
         np.testing.assert_array_equal(x[ours].numpy(), np.stack([r[original] for r in raw]))
@@ -87,13 +93,20 @@ def test_dynamic_masking_unmasks_offline_records_and_draws_new_masks(golden, unc
     vocab = tokenization.load_vocab(str(uncased_vocab))
     static = _loader(golden, seq_length=128, max_predictions_per_seq=20, is_training=False)
     config = MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20)
-    dynamic = _loader(golden, seq_length=128, max_predictions_per_seq=20, is_training=False,
-                      dynamic_masking=config, dynamic_masking_seed=3)
+    dynamic = _loader(
+        golden,
+        seq_length=128,
+        max_predictions_per_seq=20,
+        is_training=False,
+        dynamic_masking=config,
+        dynamic_masking_seed=3,
+    )
     (xs, ys), (xd, yd) = next(iter(static.load())), next(iter(dynamic.load()))
     # Un-masking the offline record gives the original text back: the static labels sit at their positions.
     original = xs["input_word_ids"].numpy().copy()
-    for row, (positions, ids, weights) in enumerate(zip(xs["masked_lm_positions"].numpy(),
-                                                        ys["masked_lm_ids"].numpy(), ys["masked_lm_weights"].numpy())):
+    for row, (positions, ids, weights) in enumerate(
+        zip(xs["masked_lm_positions"].numpy(), ys["masked_lm_ids"].numpy(), ys["masked_lm_weights"].numpy())
+    ):
         for p, i, w in zip(positions, ids, weights):
             if w > 0:
                 original[row, p] = i
@@ -129,14 +142,21 @@ def test_input_position_with_dynamic_masking_is_checkpointable(tmp_path, golden,
 
 def test_errors_name_the_cause(tmp_path, golden):
     files = pretraining_records.write_records(tmp_path / "ok", num_files=2, per_file=8)
-    with pytest.raises(PretrainDataError, match=r"input_ids of length 32 but max_seq_length=64; pass "
-                                                r"--max_seq_length=32"):
+    with pytest.raises(
+        PretrainDataError,
+        match=r"input_ids of length 32 but max_seq_length=64; pass "
+        r"--max_seq_length=32",
+    ):
         _loader(files, seq_length=64)
-    with pytest.raises(PretrainDataError, match=r"part-000.tfrecord have masked_lm_positions of length 5 but "
-                                                r"max_predictions_per_seq=20"):
+    with pytest.raises(
+        PretrainDataError,
+        match=r"part-000.tfrecord have masked_lm_positions of length 5 but "
+        r"max_predictions_per_seq=20",
+    ):
         _loader(files, max_predictions_per_seq=20)
-    with pytest.raises(PretrainDataError, match="max_seq_length=32 is larger than the model's "
-                                                "max_position_embeddings=16"):
+    with pytest.raises(
+        PretrainDataError, match="max_seq_length=32 is larger than the model's max_position_embeddings=16"
+    ):
         _loader(files, max_position_embeddings=16)
     with pytest.raises(PretrainDataError, match=r"no file matches '.*missing-\*.tfrecord'"):
         _loader([files[0], str(tmp_path / "missing-*.tfrecord")])
@@ -168,23 +188,36 @@ def test_corruption_inside_a_file_is_traced_to_the_file(tmp_path, golden):
 
 
 def test_records_that_lack_features_are_refused_or_read_as_asked(tmp_path):
-    mlm_only = pretraining_records.write_records(tmp_path / "mlm", num_files=1, per_file=8,
-                                                 drop=("next_sentence_labels",))
-    with pytest.raises(PretrainDataError, match=r"part-000.tfrecord lack the feature\(s\) \['next_sentence_labels'\]; "
-                                                r"pretraining records need \['input_ids', "):
+    mlm_only = pretraining_records.write_records(
+        tmp_path / "mlm", num_files=1, per_file=8, drop=("next_sentence_labels",)
+    )
+    with pytest.raises(
+        PretrainDataError,
+        match=r"part-000.tfrecord lack the feature\(s\) \['next_sentence_labels'\]; "
+        r"pretraining records need \['input_ids', ",
+    ):
         _loader(mlm_only)
     _, y = next(iter(_loader(mlm_only, use_next_sentence_label=False).load()))
     assert sorted(y) == ["masked_lm_ids", "masked_lm_weights"]
 
     unmasked = pretraining_records.write_records(
-        tmp_path / "unmasked", num_files=1, per_file=8,
-        drop=("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"))
-    with pytest.raises(PretrainDataError, match=r"lack the feature\(s\) \['masked_lm_positions', 'masked_lm_ids', "
-                                                r"'masked_lm_weights'\]"):
+        tmp_path / "unmasked",
+        num_files=1,
+        per_file=8,
+        drop=("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"),
+    )
+    with pytest.raises(
+        PretrainDataError,
+        match=r"lack the feature\(s\) \['masked_lm_positions', 'masked_lm_ids', "
+        r"'masked_lm_weights'\]",
+    ):
         _loader(unmasked)
-    masking = MaskingConfig(vocab_size=1000, mask_token_id=pretraining_records.MASK,
-                            special_token_ids=(pretraining_records.CLS, pretraining_records.SEP),
-                            max_predictions_per_seq=5)
+    masking = MaskingConfig(
+        vocab_size=1000,
+        mask_token_id=pretraining_records.MASK,
+        special_token_ids=(pretraining_records.CLS, pretraining_records.SEP),
+        max_predictions_per_seq=5,
+    )
     x, y = next(iter(_loader(unmasked, dynamic_masking=masking, is_training=False).load()))
     raw = _raw_records(unmasked[0], 8, compression="")
     assert x["masked_lm_positions"].dtype == tf.int32 and y["masked_lm_weights"].dtype == tf.float32
@@ -194,7 +227,6 @@ def test_records_that_lack_features_are_refused_or_read_as_asked(tmp_path):
         assert real.sum() >= 1
         np.testing.assert_array_equal(y["masked_lm_ids"].numpy()[row][real], record["input_ids"][positions])
     np.testing.assert_array_equal(y["next_sentence_labels"].numpy(), [r["next_sentence_labels"][0] for r in raw])
-
 
 
 def test_a_glob_skips_and_counts_what_is_not_records(tmp_path):
@@ -207,7 +239,10 @@ def test_a_glob_skips_and_counts_what_is_not_records(tmp_path):
     loader = _loader(str(tmp_path / "*"))
     assert [p.rsplit("/", 1)[-1] for p in loader.files] == ["part-000.tfrecord", "part-001.tfrecord"]
     assert sorted(p.rsplit("/", 1)[-1] for p in loader.skipped_files) == [
-        "README", "part-000.tfrecord.stats.json", "stats"]
+        "README",
+        "part-000.tfrecord.stats.json",
+        "stats",
+    ]
     next(iter(loader.load()))
     with pytest.raises(PretrainDataError, match=r"README is corrupt or not a TFRecord file"):
         _loader(str(tmp_path / "README"))  # named without a glob: it must be records
@@ -230,8 +265,11 @@ def test_ids_past_vocab_size_are_refused_at_start_up_and_in_the_pipeline(tmp_pat
     _write(tmp_path / "late.tfrecord", good + [bad])  # past the records checked at start-up
 
     assert _loader(str(tmp_path / "a.tfrecord"), vocab_size=500).files
-    with pytest.raises(PretrainDataError, match=r"early.tfrecord hold input_ids 700 \(record 4\), but the model's "
-                                                r"vocab_size is 500"):
+    with pytest.raises(
+        PretrainDataError,
+        match=r"early.tfrecord hold input_ids 700 \(record 4\), but the model's "
+        r"vocab_size is 500",
+    ):
         _loader(str(tmp_path / "*.tfrecord"), vocab_size=500)
 
     loader = _loader(str(tmp_path / "late.tfrecord"), vocab_size=500, is_training=False, global_batch_size=64)

@@ -2,17 +2,21 @@ import json
 
 import pytest
 
-from official.nlp.tokenizers import tokenization
 from official.nlp.data.pretraining import documents as docs_lib
 from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer
+from official.nlp.tokenizers import tokenization
 
 
 def _doc_texts(docs):
     out = []
     for d in range(docs.num_documents):
         s0, s1 = docs.document_offsets[d], docs.document_offsets[d + 1]
-        out.append(tuple(tuple(docs.tokens[docs.sentence_offsets[s]:docs.sentence_offsets[s + 1]].tolist())
-                         for s in range(s0, s1)))
+        out.append(
+            tuple(
+                tuple(docs.tokens[docs.sentence_offsets[s] : docs.sentence_offsets[s + 1]].tolist())
+                for s in range(s0, s1)
+            )
+        )
     return out
 
 
@@ -22,8 +26,11 @@ def _split(line):  # A stand-in tokenizer: one id per character code of each wor
 
 @pytest.mark.parametrize("unit_bytes", [1, 50, 333, 10**6])
 def test_units_cover_every_document_once(tmp_path, unit_bytes):
-    text = "".join(f"doc {d} sentence {s} {'x' * (d % 7)}\n" + ("\n" if s == d % 4 else "")
-                   for d in range(60) for s in range(d % 4 + 1))
+    text = "".join(
+        f"doc {d} sentence {s} {'x' * (d % 7)}\n" + ("\n" if s == d % 4 else "")
+        for d in range(60)
+        for s in range(d % 4 + 1)
+    )
     text = text.replace("\n\n", "\n \t\n", 3).replace("\n\n", "\r\n\r\n", 2)  # Blank-ish lines too.
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text(text)
@@ -47,8 +54,9 @@ def test_bad_input_messages_name_file_and_line(tmp_path):
     with pytest.raises(docs_lib.InputError, match=r"bad\.txt:4: not valid UTF-8"):
         docs_lib.read_documents([(str(bad), 0, bad.stat().st_size)], _split)
     counters = {}
-    docs = docs_lib.read_documents([(str(bad), 0, bad.stat().st_size)], _split,
-                                   docs_lib.ReadOptions(skip_bad_lines=True), counters)
+    docs = docs_lib.read_documents(
+        [(str(bad), 0, bad.stat().st_size)], _split, docs_lib.ReadOptions(skip_bad_lines=True), counters
+    )
     assert counters["skipped_invalid_utf8"] == 1 and docs.num_documents == 2
 
     long = tmp_path / "long.txt"
@@ -56,8 +64,9 @@ def test_bad_input_messages_name_file_and_line(tmp_path):
     with pytest.raises(docs_lib.InputError, match=r"long\.txt:2: line longer than max_line_bytes=1000"):
         docs_lib.read_documents([(str(long), 0, long.stat().st_size)], _split, docs_lib.ReadOptions(1000))
     counters = {}
-    docs = docs_lib.read_documents([(str(long), 0, long.stat().st_size)], _split,
-                                   docs_lib.ReadOptions(1000, skip_bad_lines=True), counters)
+    docs = docs_lib.read_documents(
+        [(str(long), 0, long.stat().st_size)], _split, docs_lib.ReadOptions(1000, skip_bad_lines=True), counters
+    )
     assert counters["skipped_long_lines"] == 1 and counters["sentences"] == 2
 
     empty = tmp_path / "empty.txt"
@@ -73,8 +82,10 @@ def test_cached_tokenizer_equals_full_tokenizer(shared_data, case):
     vocab = shared_data / "vocab" / f"bert-base-{case}-vocab.txt"
     full = tokenization.FullTokenizer(str(vocab), do_lower_case=case == "uncased")
     cached = CachedTokenizer(full, max_entries=50)  # Small: the cache also gets emptied on the way.
-    strings = [line.encode("ascii").decode("unicode_escape") for line in
-               (shared_data / "tokenizer_golden" / "strings.escaped.txt").read_text().rstrip("\n").split("\n")]
+    strings = [
+        line.encode("ascii").decode("unicode_escape")
+        for line in (shared_data / "tokenizer_golden" / "strings.escaped.txt").read_text().rstrip("\n").split("\n")
+    ]
     golden = [json.loads(line)["ids"] for line in (shared_data / "tokenizer_golden" / f"{case}.jsonl").open()]
     joiners = ["ab\x0bcd", "x\x1cy z", "p\x85q", "l\u2028m", "e\x0c\x0cf"]
     for text in strings + joiners + strings:

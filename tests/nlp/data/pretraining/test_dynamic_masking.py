@@ -14,9 +14,18 @@ def _dataset(n=64, length=32, dtype=tf.int32):
     ids = np.where(mask == 1, ids, 0)
     ids[:, 0] = 2
     ids[np.arange(n), lengths - 1] = 3
-    return tf.data.Dataset.from_tensor_slices({
-        "input_ids": tf.constant(ids, dtype), "input_mask": tf.constant(mask, dtype),
-        "segment_ids": tf.zeros((n, length), dtype), "next_sentence_labels": tf.zeros((n, 1), dtype)}), ids, mask
+    return (
+        tf.data.Dataset.from_tensor_slices(
+            {
+                "input_ids": tf.constant(ids, dtype),
+                "input_mask": tf.constant(mask, dtype),
+                "segment_ids": tf.zeros((n, length), dtype),
+                "next_sentence_labels": tf.zeros((n, 1), dtype),
+            }
+        ),
+        ids,
+        mask,
+    )
 
 
 def _collect(ds):
@@ -26,8 +35,15 @@ def _collect(ds):
 def test_batched_elements_get_the_original_feature_set():
     ds, ids, mask = _dataset()
     out = _collect(masking.dynamic_masking(ds.batch(16), CFG, seed=7))
-    assert set(out[0]) == {"input_ids", "input_mask", "segment_ids", "next_sentence_labels", "masked_lm_positions",
-                           "masked_lm_ids", "masked_lm_weights"}
+    assert set(out[0]) == {
+        "input_ids",
+        "input_mask",
+        "segment_ids",
+        "next_sentence_labels",
+        "masked_lm_positions",
+        "masked_lm_ids",
+        "masked_lm_weights",
+    }
     masked = np.concatenate([e["input_ids"] for e in out])
     pos = np.concatenate([e["masked_lm_positions"] for e in out])
     lab = np.concatenate([e["masked_lm_ids"] for e in out])

@@ -1,26 +1,36 @@
 """End-to-end tests of the pretraining-data generator on real text (the SQuAD v1.1 dev contexts)."""
+
 import gzip
-import pathlib
 import json
 import os
+import pathlib
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.nlp.data.pretraining import generator as pretraining_data
+from official.nlp.data.pretraining import masking
 from official.nlp.tokenizers import tokenization
-from official.nlp.data.pretraining import masking, generator as pretraining_data
 from tests.pretraining_records import parse_records as parse
 
 GOLDEN = "pretraining_golden/squad_contexts.uncased.seq128.dupe5.tfrecord.gz"
 
 
 def config(shared_data, tmp, **kw):
-    base = dict(input_file=str(shared_data / "pretraining_golden" / "squad_contexts.txt"),
-                output_file=str(tmp / "squad.tfrecord"), vocab_file=str(shared_data / "vocab" /
-                                                                         "bert-base-uncased-vocab.txt"),
-                do_lower_case=True, max_seq_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15,
-                random_seed=12345, dupe_factor=5, short_seq_prob=0.1, num_workers=1)
+    base = dict(
+        input_file=str(shared_data / "pretraining_golden" / "squad_contexts.txt"),
+        output_file=str(tmp / "squad.tfrecord"),
+        vocab_file=str(shared_data / "vocab" / "bert-base-uncased-vocab.txt"),
+        do_lower_case=True,
+        max_seq_length=128,
+        max_predictions_per_seq=20,
+        masked_lm_prob=0.15,
+        random_seed=12345,
+        dupe_factor=5,
+        short_seq_prob=0.1,
+        num_workers=1,
+    )
     base.update(kw)
     return pretraining_data.PretrainingDataConfig(**base)
 
@@ -58,8 +68,9 @@ def test_statistics_follow_the_rule_and_the_original(squad_run, golden, shared_d
     assert abs(lengths.mean() - g_len.mean()) < 1.0 and abs((lengths == 128).mean() - (g_len == 128).mean()) < 0.02
     assert abs((lengths < 64).mean() - (g_len < 64).mean()) < 0.02
     # The statistics file agrees with the records.
-    saved = json.load(open(os.path.join(os.path.dirname(cfg.output_file), "stats",
-                                        os.path.basename(cfg.output_file) + ".json")))
+    saved = json.load(
+        open(os.path.join(os.path.dirname(cfg.output_file), "stats", os.path.basename(cfg.output_file) + ".json"))
+    )
     assert saved["instances"] == len(lengths) and saved["predictions"] == int(rule.sum())
     assert saved["length_histogram"] == np.bincount(lengths, minlength=129).tolist()
     assert saved["random_next"] == int(rec["next_sentence_labels"].sum())
@@ -95,10 +106,11 @@ def test_every_record_is_valid(squad_run):
 
 def test_long_documents_give_half_random_next(shared_data, tmp_path):
     paras = (shared_data / "pretraining_golden" / "squad_contexts.txt").read_text().strip().split("\n\n")
-    text = "\n\n".join("\n".join(paras[i:i + 20]) for i in range(0, len(paras), 20)) + "\n"
+    text = "\n\n".join("\n".join(paras[i : i + 20]) for i in range(0, len(paras), 20)) + "\n"
     (tmp_path / "long.txt").write_text(text)
     stats = pretraining_data.create_pretraining_data(
-        config(shared_data, tmp_path, input_file=str(tmp_path / "long.txt"), short_seq_prob=0.0))
+        config(shared_data, tmp_path, input_file=str(tmp_path / "long.txt"), short_seq_prob=0.0)
+    )
     assert stats.instances > 10000
     assert abs(stats.to_dict()["rates"]["random_next_rate"] - 0.5) < 0.02
 
@@ -109,9 +121,15 @@ def test_reference_order_reproduces_the_original_byte_for_byte(shared_data, tmp_
     assert stats.instances == 22936
     assert (tmp_path / "squad.tfrecord").read_bytes() == gzip.open(shared_data / GOLDEN).read()
     # The sample text: the original's file holds its map entries in another order, so compare the content.
-    sample = pretraining_data.create_pretraining_data(config(
-        shared_data, tmp_path, input_file=str(shared_data / "bert_sample_text.txt"), reference_order=True,
-        output_file=str(tmp_path / "sample.tfrecord")))
+    sample = pretraining_data.create_pretraining_data(
+        config(
+            shared_data,
+            tmp_path,
+            input_file=str(shared_data / "bert_sample_text.txt"),
+            reference_order=True,
+            output_file=str(tmp_path / "sample.tfrecord"),
+        )
+    )
     ours = parse(tmp_path / "sample.tfrecord")
     theirs = parse(shared_data / "pretraining_golden" / "sample_text.uncased.seq128.tfrecord.gz", "GZIP")
     assert sample.instances == 60
@@ -121,10 +139,10 @@ def test_reference_order_reproduces_the_original_byte_for_byte(shared_data, tmp_
 
 @pytest.mark.slow
 def test_output_does_not_depend_on_worker_count_and_gzip_reads(shared_data, tmp_path):
-    one = config(shared_data, tmp_path / "one", output_file=str(tmp_path / "one" / "x@3"), unit_mb=0.25,
-                 gzip=True)
-    two = config(shared_data, tmp_path / "two", output_file=str(tmp_path / "two" / "x@3"), unit_mb=0.25,
-                 gzip=True, num_workers=2)
+    one = config(shared_data, tmp_path / "one", output_file=str(tmp_path / "one" / "x@3"), unit_mb=0.25, gzip=True)
+    two = config(
+        shared_data, tmp_path / "two", output_file=str(tmp_path / "two" / "x@3"), unit_mb=0.25, gzip=True, num_workers=2
+    )
     s1 = pretraining_data.create_pretraining_data(one)
     s2 = pretraining_data.create_pretraining_data(two)
     names = [f"x-0000{i}-of-00003" for i in range(3)]
@@ -138,8 +156,14 @@ def test_output_does_not_depend_on_worker_count_and_gzip_reads(shared_data, tmp_
 
 
 def test_mlm_only_unmasked_records_feed_dynamic_masking(shared_data, tmp_path, uncased_vocab):
-    cfg = config(shared_data, tmp_path, input_file=str(shared_data / "bert_sample_text.txt"),
-                 use_next_sentence_label=False, static_masking=False, do_whole_word_mask=True)
+    cfg = config(
+        shared_data,
+        tmp_path,
+        input_file=str(shared_data / "bert_sample_text.txt"),
+        use_next_sentence_label=False,
+        static_masking=False,
+        do_whole_word_mask=True,
+    )
     stats = pretraining_data.create_pretraining_data(cfg)
     rec = parse(cfg.output_file, preds=None, nsp=False)
     assert set(rec) == {"input_ids", "input_mask", "segment_ids"} and len(rec["input_ids"]) == stats.instances
@@ -157,30 +181,35 @@ def test_worker_side_stays_tensorflow_free(uncased_vocab):
     import subprocess
     import sys
 
-    code = ("import sys\nfrom official.nlp.data.pretraining import generator as pd\n"
-            "pd._worker_init(pd.PretrainingDataConfig(input_file='x', output_file='y',\n"
-            f"                                        vocab_file={str(uncased_vocab)!r}))\n"
-            "assert 'tensorflow' not in sys.modules, 'a worker imported tensorflow'\n")
+    code = (
+        "import sys\nfrom official.nlp.data.pretraining import generator as pd\n"
+        "pd._worker_init(pd.PretrainingDataConfig(input_file='x', output_file='y',\n"
+        f"                                        vocab_file={str(uncased_vocab)!r}))\n"
+        "assert 'tensorflow' not in sys.modules, 'a worker imported tensorflow'\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(pathlib.Path(__file__).resolve().parents[4]))
 
 
-@pytest.mark.parametrize("flag, value, message", [
-    ("max_seq_length", 4, "--max_seq_length=4: must be at least 5"),
-    ("max_predictions_per_seq", 0, "--max_predictions_per_seq=0: must be at least 1"),
-    ("dupe_factor", 0, "--dupe_factor=0: must be at least 1"),
-    ("masked_lm_prob", 0.0, r"--masked_lm_prob=0.0: must be in \(0, 1\]"),
-    ("masked_lm_prob", 1.5, r"--masked_lm_prob=1.5: must be in \(0, 1\]"),
-    ("short_seq_prob", 1.5, r"--short_seq_prob=1.5: is a probability, so must be in \[0, 1\]"),
-    ("short_seq_prob", -0.1, r"--short_seq_prob=-0.1: is a probability"),
-    ("unit_mb", 0.0, "--unit_mb=0.0: must be positive"),
-    ("unit_mb", -1.0, "--unit_mb=-1.0: must be positive"),
-    ("max_ngram_size", 0, "--max_ngram_size=0: must be at least 1"),
-    ("max_line_bytes", 0, "--max_line_bytes=0: must be at least 1"),
-    ("num_workers", -1, "--num_workers=-1: must be >= 0"),
-    ("random_seed", -1, "--random_seed=-1: must be >= 0"),
-    ("reference_order", {"max_seq_length": 3}, "--max_seq_length=3: must be at least 5"),
-    ("reference_order", {"max_ngram_size": 2}, "--max_ngram_size=2: --reference_order reproduces the original"),
-])
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("max_seq_length", 4, "--max_seq_length=4: must be at least 5"),
+        ("max_predictions_per_seq", 0, "--max_predictions_per_seq=0: must be at least 1"),
+        ("dupe_factor", 0, "--dupe_factor=0: must be at least 1"),
+        ("masked_lm_prob", 0.0, r"--masked_lm_prob=0.0: must be in \(0, 1\]"),
+        ("masked_lm_prob", 1.5, r"--masked_lm_prob=1.5: must be in \(0, 1\]"),
+        ("short_seq_prob", 1.5, r"--short_seq_prob=1.5: is a probability, so must be in \[0, 1\]"),
+        ("short_seq_prob", -0.1, r"--short_seq_prob=-0.1: is a probability"),
+        ("unit_mb", 0.0, "--unit_mb=0.0: must be positive"),
+        ("unit_mb", -1.0, "--unit_mb=-1.0: must be positive"),
+        ("max_ngram_size", 0, "--max_ngram_size=0: must be at least 1"),
+        ("max_line_bytes", 0, "--max_line_bytes=0: must be at least 1"),
+        ("num_workers", -1, "--num_workers=-1: must be >= 0"),
+        ("random_seed", -1, "--random_seed=-1: must be >= 0"),
+        ("reference_order", {"max_seq_length": 3}, "--max_seq_length=3: must be at least 5"),
+        ("reference_order", {"max_ngram_size": 2}, "--max_ngram_size=2: --reference_order reproduces the original"),
+    ],
+)
 def test_bad_flags_are_refused_before_anything_is_made(shared_data, tmp_path, flag, value, message):
     out = tmp_path / "new"
     kw = dict(reference_order=True, **value) if flag == "reference_order" else {flag: value}
@@ -209,14 +238,28 @@ def test_an_output_that_is_not_a_regular_file_is_refused_before_any_work(shared_
 
 
 def test_flags_without_a_problem_pass_and_problems_are_reported_together(shared_data, tmp_path):
-    pretraining_data.validate_config(config(shared_data, tmp_path, random_seed=-1, reference_order=True,
-                                            short_seq_prob=1.0, masked_lm_prob=1.0, unit_mb=1e-6))
+    pretraining_data.validate_config(
+        config(
+            shared_data,
+            tmp_path,
+            random_seed=-1,
+            reference_order=True,
+            short_seq_prob=1.0,
+            masked_lm_prob=1.0,
+            unit_mb=1e-6,
+        )
+    )
     with pytest.raises(ValueError, match=r"--dupe_factor=0: .*; --short_seq_prob=2"):
         pretraining_data.validate_config(config(shared_data, tmp_path, dupe_factor=0, short_seq_prob=2))
     with pytest.raises(ValueError, match="is the statistics file of one shard"):
-        pretraining_data.create_pretraining_data(config(
-            shared_data, tmp_path, output_file=str(tmp_path / "a,") + str(tmp_path / "b"),
-            stats_file=str(tmp_path / "stats" / "b.json")))
+        pretraining_data.create_pretraining_data(
+            config(
+                shared_data,
+                tmp_path,
+                output_file=str(tmp_path / "a,") + str(tmp_path / "b"),
+                stats_file=str(tmp_path / "stats" / "b.json"),
+            )
+        )
 
 
 def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data, tmp_path, uncased_vocab):
@@ -225,17 +268,27 @@ def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data,
     vocab = tmp_path / "vocab.txt"
     vocab.write_bytes(uncased_vocab.read_bytes())
     out = tmp_path / "out"
-    base = dict(input_file=str(corpus), vocab_file=str(vocab), output_file=str(out / "x@2"), dupe_factor=1,
-                unit_mb=0.001)
+    base = dict(
+        input_file=str(corpus), vocab_file=str(vocab), output_file=str(out / "x@2"), dupe_factor=1, unit_mb=0.001
+    )
     first = pretraining_data.create_pretraining_data(config(shared_data, tmp_path, **base))
     names = ["x-00000-of-00002", "x-00001-of-00002"]
     written = {n: (out / n).read_bytes() for n in names}
     assert all(written.values()) and json.load(open(out / "stats" / "x.json"))["settings"]["dupe_factor"] == 1
 
     # Flags that do not change the bytes, and another spelling of the same vocabulary: the shards are kept.
-    same = pretraining_data.create_pretraining_data(config(
-        shared_data, tmp_path, **dict(base, num_workers=2, stats_file=str(tmp_path / "other.json"),
-                                      vocab_file=str(tmp_path / "." / "vocab.txt"))))
+    same = pretraining_data.create_pretraining_data(
+        config(
+            shared_data,
+            tmp_path,
+            **dict(
+                base,
+                num_workers=2,
+                stats_file=str(tmp_path / "other.json"),
+                vocab_file=str(tmp_path / "." / "vocab.txt"),
+            ),
+        )
+    )
     assert same.to_dict() == first.to_dict()
 
     def refused(match, **changes):
@@ -245,8 +298,11 @@ def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data,
         assert not list(out.glob("*.incomplete"))
 
     how = "delete the old outputs .* or choose another --output_file"
-    refused(rf"x-00000-of-00002 was written with other settings than this run's \(--dupe_factor: 1 there, 2 "
-            rf"now\)\. .*{how}", dupe_factor=2)
+    refused(
+        rf"x-00000-of-00002 was written with other settings than this run's \(--dupe_factor: 1 there, 2 "
+        rf"now\)\. .*{how}",
+        dupe_factor=2,
+    )
     refused(r"--max_seq_length: 128 there, 64 now", max_seq_length=64)
     refused(r"--reference_order: False there, True now", reference_order=True)
     with open(vocab, "a") as f:
@@ -273,10 +329,10 @@ def disjoint_corpus(uncased_vocab, tmp_path_factory):
     """Eight documents of about 30 KB, each written with its own 30 words: a token tells its document."""
     words = [w for w in uncased_vocab.read_text().split("\n") if w.isalpha() and w.islower() and len(w) >= 4]
     rng = np.random.RandomState(0)
-    words = [words[i] for i in rng.permutation(len(words))[:DOCS * 30]]
+    words = [words[i] for i in rng.permutation(len(words))[: DOCS * 30]]
     text = []
     for d in range(DOCS):
-        own = words[d * 30:(d + 1) * 30]
+        own = words[d * 30 : (d + 1) * 30]
         sentences = []
         while sum(len(s) + 1 for s in sentences) < 30_000:
             sentences.append(" ".join(rng.choice(own, rng.randint(4, 20))) + " .")
@@ -304,19 +360,28 @@ def _segment_documents(rec, document_of):
 @pytest.mark.slow
 @pytest.mark.parametrize("unit_mb, shards", [(4.0, 8), (0.01, 2)])
 def test_random_next_never_comes_from_its_own_document_and_every_shard_loads(
-        shared_data, tmp_path, disjoint_corpus, unit_mb, shards):
+    shared_data, tmp_path, disjoint_corpus, unit_mb, shards
+):
     from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
 
     corpus, document_of = disjoint_corpus
     # (4.0, 8): the corpus is one unit dealt to 8 shards (it made 5 units of ~1 document, 3 empty shards).
     # (0.01, 2): units of 10 KB are smaller than a document; each still holds two.
-    stats = pretraining_data.create_pretraining_data(config(
-        shared_data, tmp_path, input_file=str(corpus), output_file=str(tmp_path / f"x@{shards}"), dupe_factor=2,
-        unit_mb=unit_mb))
+    stats = pretraining_data.create_pretraining_data(
+        config(
+            shared_data,
+            tmp_path,
+            input_file=str(corpus),
+            output_file=str(tmp_path / f"x@{shards}"),
+            dupe_factor=2,
+            unit_mb=unit_mb,
+        )
+    )
     paths = sorted(str(p) for p in tmp_path.glob(f"x-*-of-0000{shards}"))
     assert len(paths) == shards
-    PretrainDataLoader(PretrainDataConfig(input_patterns=paths, seq_length=128, max_predictions_per_seq=20,
-                                          global_batch_size=8))  # checks every file's first record
+    PretrainDataLoader(
+        PretrainDataConfig(input_patterns=paths, seq_length=128, max_predictions_per_seq=20, global_batch_size=8)
+    )  # checks every file's first record
     records = [parse(p) for p in paths]
     assert all(len(r["input_ids"]) for r in records)
     rec = {k: np.concatenate([r[k] for r in records]) for k in records[0]}
@@ -334,14 +399,22 @@ def test_the_shard_count_does_not_change_the_instances(shared_data, tmp_path, di
     corpus, _ = disjoint_corpus
     rows = {}
     for shards in (1, 5):
-        pretraining_data.create_pretraining_data(config(
-            shared_data, tmp_path, input_file=str(corpus), output_file=str(tmp_path / f"s{shards}" / f"x@{shards}"),
-            dupe_factor=1, static_masking=False))
+        pretraining_data.create_pretraining_data(
+            config(
+                shared_data,
+                tmp_path,
+                input_file=str(corpus),
+                output_file=str(tmp_path / f"s{shards}" / f"x@{shards}"),
+                dupe_factor=1,
+                static_masking=False,
+            )
+        )
         parts = [parse(p, preds=None) for p in sorted((tmp_path / f"s{shards}").glob(f"x-*-of-{shards:05d}"))]
         sizes = [len(p["input_ids"]) for p in parts]
         assert max(sizes) - min(sizes) <= 1  # dealt round-robin
-        rows[shards] = sorted(map(bytes, np.concatenate([np.concatenate([p["input_ids"], p["segment_ids"]], 1)
-                                                         for p in parts])))
+        rows[shards] = sorted(
+            map(bytes, np.concatenate([np.concatenate([p["input_ids"], p["segment_ids"]], 1) for p in parts]))
+        )
     assert rows[1] == rows[5]
 
 
@@ -349,8 +422,9 @@ def test_a_single_document_is_counted_and_warned(shared_data, tmp_path, caplog):
     corpus = tmp_path / "one.txt"
     corpus.write_text("".join(f"sentence number {i} of the only document .\n" for i in range(200)))
     with caplog.at_level("WARNING"):
-        stats = pretraining_data.create_pretraining_data(config(shared_data, tmp_path, input_file=str(corpus),
-                                                                dupe_factor=1))
+        stats = pretraining_data.create_pretraining_data(
+            config(shared_data, tmp_path, input_file=str(corpus), dupe_factor=1)
+        )
     assert stats.random_next > 0 and stats.same_document_random_next == stats.random_next
     assert any("come from their own document" in r.getMessage() for r in caplog.records)
 
@@ -359,8 +433,9 @@ def test_more_shards_than_instances_is_refused(shared_data, tmp_path):
     corpus = tmp_path / "small.txt"
     corpus.write_text("a first document .\nwith two lines .\n\nand a second one .\n")
     with pytest.raises(pretraining_data.InputError, match=r"x-00\d\d\d-of-00064 would hold no instance: .* fewer"):
-        pretraining_data.create_pretraining_data(config(shared_data, tmp_path, input_file=str(corpus),
-                                                        output_file=str(tmp_path / "x@64"), dupe_factor=1))
+        pretraining_data.create_pretraining_data(
+            config(shared_data, tmp_path, input_file=str(corpus), output_file=str(tmp_path / "x@64"), dupe_factor=1)
+        )
     assert not [p for p in tmp_path.glob("x-*-of-00064") if p.stat().st_size == 0]
 
 
@@ -374,18 +449,30 @@ def _contains(haystack: np.ndarray, needle: np.ndarray) -> bool:
 
 def test_mlm_only_data_packs_contiguous_text(shared_data, tmp_path, disjoint_corpus, uncased_vocab):
     corpus, _ = disjoint_corpus
-    stats = pretraining_data.create_pretraining_data(config(
-        shared_data, tmp_path, input_file=str(corpus), use_next_sentence_label=False, static_masking=False,
-        dupe_factor=1, short_seq_prob=0.3))
+    stats = pretraining_data.create_pretraining_data(
+        config(
+            shared_data,
+            tmp_path,
+            input_file=str(corpus),
+            use_next_sentence_label=False,
+            static_masking=False,
+            dupe_factor=1,
+            short_seq_prob=0.3,
+        )
+    )
     rec = parse(tmp_path / "squad.tfrecord", preds=None, nsp=False)
     tokenizer = tokenization.FullTokenizer(str(uncased_vocab), do_lower_case=True)
-    streams = [np.concatenate([tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in doc.split("\n")
-                               if line.strip()]) for doc in corpus.read_text().split("\n\n")]
+    streams = [
+        np.concatenate(
+            [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(line)) for line in doc.split("\n") if line.strip()]
+        )
+        for doc in corpus.read_text().split("\n\n")
+    ]
     assert len(streams) == DOCS and stats.random_next == 0
     lengths = rec["input_mask"].sum(1)
     for ids, segments, length in zip(rec["input_ids"], rec["segment_ids"], lengths):
         first_sep = int(np.argmax(segments)) - 1
-        a, b = ids[1:first_sep], ids[first_sep + 1:length - 1]
+        a, b = ids[1:first_sep], ids[first_sep + 1 : length - 1]
         assert len(a) and len(b)
         # A then B is one run of tokens of one document: the text continues across [SEP].
         assert any(_contains(stream, np.concatenate([a, b])) for stream in streams)

@@ -3,11 +3,13 @@ import random
 import numpy as np
 import pytest
 
-from official.nlp.tokenizers import tokenization
 from official.nlp.data.pretraining import masking
+from official.nlp.tokenizers import tokenization
 
-VOCAB = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "##x", "##y",
-                                      "d", "##z", "e"])}
+VOCAB = {
+    t: i
+    for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "##x", "##y", "d", "##z", "e"])
+}
 
 
 def _original_selection(tokens, order_of_units, k, whole_word):
@@ -38,14 +40,20 @@ def _original_selection(tokens, order_of_units, k, whole_word):
 
 @pytest.mark.parametrize("whole_word", [False, True])
 def test_selection_matches_the_original_loop(whole_word):
-    cfg = masking.MaskingConfig.from_vocab(VOCAB, max_predictions_per_seq=7, masked_lm_prob=0.3,
-                                           whole_word_mask=whole_word)
+    cfg = masking.MaskingConfig.from_vocab(
+        VOCAB, max_predictions_per_seq=7, masked_lm_prob=0.3, whole_word_mask=whole_word
+    )
     rng = random.Random(0)
     words = [t for t in VOCAB if not t.startswith("[")]
     for _ in range(300):
         n_a, n_b = rng.randint(1, 12), rng.randint(1, 12)
-        tokens = (["[CLS]"] + [rng.choice(words) for _ in range(n_a)] + ["[SEP]"]
-                  + [rng.choice(words) for _ in range(n_b)] + ["[SEP]"])
+        tokens = (
+            ["[CLS]"]
+            + [rng.choice(words) for _ in range(n_a)]
+            + ["[SEP]"]
+            + [rng.choice(words) for _ in range(n_b)]
+            + ["[SEP]"]
+        )
         ids = np.array([[VOCAB[t] for t in tokens] + [0] * 5])
         mask = (np.arange(ids.shape[1]) < len(tokens)).astype(np.int64)[None]
         unit = masking.candidate_units(ids, mask, cfg)
@@ -75,7 +83,7 @@ def _real_ids(shared_data, vocab, n=2000, length=128):
     flat = [i for line in lines for i in tok.convert_tokens_to_ids(tok.tokenize(line))]
     rng = np.random.default_rng(0)
     starts = rng.integers(0, len(flat) - length, n)
-    ids = np.array([[vocab["[CLS]"]] + flat[s:s + length - 2] + [vocab["[SEP]"]] for s in starts])
+    ids = np.array([[vocab["[CLS]"]] + flat[s : s + length - 2] + [vocab["[SEP]"]] for s in starts])
     lengths = rng.integers(5, length + 1, n)
     mask = (np.arange(length)[None] < lengths[:, None]).astype(np.int64)
     ids = np.where(mask == 1, ids, 0)
@@ -87,8 +95,9 @@ def _real_ids(shared_data, vocab, n=2000, length=128):
 def test_whole_word_masking_never_masks_part_of_a_word(shared_data, uncased_vocab, max_ngram_size):
     vocab = tokenization.load_vocab(str(uncased_vocab))
     ids, mask, tok = _real_ids(shared_data, vocab)
-    cfg = masking.MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20, whole_word_mask=True,
-                                           max_ngram_size=max_ngram_size)
+    cfg = masking.MaskingConfig.from_vocab(
+        vocab, max_predictions_per_seq=20, whole_word_mask=True, max_ngram_size=max_ngram_size
+    )
     out = masking.mask_batch(ids, mask, np.random.default_rng(1), cfg)
     selected = np.zeros(ids.shape, bool)
     rows = np.repeat(np.arange(len(ids)), 20)
@@ -96,7 +105,7 @@ def test_whole_word_masking_never_masks_part_of_a_word(shared_data, uncased_voca
     selected[rows[valid], out["masked_lm_positions"].ravel()[valid]] = True
     multi_piece_words = 0
     for r in range(len(ids)):
-        tokens = tok.convert_ids_to_tokens(ids[r, :mask[r].sum()].tolist())
+        tokens = tok.convert_ids_to_tokens(ids[r, : mask[r].sum()].tolist())
         # Words: a piece not starting with ## and the ## pieces after it (special tokens excluded).
         word = []
         for i, t in enumerate(tokens + ["[SEP]"]):
@@ -122,16 +131,16 @@ def test_ngram_masking_takes_spans_and_respects_the_budget(shared_data, uncased_
     assert (got <= k).all() and (got >= k - 2).mean() > 0.95
     pos = np.where(out["masked_lm_weights"] > 0, out["masked_lm_positions"], -10)
     adjacent = ((np.diff(np.sort(pos, 1), axis=1) == 1) & (np.sort(pos, 1)[:, 1:] >= 0)).sum()
-    baseline = masking.mask_batch(ids, mask, np.random.default_rng(2),
-                                  masking.MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20))
+    baseline = masking.mask_batch(
+        ids, mask, np.random.default_rng(2), masking.MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20)
+    )
     pos1 = np.where(baseline["masked_lm_weights"] > 0, baseline["masked_lm_positions"], -10)
     adjacent1 = ((np.diff(np.sort(pos1, 1), axis=1) == 1) & (np.sort(pos1, 1)[:, 1:] >= 0)).sum()
     assert adjacent > 2 * adjacent1  # Spans make neighbours masked together far more often.
 
 
 def test_80_10_10_and_labels():
-    cfg = masking.MaskingConfig(vocab_size=1000, mask_token_id=4, special_token_ids=(2, 3),
-                                max_predictions_per_seq=20)
+    cfg = masking.MaskingConfig(vocab_size=1000, mask_token_id=4, special_token_ids=(2, 3), max_predictions_per_seq=20)
     rng = np.random.default_rng(3)
     ids = rng.integers(10, 1000, (20000, 64))
     ids[:, 0], ids[:, -1] = 2, 3

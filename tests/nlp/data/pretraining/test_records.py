@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.data.pretraining import records as pretraining_records
 from official.nlp.data import tfrecord_io
+from official.nlp.data.pretraining import records as pretraining_records
 from tests.pretraining_records import parse_records
 
 
@@ -25,7 +25,7 @@ def test_serialized_examples_equal_tf_train_example():
     assert len(stream) == lengths.sum()
     ends = np.cumsum(lengths)
     for i in range(6):
-        raw = stream[ends[i] - lengths[i]:ends[i]].tobytes()
+        raw = stream[ends[i] - lengths[i] : ends[i]].tobytes()
         ex = tf.train.Example.FromString(raw)
         ref = tf.train.Example()
         for k, v in batch.items():
@@ -52,17 +52,21 @@ def test_each_varint_width_is_encoded_as_protobuf_does(largest):
     batch = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
     stream, lengths = pretraining_records.serialize_examples(batch)
     ends = np.cumsum(lengths)
-    for i, row in enumerate(ids):
+    for i in range(len(ids)):
         ref = tf.train.Example()
         for k, v in batch.items():
             ref.features.feature[k].int64_list.value.extend(v[i].tolist())
-        assert tf.train.Example.FromString(stream[ends[i] - lengths[i]:ends[i]].tobytes()) == ref
+        assert tf.train.Example.FromString(stream[ends[i] - lengths[i] : ends[i]].tobytes()) == ref
 
 
 def test_any_memory_layout_and_empty_features_give_tensorflows_bytes():
     ids = np.asfortranarray(np.array([[300, 70000, 5], [1, 2, 3]], np.int64))  # table path, not C-ordered
-    batch = {"input_ids": ids, "input_mask": np.ones((2, 3), np.int64).T.copy().T,
-             "masked_lm_positions": np.zeros((2, 0), np.int64), "masked_lm_weights": np.zeros((2, 0), np.float32)}
+    batch = {
+        "input_ids": ids,
+        "input_mask": np.ones((2, 3), np.int64).T.copy().T,
+        "masked_lm_positions": np.zeros((2, 0), np.int64),
+        "masked_lm_weights": np.zeros((2, 0), np.float32),
+    }
     stream, lengths = pretraining_records.serialize_examples(batch)
     ends = np.cumsum(lengths)
     for i in range(2):
@@ -70,7 +74,7 @@ def test_any_memory_layout_and_empty_features_give_tensorflows_bytes():
         for k, v in batch.items():
             feature = ref.features.feature[k]
             (feature.float_list if v.dtype == np.float32 else feature.int64_list).value.extend(v[i].tolist())
-        assert tf.train.Example.FromString(stream[ends[i] - lengths[i]:ends[i]].tobytes()) == ref
+        assert tf.train.Example.FromString(stream[ends[i] - lengths[i] : ends[i]].tobytes()) == ref
         assert lengths[i] == len(ref.SerializeToString())  # an empty feature's packed field left out, as protobuf does
 
 
@@ -83,14 +87,18 @@ def test_bad_batches_are_refused():
     with pytest.raises(ValueError, match="outside"):
         pretraining_records.serialize_examples({"input_ids": np.array([[101, 2**63 + 5]], np.uint64)})
     stream, lengths = pretraining_records.serialize_examples(
-        {"input_ids": np.zeros((0, 3), np.int64), "masked_lm_weights": np.zeros((0, 2), np.float32)})
+        {"input_ids": np.zeros((0, 3), np.int64), "masked_lm_weights": np.zeros((0, 2), np.float32)}
+    )
     assert len(stream) == 0 and len(lengths) == 0
 
 
 def test_mlm_only_records_have_no_label(tmp_path):
     batch = {k: np.ones((2, 4), np.int64) for k in ("input_ids", "input_mask", "segment_ids")}
-    batch.update(masked_lm_positions=np.ones((2, 2), np.int64), masked_lm_ids=np.ones((2, 2), np.int64),
-                 masked_lm_weights=np.ones((2, 2), np.float32))
+    batch.update(
+        masked_lm_positions=np.ones((2, 2), np.int64),
+        masked_lm_ids=np.ones((2, 2), np.int64),
+        masked_lm_weights=np.ones((2, 2), np.float32),
+    )
     path = tmp_path / "mlm.tfrecord"
     path.write_bytes(tfrecord_io.frame_records(*pretraining_records.serialize_examples(batch)))
     parsed = parse_records(path, seq=4, preds=2, nsp=False)
@@ -100,8 +108,15 @@ def test_mlm_only_records_have_no_label(tmp_path):
 
 def test_feature_spec_leaves_out_what_the_records_lack():
     full = pretraining_records.feature_spec(8, 3)
-    assert list(full) == ["input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
-                          "masked_lm_weights", "next_sentence_labels"]
+    assert list(full) == [
+        "input_ids",
+        "input_mask",
+        "segment_ids",
+        "masked_lm_positions",
+        "masked_lm_ids",
+        "masked_lm_weights",
+        "next_sentence_labels",
+    ]
     assert full["masked_lm_weights"].dtype == tf.float32 and full["masked_lm_ids"].shape == [3]
     assert full["input_ids"].shape == [8] and full["next_sentence_labels"].shape == [1]
     assert list(pretraining_records.feature_spec(8, None, False)) == ["input_ids", "input_mask", "segment_ids"]

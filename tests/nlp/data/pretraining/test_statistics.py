@@ -16,8 +16,11 @@ def test_merge_adds_counts_and_refuses_another_max_seq_length():
     a.merge(b)
     assert a.instances == 3 and a.real_tokens == 16 and a.predictions == 8 and a.actions == [4, 2, 2]
     assert a.length_histogram == [0, 0, 0, 1, 0, 1, 0, 0, 1]
-    with pytest.raises(ValueError, match=r"max_seq_length=6 \(a length histogram of 7 entries\) into statistics "
-                                         r"of max_seq_length=8 \(9 entries\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"max_seq_length=6 \(a length histogram of 7 entries\) into statistics "
+        r"of max_seq_length=8 \(9 entries\)",
+    ):
         a.merge(_stats(6, [4]))
     assert a.instances == 3  # Unchanged by the refused merge.
     bad = _stats(8, [4])
