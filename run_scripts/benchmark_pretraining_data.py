@@ -13,6 +13,10 @@ Repeated text makes the tokenizer's piece cache hit more often than on a corpus 
 of the first copy (all text new) is printed with the baseline.
 """
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 import os
 import random
 import resource
@@ -22,7 +26,6 @@ import time
 
 from absl import flags, logging
 
-from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 from official.nlp.data.pretraining import generator as pretraining_data
 
 flags.DEFINE_string("text_file", None, "Real text, one sentence per line, blank lines between documents.")

@@ -13,11 +13,13 @@ like-for-like one); the Python ones run line by line; Hugging Face `tokenizers` 
 equal our Python tokenizer's, and counts the lines where stock FastBertTokenizer differs from them.
 """
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 import time
 
 from absl import flags
-
-from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
 
 flags.DEFINE_string("text_file", None, "Text file; every non-empty line is one input string.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary.")

@@ -8,12 +8,13 @@ Words are counted with the library's BasicTokenizer (the original BERT rules), s
 See `official.nlp.tokenizers.wordpiece_vocab`.
 """
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 from absl import flags, logging
 
-from official.nlp.common import (
-    cli,  # first: quiets TensorFlow's start-up (see cli.py)
-    config_flags,
-)
+from official.nlp.common import config_flags
 from official.nlp.tokenizers.wordpiece_vocab import VocabConfig, build_vocab_file
 
 FLAGS = flags.FLAGS

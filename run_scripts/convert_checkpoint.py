@@ -7,13 +7,14 @@ The output directory holds the checkpoint, bert_config.json, vocab.txt and do_lo
 script takes as --init_checkpoint. --output_format=tf1 writes bert_model.ckpt with the original variable names.
 """
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 from absl import flags
 
 from official.nlp.checkpoints.conversion import ConversionConfig, convert
-from official.nlp.common import (
-    cli,  # first: quiets TensorFlow's start-up (see cli.py)
-    config_flags,
-)
+from official.nlp.common import config_flags
 
 FLAGS = flags.FLAGS
 config_flags.define_flags(FLAGS, ConversionConfig)

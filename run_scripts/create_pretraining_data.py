@@ -9,12 +9,13 @@ Input: one sentence per line, blank lines between documents. Output: the origina
 to a JSON file next to the output. See `official.nlp.data.pretraining.generator` for how work is split and resumed.
 """
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 from absl import flags, logging
 
-from official.nlp.common import (
-    cli,  # first: quiets TensorFlow's start-up (see cli.py)
-    config_flags,
-)
+from official.nlp.common import config_flags
 from official.nlp.data.pretraining import generator as pretraining_data
 
 FLAGS = flags.FLAGS

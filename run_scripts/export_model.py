@@ -10,9 +10,13 @@ Writes `export_dir/<version>/` (signatures `serving_default` on raw text, `serve
 --max_seq_length and the SQuAD settings default to what the fine-tuning job recorded.
 """
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 from absl import flags, logging
 
-from official.nlp.common import cli, config_flags
+from official.nlp.common import config_flags
 from official.nlp.serving.export_config import ExportConfig, export
 
 FLAGS = flags.FLAGS

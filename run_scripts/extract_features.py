@@ -11,12 +11,13 @@ google-research/bert's extract_features.py (`--output_format=concat` concatenate
 and --do_lower_case default to the files found with it.
 """
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 from absl import flags, logging
 
-from official.nlp.common import (
-    cli,  # first: quiets TensorFlow's start-up (see cli.py)
-    config_flags,
-)
+from official.nlp.common import config_flags
 from official.nlp.tasks.feature_extraction import FeatureExtractionConfig, run_feature_extraction
 
 FLAGS = flags.FLAGS

@@ -10,9 +10,13 @@ The flags of the original `run_classifier.py`, plus the training flags every fin
 
 from __future__ import annotations
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 from absl import flags, logging
 
-from official.nlp.common import cli, config_flags
+from official.nlp.common import config_flags
 from official.nlp.common.errors import InputError
 from official.nlp.tasks.classification import ClassifierConfig, run_classifier
 

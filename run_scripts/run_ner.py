@@ -14,11 +14,15 @@ test_predictions.txt` reads it). Rerunning with the same --output_dir resumes.
 
 from __future__ import annotations
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 import sys
 
 from absl import flags
 
-from official.nlp.common import cli, config_flags
+from official.nlp.common import config_flags
 from official.nlp.tasks.tagging import TaggingConfig, run_ner
 
 FLAGS = flags.FLAGS

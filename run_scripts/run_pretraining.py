@@ -17,12 +17,13 @@ base|large instead of --bert_config_file builds a config of that size for --voca
 
 from __future__ import annotations
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 from absl import app, flags, logging
 
-from official.nlp.common import (
-    cli,  # first: quiets TensorFlow's start-up (see cli.py)
-    config_flags,
-)
+from official.nlp.common import config_flags
 from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
 
 FLAGS = flags.FLAGS

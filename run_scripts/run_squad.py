@@ -12,11 +12,15 @@ fine-tuned model directory (it works as --init_checkpoint for --do_predict).
 
 from __future__ import annotations
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 import json
 
 from absl import app, flags, logging
 
-from official.nlp.common import cli, config_flags
+from official.nlp.common import config_flags
 from official.nlp.tasks.question_answering import SquadConfig, run_squad
 
 FLAGS = flags.FLAGS

@@ -13,9 +13,13 @@ Rerunning with the same --output_dir resumes.
 
 from __future__ import annotations
 
+from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)
+
+# isort: split
+
 from absl import flags
 
-from official.nlp.common import cli, config_flags
+from official.nlp.common import config_flags
 from official.nlp.tasks.multiple_choice import MultipleChoiceConfig, run_swag
 
 FLAGS = flags.FLAGS
