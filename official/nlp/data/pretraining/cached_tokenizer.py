@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import array
 import re
 from itertools import chain
 
@@ -70,3 +71,34 @@ class CachedTokenizer:
                 self.misses += 1
             out.extend(ids)
         return out
+
+
+class LineCache:
+    """Token ids of whole input lines, keyed by the line's raw bytes as read (newline included), for text whose lines
+    repeat (boilerplate, or a corpus of repeated documents): a hit skips decoding, cleaning and the piece lookups.
+
+    Only lines that were valid UTF-8, within the length limit and gave at least one token are stored, and the ids
+    of a line depend on its bytes alone, so a hit gives exactly what the tokenizer would. Emptied when it holds
+    ``max_bytes`` of lines and ids, which bounds a worker's memory on text that never repeats (where it only costs
+    a dictionary insert per line).
+    """
+
+    def __init__(self, max_bytes: int = 64 << 20):
+        self.max_bytes = max_bytes
+        self._lines: dict[bytes, array.array] = {}
+        self._bytes = 0
+        self.get = self._lines.get
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def put(self, raw: bytes, ids) -> array.array:
+        """Stores the ids of ``raw``; returns them as an int32 array (what the token buffer extends by)."""
+        ids = array.array("i", ids)
+        size = len(raw) + 4 * len(ids) + 150  # plus the dictionary entry and the two objects' headers
+        if self._bytes + size > self.max_bytes:
+            self._lines.clear()
+            self._bytes = 0
+        self._lines[raw] = ids
+        self._bytes += size
+        return ids

@@ -177,6 +177,7 @@ def read_documents(
     options: ReadOptions | None = None,
     counters: dict | None = None,
     files_break_documents: bool = True,
+    line_cache=None,
 ) -> Documents:
     """Reads and tokenizes the documents of some byte ranges.
 
@@ -187,6 +188,7 @@ def read_documents(
       counters: dict of counts to add to (the names in `INPUT_COUNTERS`).
       files_break_documents: False reproduces the original, where a document runs on into the next file when a
         file does not end with a blank line.
+      line_cache: a `cached_tokenizer.LineCache` (ids of raw lines seen before), or None to tokenize every line.
     """
     c = counters if counters is not None else {}
     for key in INPUT_COUNTERS:
@@ -221,6 +223,12 @@ def read_documents(
                 line_start = pos
                 pos += len(raw)
                 c["lines"] += 1
+                if line_cache is not None and (cached := line_cache.get(raw)) is not None:
+                    if current_doc_start is None:
+                        current_doc_start = (path, line_start)
+                    tokens.extend(cached)
+                    sentence_offsets.append(len(tokens))
+                    continue
                 if len(raw) > limit and not raw.endswith(b"\n"):
                     while True:  # Skip the rest of the over-long line without holding it in memory.
                         more = f.readline(limit + 1)
@@ -258,6 +266,8 @@ def read_documents(
                     continue
                 if current_doc_start is None:
                     current_doc_start = (path, line_start)
+                if line_cache is not None:
+                    ids = line_cache.put(raw, ids)
                 tokens.extend(ids)
                 sentence_offsets.append(len(tokens))
             c["bytes"] += pos - start

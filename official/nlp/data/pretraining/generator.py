@@ -69,12 +69,15 @@ _WORKER: dict = {}
 
 
 def _worker_init(config: PretrainingDataConfig) -> None:
-    from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer
+    from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer, LineCache
     from official.nlp.tokenizers import tokenization
 
     tokenizer = tokenization.FullTokenizer(config.vocab_file, do_lower_case=config.do_lower_case)
     _WORKER.update(
-        config=config, tokenizer=CachedTokenizer(tokenizer), mask_config=masking_config(config, tokenizer.vocab)
+        config=config,
+        tokenizer=CachedTokenizer(tokenizer),
+        line_cache=LineCache(),
+        mask_config=masking_config(config, tokenizer.vocab),
     )
 
 
@@ -96,6 +99,7 @@ def process_unit(unit: documents_lib.WorkUnit, part_paths: list) -> dict:
         _WORKER["tokenizer"].ids,
         documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines),
         stats.input,
+        line_cache=_WORKER["line_cache"],
     )
     single = docs.single_sentence_documents()
     first_single = docs.first_lines[single[0]] if len(single) else None

@@ -92,3 +92,29 @@ def test_cached_tokenizer_equals_full_tokenizer(shared_data, case):
         assert cached.ids(text) == full.convert_tokens_to_ids(full.tokenize(text)), repr(text)
     assert [cached.ids(s) for s in strings] == golden
     assert cached.misses < cached.lookups
+
+
+@pytest.mark.parametrize("max_bytes", [200, 64 << 20])  # Emptied again and again, and never.
+def test_the_line_cache_gives_what_tokenizing_gives(shared_data, uncased_vocab, tmp_path, max_bytes):
+    from official.nlp.data.pretraining.cached_tokenizer import LineCache
+
+    text = (shared_data / "bert_sample_text.txt").read_bytes()
+    # Repeated lines, a line that tokenizes to nothing, the same words without a final newline, a CRLF line, and
+    # a line that is blank only once decoded (a no-break space).
+    extra = b"\n\n\xc2\xa0\n\x01\n".join([b"", b"", b"The same words.\r", b"The same words."])
+    path = tmp_path / "repeated.txt"
+    path.write_bytes(text + b"\n" + text + extra)
+    tokenize = CachedTokenizer(tokenization.FullTokenizer(str(uncased_vocab), do_lower_case=True)).ids
+    pieces = [(str(path), 0, path.stat().st_size)]
+    plain_counts, cached_counts = {}, {}
+    plain = docs_lib.read_documents(pieces, tokenize, counters=plain_counts)
+    cache = LineCache(max_bytes)
+    for _ in range(2):  # The second read hits the lines the first one stored (unless emptied meanwhile).
+        cached_counts = {}
+        cached = docs_lib.read_documents(pieces, tokenize, counters=cached_counts, line_cache=cache)
+        assert cached.tokens.tolist() == plain.tokens.tolist()
+        assert cached.sentence_offsets.tolist() == plain.sentence_offsets.tolist()
+        assert cached.document_offsets.tolist() == plain.document_offsets.tolist()
+        assert cached.first_lines == plain.first_lines and cached_counts == plain_counts
+    assert plain_counts["empty_token_lines"] >= 1  # The control character's line, stored by neither.
+    assert (len(cache) > 20) == (max_bytes > 200)
