@@ -116,7 +116,9 @@ def num_to_predict(lengths: np.ndarray, config: MaskingConfig) -> np.ndarray:
 
 def candidate_units(ids: np.ndarray, input_mask: np.ndarray, config: MaskingConfig) -> np.ndarray:
     """Unit index of each position ([N, L], -1 where not a candidate); units are numbered 0.. left to right."""
-    cand = (np.asarray(input_mask) != 0) & ~np.isin(ids, np.asarray(config.special_token_ids))
+    cand = np.asarray(input_mask) != 0
+    for special in config.special_token_ids:  # Two ids: comparisons beat np.isin's sort.
+        cand &= ids != special
     start = cand
     if config.whole_word_mask:
         cont = config.continuation[np.clip(ids, 0, len(config.continuation) - 1)] & (ids < len(config.continuation))
@@ -171,9 +173,11 @@ def select_positions(
         kmax = int(min(k.max(initial=1), width))
         smallest = np.sort(np.partition(keys, kmax - 1, axis=1)[:, :kmax], axis=1)
         threshold = smallest[rows, np.minimum(k, kmax) - 1]
-        taken = exists & (keys <= threshold[:, None])
-        unit_step = np.where(taken, 0, -1)
-        return np.where(cand, unit_step[rows[:, None], np.maximum(unit, 0)], -1)
+        # Each candidate's own key, by one flat take (cheaper than indexing with a pair of [N, L] arrays).
+        priorities = np.ascontiguousarray(priorities)
+        flat = (rows * priorities.shape[1])[:, None] + np.maximum(unit, 0)
+        taken = cand & (priorities.reshape(-1).take(flat) <= threshold[:, None])
+        return np.where(taken, 0, -1)
     order = np.argsort(keys, axis=1, kind="stable")
     if single_token_units:
         # Every unit is one token and units never overlap: the first k visited units are taken.
