@@ -264,14 +264,29 @@ def build_batch(
     """
     a0, a1 = plan["a_start"][rows], plan["a_end"][rows]
     b0, b1 = plan["b_start"][rows], plan["b_end"][rows]
-    la, lb = (a1 - a0)[:, None], (b1 - b0)[:, None]
-    p = np.arange(max_seq_length)[None, :]
-    source = np.where(p <= la, a0[:, None] + p - 1, b0[:, None] + p - la - 2)
-    ids = tokens[np.clip(source, 0, max(len(tokens) - 1, 0))] if len(tokens) else np.zeros(source.shape, np.int32)
+    n = len(rows)
+    # One gather from the tokens followed by [CLS], [SEP] and padding, in int32 (half the memory traffic of int64)
+    # unless the token array is too long for it.
+    count = len(tokens)
+    index_type = np.int32 if count + 3 < 2**31 else np.int64
+    extended = np.concatenate([np.asarray(tokens, np.int32), np.array([cls_id, sep_id, 0], np.int32)])
+    la, lb = (a1 - a0).astype(index_type), (b1 - b0).astype(index_type)
     length = la + lb + 3
-    ids = np.where((p == 0), cls_id, ids)
-    ids = np.where((p == la + 1) | (p == length - 1), sep_id, ids)
-    ids = np.where(p < length, ids, 0).astype(np.int32)
-    segment_ids = ((p >= la + 2) & (p < length)).astype(np.int32)
-    input_mask = (p < length).astype(np.int32)
-    return {"input_ids": ids, "input_mask": input_mask, "segment_ids": segment_ids, "lengths": length[:, 0]}
+    p = np.arange(max_seq_length, dtype=index_type)[None, :]
+    in_b = p >= (la + 2)[:, None]
+    real = p < length[:, None]
+    # A's token at p is a0 + p - 1; B's is b0 + p - la - 2, i.e. the same plus (b0 - a0 - la - 1).
+    source = (a0 - 1).astype(index_type)[:, None] + p
+    source += in_b * (b0 - a0 - la - 1).astype(index_type)[:, None]
+    source[:, 0] = count
+    at = np.arange(n)
+    source[at, la + 1] = count + 1
+    source[at, np.minimum(length - 1, max_seq_length - 1)] = count + 1
+    np.putmask(source, ~real, count + 2)
+    ids = extended.take(source)
+    return {
+        "input_ids": ids,
+        "input_mask": real.astype(np.int32),
+        "segment_ids": (in_b & real).astype(np.int32),
+        "lengths": length.astype(np.int64),
+    }
