@@ -238,21 +238,24 @@ def apply_masking(
     """
     n = len(ids)
     p = config.max_predictions_per_seq
-    rows, cols = np.nonzero(selected)
-    masked = np.array(ids, copy=True)
-    masked[rows, cols] = np.where(
-        actions == MASK, config.mask_token_id, np.where(actions == RANDOM, replacement, ids[rows, cols])
+    # Flat indices throughout: a take or put on a flat index is much cheaper than indexing by a pair of arrays.
+    flat = np.flatnonzero(selected)
+    rows, cols = np.divmod(flat, max(ids.shape[1], 1))
+    masked = np.array(ids, copy=True, order="C")  # C order: the flat view below must be a view
+    labels = ids.reshape(-1).take(flat)
+    masked.reshape(-1)[flat] = np.where(
+        actions == MASK, config.mask_token_id, np.where(actions == RANDOM, replacement, labels)
     )
     counts = selected.sum(axis=1)
     if counts.size and int(counts.max()) > p:
         raise ValueError(f"{int(counts.max())} positions selected, more than max_predictions_per_seq={p}")
-    slot = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    slot = rows * p + (np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts))
     positions = np.zeros((n, p), dtype=ids.dtype)
     label_ids = np.zeros((n, p), dtype=ids.dtype)
     weights = np.zeros((n, p), dtype=np.float32)
-    positions[rows, slot] = cols
-    label_ids[rows, slot] = ids[rows, cols]
-    weights[rows, slot] = 1.0
+    positions.reshape(-1)[slot] = cols
+    label_ids.reshape(-1)[slot] = labels
+    weights.reshape(-1)[slot] = 1.0
     return {
         "input_ids": masked,
         "masked_lm_positions": positions,
