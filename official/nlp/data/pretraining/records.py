@@ -107,14 +107,15 @@ def _varint_table(bits: int) -> tuple[np.ndarray, np.ndarray]:
     return packed, lens.astype(np.uint8)
 
 
-def _varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+def _varints(values: np.ndarray, top: int | None = None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Varint-encodes each row of ``values`` [N, K] (non-negative) into fixed slots of the widest value's length.
 
     Returns (slots uint8 [N, K * w], which slots hold a byte ([N, K * w] bool, or None when all do), the encoded
-    size of each row [N])."""
+    size of each row [N]). ``top``: the largest value, when the caller knows it already."""
     values = np.ascontiguousarray(values)  # the table's uint32 rows are viewed as bytes below
     n, k = values.shape
-    top = int(values.max(initial=0))
+    if top is None:
+        top = int(values.max(initial=0))
     if top < 128:  # The common case of masks, segment ids and short lengths: one byte each, no table.
         return values.astype(np.uint8), None, np.full(n, k, dtype=np.int64)
     if top < 1 << _TABLE_BITS:
@@ -188,9 +189,12 @@ def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.
             raw = np.ascontiguousarray(values, dtype="<f4").view(np.uint8).reshape(n, 4 * values.shape[1])
             payload[name] = (raw, None, np.full(n, raw.shape[1], dtype=np.int64))
         else:
-            if values.size and (int(values.min()) < 0 or int(values.max()) >= 2**63):
+            if values.dtype.kind not in "iu" or values.dtype == np.uint64:
+                values = values.astype(np.int64)
+            top = int(values.max(initial=0))
+            if values.size and int(values.min()) < 0:
                 raise ValueError(f"feature {name} holds values outside [0, 2**63); pretraining ids must be >= 0")
-            payload[name] = _varints(values.astype(np.int64, copy=False))
+            payload[name] = _varints(values, top)  # int32 ids stay int32: the encoding indexes by them
     sizes = {}
     features_size = np.zeros(n, dtype=np.int64)
     for name in names:
