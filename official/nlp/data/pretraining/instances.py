@@ -22,7 +22,8 @@ contiguous text instead: B is always the rest of the chunk, a chunk of a single 
 random token (a one-token chunk is dropped), and an over-long pair loses tokens from B's end (then A's start) so
 that A + B stays one run of the document.
 
-The planning loop runs per sentence in Python and records each instance as two token ranges into the flat token
+The planning loop runs per chunk in Python (a chunk's end and B's end are found by bisection over the sentence
+ends) and records each instance as two token ranges into the flat token
 array of `pretraining_documents.Documents` (A and B are contiguous runs of sentences, and truncation keeps them
 contiguous). `build_batch` then assembles many instances at once in numpy.
 
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from bisect import bisect_left
 
 import numpy as np
 
@@ -165,63 +167,59 @@ def plan_document(
     plan.document_passes += 1
     num_docs = len(order)
     chunk_start = first
-    length = 0
-    i = first
-    while i < last:
-        length += sent[i + 1] - sent[i]
-        if i == last - 1 or length >= target:
-            n_chunk = i - chunk_start + 1
-            a_sentences = draws.randint(1, n_chunk - 1) if n_chunk >= 2 else 1
-            a0 = sent[chunk_start]
-            a1 = sent[chunk_start + a_sentences]
-            if contiguous:
-                if n_chunk == 1 and a1 - a0 < 2:  # One token: nothing to split into A and B.
-                    chunk_start, length = i + 1, 0
-                    i += 1
-                    continue
-                is_random = 0
-                b1 = sent[i + 1]
-                if n_chunk == 1:
-                    a1 = a0 + draws.randint(1, a1 - a0 - 1)
-                b0 = a1
-                excess = (b1 - a0) - max_num_tokens
-                if excess > 0:
-                    cut_b = min(excess, b1 - b0 - 1)
-                    b1 -= cut_b
-                    a0 += excess - cut_b
-            elif n_chunk == 1 or draws.random() < 0.5:
-                is_random = 1
-                target_b = target - (a1 - a0)
-                r = draws.other_document(doc_index, num_docs)
-                plan.same_document_random_next += r == doc_index
-                rd = order[r]
-                j = doc_off[rd] + draws.randint(0, doc_off[rd + 1] - doc_off[rd] - 1)
-                r_last = doc_off[rd + 1] - 1
-                b0 = sent[j]
-                while sent[j + 1] - b0 < target_b and j < r_last:
-                    j += 1
-                b1 = sent[j + 1]
-                i -= n_chunk - a_sentences  # Put the unused sentences back.
-            else:
-                is_random = 0
-                b0, b1 = a1, sent[i + 1]
-            la, lb = a1 - a0, b1 - b0
-            if la + lb > max_num_tokens:
-                cut_a, cut_b = removal_counts(la, lb, max_num_tokens)
-                front_a, front_b = draws.trim_fronts(la, lb, max_num_tokens)
-                a0, a1 = a0 + front_a, a1 - (cut_a - front_a)
-                b0, b1 = b0 + front_b, b1 - (cut_b - front_b)
-            plan.a_start.append(a0)
-            plan.a_end.append(a1)
-            plan.b_start.append(b0)
-            plan.b_end.append(b1)
-            plan.is_random_next.append(is_random)
-            plan.short_target.append(short)
-            if on_instance is not None:
-                on_instance(len(plan) - 1)
-            chunk_start = i + 1
-            length = 0
-        i += 1
+    while chunk_start < last:
+        # The chunk grows by whole sentences until it holds `target` tokens or the document ends: the first
+        # sentence end at or past sent[chunk_start] + target, found by bisection over the sentence ends.
+        i = bisect_left(sent, sent[chunk_start] + target, chunk_start + 1, last) - 1
+        n_chunk = i - chunk_start + 1
+        a_sentences = draws.randint(1, n_chunk - 1) if n_chunk >= 2 else 1
+        a0 = sent[chunk_start]
+        a1 = sent[chunk_start + a_sentences]
+        if contiguous:
+            if n_chunk == 1 and a1 - a0 < 2:  # One token: nothing to split into A and B.
+                chunk_start = i + 1
+                continue
+            is_random = 0
+            b1 = sent[i + 1]
+            if n_chunk == 1:
+                a1 = a0 + draws.randint(1, a1 - a0 - 1)
+            b0 = a1
+            excess = (b1 - a0) - max_num_tokens
+            if excess > 0:
+                cut_b = min(excess, b1 - b0 - 1)
+                b1 -= cut_b
+                a0 += excess - cut_b
+        elif n_chunk == 1 or draws.random() < 0.5:
+            is_random = 1
+            target_b = target - (a1 - a0)
+            r = draws.other_document(doc_index, num_docs)
+            plan.same_document_random_next += r == doc_index
+            rd = order[r]
+            j = doc_off[rd] + draws.randint(0, doc_off[rd + 1] - doc_off[rd] - 1)
+            r_last = doc_off[rd + 1] - 1
+            b0 = sent[j]
+            # B grows from sentence j until it holds target_b tokens or its document ends (bisection again).
+            j = bisect_left(sent, b0 + target_b, j + 1, r_last + 1) - 1
+            b1 = sent[j + 1]
+            i -= n_chunk - a_sentences  # Put the unused sentences back.
+        else:
+            is_random = 0
+            b0, b1 = a1, sent[i + 1]
+        la, lb = a1 - a0, b1 - b0
+        if la + lb > max_num_tokens:
+            cut_a, cut_b = removal_counts(la, lb, max_num_tokens)
+            front_a, front_b = draws.trim_fronts(la, lb, max_num_tokens)
+            a0, a1 = a0 + front_a, a1 - (cut_a - front_a)
+            b0, b1 = b0 + front_b, b1 - (cut_b - front_b)
+        plan.a_start.append(a0)
+        plan.a_end.append(a1)
+        plan.b_start.append(b0)
+        plan.b_end.append(b1)
+        plan.is_random_next.append(is_random)
+        plan.short_target.append(short)
+        if on_instance is not None:
+            on_instance(len(plan) - 1)
+        chunk_start = i + 1
 
 
 def plan_instances(
