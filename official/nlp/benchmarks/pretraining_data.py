@@ -60,10 +60,15 @@ class Run:
     instances: int
     peak_rss_mb: float  # the whole process tree, sampled
     largest_process_mb: float  # the largest single process (kernel's maxrss)
+    cpu_seconds: float = 0.0  # user + system of the process and its workers (the kernel's account)
 
     @property
     def rate(self) -> float:
         return self.instances / self.seconds
+
+    @property
+    def cpu_rate(self) -> float:
+        return self.instances / max(self.cpu_seconds, 1e-9)
 
 
 def make_corpus(text_file: str, path: str, target_bytes: int) -> int:
@@ -143,7 +148,8 @@ def timed_run(name: str, command: list, output: str, env: dict | None = None, lo
         proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{name} failed (exit {proc.returncode}); its output is in {log}: {' '.join(command)}")
-    return Run(name, seconds, count_records(output), peak[0] / 1024, usage.ru_maxrss / 1024)
+    cpu = usage.ru_utime + usage.ru_stime  # wait4 counts the workers too: they were waited for by the run
+    return Run(name, seconds, count_records(output), peak[0] / 1024, usage.ru_maxrss / 1024, cpu)
 
 
 def ours_command(corpus: str, output: str, vocab_file: str, extra_flags=()) -> list:
@@ -220,7 +226,7 @@ def run(config: DataBenchConfig) -> dict:
             runs[name].append(run_)
             print(
                 f"  round {r + 1} {name}: {run_.instances:,} instances in {run_.seconds:.1f} s, "
-                f"{run_.rate:,.0f}/s, peak RSS {run_.peak_rss_mb:,.0f} MB",
+                f"{run_.rate:,.0f}/s, {run_.cpu_seconds:.1f} CPU-s, peak RSS {run_.peak_rss_mb:,.0f} MB",
                 flush=True,
             )
             shutil.rmtree(out_dir, ignore_errors=True)  # the records of a 64 MB corpus take ~750 MB
@@ -228,33 +234,32 @@ def run(config: DataBenchConfig) -> dict:
     return runs
 
 
-def _median_run(runs: list[Run]) -> Run:
-    return sorted(runs, key=lambda r: r.rate)[len(runs) // 2]
-
-
 def print_report(config: DataBenchConfig, sizes: dict, runs: dict) -> None:
     print(f"\n## pretraining data vs the original\n$ python {' '.join(sys.argv)}")
     print(f"machine: {cpu_model()}, {cores()} cores; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"flags (both): {' '.join(FLAGS)}; ours also: {' '.join(config.extra_flags) or '(defaults)'}")
-    print("| | corpus | instances | wall time | instances/s | peak RSS (tree / largest process) |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| | corpus | instances | wall time | instances/s | instances per CPU-s | peak RSS (tree / largest process) |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    median = {}
     for name, label in (("original", "google-research/bert (tensorflow.compat.v1)"), ("ours", "ours")):
         if name not in runs:
             continue
-        mb = sizes[name] / 2**20
-        m = _median_run(runs[name])
-        spread = (
-            ""
-            if len(runs[name]) == 1
-            else f" (rounds {min(r.rate for r in runs[name]):,.0f}..{max(r.rate for r in runs[name]):,.0f})"
-        )
+        rs = runs[name]
+        median[name] = statistics.median(r.rate for r in rs), statistics.median(r.cpu_rate for r in rs)
+        spread = "" if len(rs) == 1 else f" (rounds {min(r.rate for r in rs):,.0f}..{max(r.rate for r in rs):,.0f})"
         print(
-            f"| {label} | {mb:.1f} MB | {m.instances:,} | {m.seconds:.1f} s | {m.rate:,.0f}{spread} | "
-            f"{m.peak_rss_mb:,.0f} / {m.largest_process_mb:,.0f} MB |"
+            f"| {label} | {sizes[name] / 2**20:.1f} MB | {rs[0].instances:,} | "
+            f"{statistics.median(r.seconds for r in rs):.1f} s | {median[name][0]:,.0f}{spread} | "
+            f"{median[name][1]:,.0f} | {max(r.peak_rss_mb for r in rs):,.0f} / "
+            f"{max(r.largest_process_mb for r in rs):,.0f} MB |"
         )
     if "original" in runs:
-        ours = statistics.median(r.rate for r in runs["ours"])
-        theirs = statistics.median(r.rate for r in runs["original"])
-        print(f"ratio: {ours / theirs:.1f}x the original's instances/s (medians of {config.rounds} interleaved rounds)")
+        (ours, ours_cpu), (theirs, theirs_cpu) = median["ours"], median["original"]
+        print(
+            f"ratio: {ours / theirs:.1f}x the original's instances/s (medians of {config.rounds} interleaved rounds); "
+            f"per CPU-second {ours_cpu / theirs_cpu:.1f}x"
+        )
     else:
         print("ratio: not measured (no --original checkout given; pass --original=<google-research/bert folder>)")

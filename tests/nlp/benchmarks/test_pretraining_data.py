@@ -59,8 +59,9 @@ def test_side_by_side_counts_both_and_prints_the_ratio(shared_data, uncased_voca
     ours = [r.instances for r in runs["ours"]]
     assert ours[0] == ours[1] > 0  # The same flags give the same records in each round.
     assert all(r.seconds > 0 and r.peak_rss_mb >= 0 and r.largest_process_mb > 0 for rs in runs.values() for r in rs)
+    assert all(r.cpu_seconds > 0 for rs in runs.values() for r in rs)
     out = capsys.readouterr().out
-    assert "ratio: " in out and "x the original's instances/s" in out
+    assert "x the original's instances/s" in out and "per CPU-second" in out
     assert "google-research/bert" in out and "cores" in out
 
 
