@@ -5,7 +5,7 @@ Both scripts run as fresh processes (start-up included) on the same corpus, the 
 repeated in a fresh random order per copy until ``--corpus_mb``, with the same flags and one output file, in
 turn for ``--rounds`` rounds; it prints wall time, instances, instances/s and peak RSS of each, the ratio, and the
 CPU model and core count. ``--original`` is the folder of your own google-research/bert checkout; without it only
-our rate is measured.
+our rate is measured. ``--stages`` instead times one worker's stages on the same corpus (microseconds per instance).
 
   python run_scripts/benchmark_pretraining_data.py \
       --text_file=../shared/data/pretraining_golden/squad_contexts.txt \
@@ -16,9 +16,12 @@ from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see 
 
 # isort: split
 
+import os
+import tempfile
+
 from absl import flags
 
-from official.nlp.benchmarks import pretraining_data
+from official.nlp.benchmarks import pretraining_data, pretraining_stages
 
 flags.DEFINE_string("text_file", None, "Real text, one sentence per line, blank lines between documents.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary (uncased: the comparison runs --do_lower_case=True).")
@@ -30,10 +33,18 @@ flags.DEFINE_float(
 flags.DEFINE_integer("rounds", 1, "Interleaved rounds (the median counts).")
 flags.DEFINE_list("ours_flags", [], "Extra flags for our script only, e.g. --ours_flags=--num_workers=2.")
 flags.DEFINE_string("work_dir", None, "Where to put the corpus and the outputs (default: a temporary folder).")
+flags.DEFINE_bool("stages", False, "Instead: time one worker's stages on the first --stage_units units of the corpus.")
+flags.DEFINE_integer("stage_units", 3, "--stages: how many 4 MB work units to time.")
 FLAGS = flags.FLAGS
 
 
 def main(_):
+    if FLAGS.stages:
+        work = FLAGS.work_dir or tempfile.mkdtemp(prefix="pdata_stages_")
+        corpus = os.path.join(work, "corpus.txt")
+        pretraining_data.make_corpus(FLAGS.text_file, corpus, int(FLAGS.corpus_mb * 2**20))
+        pretraining_stages.print_stages(corpus, FLAGS.vocab_file, FLAGS.stage_units)
+        return
     pretraining_data.run(
         pretraining_data.DataBenchConfig(
             text_file=FLAGS.text_file,

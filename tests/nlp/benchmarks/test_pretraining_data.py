@@ -89,3 +89,13 @@ def test_a_folder_without_the_script_is_a_user_error(tmp_path):
 
     with pytest.raises(InputError, match=r"--original=.*: no create_pretraining_data.py there"):
         pretraining_data.original_command(str(tmp_path), "c.txt", "o.tfrecord", "vocab.txt")
+
+
+def test_stage_profile_times_every_stage(shared_data, uncased_vocab):
+    from official.nlp.benchmarks import pretraining_stages
+
+    instances, seconds = pretraining_stages.profile_stages(
+        str(shared_data / "bert_sample_text.txt"), str(uncased_vocab), units=1
+    )
+    assert instances > 0 and tuple(seconds) == pretraining_stages.STAGES
+    assert all(s >= 0 for s in seconds.values()) and sum(seconds.values()) > 0
