@@ -26,6 +26,7 @@ import time
 
 from absl import flags, logging
 
+from official.nlp.common import input_files
 from official.nlp.data.pretraining import generator as pretraining_data
 
 flags.DEFINE_string("text_file", None, "Real text, one sentence per line, blank lines between documents.")
@@ -41,8 +42,8 @@ ORIGINAL_INSTANCES_PER_S = 1350  # The original script on this machine type (iss
 
 
 def _make_corpus(text_file: str, path: str, target_bytes: int) -> int:
-    with open(text_file, encoding="utf-8") as f:
-        docs = [d.strip("\n") for d in f.read().split("\n\n") if d.strip()]
+    # The corpus is built in a local scratch folder of the benchmark (`work`); only the source text is the user's.
+    docs = [d.strip("\n") for d in input_files.read_text(text_file).split("\n\n") if d.strip()]
     rng = random.Random(0)
     written = 0
     with open(path, "w", encoding="utf-8") as out:

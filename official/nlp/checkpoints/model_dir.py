@@ -31,13 +31,14 @@ import dataclasses
 import json
 import os
 import re
-import shutil
+import tempfile
 from collections.abc import Mapping
 
 import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import hf_weights, tf_checkpoints
+from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.common.output_files import check_target
 from official.nlp.modeling.configs import BertConfig
@@ -49,6 +50,7 @@ VOCAB_FILE = "vocab.txt"
 DO_LOWER_CASE_FILE = "do_lower_case"
 TF1_CHECKPOINT_NAME = "bert_model.ckpt"
 CHECKPOINT_NAME = tf_checkpoints.CHECKPOINT_NAME
+CHECKPOINT_STATE_FILE = "checkpoint"  # written by tf.train.CheckpointManager after the checkpoint: the marker
 TASK_FILE = "finetuning.json"
 SETTINGS_FILE = "finetuning_settings.json"
 BEST_MODEL_DIR = "best_model"
@@ -144,16 +146,15 @@ def write_model_files(model_dir: str, config: BertConfig, vocab_file: str | None
 
     A training job calls this once for its `--model_dir`; its checkpoints then land next to these files.
     """
-    tf.io.gfile.makedirs(model_dir)
+    output_files.makedirs(model_dir, name="model directory")
     if vocab_file is not None:
         validate_vocab_file(vocab_file, config, do_lower_case)
         target = os.path.join(model_dir, VOCAB_FILE)
-        if not (os.path.exists(target) and os.path.samefile(vocab_file, target)):
-            shutil.copyfile(vocab_file, target)
+        if os.path.normpath(vocab_file) != os.path.normpath(target):
+            output_files.write_bytes(target, input_files.read_bytes(vocab_file))
     config.to_json_file(os.path.join(model_dir, CONFIG_FILE))
     if do_lower_case is not None:
-        with open(os.path.join(model_dir, DO_LOWER_CASE_FILE), "w", encoding="utf-8") as f:
-            f.write("true\n" if do_lower_case else "false\n")
+        output_files.write_text(os.path.join(model_dir, DO_LOWER_CASE_FILE), "true\n" if do_lower_case else "false\n")
 
 
 def save_model_dir(
@@ -231,8 +232,7 @@ def read_settings_file(path: str | None) -> dict | None:
 
 
 def read_do_lower_case(path: str) -> bool:
-    with open(path, encoding="utf-8") as f:
-        text = f.read().strip().lower()
+    text = input_files.read_text(path).strip().lower()
     if text in ("true", "1", "yes"):
         return True
     if text in ("false", "0", "no"):
@@ -433,9 +433,8 @@ def resolve_model_files(
 
 def _hf_do_lower_case(directory: str) -> bool | None:
     path = os.path.join(directory, "tokenizer_config.json")
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f).get("do_lower_case")
+    if input_files.exists(path):
+        value = json.loads(input_files.read_text(path)).get("do_lower_case")
         if isinstance(value, bool):
             return value
     return None
@@ -570,20 +569,25 @@ def export_model_dir(
 
     The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). `json_files`
     (`{file name: content}`, e.g. a fine-tuned head's `finetuning.json`) are written into it too. Everything is
-    written next to `export_dir` first and renamed into place, so a job killed while exporting leaves either the
-    previous export or none, never half of one.
+    written where no reader looks first (beside a local `export_dir`; a local temporary folder for one in a
+    bucket) and put in place by `output_files.commit_folder` with the `checkpoint` state file last (the file that
+    makes a model directory count), so a job killed while exporting leaves the previous export, or a folder
+    without `checkpoint`, never half of one that looks complete.
     """
     check_target(export_dir, folder=True)
-    staging = export_dir.rstrip("/") + ".partial"
-    if tf.io.gfile.exists(staging):
-        tf.io.gfile.rmtree(staging)
-    save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint_number=step)
-    for name, content in (json_files or {}).items():
-        with tf.io.gfile.GFile(os.path.join(staging, name), "w") as f:
-            json.dump(dict(content), f, indent=1, sort_keys=True)
-    if tf.io.gfile.exists(export_dir):
-        tf.io.gfile.rmtree(export_dir)
-    tf.io.gfile.rename(staging, export_dir)  # the checkpoint state file holds relative paths
+    if input_files.is_remote(export_dir):
+        staging = tempfile.mkdtemp(prefix="bert-model-dir-")  # library-created local folder
+    else:
+        staging = export_dir.rstrip("/") + ".partial"
+        output_files.rmtree(staging)
+    try:
+        save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint_number=step)
+        for name, content in (json_files or {}).items():
+            output_files.write_text(os.path.join(staging, name), json.dumps(dict(content), indent=1, sort_keys=True))
+        # The checkpoint state file holds relative paths, so the folder can move.
+        output_files.commit_folder(staging, export_dir, marker=CHECKPOINT_STATE_FILE)
+    finally:
+        output_files.rmtree(staging)
     logging.info("Exported the model directory %s", export_dir)
     return export_dir
 

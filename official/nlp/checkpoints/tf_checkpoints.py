@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common import output_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -278,7 +279,7 @@ def write_tf1_checkpoint(prefix: str, weights: Mapping[str, np.ndarray]) -> str:
     """Writes `weights` (TF1 names and layouts) as a checkpoint that TF1 code and `tf.train.load_checkpoint` read."""
     directory = os.path.dirname(prefix)
     if directory:
-        tf.io.gfile.makedirs(directory)
+        output_files.makedirs(directory, name="checkpoint folder")
     names = sorted(weights)
     tf.raw_ops.SaveV2(
         prefix=prefix,

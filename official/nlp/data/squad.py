@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 
 
@@ -154,7 +155,7 @@ def read_squad_examples(
     `version_2_with_negative`.
     """
     try:
-        with tf.io.gfile.GFile(input_file, "r") as f:
+        with input_files.open_file(input_file) as f:
             data = json.load(f)
     except json.JSONDecodeError as e:
         raise InputError(

@@ -25,6 +25,7 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.common import output_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import models
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
@@ -195,7 +196,7 @@ def export_model(
     paths = {"saved_model": saved, "token_ids": os.path.join(export_dir, "token_ids", str(version))}
     if keras_file:
         paths["keras"] = os.path.join(export_dir, "keras", f"{version}.keras")
-        tf.io.gfile.makedirs(os.path.dirname(paths["keras"]))
+        output_files.makedirs(os.path.dirname(paths["keras"]))
         model.save(paths["keras"])
     if task == "encoder" and hub_pair:
         paths["hub_preprocessor"], paths["hub_encoder"] = hub.save_hub_pair(

@@ -304,7 +304,7 @@ def check_settings(output_dir: str, settings: dict) -> bool:
 
 
 def record_settings(output_dir: str, settings: dict) -> None:
-    tf.io.gfile.makedirs(output_dir)
+    output_files.makedirs(output_dir, name="--output_dir")
     with output_files.write_atomically(os.path.join(output_dir, model_dir_lib.SETTINGS_FILE)) as f:
         json.dump(settings, f, indent=1, sort_keys=True)
 
@@ -370,7 +370,7 @@ def _write_eval_results(output_dir: str, history: list[dict]) -> None:
     for entry in history:
         lines.append(f"***** Eval results: epoch {entry['epoch']}, global_step {entry['step']} *****")
         lines += [f"{k} = {v}" for k, v in sorted(entry.items())]
-    tf.io.gfile.makedirs(output_dir)
+    output_files.makedirs(output_dir, name="--output_dir")
     with output_files.write_atomically(os.path.join(output_dir, EVAL_RESULTS_FILE)) as f:
         f.write("\n".join(lines) + "\n")
 

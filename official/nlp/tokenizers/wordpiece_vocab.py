@@ -50,7 +50,7 @@ def iter_lines(files: Sequence[str]) -> Iterable[str]:
     """The lines of the files, split at "\\n" only. A line that is not UTF-8 is refused: dropping its bytes, as the
     tokenizer does, would learn "caf" from Latin-1 "Café", and junk from a binary file."""
     for path in files:
-        with open(path, "rb") as f:
+        with input_files.open_file(path, "rb") as f:
             for number, raw in enumerate(f, 1):
                 yield decode_line(raw, path, number)
 

@@ -12,13 +12,16 @@ start removes; it resumes from the last committed step. The input position is wr
 checkpoint of the same step, so a committed step always has its input position.
 
 Under multi_worker_mirrored every worker takes part in each save (the strategy requires it); only the chief writes
-into `model_dir`, the others write to a scratch directory that is deleted at once.
+checkpoints into `model_dir`. The others write theirs to a local temporary directory of their own, emptied after
+each save: on a multi-host TPU slice `model_dir` is a bucket that they must not race the chief in. Each worker does
+write its own input position (`input_state/worker-<i>/`, a name no other worker writes), which a resume needs.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 
 import tensorflow as tf
 from absl import logging
@@ -53,7 +56,8 @@ class CheckpointKeeper:
         self.model_dir = model_dir
         self.worker = worker
         self.checkpoint = checkpoint
-        write_dir = model_dir if worker.is_chief else os.path.join(model_dir, f".scratch-worker-{worker.index}")
+        # A library-created local temporary directory: nothing a non-chief saves goes near `model_dir`.
+        write_dir = model_dir if worker.is_chief else tempfile.mkdtemp(prefix=f"bert-worker-{worker.index}-")
         tf.io.gfile.makedirs(write_dir)
         self._write_dir = write_dir
         self.manager = tf.train.CheckpointManager(
