@@ -175,7 +175,7 @@ def save_model_dir(
     """
     if checkpoint_format not in ("ours", "tf1"):
         raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
-    if tf.io.gfile.isdir(model_dir) and (
+    if input_files.isdir(model_dir) and (
         tf.train.latest_checkpoint(model_dir) or tf.io.gfile.glob(os.path.join(model_dir, "*.index"))
     ):
         raise OutputExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
@@ -211,9 +211,9 @@ def save_model_dir(
 def _read_json_beside(path: str | None, name: str) -> dict | None:
     if not path:
         return None
-    folder = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    folder = path if input_files.isdir(path) else os.path.dirname(path)
     file = os.path.join(folder, name)
-    if not tf.io.gfile.exists(file):
+    if not input_files.exists(file):
         return None
     with tf.io.gfile.GFile(file) as f:
         return json.load(f)
@@ -242,7 +242,7 @@ def read_do_lower_case(path: str) -> bool:
 
 def find_checkpoint(path: str) -> tuple[str, str]:
     """`(prefix, format)` for a model directory or a checkpoint prefix; format is `"ours"` or `"tf1"`."""
-    if tf.io.gfile.isdir(path):
+    if input_files.isdir(path):
         prefix = tf.train.latest_checkpoint(path)
         if prefix is None:
             indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
@@ -250,7 +250,7 @@ def find_checkpoint(path: str) -> tuple[str, str]:
                 hf = (
                     "it has config.json, as a Hugging Face folder does, but no model.safetensors (the weights; "
                     "a pytorch_model.bin alone is not read)"
-                    if tf.io.gfile.exists(os.path.join(path, "config.json"))
+                    if input_files.exists(os.path.join(path, "config.json"))
                     else "it holds no weights"
                 )
                 raise MissingInputError(
@@ -265,7 +265,7 @@ def find_checkpoint(path: str) -> tuple[str, str]:
                     f"*.index files: {found}); pass the checkpoint prefix instead"
                 )
             prefix = indexes[0][: -len(".index")]
-    elif tf.io.gfile.exists(path + ".index"):
+    elif input_files.exists(path + ".index"):
         prefix = path
     else:
         raise MissingInputError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
@@ -325,7 +325,7 @@ def _check_vocab(
     """
     from official.nlp.tokenizers import tokenization
 
-    if not tf.io.gfile.exists(vocab_file):
+    if not input_files.exists(vocab_file):
         raise MissingInputError(f"Vocabulary file not found: {vocab_file}")
     vocab = tokenization.load_vocab(vocab_file)
     if do_lower_case is None and infer_case:
@@ -385,13 +385,13 @@ def resolve_model_files(
     directory = None
     if init_checkpoint:
         prefix, fmt = find_checkpoint(init_checkpoint)
-        directory = init_checkpoint if tf.io.gfile.isdir(init_checkpoint) else os.path.dirname(prefix)
+        directory = init_checkpoint if input_files.isdir(init_checkpoint) else os.path.dirname(prefix)
 
     def beside(name):
         if directory is None:
             return None
         path = os.path.join(directory, name)
-        return path if tf.io.gfile.exists(path) else None
+        return path if input_files.exists(path) else None
 
     config = bert_config
     if config is None:
@@ -448,7 +448,7 @@ def hf_model_files(
     directory = os.path.dirname(path) if path.endswith(".safetensors") else path
     config = BertConfig.from_json_file(bert_config_file or os.path.join(directory, "config.json"))
     vocab_file = vocab_file or (
-        os.path.join(directory, VOCAB_FILE) if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None
+        os.path.join(directory, VOCAB_FILE) if input_files.exists(os.path.join(directory, VOCAB_FILE)) else None
     )
     if vocab_file is None:
         raise MissingInputError(
@@ -465,10 +465,10 @@ def hf_model_files(
 
 def _is_hf(path: str) -> bool:
     return path.endswith(".safetensors") or (
-        tf.io.gfile.isdir(path)
+        input_files.isdir(path)
         and (
-            tf.io.gfile.exists(os.path.join(path, "model.safetensors"))
-            or tf.io.gfile.exists(os.path.join(path, "pytorch_model.bin"))
+            input_files.exists(os.path.join(path, "model.safetensors"))
+            or input_files.exists(os.path.join(path, "pytorch_model.bin"))
         )
     )
 
@@ -594,5 +594,5 @@ def export_model_dir(
 
 def export_is_current(export_dir: str, step: int) -> bool:
     """Whether `export_dir` holds the export of training step `step` (written by `export_model_dir`)."""
-    latest = tf.train.latest_checkpoint(export_dir) if tf.io.gfile.isdir(export_dir) else None
+    latest = tf.train.latest_checkpoint(export_dir) if input_files.isdir(export_dir) else None
     return latest is not None and os.path.basename(latest) == f"{CHECKPOINT_NAME}-{step}"

@@ -24,6 +24,7 @@ killed between two writes leaves parts without a marker, which every reader take
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -47,6 +48,8 @@ def _clear_for_writing(path: str) -> None:
 
         tf.io.gfile.remove(path)
 
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # the disk (or the quota, or the file size limit) is full
 
 _KINDS = (
     (stat.S_ISCHR, "a character device"),
@@ -139,15 +142,42 @@ def write_atomically(path: str, mode: str = "w", *, name: str | None = None) -> 
         with user_path(path):
             if _is_remote(path):
                 _clear_for_writing(tmp)
-                f = _gfile().GFile(tmp, mode)
+                f = _Writer(_gfile().GFile(tmp, mode))
             else:
                 f = open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""}))
-        with f:
+        with naming_full_disk(path), f:
             yield f
         commit(tmp, path, name=name)
     except BaseException:
         _remove(tmp)
         raise
+
+
+class _Writer:
+    """A `tf.io.gfile.GFile` opened for writing, with what Python's files have and it lacks (`writelines`)."""
+
+    def __init__(self, f):
+        self._f = f
+
+    def write(self, data) -> int:
+        self._f.write(data)
+        return len(data)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self._f.write(line)
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._f.__exit__(*exc)
 
 
 def open_for_writing(path: str, mode: str = "wb") -> IO:
@@ -156,8 +186,33 @@ def open_for_writing(path: str, mode: str = "wb") -> IO:
     with user_path(path):
         if _is_remote(path):
             _clear_for_writing(path)
-            return _gfile().GFile(path, mode)
+            return _Writer(_gfile().GFile(path, mode))
         return open(path, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""}))
+
+
+def check_writable(path: str, *, name: str | None = None) -> None:
+    """Refuses, before a long job, an output file `path` that could not be written: something other than a file
+    in its place, a parent that is a file, no permission. Creates its folder and an empty temporary file, which it
+    deletes again (a full disk shows only once the bytes are written)."""
+    path = os.fspath(path)
+    check_target(path, name=name)
+    makedirs_for(path)
+    probe = temporary_name(path)
+    with user_path(path):
+        open_for_writing(probe).close()
+    remove(probe)
+
+
+@contextlib.contextmanager
+def naming_full_disk(path: str) -> Iterator[None]:
+    """A full disk raises at write or close without a file name; inside the block it names `path`, so that the
+    script reports it as one line (`cli`)."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename or isinstance(e, InputError) or e.errno not in _FULL:
+            raise
+        raise OSError(e.errno, e.strerror or str(e), os.fspath(path)) from None
 
 
 def write_text(path: str, text: str, *, name: str | None = None) -> None:

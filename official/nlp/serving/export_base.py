@@ -303,7 +303,8 @@ def save_saved_model(module: tf.Module, target: str, signatures) -> None:
         staging = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.incomplete")
         output_files.rmtree(staging)
     try:
-        tf.saved_model.save(module, staging, signatures=signatures)
+        with input_files.user_path(staging):  # a full disk, no permission: one line naming the folder
+            tf.saved_model.save(module, staging, signatures=signatures)
         output_files.commit_folder(staging, target, marker=SAVED_MODEL_MARKER)
     finally:
         output_files.rmtree(staging)

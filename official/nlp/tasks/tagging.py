@@ -29,7 +29,7 @@ from absl import logging
 from keras import ops
 
 from official.nlp.checkpoints import model_dir
-from official.nlp.common import output_files
+from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll, feature_cache
@@ -108,7 +108,7 @@ class TokenClassificationObjective:
 def _recorded_labels(output_dir: str, init_checkpoint: str | None) -> list[str] | None:
     """The labels of an earlier run in `output_dir`, or of a fine-tuned `init_checkpoint`."""
     for found in (
-        model_dir.read_settings_file(output_dir) if tf.io.gfile.isdir(output_dir) else None,
+        model_dir.read_settings_file(output_dir) if input_files.isdir(output_dir) else None,
         model_dir.read_task_file(init_checkpoint),
     ):
         if found and found.get("labels"):

@@ -27,6 +27,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints.tf_checkpoints import CHECKPOINT_NAME
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.training.distribution import WorkerInfo
 
@@ -98,7 +99,7 @@ class CheckpointKeeper:
             ) from e
         if self.input_manager is not None:
             input_path = os.path.join(self.input_dir, f"{CHECKPOINT_NAME}-{step}")
-            if tf.io.gfile.exists(input_path + ".index"):
+            if input_files.exists(input_path + ".index"):
                 try:
                     self.input_manager.checkpoint.read(input_path).assert_existing_objects_matched().expect_partial()
                 except (tf.errors.OpError, AssertionError, ValueError) as e:
@@ -138,7 +139,7 @@ def _remove_uncommitted(directory: str, committed: list[str]) -> None:
         if match and f"{CHECKPOINT_NAME}-{match.group(1)}" not in keep:
             path = os.path.join(directory, name)
             logging.warning("Removing %s: written by a job that stopped before committing it", path)
-            if tf.io.gfile.isdir(path):
+            if input_files.isdir(path):
                 tf.io.gfile.rmtree(path)
             else:
                 tf.io.gfile.remove(path)

@@ -162,7 +162,7 @@ def _finish_shard(path: str, tmp_dir: str, parts: list[str], stats: PretrainingS
     if len(parts) == 1:
         os.replace(parts[0], joined)
     else:
-        with open(joined, "wb") as out:
+        with output_files.naming_full_disk(joined), open(joined, "wb") as out:
             for part in parts:
                 with open(part, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 22)

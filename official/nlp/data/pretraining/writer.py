@@ -64,7 +64,7 @@ def write_instances(
 ) -> None:
     """Writes the instances ``order`` of a plan, in that order and a batch at a time, as framed records (gzipped
     with ``config.gzip``) to ``path``."""
-    with output_files.open_for_writing(path) as raw:
+    with output_files.naming_full_disk(path), output_files.open_for_writing(path) as raw:
         out = gzip_writer(raw) if config.gzip else raw
         for begin in range(0, len(order), BATCH_SIZE):
             rows = order[begin : begin + BATCH_SIZE]
