@@ -59,7 +59,7 @@ def describe_error(e: BaseException, path: str) -> InputError | None:
         return MissingInputError(f"{path} does not exist; check the path")
     if isinstance(e, (PermissionError, IsADirectoryError, NotADirectoryError)):
         reason = e.strerror or type(e).__name__
-        return InputError(f"{path}: {reason}; check the path and its permissions")
+        return InputError(f"{path}: {reason}; choose a path you can read and write, or change its permissions")
     if type(e).__module__.startswith("tensorflow"):
         errors = _tf_errors()
         detail = (getattr(e, "message", "") or "").strip().splitlines()
@@ -191,9 +191,9 @@ def open_file(path: str, mode: str = "r", *, encoding: str = "utf-8", newline: s
     with user_path(path):
         if not is_remote(path):
             return open(path, mode, **({} if "b" in mode else {"encoding": encoding, "newline": newline}))
-        if not gfile().exists(path):  # some filesystems only fail at the first read, with an empty message
+        if not exists(path):  # some filesystems only fail at the first read, with an empty message
             raise MissingInputError(f"{path} does not exist; check the path")
-        if gfile().isdir(path):
+        if isdir(path):
             raise InputError(f"{path} is a folder; name a file")
         binary = io.BufferedReader(_GFileReader(gfile().GFile(path, "rb")), 1 << 20)
         return binary if "b" in mode else io.TextIOWrapper(binary, encoding=encoding, newline=newline)

@@ -82,6 +82,11 @@ def check_target(path: str, *, folder: bool = False, name: str | None = None) ->
     if kind is None or kind == wanted:
         return
     where = f"{name}={path}" if name and name.startswith("--") else f"{name or 'output'} {path}"
+    if folder and kind == "a regular file":
+        raise InputError(
+            f"{where} is a regular file, not a folder: a file is in the way where a folder is needed; remove it or "
+            "choose another path"
+        )
     raise InputError(
         f"{where} is {kind}, not {wanted}: writing the output would replace it. Name a new "
         f"{'folder' if folder else 'file'} or {wanted} to overwrite."
