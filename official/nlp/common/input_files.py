@@ -71,10 +71,13 @@ def describe_error(e: BaseException, path: str) -> InputError | None:
         if isinstance(e, (errors.PermissionDeniedError, errors.UnauthenticatedError)):
             return InputError(f"{path}: permission denied{detail}; check the credentials and the bucket's access")
         if isinstance(e, errors.FailedPreconditionError):
-            return InputError(
-                f"{path}: cannot be read or written{detail}; check the path (a file where a folder "
-                "is needed?) and, for gs://, the network and the credentials"
+            fix = (
+                "check the network, the credentials and that the bucket exists"
+                if is_remote(path)
+                else "check the path (a file where a folder is needed?)"
             )
+            return InputError(f"{path}: cannot be read or written{detail}; {fix}")
+
         if isinstance(e, errors.ResourceExhaustedError):
             return InputError(f"{path}: no space left{detail}; free some space or choose another disk")
     return None
