@@ -8,6 +8,7 @@ compared: records byte for byte, the same checkpoint values, the same prediction
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -19,6 +20,7 @@ import tensorflow as tf
 
 from official.nlp.checkpoints import model_dir
 from official.nlp.common import input_files
+from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import generator
 from official.nlp.serving import exporter
 from official.nlp.tasks import classification, feature_extraction, pretraining
@@ -104,8 +106,6 @@ def _life_cycle(root: str) -> dict:
         save_checkpoints_steps=2,
     )
     pretraining.run_pretraining(pretrain)
-    import dataclasses
-
     resumed = pretraining.run_pretraining(dataclasses.replace(pretrain, num_train_steps=4))  # resumes at step 2
     out["pretrain_steps"] = [h["step"] for h in resumed.history]
     out["pretrained"] = _checkpoint_values(tf.train.latest_checkpoint(resumed.export_dir))
@@ -125,23 +125,25 @@ def _life_cycle(root: str) -> dict:
     del features
     out["features"] = [json.loads(line) for line in _get(f"{root}/features.jsonl").splitlines()]
 
-    result = classification.run_classifier(
-        classification.ClassifierConfig(
-            task_name="MRPC",
-            data_dir=f"{root}/mrpc",
-            init_checkpoint=resumed.export_dir,
-            output_dir=f"{root}/mrpc_out",
-            do_train=True,
-            do_eval=True,
-            do_predict=True,
-            max_seq_length=SEQ,
-            train_batch_size=8,
-            eval_batch_size=8,
-            num_train_epochs=1,
-            learning_rate=1e-3,
-            steps_per_loop=1,
-        )
+    classifier = classification.ClassifierConfig(
+        task_name="MRPC",
+        data_dir=f"{root}/mrpc",
+        init_checkpoint=resumed.export_dir,
+        output_dir=f"{root}/mrpc_out",
+        do_train=True,
+        do_eval=True,
+        do_predict=True,
+        max_seq_length=SEQ,
+        train_batch_size=8,
+        eval_batch_size=8,
+        num_train_epochs=1,
+        learning_rate=1e-3,
+        steps_per_loop=1,
     )
+    result = classification.run_classifier(classifier)
+    # A rerun with other settings is refused on the bucket as on disk, naming the setting.
+    with pytest.raises(InputError, match="--learning_rate: 0.001 there, 0.002 now"):
+        classification.run_classifier(dataclasses.replace(classifier, learning_rate=2e-3))
     out["eval"] = {k: v for k, v in result.eval_history[-1].items() if not k.endswith("per_second")}
     out["predictions"] = _get(f"{root}/mrpc_out/test_results.tsv")
     out["cache"] = _get(f"{root}/mrpc_out/train.tf_record")

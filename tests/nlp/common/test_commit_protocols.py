@@ -10,6 +10,7 @@ finish the artifact with the same bytes as a run that was never interrupted.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import json
@@ -318,4 +319,11 @@ def test_record_shards_count_only_with_their_statistics_and_a_rerun_finishes_the
             assert totals["instances"] == json.loads(expected["stats/train.tfrecord.json"])["instances"]
 
     store_writes = _kill_after_each_write(monkeypatch, job, check)
+    # A rerun with other settings is refused before anything is touched, on the store as on local disk.
+    root = f"ram://commit-{next(_RUNS)}"
+    job(root)
+    before = _tree(f"{root}/out")
+    with pytest.raises(generator.InputError, match="dupe_factor"):
+        generator.create_pretraining_data(dataclasses.replace(config(root), dupe_factor=3))
+    assert _tree(f"{root}/out") == before
     assert store_writes >= 2 * 4  # per shard: the copy under a temporary name, its statistics, the rename
