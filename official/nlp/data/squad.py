@@ -36,7 +36,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.common import input_files
-from official.nlp.common.errors import InputError
+from official.nlp.common.errors import InputError, MissingInputError
 
 
 @dataclasses.dataclass
@@ -161,7 +161,7 @@ def read_squad_examples(
         raise InputError(
             f"{input_file}: not valid JSON ({e}); pass a SQuAD file to --train_file/--predict_file"
         ) from None
-    except tf.errors.NotFoundError:
+    except (tf.errors.NotFoundError, MissingInputError):
         raise InputError(f"{input_file}: file not found") from None
     articles = _field(data, "data", list, input_file)
     examples: list[SquadExample] = []
