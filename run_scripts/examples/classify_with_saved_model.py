@@ -17,8 +17,8 @@ import tensorflow_text  # noqa: F401  (registers the ops of the in-graph tokeniz
 
 
 def read_rows(path):
-    with open(path, encoding="utf-8", newline="") as f:
-        lines = f.read().splitlines()
+    with tf.io.gfile.GFile(path, "rb") as f:  # any filesystem: local, gs://
+        lines = f.read().decode("utf-8").splitlines()
     header = lines[0].split("\t") if lines else []
     if "sentence" in header or "text_a" in header:
         rows = list(csv.DictReader(lines, delimiter="\t", quoting=csv.QUOTE_NONE))
@@ -46,7 +46,7 @@ def main(saved_model_dir, input_file, output_file):
     labels = [name.decode("utf-8") for name in outputs["label_name"].numpy()]
     probabilities = tf.reduce_max(outputs["probabilities"], axis=-1).numpy()
     columns = ["sentence", "text_b"] if pair else ["sentence"]
-    with open(output_file, "w", encoding="utf-8", newline="") as f:
+    with tf.io.gfile.GFile(output_file, "w") as f:
         writer = csv.writer(f, delimiter="\t", lineterminator="\n", quoting=csv.QUOTE_NONE, escapechar="\\")
         writer.writerow(columns + ["expected", "label", "probability"])
         for row, label, p in zip(rows, labels, probabilities):

@@ -26,6 +26,7 @@ import tempfile
 import time
 
 from official.nlp.benchmarks import timing
+from official.nlp.common import input_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +48,7 @@ class FinetuneConfig:
 
 
 def read_sst2(data_dir: str, num_examples: int) -> tuple[list[str], list[int]]:
-    with open(os.path.join(data_dir, "train.tsv"), encoding="utf-8", newline="") as f:
+    with input_files.open_file(os.path.join(data_dir, "train.tsv")) as f:
         rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1 : num_examples + 1]
     return [r[0] for r in rows], [int(r[1]) for r in rows]
 
@@ -88,8 +89,7 @@ def _keras_hub(config: FinetuneConfig, work: str) -> int:
             vocabulary=os.path.join(config.hf_model_dir, "vocab.txt"), lowercase=True
         )
         preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=config.max_seq_length)
-        with open(os.path.join(config.hf_model_dir, "config.json"), encoding="utf-8") as f:
-            hf = json.load(f)
+        hf = json.loads(input_files.read_text(os.path.join(config.hf_model_dir, "config.json")))
         backbone = keras_hub.models.BertBackbone(
             vocabulary_size=hf["vocab_size"],
             num_layers=hf["num_hidden_layers"],

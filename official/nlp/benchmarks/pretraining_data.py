@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 
 # The flags of the comparison (the original's SQuAD settings); both scripts get exactly these.
@@ -73,12 +74,12 @@ class Run:
 
 def make_corpus(text_file: str, path: str, target_bytes: int) -> int:
     """Repeats the documents of ``text_file`` in a fresh random order per copy until ``target_bytes``."""
-    with open(text_file, encoding="utf-8") as f:
-        docs = [d.strip("\n") for d in f.read().split("\n\n") if d.strip()]
+    docs = [d.strip("\n") for d in input_files.read_text(text_file).split("\n\n") if d.strip()]
     if not docs:
         raise InputError(f"--text_file={text_file} holds no document")
     rng = random.Random(0)
     written = 0
+    # The corpus goes to the benchmark's own local scratch folder; only the source text is the user's.
     with open(path, "w", encoding="utf-8") as out:
         while written < target_bytes:
             rng.shuffle(docs)

@@ -15,6 +15,7 @@ import os
 import tempfile
 
 from official.nlp.benchmarks import finetune, timing
+from official.nlp.common import input_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,8 +50,7 @@ def _export_keras_hub(config: ServeConfig, target: str) -> str:
     import keras_hub
     import tensorflow as tf
 
-    with open(os.path.join(config.hf_model_dir, "config.json"), encoding="utf-8") as f:
-        hf = json.load(f)
+    hf = json.loads(input_files.read_text(os.path.join(config.hf_model_dir, "config.json")))
     tokenizer = keras_hub.models.BertTokenizer(
         vocabulary=os.path.join(config.hf_model_dir, "vocab.txt"), lowercase=True
     )

@@ -13,6 +13,7 @@ import struct
 
 import numpy as np
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError, MissingInputError
 
 _SAFETENSORS_DTYPES = {
@@ -35,8 +36,7 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
     bfloat16, which `safetensors.numpy` then refuses. The arrays are read-only views of the file's bytes (no copy:
     converting a checkpoint needs the file once in memory, not twice); BF16 ones are fresh float32 arrays.
     """
-    with open(path, "rb") as f:
-        data = f.read()
+    data = input_files.read_bytes(path)
     try:
         (header_size,) = struct.unpack("<Q", data[:8])
         header = json.loads(data[8 : 8 + header_size])
@@ -115,10 +115,11 @@ def tf1_name_to_hf(name: str) -> str:
 
 
 def _safetensors_file(path: str) -> str:
-    file = os.path.join(path, "model.safetensors") if os.path.isdir(path) else path
-    if not os.path.exists(file):
+    is_dir = input_files.isdir(path)
+    file = os.path.join(path, "model.safetensors") if is_dir else path
+    if not input_files.exists(file):
         hint = ""
-        if os.path.isdir(path) and os.path.exists(os.path.join(path, "pytorch_model.bin")):
+        if is_dir and input_files.exists(os.path.join(path, "pytorch_model.bin")):
             hint = (
                 "; only model.safetensors is read: re-save with "
                 "transformers' save_pretrained(..., safe_serialization=True)"
@@ -131,7 +132,7 @@ def has_masked_lm_head(path: str) -> bool:
     """Whether Hugging Face BERT weights (`model.safetensors` or its folder) hold the masked-LM head; reads only
     the file's header."""
     file = _safetensors_file(path)
-    with open(file, "rb") as f:
+    with input_files.open_file(file, "rb") as f:
         try:
             (header_size,) = struct.unpack("<Q", f.read(8))
             names = json.loads(f.read(header_size))

@@ -31,13 +31,14 @@ import dataclasses
 import json
 import os
 import re
-import shutil
+import tempfile
 from collections.abc import Mapping
 
 import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import hf_weights, tf_checkpoints
+from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.common.output_files import check_target
 from official.nlp.modeling.configs import BertConfig
@@ -49,6 +50,7 @@ VOCAB_FILE = "vocab.txt"
 DO_LOWER_CASE_FILE = "do_lower_case"
 TF1_CHECKPOINT_NAME = "bert_model.ckpt"
 CHECKPOINT_NAME = tf_checkpoints.CHECKPOINT_NAME
+CHECKPOINT_STATE_FILE = "checkpoint"  # written by tf.train.CheckpointManager after the checkpoint: the marker
 TASK_FILE = "finetuning.json"
 SETTINGS_FILE = "finetuning_settings.json"
 BEST_MODEL_DIR = "best_model"
@@ -144,16 +146,15 @@ def write_model_files(model_dir: str, config: BertConfig, vocab_file: str | None
 
     A training job calls this once for its `--model_dir`; its checkpoints then land next to these files.
     """
-    tf.io.gfile.makedirs(model_dir)
+    output_files.makedirs(model_dir, name="model directory")
     if vocab_file is not None:
         validate_vocab_file(vocab_file, config, do_lower_case)
         target = os.path.join(model_dir, VOCAB_FILE)
-        if not (os.path.exists(target) and os.path.samefile(vocab_file, target)):
-            shutil.copyfile(vocab_file, target)
+        if os.path.normpath(vocab_file) != os.path.normpath(target):
+            output_files.write_bytes(target, input_files.read_bytes(vocab_file))
     config.to_json_file(os.path.join(model_dir, CONFIG_FILE))
     if do_lower_case is not None:
-        with open(os.path.join(model_dir, DO_LOWER_CASE_FILE), "w", encoding="utf-8") as f:
-            f.write("true\n" if do_lower_case else "false\n")
+        output_files.write_text(os.path.join(model_dir, DO_LOWER_CASE_FILE), "true\n" if do_lower_case else "false\n")
 
 
 def save_model_dir(
@@ -174,7 +175,7 @@ def save_model_dir(
     """
     if checkpoint_format not in ("ours", "tf1"):
         raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
-    if tf.io.gfile.isdir(model_dir) and (
+    if input_files.isdir(model_dir) and (
         tf.train.latest_checkpoint(model_dir) or tf.io.gfile.glob(os.path.join(model_dir, "*.index"))
     ):
         raise OutputExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
@@ -210,9 +211,9 @@ def save_model_dir(
 def _read_json_beside(path: str | None, name: str) -> dict | None:
     if not path:
         return None
-    folder = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    folder = path if input_files.isdir(path) else os.path.dirname(path)
     file = os.path.join(folder, name)
-    if not tf.io.gfile.exists(file):
+    if not input_files.exists(file):
         return None
     with tf.io.gfile.GFile(file) as f:
         return json.load(f)
@@ -231,8 +232,7 @@ def read_settings_file(path: str | None) -> dict | None:
 
 
 def read_do_lower_case(path: str) -> bool:
-    with open(path, encoding="utf-8") as f:
-        text = f.read().strip().lower()
+    text = input_files.read_text(path).strip().lower()
     if text in ("true", "1", "yes"):
         return True
     if text in ("false", "0", "no"):
@@ -242,7 +242,7 @@ def read_do_lower_case(path: str) -> bool:
 
 def find_checkpoint(path: str) -> tuple[str, str]:
     """`(prefix, format)` for a model directory or a checkpoint prefix; format is `"ours"` or `"tf1"`."""
-    if tf.io.gfile.isdir(path):
+    if input_files.isdir(path):
         prefix = tf.train.latest_checkpoint(path)
         if prefix is None:
             indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
@@ -250,7 +250,7 @@ def find_checkpoint(path: str) -> tuple[str, str]:
                 hf = (
                     "it has config.json, as a Hugging Face folder does, but no model.safetensors (the weights; "
                     "a pytorch_model.bin alone is not read)"
-                    if tf.io.gfile.exists(os.path.join(path, "config.json"))
+                    if input_files.exists(os.path.join(path, "config.json"))
                     else "it holds no weights"
                 )
                 raise MissingInputError(
@@ -265,7 +265,7 @@ def find_checkpoint(path: str) -> tuple[str, str]:
                     f"*.index files: {found}); pass the checkpoint prefix instead"
                 )
             prefix = indexes[0][: -len(".index")]
-    elif tf.io.gfile.exists(path + ".index"):
+    elif input_files.exists(path + ".index"):
         prefix = path
     else:
         raise MissingInputError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
@@ -325,7 +325,7 @@ def _check_vocab(
     """
     from official.nlp.tokenizers import tokenization
 
-    if not tf.io.gfile.exists(vocab_file):
+    if not input_files.exists(vocab_file):
         raise MissingInputError(f"Vocabulary file not found: {vocab_file}")
     vocab = tokenization.load_vocab(vocab_file)
     if do_lower_case is None and infer_case:
@@ -385,13 +385,13 @@ def resolve_model_files(
     directory = None
     if init_checkpoint:
         prefix, fmt = find_checkpoint(init_checkpoint)
-        directory = init_checkpoint if tf.io.gfile.isdir(init_checkpoint) else os.path.dirname(prefix)
+        directory = init_checkpoint if input_files.isdir(init_checkpoint) else os.path.dirname(prefix)
 
     def beside(name):
         if directory is None:
             return None
         path = os.path.join(directory, name)
-        return path if tf.io.gfile.exists(path) else None
+        return path if input_files.exists(path) else None
 
     config = bert_config
     if config is None:
@@ -433,9 +433,8 @@ def resolve_model_files(
 
 def _hf_do_lower_case(directory: str) -> bool | None:
     path = os.path.join(directory, "tokenizer_config.json")
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f).get("do_lower_case")
+    if input_files.exists(path):
+        value = json.loads(input_files.read_text(path)).get("do_lower_case")
         if isinstance(value, bool):
             return value
     return None
@@ -449,7 +448,7 @@ def hf_model_files(
     directory = os.path.dirname(path) if path.endswith(".safetensors") else path
     config = BertConfig.from_json_file(bert_config_file or os.path.join(directory, "config.json"))
     vocab_file = vocab_file or (
-        os.path.join(directory, VOCAB_FILE) if tf.io.gfile.exists(os.path.join(directory, VOCAB_FILE)) else None
+        os.path.join(directory, VOCAB_FILE) if input_files.exists(os.path.join(directory, VOCAB_FILE)) else None
     )
     if vocab_file is None:
         raise MissingInputError(
@@ -466,10 +465,10 @@ def hf_model_files(
 
 def _is_hf(path: str) -> bool:
     return path.endswith(".safetensors") or (
-        tf.io.gfile.isdir(path)
+        input_files.isdir(path)
         and (
-            tf.io.gfile.exists(os.path.join(path, "model.safetensors"))
-            or tf.io.gfile.exists(os.path.join(path, "pytorch_model.bin"))
+            input_files.exists(os.path.join(path, "model.safetensors"))
+            or input_files.exists(os.path.join(path, "pytorch_model.bin"))
         )
     )
 
@@ -570,25 +569,30 @@ def export_model_dir(
 
     The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). `json_files`
     (`{file name: content}`, e.g. a fine-tuned head's `finetuning.json`) are written into it too. Everything is
-    written next to `export_dir` first and renamed into place, so a job killed while exporting leaves either the
-    previous export or none, never half of one.
+    written where no reader looks first (beside a local `export_dir`; a local temporary folder for one in a
+    bucket) and put in place by `output_files.commit_folder` with the `checkpoint` state file last (the file that
+    makes a model directory count), so a job killed while exporting leaves the previous export, or a folder
+    without `checkpoint`, never half of one that looks complete.
     """
     check_target(export_dir, folder=True)
-    staging = export_dir.rstrip("/") + ".partial"
-    if tf.io.gfile.exists(staging):
-        tf.io.gfile.rmtree(staging)
-    save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint_number=step)
-    for name, content in (json_files or {}).items():
-        with tf.io.gfile.GFile(os.path.join(staging, name), "w") as f:
-            json.dump(dict(content), f, indent=1, sort_keys=True)
-    if tf.io.gfile.exists(export_dir):
-        tf.io.gfile.rmtree(export_dir)
-    tf.io.gfile.rename(staging, export_dir)  # the checkpoint state file holds relative paths
+    if input_files.is_remote(export_dir):
+        staging = tempfile.mkdtemp(prefix="bert-model-dir-")  # library-created local folder
+    else:
+        staging = export_dir.rstrip("/") + ".partial"
+        output_files.rmtree(staging)
+    try:
+        save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint_number=step)
+        for name, content in (json_files or {}).items():
+            output_files.write_text(os.path.join(staging, name), json.dumps(dict(content), indent=1, sort_keys=True))
+        # The checkpoint state file holds relative paths, so the folder can move.
+        output_files.commit_folder(staging, export_dir, marker=CHECKPOINT_STATE_FILE)
+    finally:
+        output_files.rmtree(staging)
     logging.info("Exported the model directory %s", export_dir)
     return export_dir
 
 
 def export_is_current(export_dir: str, step: int) -> bool:
     """Whether `export_dir` holds the export of training step `step` (written by `export_model_dir`)."""
-    latest = tf.train.latest_checkpoint(export_dir) if tf.io.gfile.isdir(export_dir) else None
+    latest = tf.train.latest_checkpoint(export_dir) if input_files.isdir(export_dir) else None
     return latest is not None and os.path.basename(latest) == f"{CHECKPOINT_NAME}-{step}"

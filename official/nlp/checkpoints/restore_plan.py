@@ -32,6 +32,7 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 
 RESUME, FINE_TUNED, PRETRAINED, SCRATCH = "resume", "fine_tuned", "pretrained", "scratch"
@@ -137,7 +138,7 @@ def plan_restore(
       InputError: a fine-tuned `--init_checkpoint` for another head or label set; with `inference`, an
         `output_dir` trained for other labels, or nothing that holds a fine-tuned model.
     """
-    latest = tf.train.latest_checkpoint(output_dir) if output_dir and tf.io.gfile.isdir(output_dir) else None
+    latest = tf.train.latest_checkpoint(output_dir) if output_dir and input_files.isdir(output_dir) else None
     if latest is not None:
         if inference:
             labels = (model_dir_lib.read_settings_file(output_dir) or {}).get("labels")

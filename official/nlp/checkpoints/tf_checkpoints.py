@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common import output_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -251,10 +252,16 @@ def model_from_weights(
 # Original TF1 checkpoints
 
 
+def load_checkpoint(prefix: str):
+    """A reader of the checkpoint `prefix` (a prefix, never a folder). `tf.train.load_checkpoint` first asks whether
+    the path is a folder, and ``ram://`` answers yes for any prefix of a file name (``ckpt-4`` of ``ckpt-4.index``)."""
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
 def read_tf1_checkpoint(prefix: str) -> dict[str, np.ndarray]:
     """All weights of an original TF1 checkpoint (`bert_model.ckpt`), without optimizer slots and step counters."""
     try:
-        reader = tf.train.load_checkpoint(prefix)
+        reader = load_checkpoint(prefix)
     except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as e:
         raise MissingInputError(
             f"Cannot read a TF checkpoint at {prefix} ({type(e).__name__}); expected the "
@@ -278,7 +285,7 @@ def write_tf1_checkpoint(prefix: str, weights: Mapping[str, np.ndarray]) -> str:
     """Writes `weights` (TF1 names and layouts) as a checkpoint that TF1 code and `tf.train.load_checkpoint` read."""
     directory = os.path.dirname(prefix)
     if directory:
-        tf.io.gfile.makedirs(directory)
+        output_files.makedirs(directory, name="checkpoint folder")
     names = sorted(weights)
     tf.raw_ops.SaveV2(
         prefix=prefix,
@@ -292,7 +299,7 @@ def write_tf1_checkpoint(prefix: str, weights: Mapping[str, np.ndarray]) -> str:
 def is_tf1_checkpoint(prefix: str) -> bool:
     """Whether `prefix` is a checkpoint with the original `bert/...` variable names."""
     try:
-        names = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
+        names = load_checkpoint(prefix).get_variable_to_shape_map()
     except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError):
         return False
     return "_CHECKPOINTABLE_OBJECT_GRAPH" not in names and any(n.startswith(ENCODER_SCOPE) for n in names)
@@ -389,7 +396,7 @@ class _SavedGraph:
 
 def is_our_checkpoint(prefix: str) -> bool:
     try:
-        reader = tf.train.load_checkpoint(prefix)
+        reader = load_checkpoint(prefix)
         if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
             return False
         return _SavedGraph(reader).node(("encoder",)) is not None
@@ -406,7 +413,7 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
     """
     encoder, _, _ = _split_model(model)
     root = tf.train.Checkpoint(encoder=encoder) if encoder_only or model is encoder else checkpoint_root(model)
-    reader = tf.train.load_checkpoint(prefix)
+    reader = load_checkpoint(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         raise InputError(
             f"{prefix} is not one of our checkpoints (no object graph); for an original TF1 "
@@ -450,7 +457,7 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
 def has_masked_lm_head(prefix: str) -> bool:
     """Whether a checkpoint (ours or an original TF1 one) holds the masked-LM head; public encoder-only
     checkpoints (converted Hugging Face models, TF1 without ``cls/*``) do not."""
-    reader = tf.train.load_checkpoint(prefix)
+    reader = load_checkpoint(prefix)
     if reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return _SavedGraph(reader).node(("model", "masked_lm")) is not None
     return any(name.startswith(_MLM_SCOPE) for name in reader.get_variable_to_shape_map())
@@ -462,7 +469,7 @@ def model_from_checkpoint(prefix: str, config: BertConfig):
     The heads are found in the checkpoint's object graph (`model/masked_lm`, `model/next_sentence`), which holds
     them whatever keys TF chose for their variables.
     """
-    saved = _SavedGraph(tf.train.load_checkpoint(prefix))
+    saved = _SavedGraph(load_checkpoint(prefix))
     model = _model_for_heads(
         config,
         masked_lm=saved.node(("model", "masked_lm")) is not None,
@@ -480,7 +487,7 @@ def save_checkpoint(model, prefix: str) -> str:
 def saved_variable_shape(prefix: str, path: tuple[str, ...]) -> list[int] | None:
     """The shape of the variable at object path `path` in one of our checkpoints (e.g. `("model", "classifier",
     "_kernel")`), or None when there is none; tells what head a fine-tuned checkpoint holds before building it."""
-    reader = tf.train.load_checkpoint(prefix)
+    reader = load_checkpoint(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return None
     saved = _SavedGraph(reader)

@@ -10,7 +10,8 @@ the script with `run`:
 
 **Errors.** `InputError` (see `errors.py`) is printed as ``<script>: <message>`` on stderr with exit status 2, and
 no traceback: tracebacks are for bugs, which still get theirs. An `OSError` about a path the user gave (no
-permission, a parent that is a file, a full disk) is reported the same way, naming the path.
+permission, a parent that is a file, a full disk) is reported the same way, naming the path, and so is a
+TensorFlow error about a path it reads or writes itself (`_describe_tf_error`).
 
 **TensorFlow's start-up noise.** On TF 2.21 each process prints about 9 lines from C++ before any of ours
 (`oneDNN custom operations are on`, `Could not find cuda drivers`, `failed call to cuInit`, CPU instructions ...).
@@ -177,6 +178,29 @@ def _describe_os_error(e: OSError) -> str | None:
     return f"{path}: {reason}; {fix}"
 
 
+def _describe_tf_error(e: Exception) -> str | None:
+    """A user-facing line for a TensorFlow filesystem error that names its path (a missing file or bucket, no
+    permission, a full disk, a file where a folder is needed), or None: then it is a bug and keeps its traceback.
+    Most user paths are checked by `input_files`/`output_files` first; this catches what TensorFlow itself writes
+    (checkpoints, summaries, SavedModels) and reads."""
+    if not type(e).__module__.startswith("tensorflow"):
+        return None
+    name = type(e).__name__
+    message = (getattr(e, "message", "") or "").strip().splitlines()
+    message = message[0] if message else ""
+    if not ("/" in message or "://" in message):
+        return None  # names no path: not something the user can find and fix
+    if name == "ResourceExhaustedError" and ("space" in message.lower() or "quota" in message.lower()):
+        return f"{message}; free some space or choose another disk"
+    if name == "FailedPreconditionError" and "not a directory" in message:
+        return f"{message}: a file is in the way where a folder is needed; remove it or choose another path"
+    if name == "NotFoundError":
+        return f"{message}; check the path (and, for gs://, that the bucket exists)"
+    if name in ("PermissionDeniedError", "UnauthenticatedError"):
+        return f"{message}; check the permissions (for gs://, the credentials and the bucket's access)"
+    return None
+
+
 class _DropTensorFlowChatter(logging.Filter):
     """TensorFlow's Python INFO lines that report internals, not events of the job."""
 
@@ -208,6 +232,10 @@ def _guarded(main: Callable, script: str) -> Callable:
             message = str(e)
         except OSError as e:
             message = _describe_os_error(e)
+            if message is None:
+                raise
+        except Exception as e:
+            message = _describe_tf_error(e)
             if message is None:
                 raise
         print(f"{script}: {message}", file=sys.stderr, flush=True)

@@ -1,28 +1,232 @@
-"""Input files named on a command line: comma-separated paths and glob patterns, expanded the same way by every job
-(`create_pretraining_data`, `build_vocab`, the fine-tuning readers)."""
+"""Reading the files a user names, on any filesystem: local disk, ``gs://`` on TPU VMs, ``ram://`` in tests.
+
+Every read of a user path goes through this module: whether it exists, is a file or a folder, its size, a glob, a
+listing, opening it. A path with a scheme (``gs://``, ``ram://``, ...) goes through `tf.io.gfile`; a local path
+goes through Python's own functions, so that processes without TensorFlow (the pretraining-data workers) read local
+files as before and import TensorFlow only when a path needs it.
+
+A missing object, a bucket that does not exist, no permission or a store that cannot be reached is one
+`InputError` naming the path (`tf.io.gfile` raises `NotFoundError` with an empty message on some filesystems).
+
+Comma-separated paths and glob patterns (``--input_file``) are expanded the same way by every job
+(`expand_input_files`); each pattern is listed once, so a bucket is never listed per record.
+"""
 
 from __future__ import annotations
 
-import glob
+import contextlib
+import glob as _glob
+import io
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import IO
 
-from official.nlp.common.errors import InputError
+from official.nlp.common.errors import InputError, MissingInputError
+
+
+def is_remote(path: str) -> bool:
+    """Whether `path` names a filesystem other than the local one (``gs://``, ``ram://``, ...)."""
+    return "://" in os.fspath(path)
+
+
+# Filesystems whose files live in this process alone: another process (a data worker) cannot see them.
+PROCESS_LOCAL_SCHEMES = ("ram://",)
+
+
+def is_process_local(path: str) -> bool:
+    """Whether `path` lives in this process's memory (``ram://``): a worker process cannot read or write it."""
+    return os.fspath(path).startswith(PROCESS_LOCAL_SCHEMES)
+
+
+def gfile():
+    """`tf.io.gfile`, imported only when a path needs it: local readers stay free of TensorFlow."""
+    import tensorflow as tf
+
+    return tf.io.gfile
+
+
+def _tf_errors():
+    import tensorflow as tf
+
+    return tf.errors
+
+
+def describe_error(e: BaseException, path: str) -> InputError | None:
+    """A user-facing error naming `path` for a filesystem error about it, or None when `e` is not one."""
+    if isinstance(e, InputError):
+        return e
+    if isinstance(e, FileNotFoundError):
+        return MissingInputError(f"{path} does not exist; check the path")
+    if isinstance(e, (PermissionError, IsADirectoryError, NotADirectoryError)):
+        reason = e.strerror or type(e).__name__
+        return InputError(f"{path}: {reason}; choose a path you can read and write, or change its permissions")
+    if type(e).__module__.startswith("tensorflow"):
+        errors = _tf_errors()
+        detail = (getattr(e, "message", "") or "").strip().splitlines()
+        detail = f" ({detail[0]})" if detail and path not in detail[0] else ""
+        if isinstance(e, errors.NotFoundError):
+            return MissingInputError(
+                f"{path} does not exist{detail}; check the path (and, for gs://, that the bucket exists)"
+            )
+        if isinstance(e, (errors.PermissionDeniedError, errors.UnauthenticatedError)):
+            return InputError(f"{path}: permission denied{detail}; check the credentials and the bucket's access")
+        if isinstance(e, errors.FailedPreconditionError):
+            fix = (
+                "check the network, the credentials and that the bucket exists"
+                if is_remote(path)
+                else "check the path (a file where a folder is needed?)"
+            )
+            return InputError(f"{path}: cannot be read or written{detail}; {fix}")
+
+        if isinstance(e, errors.ResourceExhaustedError):
+            return InputError(f"{path}: no space left{detail}; free some space or choose another disk")
+    return None
+
+
+@contextlib.contextmanager
+def user_path(path: str) -> Iterator[None]:
+    """Turns a filesystem error about `path` inside the block into one `InputError` naming it."""
+    try:
+        yield
+    except Exception as e:
+        error = describe_error(e, os.fspath(path))
+        if error is None or error is e:
+            raise
+        raise error from None
+
+
+def _listed(path: str) -> bool:
+    """Whether `path` is an entry of its folder's listing. `ram://` answers `exists` and `isdir` for any prefix
+    of a name ("a" exists where only "a.tmp" does), which a bucket does not; its listing is exact."""
+    parent, name = os.path.split(path.rstrip("/"))
+    try:
+        return name in {n.rstrip("/") for n in gfile().listdir(parent)}
+    except Exception as e:  # a parent that is not there
+        if describe_error(e, path) is None:
+            raise
+        return False
+
+
+def exists(path: str) -> bool:
+    path = os.fspath(path)
+    if not is_remote(path):
+        return os.path.exists(path)
+    with user_path(path):
+        return gfile().exists(path) and (not is_process_local(path) or _listed(path))
+
+
+def isdir(path: str) -> bool:
+    path = os.fspath(path)
+    if not is_remote(path):
+        return os.path.isdir(path)
+    with user_path(path):
+        return gfile().isdir(path) and (not is_process_local(path) or _listed(path))
+
+
+def isfile(path: str) -> bool:
+    path = os.fspath(path)
+    if not is_remote(path):
+        return os.path.isfile(path)
+    with user_path(path):
+        return exists(path) and not gfile().isdir(path)
+
+
+def getsize(path: str) -> int:
+    path = os.fspath(path)
+    with user_path(path):
+        return os.path.getsize(path) if not is_remote(path) else gfile().stat(path).length
+
+
+def glob(pattern: str) -> list[str]:
+    """The files and folders matching `pattern`, sorted."""
+    pattern = os.fspath(pattern)
+    if not is_remote(pattern):
+        return sorted(_glob.glob(pattern))
+    with user_path(pattern):
+        return sorted(gfile().glob(pattern))
+
+
+def listdir(path: str) -> list[str]:
+    """The names in folder `path`, sorted."""
+    path = os.fspath(path)
+    with user_path(path):
+        return sorted(n.rstrip("/") for n in (os.listdir(path) if not is_remote(path) else gfile().listdir(path)))
+
+
+class _GFileReader(io.RawIOBase):
+    """A `tf.io.gfile.GFile` opened for reading, as a raw stream: so that Python's buffered readers and text
+    decoding (encodings, newline handling, `readline(limit)`, `seek`) work the same on every filesystem."""
+
+    def __init__(self, f):
+        super().__init__()
+        self._f = f
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._f.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._f.seek(offset, whence)
+        return self._f.tell()
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._f.close()
+        super().close()
+
+
+def open_file(path: str, mode: str = "r", *, encoding: str = "utf-8", newline: str | None = "") -> IO:
+    """Opens `path` for reading, in binary ("rb") or text mode ("r": `encoding`, and `newline` as `open` takes it;
+    by default line ends are kept as they are)."""
+    path = os.fspath(path)
+    if mode not in ("r", "rb"):
+        raise ValueError(f"open_file reads only: mode {mode!r}")
+    with user_path(path):
+        if not is_remote(path):
+            return open(path, mode, **({} if "b" in mode else {"encoding": encoding, "newline": newline}))
+        if not exists(path):  # some filesystems only fail at the first read, with an empty message
+            raise MissingInputError(f"{path} does not exist; check the path")
+        if isdir(path):
+            raise InputError(f"{path} is a folder; name a file")
+        binary = io.BufferedReader(_GFileReader(gfile().GFile(path, "rb")), 1 << 20)
+        return binary if "b" in mode else io.TextIOWrapper(binary, encoding=encoding, newline=newline)
+
+
+def read_bytes(path: str) -> bytes:
+    with open_file(path, "rb") as f, user_path(path):
+        return f.read()
+
+
+def read_text(path: str) -> str:
+    """The whole UTF-8 file `path` (a byte-order mark is dropped)."""
+    text = read_bytes(path).decode("utf-8")
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
     """A comma-separated list (or a sequence) of paths and glob patterns -> the files, each pattern's matches sorted."""
     patterns = input_file.split(",") if isinstance(input_file, str) else list(input_file)
     files = []
-    for pattern in (p.strip() for p in patterns):
+    for pattern in (os.fspath(p).strip() for p in patterns):
         if not pattern:
             continue
-        if glob.has_magic(pattern):
-            matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+        if _glob.has_magic(pattern):
+            # On an object store the listing holds objects only (a "folder" marker ends with "/"): one call.
+            matches = [p for p in glob(pattern) if (not p.endswith("/") if is_remote(p) else os.path.isfile(p))]
             if not matches:
                 raise InputError(f"--input_file pattern {pattern!r} matches no file")
             files.extend(matches)
-        elif not os.path.isfile(pattern):
+        elif not isfile(pattern):
             raise InputError(f"input file {pattern!r} does not exist (or is not a file)")
         else:
             files.append(pattern)

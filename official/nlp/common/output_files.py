@@ -12,17 +12,44 @@ object store (a path with a scheme) writing an object replaces only that object,
 
 Local paths use Python's own file functions, so that processes without TensorFlow (the pretraining-data workers)
 can use this module; a path with a scheme (``gs://``, ``ram://``) goes through `tf.io.gfile`.
+
+**Object stores.** A bucket renames one object by copying it whole and deleting the source, so a file's commit
+above holds there too: its final name appears complete or not at all. A *folder* has no atomic rename there
+(object by object, and a reader can see half of it). So an artifact made of several files counts only once its
+marker is written, and the marker is written last (`commit_folder`): an export's `saved_model.pb`, a model
+directory's `checkpoint`, a feature cache's key file, a record shard's final name after its statistics. A job
+killed between two writes leaves parts without a marker, which every reader takes as absent.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from collections.abc import Iterator
 from typing import IO
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
+from official.nlp.common.input_files import is_remote as _is_remote
+from official.nlp.common.input_files import user_path
+
+
+def _gfile():
+    return input_files.gfile()  # looked up at each call, so that a test can put a fake store behind it
+
+
+def _clear_for_writing(path: str) -> None:
+    """Deletes an earlier `path` on ``ram://``, whose files opened for writing keep their old bytes and append
+    (a bucket's object write replaces the object, and so does local `open(..., "w")`)."""
+    if input_files.is_process_local(path) and input_files.exists(path):
+        import tensorflow as tf  # the real filesystem, not a test's stand-in: this is ram://'s own quirk
+
+        tf.io.gfile.remove(path)
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # the disk (or the quota, or the file size limit) is full
 
 _KINDS = (
     (stat.S_ISCHR, "a character device"),
@@ -31,16 +58,6 @@ _KINDS = (
     (stat.S_ISSOCK, "a socket"),
     (stat.S_ISDIR, "a folder"),
 )
-
-
-def _is_remote(path: str) -> bool:
-    return "://" in path
-
-
-def _gfile():
-    import tensorflow as tf  # only for paths with a scheme: local writers stay free of TensorFlow
-
-    return tf.io.gfile
 
 
 def _kind(path: str) -> str | None:
@@ -65,6 +82,11 @@ def check_target(path: str, *, folder: bool = False, name: str | None = None) ->
     if kind is None or kind == wanted:
         return
     where = f"{name}={path}" if name and name.startswith("--") else f"{name or 'output'} {path}"
+    if folder and kind == "a regular file":
+        raise InputError(
+            f"{where} is a regular file, not a folder: a file is in the way where a folder is needed; remove it or "
+            "choose another path"
+        )
     raise InputError(
         f"{where} is {kind}, not {wanted}: writing the output would replace it. Name a new "
         f"{'folder' if folder else 'file'} or {wanted} to overwrite."
@@ -77,21 +99,35 @@ def temporary_name(path: str) -> str:
     return f"{path}.tmp-{os.getpid()}"
 
 
+def remove_leftovers(paths) -> None:
+    """Deletes the temporary files of `paths` that a job killed before its commit left behind (one listing per
+    folder): on a bucket a leftover ``train.tfrecord-00000-of-00002.tmp-123`` would match a glob of the records."""
+    wanted = {os.fspath(p) for p in paths}
+    for folder in sorted({os.path.dirname(p) for p in wanted}):
+        if not input_files.isdir(folder):
+            continue
+        for leftover in input_files.glob(os.path.join(folder, "*.tmp-*")):
+            if leftover.rsplit(".tmp-", 1)[0] in wanted:
+                remove(leftover)
+
+
 def commit(tmp: str, path: str, *, name: str | None = None) -> None:
     """Renames the complete file `tmp` to `path`, replacing an earlier regular file (and nothing else)."""
     check_target(path, name=name)
-    if _is_remote(path):
-        _gfile().rename(tmp, path, overwrite=True)
-    else:
-        os.replace(tmp, path)
+    with user_path(path):
+        if _is_remote(path):
+            # One object: a store's rename copies it whole and deletes the source, so the final name appears
+            # complete or not at all (a folder's rename is not atomic there; see `commit_folder`).
+            _gfile().rename(tmp, path, overwrite=True)
+        else:
+            os.replace(tmp, path)
 
 
 def _remove(path: str) -> None:
     with contextlib.suppress(OSError):
         if _is_remote(path):
-            gfile = _gfile()
-            if gfile.exists(path):
-                gfile.remove(path)
+            if input_files.exists(path):
+                _gfile().remove(path)
         else:
             os.remove(path)
 
@@ -108,13 +144,186 @@ def write_atomically(path: str, mode: str = "w", *, name: str | None = None) -> 
     check_target(path, name=name)
     tmp = temporary_name(path)
     try:
-        if _is_remote(path):
-            f = _gfile().GFile(tmp, mode)
-        else:
-            f = open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""}))
-        with f:
+        with user_path(path):
+            if _is_remote(path):
+                _clear_for_writing(tmp)
+                f = _Writer(_gfile().GFile(tmp, mode))
+            else:
+                f = open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""}))
+        with naming_full_disk(path), f:
             yield f
         commit(tmp, path, name=name)
     except BaseException:
         _remove(tmp)
         raise
+
+
+class _Writer:
+    """A `tf.io.gfile.GFile` opened for writing, with what Python's files have and it lacks (`writelines`)."""
+
+    def __init__(self, f):
+        self._f = f
+
+    def write(self, data) -> int:
+        self._f.write(data)
+        return len(data)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self._f.write(line)
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._f.__exit__(*exc)
+
+
+def open_for_writing(path: str, mode: str = "wb") -> IO:
+    """Opens `path` for writing as it is (no temporary name: for a temporary file that `commit` then renames)."""
+    path = os.fspath(path)
+    with user_path(path):
+        if _is_remote(path):
+            _clear_for_writing(path)
+            return _Writer(_gfile().GFile(path, mode))
+        return open(path, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""}))
+
+
+def check_writable(path: str, *, name: str | None = None) -> None:
+    """Refuses, before a long job, an output file `path` that could not be written: something other than a file
+    in its place, a parent that is a file, no permission. Creates its folder and an empty temporary file, which it
+    deletes again (a full disk shows only once the bytes are written)."""
+    path = os.fspath(path)
+    check_target(path, name=name)
+    makedirs_for(path)
+    probe = temporary_name(path)
+    with user_path(path):
+        open_for_writing(probe).close()
+    remove(probe)
+
+
+@contextlib.contextmanager
+def naming_full_disk(path: str) -> Iterator[None]:
+    """A full disk raises at write or close without a file name; inside the block it names `path`, so that the
+    script reports it as one line (`cli`)."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename or isinstance(e, InputError) or e.errno not in _FULL:
+            raise
+        raise OSError(e.errno, e.strerror or str(e), os.fspath(path)) from None
+
+
+def write_text(path: str, text: str, *, name: str | None = None) -> None:
+    """Writes `text` (UTF-8) to `path` through `write_atomically`."""
+    with write_atomically(path, "w", name=name) as f:
+        f.write(text)
+
+
+def write_bytes(path: str, data: bytes, *, name: str | None = None) -> None:
+    with write_atomically(path, "wb", name=name) as f:
+        f.write(data)
+
+
+def makedirs(path: str, *, name: str | None = None) -> None:
+    """Creates folder `path` (and its parents), refusing a file or device in its place with one line."""
+    path = os.fspath(path)
+    check_target(path, folder=True, name=name)
+    with user_path(path):
+        if _is_remote(path):
+            _gfile().makedirs(path)
+        else:
+            os.makedirs(path, exist_ok=True)
+
+
+def makedirs_for(path: str) -> None:
+    """Creates the folder that will hold file `path`."""
+    folder = os.path.dirname(os.fspath(path))
+    if folder:
+        makedirs(folder)
+
+
+def remove(path: str) -> None:
+    """Deletes file `path` if it is there."""
+    path = os.fspath(path)
+    with user_path(path):
+        if _is_remote(path):
+            if input_files.exists(path):
+                _gfile().remove(path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+
+
+def rmtree(path: str) -> None:
+    """Deletes folder `path` and everything in it, if it is there."""
+    path = os.fspath(path)
+    with user_path(path):
+        if _is_remote(path):
+            if input_files.exists(path):
+                _gfile().rmtree(path)
+        else:
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def copy(source: str, target: str) -> None:
+    """Copies file `source` to `target` (either may be on any filesystem), replacing an earlier `target`."""
+    with user_path(source):
+        if not (_is_remote(source) or _is_remote(target)):
+            import shutil
+
+            if os.path.exists(target) and os.path.samefile(source, target):
+                return
+            shutil.copyfile(source, target)
+        else:
+            _clear_for_writing(target)
+            _gfile().copy(source, target, overwrite=True)
+
+
+def _files_under(folder: str) -> list[str]:
+    """The files under `folder`, as paths relative to it."""
+    found = []
+    if _is_remote(folder):
+        for directory, _, names in _gfile().walk(folder):
+            found += [os.path.relpath(os.path.join(directory, n), folder) for n in names]
+    else:
+        for directory, _, names in os.walk(folder):
+            found += [os.path.relpath(os.path.join(directory, n), folder) for n in names]
+    return sorted(found)
+
+
+def commit_folder(staging: str, target: str, *, marker: str) -> None:
+    """Puts the complete folder `staging` in place as `target` (replacing an earlier one), with `marker` last.
+
+    Readers take `target` as complete once its file `marker` is there (TF Serving's `saved_model.pb`, a model
+    directory's `checkpoint`). On local disk a folder's rename is atomic, and that is what this does. A store has no
+    atomic rename of a folder (it copies and deletes object by object, and a reader can see half of it), so there
+    the files are copied one by one with the marker after all the others, and an earlier `target` loses its marker
+    before anything else: a job killed on the way leaves a `target` without its marker, which counts as absent.
+    `staging` may be on another filesystem (a local temporary folder for an export into a bucket); it is deleted.
+    """
+    staging, target = os.fspath(staging), os.fspath(target)
+    names = _files_under(staging)
+    if marker not in names:
+        raise ValueError(f"{staging} has no {marker}")
+    if not (_is_remote(staging) or _is_remote(target)):
+        check_target(target, folder=True)
+        rmtree(target)
+        with user_path(target):
+            os.replace(staging, target)
+        return
+    remove(os.path.join(target, marker))  # first: the earlier folder stops counting before it changes
+    rmtree(target)
+    for relative in sorted(names, key=lambda n: n == marker):  # the marker last
+        destination = os.path.join(target, relative)
+        makedirs(os.path.dirname(destination))
+        copy(os.path.join(staging, relative), destination)
+    rmtree(staging)

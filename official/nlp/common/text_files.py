@@ -8,6 +8,7 @@ can skip such lines instead.
 
 from __future__ import annotations
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 
 _CONTROL = frozenset(range(0x00, 0x09)) | frozenset(range(0x0E, 0x20)) | {0x7F}
@@ -28,11 +29,11 @@ def guess_encoding(raw: bytes) -> str:
 
 def _sample(path: str | None, raw: bytes) -> bytes:
     """The start of the file (one line is too little to tell binary data from text), else the line."""
-    if path and "://" not in path:
+    if path:
         try:
-            with open(path, "rb") as f:
+            with input_files.open_file(path, "rb") as f:
                 return f.read(1 << 16)
-        except OSError:
+        except (OSError, InputError):
             pass
     return raw
 

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from absl import logging
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
 
@@ -104,9 +105,9 @@ def read_conll(path: str, *, skip_bad_rows: bool = False) -> ConllFile:
         current, current_bad = [], False
 
     try:
-        handle = open(path, encoding="utf-8")
+        handle = input_files.open_file(path, newline=None)
     except OSError as e:
-        raise InputError(f"cannot read CoNLL file {path!r}: {e.strerror}") from e
+        raise InputError(f"cannot read CoNLL file {path!r}: {e.strerror or e}") from None
     with handle:
         for number, line in enumerate(handle, start=1):
             columns = line.split()

@@ -5,8 +5,10 @@ original `run_classifier.py` writes `train.tf_record`), so that a rerun, another
 directly. Next to each cache file, `<file>.key.json` records the *key*: the settings the bytes depend on (the
 vocabulary's and input files' content hashes, the case, `max_seq_length`, the task and label list, ...) and the
 number of records. A cache whose key differs from the one asked for is rebuilt, with the differing settings
-logged; it is never silently reused. The key file is written last, so a job killed while writing leaves no cache
-that looks complete.
+logged; it is never silently reused. The key file is the cache's completeness marker: it is written last and
+records the size of the records file, so a job killed while writing leaves no cache that looks complete, and a
+records file that was cut short or changed afterwards (a full disk, a copy that stopped) is noticed and rebuilt
+instead of failing later with a `DataLossError` that names no file.
 
 Example:
 
@@ -18,13 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common import input_files, output_files
 from official.nlp.common.output_files import check_target, commit
 
 KEY_SUFFIX = ".key.json"
@@ -34,7 +36,7 @@ def file_digest(paths: Sequence[str]) -> str:
     """SHA-256 of the files' contents (in order): what a cache of features from these files depends on."""
     digest = hashlib.sha256()
     for path in paths:
-        with tf.io.gfile.GFile(path, "rb") as f:
+        with input_files.open_file(path, "rb") as f:
             while chunk := f.read(1 << 20):
                 digest.update(chunk)
         digest.update(b"\0")
@@ -56,12 +58,28 @@ def serialize(features: Mapping[str, object]) -> bytes:
 
 
 def read_key(path: str) -> dict | None:
-    """The key a cache file was written with (with its `count`), or None when there is no complete cache."""
+    """The key a cache file was written with (with its `count` and `bytes`), or None when there is no complete
+    cache: no key file, no records file, or a records file whose size is not the one the key recorded."""
     key_path = path + KEY_SUFFIX
-    if not (tf.io.gfile.exists(path) and tf.io.gfile.exists(key_path)):
+    if not input_files.exists(key_path):
         return None
-    with tf.io.gfile.GFile(key_path) as f:
-        return json.load(f)
+    try:
+        key = json.loads(input_files.read_text(key_path))
+    except (ValueError, UnicodeDecodeError):
+        key = None
+    size = input_files.getsize(path) if input_files.exists(path) else None
+    if not isinstance(key, dict) or size is None or key.get("bytes") != size:
+        logging.warning(
+            "Rebuilding %s: the cached features are incomplete (%s)",
+            path,
+            "no records file"
+            if size is None
+            else f"{size} bytes, {key.get('bytes')} when written"
+            if isinstance(key, dict) and "bytes" in key
+            else "no size recorded in " + key_path,
+        )
+        return None
+    return key
 
 
 def cached_records(path: str, key: Mapping, build: Callable[[], Iterable[Mapping[str, object]]]) -> int:
@@ -79,6 +97,7 @@ def cached_records(path: str, key: Mapping, build: Callable[[], Iterable[Mapping
     found = read_key(path)
     if found is not None:
         count = found.pop("count", None)
+        found.pop("bytes", None)
         if found == key and count is not None:
             logging.info("Reusing the %d cached feature records in %s", count, path)
             return count
@@ -89,19 +108,20 @@ def cached_records(path: str, key: Mapping, build: Callable[[], Iterable[Mapping
             ", ".join(f"{k}: {found.get(k)!r} there, {key.get(k)!r} now" for k in differing),
         )
     check_target(path)
-    tf.io.gfile.makedirs(os.path.dirname(path) or ".")
-    if tf.io.gfile.exists(path + KEY_SUFFIX):
-        tf.io.gfile.remove(path + KEY_SUFFIX)  # first: a crash below must not leave an old key on new bytes
+    output_files.makedirs_for(path)
+    output_files.remove(path + KEY_SUFFIX)  # first: a crash below must not leave an old key on new bytes
     staging = path + ".partial"
+    output_files.remove(staging)  # a leftover of a job that stopped while writing it
     count = 0
-    with tf.io.TFRecordWriter(staging) as writer:
+    with input_files.user_path(path), tf.io.TFRecordWriter(staging) as writer:
         for record in build():
             writer.write(serialize(record))
             count += 1
     commit(staging, path)
-    with tf.io.gfile.GFile(path + KEY_SUFFIX + ".partial", "w") as f:
-        json.dump({**key, "count": count}, f, indent=1, sort_keys=True)
-    commit(path + KEY_SUFFIX + ".partial", path + KEY_SUFFIX)
+    size = input_files.getsize(path)
+    output_files.write_text(
+        path + KEY_SUFFIX, json.dumps({**key, "count": count, "bytes": size}, indent=1, sort_keys=True)
+    )
     logging.info("Wrote %d feature records to %s", count, path)
     return count
 

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 
 from absl import logging
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 
 TRAIN, DEV, TEST = "train", "dev", "test"
@@ -96,13 +97,13 @@ class DataProcessor:
         return found
 
     def _rows(self, path: str) -> Iterator[tuple[int, list[str]]]:
-        if not os.path.isfile(path):
+        if not input_files.isfile(path):
             raise InputError(
                 f"{self.name}: {path} does not exist; --data_dir must hold the task's GLUE files "
                 f"({', '.join(self._file_names())})"
             )
         # utf-8-sig: the MRPC files start with a byte-order mark, which would become part of the first column.
-        with open(path, encoding="utf-8-sig", newline="") as f:
+        with input_files.open_file(path, encoding="utf-8-sig", newline="") as f:
             for number, line in enumerate(f, start=1):
                 line = line.rstrip("\r\n")
                 if number == 1 and self.header_in(path):
@@ -382,9 +383,9 @@ class GenericProcessor(DataProcessor):
         logging.info("Labels from %s: %s", train_path, list(self.labels))
 
     def _records(self, path: str) -> Iterator[tuple[int, dict]]:
-        if not os.path.isfile(path):
+        if not input_files.isfile(path):
             raise InputError(f"{path} does not exist")
-        with open(path, encoding="utf-8-sig", newline="") as f:
+        with input_files.open_file(path, encoding="utf-8-sig", newline="") as f:
             if self.file_format == "jsonl":
                 for number, line in enumerate(f, start=1):
                     if not line.strip():

@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from absl import logging
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.instances import removal_counts
 
@@ -130,9 +131,9 @@ def read_swag(path: str, *, skip_bad_rows: bool = False, labelled: bool | None =
     """
     is_json = os.path.splitext(path)[1].lower() in (".jsonl", ".json")
     try:
-        handle = open(path, encoding="utf-8", newline="" if not is_json else None)
+        handle = input_files.open_file(path, newline="" if not is_json else None)
     except OSError as e:
-        raise InputError(f"cannot read SWAG file {path!r}: {e.strerror}") from e
+        raise InputError(f"cannot read SWAG file {path!r}: {e.strerror or e}") from None
     examples, bad = [], 0
     with handle:
         rows = _json_rows(path, handle) if is_json else _csv_rows(path, handle)

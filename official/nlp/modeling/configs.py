@@ -18,6 +18,7 @@ from typing import Any
 
 from absl import logging
 
+from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.activations import ACTIVATION_NAMES, HF_ACTIVATIONS
 
@@ -131,11 +132,10 @@ class BertConfig:
     def from_json_file(cls, path: str | os.PathLike) -> BertConfig:
         """Reads a `bert_config.json` (or a Hugging Face BERT `config.json`)."""
         path = os.fspath(path)
+        if not input_files.exists(path):
+            raise MissingInputError(f"BERT config file not found: {path}")
         try:
-            with open(path, encoding="utf-8") as f:
-                values = json.load(f)
-        except FileNotFoundError:
-            raise MissingInputError(f"BERT config file not found: {path}") from None
+            values = json.loads(input_files.read_text(path))
         except json.JSONDecodeError as e:
             raise InputError(f"{path} is not valid JSON: {e}") from None
         if not isinstance(values, dict):
@@ -153,8 +153,7 @@ class BertConfig:
 
     def to_json_file(self, path: str | os.PathLike) -> None:
         """Writes the original `bert_config.json` layout (plus `layer_norm_eps`, which the original ignores)."""
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(self.to_json_string())
+        output_files.write_text(os.fspath(path), self.to_json_string())
 
 
 def _from_hf(values: dict[str, Any]) -> dict[str, Any]:

@@ -26,18 +26,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import tempfile
 import types
 from collections.abc import Mapping, Sequence
 
 import tensorflow as tf
+from absl import logging
 
+from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.tokenizers import text_layers
 
 TOKEN_IDS_DIR = "token_ids"
+SAVED_MODEL_MARKER = "saved_model.pb"  # what TF Serving and every loader read first: written last
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 _ASSET_NAMES = ("vocab.txt", "bert_config.json", "do_lower_case", "label_names.txt", "max_seq_length")
 
@@ -46,10 +48,15 @@ def next_version(export_dir: str) -> int:
     """One more than the largest numeric version directory in `export_dir` (1 for a new directory)."""
     versions = [
         int(name)
-        for name in (tf.io.gfile.listdir(export_dir) if tf.io.gfile.isdir(export_dir) else [])
-        if re.fullmatch(r"\d+/?", name)
+        for name in (input_files.listdir(export_dir) if input_files.isdir(export_dir) else [])
+        if re.fullmatch(r"\d+", name) and is_complete(os.path.join(export_dir, name))
     ]
     return max(versions, default=0) + 1
+
+
+def is_complete(saved_model_dir: str) -> bool:
+    """Whether a version folder holds a whole SavedModel: its `saved_model.pb`, the file written last."""
+    return input_files.exists(os.path.join(saved_model_dir, SAVED_MODEL_MARKER))
 
 
 def string_spec(name: str, rank: int = 1) -> tf.TensorSpec:
@@ -200,7 +207,7 @@ class ServingModule(tf.Module):
     # -- writing ------------------------------------------------------------------------------------------------
 
     def write_assets(self, directory: str) -> dict[str, tf.saved_model.Asset]:
-        shutil.copyfile(self.vocab_path, os.path.join(directory, "vocab.txt"))
+        output_files.copy(self.vocab_path, os.path.join(directory, "vocab.txt"))
         self.bert_config.to_json_file(os.path.join(directory, "bert_config.json"))
         contents = {
             "do_lower_case": "true\n" if bool(self.do_lower_case.numpy()) else "false\n",
@@ -208,8 +215,7 @@ class ServingModule(tf.Module):
             "max_seq_length": f"{self.seq_length}\n",
         }
         for name, text in contents.items():
-            with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
-                f.write(text)
+            output_files.write_text(os.path.join(directory, name), text)
         return {name: tf.saved_model.Asset(os.path.join(directory, name)) for name in _ASSET_NAMES}
 
     def save(self, export_dir: str, version: int | None = None, *, token_ids_model: bool = True) -> str:
@@ -219,11 +225,15 @@ class ServingModule(tf.Module):
         """
         version = next_version(export_dir) if version is None else int(version)
         target = os.path.join(export_dir, str(version))
-        if tf.io.gfile.exists(target):
+        output_files.makedirs(export_dir, name="--export_dir")
+        if is_complete(target):
             raise InputError(
                 f"{target} already exists; TF Serving versions are immutable: pass another --version "
                 "or leave it out to take the next one"
             )
+        if input_files.exists(target):  # no saved_model.pb: the leftover of an export that stopped half-way
+            logging.warning("Removing %s: an export that stopped before its saved_model.pb", target)
+            output_files.rmtree(target)
         signatures = self.signature_functions()
         track_variables(self, signatures.values())
         with tempfile.TemporaryDirectory() as asset_dir:
@@ -275,14 +285,29 @@ class _TokenIdModule(tf.Module):
 
 
 def _save_atomically(module: tf.Module, target: str, signatures) -> None:
-    if signatures is None:
-        signatures = module.signatures_to_save
-    staging = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.incomplete")
-    if tf.io.gfile.exists(staging):
-        tf.io.gfile.rmtree(staging)
-    tf.io.gfile.makedirs(os.path.dirname(target))
-    tf.saved_model.save(module, staging, signatures=signatures)
-    tf.io.gfile.rename(staging, target)
+    save_saved_model(module, target, module.signatures_to_save if signatures is None else signatures)
+
+
+def save_saved_model(module: tf.Module, target: str, signatures) -> None:
+    """`tf.saved_model.save` that never leaves a complete-looking `target` behind a job killed half-way.
+
+    TF Serving takes a version as soon as its folder appears. The SavedModel is written where no server looks
+    (a hidden folder beside a local `target`; a local temporary folder for one in a bucket) and put in place with
+    `output_files.commit_folder`: a rename on local disk, on a store a copy with `saved_model.pb` last, so that
+    a half-copied folder lacks the file every loader reads first.
+    """
+    output_files.makedirs(os.path.dirname(target))
+    if input_files.is_remote(target):
+        staging = tempfile.mkdtemp(prefix="bert-export-")  # library-created local folder, removed by the commit
+    else:
+        staging = os.path.join(os.path.dirname(target), f".{os.path.basename(target)}.incomplete")
+        output_files.rmtree(staging)
+    try:
+        with input_files.user_path(staging):  # a full disk, no permission: one line naming the folder
+            tf.saved_model.save(module, staging, signatures=signatures)
+        output_files.commit_folder(staging, target, marker=SAVED_MODEL_MARKER)
+    finally:
+        output_files.rmtree(staging)
 
 
 def read_assets(saved_model_dir: str) -> dict:
@@ -290,8 +315,7 @@ def read_assets(saved_model_dir: str) -> dict:
     assets = os.path.join(saved_model_dir, "assets")
 
     def text(name):
-        with open(os.path.join(assets, name), encoding="utf-8") as f:
-            return f.read()
+        return input_files.read_text(os.path.join(assets, name))
 
     return {
         "bert_config": json.loads(text("bert_config.json")),

@@ -20,11 +20,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import models
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
@@ -48,7 +48,7 @@ def _locate(init_checkpoint: str) -> tuple[str, dict]:
         **(model_dir_lib.read_task_file(init_checkpoint) or {}),
     }
     best = os.path.join(init_checkpoint, model_dir_lib.BEST_MODEL_DIR)
-    if tf.io.gfile.isdir(init_checkpoint) and tf.io.gfile.isdir(best):
+    if input_files.isdir(init_checkpoint) and input_files.isdir(best):
         record.update(model_dir_lib.read_settings_file(best) or {})
         record.update(model_dir_lib.read_task_file(best) or {})
         return best, record
@@ -195,7 +195,7 @@ def export_model(
     paths = {"saved_model": saved, "token_ids": os.path.join(export_dir, "token_ids", str(version))}
     if keras_file:
         paths["keras"] = os.path.join(export_dir, "keras", f"{version}.keras")
-        tf.io.gfile.makedirs(os.path.dirname(paths["keras"]))
+        output_files.makedirs(os.path.dirname(paths["keras"]))
         model.save(paths["keras"])
     if task == "encoder" and hub_pair:
         paths["hub_preprocessor"], paths["hub_encoder"] = hub.save_hub_pair(

@@ -82,5 +82,7 @@ def save_hub_pair(export: EncoderExport, directory: str) -> tuple[str, str]:
             (preprocessor, paths[0], preprocessor.__call__),
             (encoder, paths[1], encoder.flat),
         ):
-            tf.saved_model.save(module, path, signatures={"serving_default": signature.get_concrete_function()})
+            export_base.save_saved_model(
+                module, path, signatures={"serving_default": signature.get_concrete_function()}
+            )
     return paths

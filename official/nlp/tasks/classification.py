@@ -26,7 +26,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common import output_files
+from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, feature_cache, glue, length_buckets
@@ -143,7 +143,7 @@ class ClassificationTask:
         self.splits = self.processor.files(config.data_dir)
         if isinstance(self.processor, glue.GenericProcessor) and self.splits[glue.TRAIN]:
             train = self.splits[glue.TRAIN][0].file
-            if os.path.exists(train):
+            if input_files.exists(train):
                 self.processor.infer_labels(train)
         self.regression = self.processor.is_regression
         self.name = self.processor.name
@@ -317,7 +317,7 @@ class ClassificationTask:
 
     def write_predictions(self, examples, outputs: np.ndarray, eval_set: glue.EvalSet) -> list[str]:
         out = self.config.output_dir
-        tf.io.gfile.makedirs(out)
+        output_files.makedirs(out, name="--output_dir")
         submission = os.path.join(out, eval_set.submission or f"{self.name}{eval_set.suffix}.tsv")
         results = os.path.join(out, f"test_results{eval_set.suffix}.tsv")
         if self.regression:

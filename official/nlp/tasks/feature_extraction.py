@@ -43,6 +43,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import model_dir
+from official.nlp.common import input_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
@@ -86,7 +87,7 @@ def read_examples(input_file: str) -> list[InputExample]:
     """Reads `text_a` or `text_a ||| text_b` lines. Blank lines are skipped but keep their line number as id."""
     examples = []
     skipped = 0
-    with tf.io.gfile.GFile(input_file, "rb") as f:
+    with input_files.open_file(input_file, "rb") as f:
         for line_number, raw in enumerate(f):
             line = decode_line(raw, input_file, line_number + 1).strip()
             if not line:

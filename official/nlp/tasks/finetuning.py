@@ -43,7 +43,7 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import output_files
+from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
@@ -282,7 +282,7 @@ def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles,
 def check_settings(output_dir: str, settings: dict) -> bool:
     """Refuses to resume `output_dir` when it was trained with other settings, naming them; returns whether it
     already records them (else `record_settings` writes them once training starts)."""
-    recorded = model_dir_lib.read_settings_file(output_dir) if tf.io.gfile.isdir(output_dir) else None
+    recorded = model_dir_lib.read_settings_file(output_dir) if input_files.isdir(output_dir) else None
     if recorded is not None:
         differing = [
             f"--{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
@@ -295,7 +295,7 @@ def check_settings(output_dir: str, settings: dict) -> bool:
                 "Rerun with the same flags to resume it, or choose another --output_dir."
             )
         return True
-    if tf.io.gfile.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
+    if input_files.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
         raise InputError(
             f"--output_dir={output_dir} holds checkpoints but no {model_dir_lib.SETTINGS_FILE}, so they "
             "may belong to other settings; choose another --output_dir"
@@ -304,7 +304,7 @@ def check_settings(output_dir: str, settings: dict) -> bool:
 
 
 def record_settings(output_dir: str, settings: dict) -> None:
-    tf.io.gfile.makedirs(output_dir)
+    output_files.makedirs(output_dir, name="--output_dir")
     with output_files.write_atomically(os.path.join(output_dir, model_dir_lib.SETTINGS_FILE)) as f:
         json.dump(settings, f, indent=1, sort_keys=True)
 
@@ -351,7 +351,7 @@ def eval_points(train_steps: int, steps_per_epoch: int) -> list[int]:
 
 def _read_history(output_dir: str) -> list[dict]:
     path = os.path.join(output_dir, EVAL_HISTORY_FILE)
-    if not tf.io.gfile.exists(path):
+    if not input_files.exists(path):
         return []
     with tf.io.gfile.GFile(path) as f:
         return json.load(f)
@@ -370,14 +370,14 @@ def _write_eval_results(output_dir: str, history: list[dict]) -> None:
     for entry in history:
         lines.append(f"***** Eval results: epoch {entry['epoch']}, global_step {entry['step']} *****")
         lines += [f"{k} = {v}" for k, v in sorted(entry.items())]
-    tf.io.gfile.makedirs(output_dir)
+    output_files.makedirs(output_dir, name="--output_dir")
     with output_files.write_atomically(os.path.join(output_dir, EVAL_RESULTS_FILE)) as f:
         f.write("\n".join(lines) + "\n")
 
 
 def _checkpoint_step(output_dir: str) -> int | None:
     """The step of `output_dir`'s latest checkpoint (what an evaluation without training restores), if any."""
-    latest = tf.train.latest_checkpoint(output_dir) if tf.io.gfile.isdir(output_dir) else None
+    latest = tf.train.latest_checkpoint(output_dir) if input_files.isdir(output_dir) else None
     suffix = latest.rsplit("-", 1)[-1] if latest else ""
     return int(suffix) if suffix.isdigit() else None
 
@@ -536,7 +536,7 @@ def run_finetuning(
         if is_chief:
             summaries.write_scalars(eval_writer, point, metrics)
             eval_writer.flush()
-            if entry[task.metric_name] > best or not tf.io.gfile.exists(best_dir):
+            if entry[task.metric_name] > best or not input_files.exists(best_dir):
                 save_fine_tuned(
                     model,
                     best_dir,
@@ -556,5 +556,5 @@ def run_finetuning(
                 )
             _write_eval(config.output_dir, history)
     return FineTuningResult(
-        model, files, result.step, result.metrics, history, best_dir if tf.io.gfile.exists(best_dir) else None
+        model, files, result.step, result.metrics, history, best_dir if input_files.exists(best_dir) else None
     )

@@ -188,7 +188,7 @@ class MultipleChoiceTask:
         logits = self._logits(model, features, self.predict_batch_size)
         probabilities = np.asarray(keras.ops.softmax(logits, axis=-1))
         output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
-        tf.io.gfile.makedirs(os.path.dirname(output_file) or ".")
+        output_files.makedirs_for(output_file)
         with output_files.write_atomically(output_file) as f:
             writer = csv.writer(f)
             writer.writerow(["source", "prediction", *(f"probability{i}" for i in range(swag.NUM_CHOICES))])

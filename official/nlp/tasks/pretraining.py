@@ -25,6 +25,7 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
+from official.nlp.common import input_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
@@ -242,7 +243,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     export_dir = config.export_dir or os.path.join(config.model_dir, "export")
     is_chief = distribution.worker_info(strategy).is_chief
     existing = os.path.join(config.model_dir, model_dir_lib.CONFIG_FILE)
-    if tf.io.gfile.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
+    if input_files.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
         raise InputError(
             f"{existing} differs from the model config of this run; resuming needs the same config "
             "(or use a new --model_dir)"

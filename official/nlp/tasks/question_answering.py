@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common import output_files
+from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, squad, squad_records
@@ -210,8 +210,7 @@ class SquadTask:
     def evaluate(self, model: keras.Model) -> dict[str, float]:
         """Predicts, writes the prediction files and returns the official metrics (plus features/s)."""
         result, info = self.predict(model)
-        with tf.io.gfile.GFile(self.config.predict_file) as f:
-            dataset = json.load(f)["data"]
+        dataset = json.loads(input_files.read_text(self.config.predict_file))["data"]
         metrics = squad_metrics.evaluate(
             dataset,
             result.predictions,
@@ -307,7 +306,7 @@ def answer_questions(
 
 def write_predictions(result: SquadPredictions, output_dir: str, version_2_with_negative: bool) -> None:
     """predictions.json, nbest_predictions.json and (v2.0) null_odds.json, as the original writes them."""
-    tf.io.gfile.makedirs(output_dir)
+    output_files.makedirs(output_dir, name="--output_dir")
     outputs = {"predictions.json": result.predictions, "nbest_predictions.json": result.nbest}
     if version_2_with_negative:
         outputs["null_odds.json"] = result.null_odds

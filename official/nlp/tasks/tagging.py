@@ -29,6 +29,7 @@ from absl import logging
 from keras import ops
 
 from official.nlp.checkpoints import model_dir
+from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll, feature_cache
@@ -107,7 +108,7 @@ class TokenClassificationObjective:
 def _recorded_labels(output_dir: str, init_checkpoint: str | None) -> list[str] | None:
     """The labels of an earlier run in `output_dir`, or of a fine-tuned `init_checkpoint`."""
     for found in (
-        model_dir.read_settings_file(output_dir) if tf.io.gfile.isdir(output_dir) else None,
+        model_dir.read_settings_file(output_dir) if input_files.isdir(output_dir) else None,
         model_dir.read_task_file(init_checkpoint),
     ):
         if found and found.get("labels"):
@@ -282,7 +283,7 @@ class TaggingTask:
             )
         sentences = self._eval_sentences
         predicted = self.predict_tags(model, sentences)
-        tf.io.gfile.makedirs(self.output_dir)
+        output_files.makedirs(self.output_dir, name="--output_dir")
         conll.write_predictions(os.path.join(self.output_dir, EVAL_PREDICTIONS_FILE), sentences, predicted)
         result = conlleval.evaluate([s.labels for s in sentences], predicted)
         logging.info("conlleval on %s:\n%s", self.config.eval_file, result.report())
@@ -296,7 +297,7 @@ class TaggingTask:
         sentences = self._read(self.config.predict_file, "predict")
         predicted = self.predict_tags(model, sentences, self.predict_batch_size)
         output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
-        tf.io.gfile.makedirs(os.path.dirname(output_file) or ".")
+        output_files.makedirs_for(output_file)
         conll.write_predictions(output_file, sentences, predicted)
         return output_file, conlleval.evaluate([s.labels for s in sentences], predicted)
 

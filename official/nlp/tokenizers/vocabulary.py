@@ -11,6 +11,7 @@ import collections
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.text_files import decode_line
 from official.nlp.tokenizers.char_rules import uncased
@@ -28,14 +29,7 @@ class VocabularyError(InputError):
 
 
 def _read_lines(vocab_file: str) -> list[str]:
-    if "://" in vocab_file:  # gs://, s3://, ...: only then pay for importing TensorFlow
-        import tensorflow as tf
-
-        with tf.io.gfile.GFile(vocab_file, "rb") as f:
-            data = f.read()
-    else:
-        with open(vocab_file, "rb") as f:
-            data = f.read()
+    data = input_files.read_bytes(vocab_file)  # TensorFlow is imported only for a path with a scheme
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from absl import logging
 
-from official.nlp.common import input_files
+from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.common.output_files import write_atomically
@@ -50,7 +50,7 @@ def iter_lines(files: Sequence[str]) -> Iterable[str]:
     """The lines of the files, split at "\\n" only. A line that is not UTF-8 is refused: dropping its bytes, as the
     tokenizer does, would learn "caf" from Latin-1 "Café", and junk from a binary file."""
     for path in files:
-        with open(path, "rb") as f:
+        with input_files.open_file(path, "rb") as f:
             for number, raw in enumerate(f, 1):
                 yield decode_line(raw, path, number)
 
@@ -180,9 +180,9 @@ def build_vocab(
     return vocab
 
 
-def write_vocab(vocab: Sequence[str], path: str) -> None:
+def write_vocab(vocab: Sequence[str], path: str, *, name: str | None = None) -> None:
     """Writes one token per line (the `vocab.txt` format), atomically."""
-    with write_atomically(path) as f:
+    with write_atomically(path, name=name) as f:
         f.writelines(token + "\n" for token in vocab)
 
 
@@ -203,6 +203,9 @@ class VocabConfig:
 
 def build_vocab_file(config: VocabConfig) -> list[str]:
     """Learns the vocabulary of `config.input_file` and writes it to `config.output_file`; returns it."""
+    # Before the minutes of learning: an output that cannot be written (a folder or a device in its place, a
+    # parent that is a file, no permission, a bucket that is not there) is refused now.
+    output_files.check_writable(config.output_file, name="--output_file")
     vocab = build_vocab(
         expand_input_files(config.input_file),
         config.vocab_size,
@@ -213,5 +216,5 @@ def build_vocab_file(config: VocabConfig) -> list[str]:
         max_token_length=config.max_token_length,
         max_unique_chars=config.max_unique_chars,
     )
-    write_vocab(vocab, config.output_file)
+    write_vocab(vocab, config.output_file, name="--output_file")
     return vocab

@@ -12,18 +12,22 @@ start removes; it resumes from the last committed step. The input position is wr
 checkpoint of the same step, so a committed step always has its input position.
 
 Under multi_worker_mirrored every worker takes part in each save (the strategy requires it); only the chief writes
-into `model_dir`, the others write to a scratch directory that is deleted at once.
+checkpoints into `model_dir`. The others write theirs to a local temporary directory of their own, emptied after
+each save: on a multi-host TPU slice `model_dir` is a bucket that they must not race the chief in. Each worker does
+write its own input position (`input_state/worker-<i>/`, a name no other worker writes), which a resume needs.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import tempfile
 
 import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints.tf_checkpoints import CHECKPOINT_NAME
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.training.distribution import WorkerInfo
 
@@ -53,7 +57,8 @@ class CheckpointKeeper:
         self.model_dir = model_dir
         self.worker = worker
         self.checkpoint = checkpoint
-        write_dir = model_dir if worker.is_chief else os.path.join(model_dir, f".scratch-worker-{worker.index}")
+        # A library-created local temporary directory: nothing a non-chief saves goes near `model_dir`.
+        write_dir = model_dir if worker.is_chief else tempfile.mkdtemp(prefix=f"bert-worker-{worker.index}-")
         tf.io.gfile.makedirs(write_dir)
         self._write_dir = write_dir
         self.manager = tf.train.CheckpointManager(
@@ -94,7 +99,7 @@ class CheckpointKeeper:
             ) from e
         if self.input_manager is not None:
             input_path = os.path.join(self.input_dir, f"{CHECKPOINT_NAME}-{step}")
-            if tf.io.gfile.exists(input_path + ".index"):
+            if input_files.exists(input_path + ".index"):
                 try:
                     self.input_manager.checkpoint.read(input_path).assert_existing_objects_matched().expect_partial()
                 except (tf.errors.OpError, AssertionError, ValueError) as e:
@@ -134,7 +139,7 @@ def _remove_uncommitted(directory: str, committed: list[str]) -> None:
         if match and f"{CHECKPOINT_NAME}-{match.group(1)}" not in keep:
             path = os.path.join(directory, name)
             logging.warning("Removing %s: written by a job that stopped before committing it", path)
-            if tf.io.gfile.isdir(path):
+            if input_files.isdir(path):
                 tf.io.gfile.rmtree(path)
             else:
                 tf.io.gfile.remove(path)

@@ -44,6 +44,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.common import output_files
 from official.nlp.common.errors import InputError
 from official.nlp.training import distribution, keras_compat, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
@@ -377,7 +378,7 @@ class Trainer:
         self._names = self._metric_names(element_spec)
         self._loss_names = self._probe_loss_names(element_spec)
 
-        tf.io.gfile.makedirs(cfg.model_dir)
+        output_files.makedirs(cfg.model_dir, name="--model_dir")
         self.keeper = CheckpointKeeper(
             cfg.model_dir,
             self._checkpoint,

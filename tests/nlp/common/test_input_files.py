@@ -17,3 +17,36 @@ def test_expand_input_files_sorts_each_glob(tmp_path):
         (tmp_path / name).write_text("x\n")
     got = input_files.expand_input_files(f"{tmp_path}/c.md,{tmp_path}/*.txt")
     assert [p.rsplit("/", 1)[1] for p in got] == ["c.md", "a.txt", "b.txt"]
+
+
+def test_a_missing_object_or_bucket_and_no_permission_are_one_line_naming_the_path(tmp_path):
+    """ram:// answers a missing object with an empty NotFoundError; a bucket that does not exist, no permission
+    and a store that cannot be reached come from TensorFlow's GCS filesystem as these errors (no bucket here)."""
+    import tensorflow as tf
+
+    with pytest.raises(input_files.MissingInputError, match=r"^ram://no-such-bucket/x.txt does not exist; check"):
+        input_files.read_text("ram://no-such-bucket/x.txt")
+    with pytest.raises(input_files.InputError, match="ram://no-such-bucket/.*matches no file"):
+        input_files.expand_input_files("ram://no-such-bucket/*.txt")
+    path = "gs://my-bucket/corpus.txt"
+    cases = [
+        (
+            tf.errors.NotFoundError(None, None, "Error executing an HTTP request: HTTP response code 404"),
+            "bucket exists",
+        ),
+        (tf.errors.PermissionDeniedError(None, None, "HTTP response code 403"), "permission denied"),
+        (tf.errors.FailedPreconditionError(None, None, "Could not resolve host: www.googleapis.com"), "network"),
+        (tf.errors.ResourceExhaustedError(None, None, "No space left on device"), "free some space"),
+    ]
+    for error, fix in cases:
+        with pytest.raises(input_files.InputError) as raised:
+            with input_files.user_path(path):
+                raise error
+        message = str(raised.value)
+        assert message.startswith(path) and fix in message and "\n" not in message, message
+    with pytest.raises(input_files.InputError, match=r"permission denied|Permission denied"):
+        with input_files.user_path(str(tmp_path)):
+            raise PermissionError(13, "Permission denied", str(tmp_path))
+    with pytest.raises(ZeroDivisionError):  # not about a path: a bug keeps its traceback
+        with input_files.user_path(path):
+            raise ZeroDivisionError

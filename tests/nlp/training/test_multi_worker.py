@@ -98,6 +98,9 @@ def test_two_workers_match_one_device(tmp_path):
     assert tf.train.latest_checkpoint(config.model_dir).endswith("ckpt-20")
     for i in range(2):
         assert os.path.exists(os.path.join(config.model_dir, "input_state", f"worker-{i}", "ckpt-20.index"))
+    # The other worker saved its checkpoints into a local temporary directory of its own: in model_dir (a bucket on
+    # a TPU slice) nothing but its input position is of its making.
+    assert not [n for n in os.listdir(config.model_dir) if "worker" in n or n.startswith(".")]
     multi, one = (tf.train.load_checkpoint(d) for d in (results[0]["export_dir"], single.export_dir))
     for name in one.get_variable_to_shape_map():
         if name.startswith("encoder/") and name.endswith("VARIABLE_VALUE"):

@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.data import tfrecord_io
 from official.nlp.data.pretraining import masking
@@ -94,7 +95,7 @@ class PretrainDataConfig:
 def is_record_file(path: str) -> bool:
     """Whether ``path`` can be a TFRecord file: gzip, empty, or starting with a valid record header (length and its
     masked CRC-32C). A folder or a text/JSON file is not."""
-    if tf.io.gfile.isdir(path):
+    if input_files.isdir(path):
         return False
     with tf.io.gfile.GFile(path, "rb") as f:
         head = f.read(12)

@@ -20,11 +20,11 @@ from __future__ import annotations
 import array
 import dataclasses
 import logging
-import os
 from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.text_files import not_utf8
 
@@ -124,9 +124,9 @@ def plan_units(files: Sequence[str], unit_bytes: int) -> list[WorkUnit]:
     pieces: list[tuple[str, int, int]] = []
     size = documents = 0  # Of the unit being gathered; documents counted up to 2.
     for path in files:
-        file_size = os.path.getsize(path)
+        file_size = input_files.getsize(path)
         start = 0
-        with open(path, "rb") as f:
+        with input_files.open_file(path, "rb") as f:
             while start < file_size:
                 want = start + max(unit_bytes - size, 1)
                 cut = file_size if want >= file_size else _next_cut(f, want, file_size)
@@ -154,7 +154,7 @@ def plan_units(files: Sequence[str], unit_bytes: int) -> list[WorkUnit]:
 def line_number(path: str, offset: int) -> int:
     """1-based number of the line that starts at byte ``offset``."""
     count = 0
-    with open(path, "rb") as f:
+    with input_files.open_file(path, "rb") as f:
         remaining = offset
         while remaining > 0:
             chunk = f.read(min(remaining, 1 << 20))
@@ -209,11 +209,11 @@ def read_documents(
     options = options or ReadOptions()
     limit = options.max_line_bytes
     for path, start, end in pieces:
-        if start == 0 and end == 0 and os.path.getsize(path) == 0:
+        if start == 0 and end == 0 and input_files.getsize(path) == 0:
             logging.warning("input file %s is empty; skipped", path)
             c["empty_files"] += 1
             continue
-        with open(path, "rb") as f:
+        with input_files.open_file(path, "rb") as f:
             f.seek(start)
             pos = start
             while pos < end:

@@ -35,10 +35,12 @@ import multiprocessing
 import os
 import random
 import shutil
+import tempfile
 import time
 
 import numpy as np
 
+from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target, commit
@@ -46,6 +48,7 @@ from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
 from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining.outputs import (
+    absolute,
     default_stats_path,
     is_complete,
     output_paths,
@@ -152,28 +155,40 @@ def place_units(num_units: int, num_shards: int) -> list[list[int]]:
     return [list(range(u * num_shards // num_units, (u + 1) * num_shards // num_units)) for u in range(num_units)]
 
 
-def _finish_shard(path: str, parts: list[str], stats: PretrainingStatistics, record: dict) -> None:
+def _finish_shard(path: str, tmp_dir: str, parts: list[str], stats: PretrainingStatistics, record: dict) -> None:
+    """Joins the parts (local files in `tmp_dir`) into shard `path`: statistics first, the shard's final name last."""
     if not stats.instances:
         raise InputError(
             f"{path} would hold no instance: the input gives too few instances for this many output shards. Write "
             f"fewer shards (a smaller N in --output_file=PATH@N), or give more text."
         )
-    tmp_dir = path + ".incomplete"
-    joined = os.path.join(tmp_dir, "shard")
+    joined = os.path.join(tmp_dir, "shard")  # tmp_dir is local: beside a local shard, else a temporary folder
     if len(parts) == 1:
         os.replace(parts[0], joined)
     else:
-        with open(joined, "wb") as out:
+        with output_files.naming_full_disk(joined), open(joined, "wb") as out:
             for part in parts:
                 with open(part, "rb") as f:
                     shutil.copyfileobj(f, out, 1 << 22)
+    if input_files.is_remote(path):  # one object, copied whole under a temporary name, then renamed
+        output_files.copy(joined, output_files.temporary_name(path))
+        joined = output_files.temporary_name(path)
     stats.write(shard_stats_path(path), record)
     commit(joined, path, name="--output_file")  # The shard gets its final name only now, complete.
     shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
+def _parts_dir(path: str, index: int, parts_root: str | None) -> str:
+    """Where the workers write the parts of shard `path`: beside it on local disk, so that a local job needs no
+    other space; for a shard on another filesystem, a local temporary folder (`parts_root`), so that the parts are
+    written and joined at local speed and only the finished shard travels."""
+    if parts_root is None:
+        return path + ".incomplete"
+    return os.path.join(parts_root, f"{index:05d}.incomplete")
+
+
 def _holds_text(path: str) -> bool:
-    with open(path, "rb") as f:
+    with input_files.open_file(path, "rb") as f:
         while chunk := f.read(1 << 16):
             if chunk.strip():
                 return True
@@ -185,8 +200,8 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     validate_config(config)
     paths = output_paths(config.output_file)
     stats_path = config.stats_file or default_stats_path(config.output_file, paths)
-    records = {os.path.abspath(shard_stats_path(p)): s for s, p in enumerate(paths)}
-    if len(paths) > 1 and os.path.abspath(stats_path) in records:
+    records = {absolute(shard_stats_path(p)): s for s, p in enumerate(paths)}
+    if len(paths) > 1 and absolute(stats_path) in records:
         raise InputError(f"--stats_file={stats_path} is the statistics file of one shard; name another file")
     # Before any work: a rename onto a device, a FIFO or a folder would replace it.
     for path in paths:
@@ -205,10 +220,11 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     settings = output_settings(config, files, len(paths))
     # Before anything is written: a shard of other settings stops the job here.
     complete = [is_complete(path, settings, s) for s, path in enumerate(paths)]
+    output_files.remove_leftovers([*paths, *map(shard_stats_path, paths), stats_path])
     for path in paths:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        output_files.makedirs_for(absolute(path))
     # With a single shard, the job's statistics file is also the shard's record.
-    record_of = records.get(os.path.abspath(stats_path))
+    record_of = records.get(absolute(stats_path))
     job_record = {
         "output_files": paths,
         **({"settings": settings} if record_of is None else shard_record(settings, record_of)),
@@ -220,7 +236,18 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
         stats.write(stats_path, {"mode": "reference_order", **job_record})
         return stats
 
-    total_bytes = sum(os.path.getsize(f) for f in files)
+    # Parts of shards on another filesystem go to a local temporary folder of this job (see `_parts_dir`).
+    remote = any(input_files.is_remote(p) for p in paths)
+    parts_root = tempfile.mkdtemp(prefix="bert-pretraining-parts-") if remote else None
+    try:
+        return _write_shards(config, files, paths, stats_path, settings, complete, job_record, parts_root)
+    finally:
+        if parts_root is not None:
+            shutil.rmtree(parts_root, ignore_errors=True)
+
+
+def _write_shards(config, files, paths, stats_path, settings, complete, job_record, parts_root):
+    total_bytes = sum(input_files.getsize(f) for f in files)
     # Never smaller because of the shard count: the unit is what random-next draws and the shuffle span.
     units = documents_lib.plan_units(files, max(1, int(config.unit_mb * 2**20)))
     placement = place_units(len(units), len(paths))
@@ -230,15 +257,19 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
             logging.info("shard %s is complete; skipped", path)
             total.merge(PretrainingStatistics.read(shard_stats_path(path)))
             continue
-        if os.path.exists(path):
-            os.remove(path)  # A final name without statistics was not written by us; redo it.
-        tmp_dir = path + ".incomplete"
+        output_files.remove(path)  # A final name without statistics was not written by us; redo it.
+        tmp_dir = _parts_dir(path, s, parts_root if input_files.is_remote(path) else None)
         shutil.rmtree(tmp_dir, ignore_errors=True)
         os.makedirs(tmp_dir)
 
     pending = [u for u in range(len(units)) if not all(complete[s] for s in placement[u])]
     num_workers = config.num_workers or os.cpu_count() or 1
     num_workers = max(1, min(num_workers, len(pending)))
+    in_process = [p for p in [*files, config.vocab_file] if input_files.is_process_local(p)]
+    if num_workers > 1 and in_process:
+        # A worker process cannot see this process's in-memory files; the bytes do not depend on the workers.
+        logging.info("%s is on a filesystem of this process alone: the units run in this process", in_process[0])
+        num_workers = 1
     logging.info(
         "%d input files, %.1f MB, %d work units, %d shards (%d to write), %d workers",
         len(files),
@@ -249,7 +280,8 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
         num_workers,
     )
     if pending:
-        _run_units(config, paths, units, placement, pending, complete, num_workers, total, settings)
+        parts = {s: _parts_dir(p, s, parts_root if input_files.is_remote(p) else None) for s, p in enumerate(paths)}
+        _run_units(config, paths, parts, units, placement, pending, complete, num_workers, total, settings)
     if total.same_document_random_next:
         logging.warning(
             "%d random-next segments come from their own document: the input is a single document, so "
@@ -266,15 +298,15 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     return total
 
 
-def _part_path(shard_path: str, unit: int) -> str:
-    return os.path.join(shard_path + ".incomplete", f"unit-{unit:06d}.part")
+def _part_path(parts_dir: str, unit: int) -> str:
+    return os.path.join(parts_dir, f"unit-{unit:06d}.part")
 
 
-def _run_units(config, paths, units, placement, pending, complete, num_workers, total, settings) -> None:
+def _run_units(config, paths, parts, units, placement, pending, complete, num_workers, total, settings) -> None:
     shard_units = {s: [u for u in pending if s in placement[u]] for s in range(len(paths)) if not complete[s]}
     remaining = {s: len(us) for s, us in shard_units.items()}
     shard_stats = {s: PretrainingStatistics(config.max_seq_length) for s in remaining}
-    tasks = [(units[u], [None if complete[s] else _part_path(paths[s], u) for s in placement[u]]) for u in pending]
+    tasks = [(units[u], [None if complete[s] else _part_path(parts[s], u) for s in placement[u]]) for u in pending]
     start = time.time()
     done_bytes = 0
     last_log = start
@@ -307,7 +339,8 @@ def _run_units(config, paths, units, placement, pending, complete, num_workers, 
                 if remaining[s] == 0:
                     _finish_shard(
                         paths[s],
-                        [_part_path(paths[s], i) for i in shard_units[s]],
+                        parts[s],
+                        [_part_path(parts[s], i) for i in shard_units[s]],
                         shard_stats.pop(s),
                         shard_record(settings, s),
                     )

@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 
 if TYPE_CHECKING:
@@ -43,6 +44,11 @@ def output_paths(output_file: str | Sequence[str]) -> list[str]:
 
 
 STATS_DIR = "stats"
+
+
+def absolute(path: str) -> str:
+    """`path` made absolute where that means something (a local path); a path with a scheme is absolute."""
+    return path if input_files.is_remote(path) else os.path.abspath(path)
 
 
 def stats_path(path: str) -> str:
@@ -72,16 +78,15 @@ def output_settings(config: PretrainingDataConfig, files: Sequence[str], num_sha
     names_and_sizes = hashlib.sha256()
     total = 0
     for path in files:
-        size = os.path.getsize(path)
+        size = input_files.getsize(path)
         total += size
-        names_and_sizes.update(f"{os.path.abspath(path)}\0{size}\0".encode())
+        names_and_sizes.update(f"{absolute(path)}\0{size}\0".encode())
     settings["input_files"] = {
         "count": len(files),
         "bytes": total,
         "names_and_sizes_sha256": names_and_sizes.hexdigest(),
     }
-    with open(config.vocab_file, "rb") as f:
-        settings["vocab_sha256"] = hashlib.sha256(f.read()).hexdigest()
+    settings["vocab_sha256"] = hashlib.sha256(input_files.read_bytes(config.vocab_file)).hexdigest()
     settings["num_shards"] = num_shards
     return settings
 
@@ -102,10 +107,10 @@ _SETTING_NAMES = {
 def is_complete(path: str, settings: dict, shard_index: int) -> bool:
     """True if ``path`` is a complete shard of these settings; raises if it is one of other settings."""
     record_path = stats_path(path)
-    if not (os.path.exists(path) and os.path.exists(record_path)):
+    # The statistics file is the shard's marker only once the shard is there too (see `generator._finish_shard`).
+    if not (input_files.exists(record_path) and input_files.exists(path)):
         return False
-    with open(record_path) as f:
-        recorded = json.load(f).get("settings")
+    recorded = json.loads(input_files.read_text(record_path)).get("settings")
     how = (
         "A rerun only completes the shards of a run with the same settings: delete the old outputs (the "
         f"shards, their {STATS_DIR}/ folder and .incomplete folders) or choose another --output_file."

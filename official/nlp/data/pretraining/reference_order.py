@@ -10,11 +10,11 @@ the shared code of the fast path, so agreement with the original's records check
 
 from __future__ import annotations
 
-import os
 import random
 
 import numpy as np
 
+from official.nlp.common import input_files
 from official.nlp.common.output_files import commit, temporary_name
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
@@ -33,7 +33,7 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
     mask_config = masking_config(config, tokenizer.vocab)
     stats = PretrainingStatistics(config.max_seq_length)
     docs = documents_lib.read_documents(
-        [(f, 0, os.path.getsize(f)) for f in files],
+        [(f, 0, input_files.getsize(f)) for f in files],
         CachedTokenizer(tokenizer).ids,
         documents_lib.ReadOptions(config.max_line_bytes, config.skip_bad_lines),
         stats.input,

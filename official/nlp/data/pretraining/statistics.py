@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 
 import numpy as np
 
+from official.nlp.common import input_files, output_files
 from official.nlp.common.output_files import write_atomically
 from official.nlp.data.pretraining.documents import INPUT_COUNTERS
 
@@ -119,11 +119,10 @@ class PretrainingStatistics:
         d = self.to_dict()
         if extra:
             d.update(extra)
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        output_files.makedirs_for(path)
         with write_atomically(path) as f:
             json.dump(d, f, indent=1)
 
     @classmethod
     def read(cls, path: str) -> PretrainingStatistics:
-        with open(path) as f:
-            return cls.from_dict(json.load(f))
+        return cls.from_dict(json.loads(input_files.read_text(path)))
