@@ -48,7 +48,7 @@ from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.training import distribution, optimization, summaries
-from official.nlp.training.config import TrainingConfig
+from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
 
@@ -236,9 +236,7 @@ def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, i
 
 
 def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> None:
-    optimization.check_batch_size(
-        config.train_batch_size, strategy.num_replicas_in_sync, config.gradient_accumulation_steps
-    )
+    check_training_settings(config, strategy.num_replicas_in_sync)
     # The number of steps is known once the examples are read; the rest of the schedule is checked now.
     optimization.check_schedule(
         learning_rate=config.learning_rate,
@@ -256,10 +254,6 @@ def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> Non
     ]
     if config.num_train_epochs <= 0:
         problems.append(f"--num_train_epochs={config.num_train_epochs} must be positive")
-    if config.mixed_precision not in optimization.MIXED_PRECISION:
-        problems.append(
-            f"--mixed_precision={config.mixed_precision} must be one of {tuple(optimization.MIXED_PRECISION)}"
-        )
     if problems:
         raise InputError("; ".join(problems))
 

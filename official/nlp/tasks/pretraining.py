@@ -33,7 +33,7 @@ from official.nlp.modeling.configs import PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
 from official.nlp.training import distribution, optimization
-from official.nlp.training.config import TrainingConfig
+from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
 
 
@@ -106,9 +106,7 @@ class PretrainingResult(TrainResult):
 
 
 def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
-    optimization.check_batch_size(
-        config.train_batch_size, strategy.num_replicas_in_sync, config.gradient_accumulation_steps
-    )
+    check_training_settings(config, strategy.num_replicas_in_sync)
     optimization.check_schedule(
         learning_rate=config.learning_rate,
         num_train_steps=config.num_train_steps,
@@ -117,7 +115,6 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
         weight_decay=config.weight_decay,
         clip_norm=config.clip_norm,
     )
-    optimization.dtype_policy(config.mixed_precision)  # refuses an unknown --mixed_precision
 
 
 def build_pretrainer(
