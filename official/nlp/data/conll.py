@@ -27,12 +27,14 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 from absl import logging
 
+from official.nlp.common import text_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
 
@@ -104,7 +106,7 @@ def read_conll(path: str, *, skip_bad_rows: bool = False) -> ConllFile:
         current, current_bad = [], False
 
     try:
-        handle = open(path, encoding="utf-8")
+        handle = io.StringIO(text_files.read_text(path), newline=None)
     except OSError as e:
         raise InputError(f"cannot read CoNLL file {path!r}: {e.strerror}") from e
     with handle:

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.common import text_files
 from official.nlp.common.errors import InputError
 
 
@@ -154,13 +155,12 @@ def read_squad_examples(
     `version_2_with_negative`.
     """
     try:
-        with tf.io.gfile.GFile(input_file, "r") as f:
-            data = json.load(f)
+        data = json.loads(text_files.read_text(input_file))
     except json.JSONDecodeError as e:
         raise InputError(
             f"{input_file}: not valid JSON ({e}); pass a SQuAD file to --train_file/--predict_file"
         ) from None
-    except tf.errors.NotFoundError:
+    except (tf.errors.NotFoundError, FileNotFoundError):
         raise InputError(f"{input_file}: file not found") from None
     articles = _field(data, "data", list, input_file)
     examples: list[SquadExample] = []
