@@ -45,7 +45,7 @@ from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
 from official.nlp.common import output_files
 from official.nlp.common.config_flags import field, override
-from official.nlp.common.errors import InputError
+from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.training import distribution, optimization, summaries
 from official.nlp.training.config import TrainingConfig, check_training_settings
@@ -100,6 +100,17 @@ class FineTuningConfig(TrainingConfig):
         "deterministic",
         "jit_compile",
     )
+
+    def job_inputs(self) -> list[tuple[str, str, str | None]]:
+        """`(job flag, input flag, path)` for every file the jobs asked for read (a task's config lists its own),
+        so that `run_task` checks them all before the first step: a missing dev file found after an epoch of
+        training costs the epoch. By default: `train_file`, `eval_file` and `predict_file` for `do_train`,
+        `do_eval` and `do_predict`, where the config has them."""
+        return [
+            (job, f"--{name}", getattr(self, name))
+            for job, name in (("do_train", "train_file"), ("do_eval", "eval_file"), ("do_predict", "predict_file"))
+            if getattr(self, job, False) and hasattr(self, name)
+        ]
 
     def finetuning_config(self) -> FineTuningConfig:
         """What `run_task` records and checks when resuming: the shared part alone (a task records its own
@@ -179,6 +190,7 @@ def run_task(
     jobs = [name for name in JOBS if hasattr(config, name)]
     if not any(getattr(config, name) for name in jobs):
         raise InputError(f"Nothing to do: give at least one of {', '.join('--' + name for name in jobs)}")
+    check_job_inputs(config)
     files = resolve_model_files(config)
     task = make_task(files)
     do_eval = evaluate(task) if evaluate else config.do_eval
@@ -187,6 +199,19 @@ def run_task(
     )
     predict = config.do_predict and not (evaluate and do_eval)
     return TaskRun(task, result, task.predict(result.model) if predict else None)
+
+
+def check_job_inputs(config: FineTuningConfig) -> None:
+    """Refuses a job whose input file is not given or not there, naming the job, the flag and the path, before any
+    work (see `FineTuningConfig.job_inputs`)."""
+    for job, flag, path in config.job_inputs():
+        if not path:
+            raise InputError(f"--{job} needs {flag}")
+        if not tf.io.gfile.exists(path) or tf.io.gfile.isdir(path):
+            raise MissingInputError(
+                f"--{job} needs {path} ({flag}), which does not exist or is not a file; correct {flag}, or leave "
+                f"out --{job}"
+            )
 
 
 def resolve_model_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
