@@ -2,7 +2,9 @@
 
 `run_pretraining(PretrainingConfig(...))` is everything `run_scripts/run_pretraining.py` does, callable from Python.
 Run twice with the same config, the second call resumes from the last checkpoint in `model_dir`; once the run is
-finished, it trains nothing and leaves the export as it is.
+finished, it trains nothing and leaves the export as it is. A run resumed with settings that change the shapes or
+the meaning of the training (batch size, sequence length, schedule, masking, ...) is refused before any work,
+naming the flags that differ (`model_dir/pretraining_settings.json` records them).
 
 Example:
 
@@ -16,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Mapping
 
@@ -25,6 +28,7 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
+from official.nlp.common import output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
@@ -96,6 +100,74 @@ class PretrainingConfig(TrainingConfig):
     whole_word_mask: bool = field(False, help="Whole-word masking for --dynamic_masking.")
     shuffle_buffer_size: int = field(1000, help="Records in the shuffle buffer (saved with every checkpoint).")
     checkpoint_input: bool = field(True, help="Save the input position with each checkpoint.")
+
+
+SETTINGS_FILE = "pretraining_settings.json"
+# The fields a resumed run may change: where things go, how the loop is run and saved, the devices. The model
+# config is checked against `model_dir/bert_config.json`; `init_checkpoint` is ignored on resume, and the records
+# may move (`input_file`). Every other field changes the shapes or the meaning of what is trained.
+NOT_TRAINING_SETTINGS = (
+    "input_file",
+    "model_dir",
+    "export_dir",
+    "init_checkpoint",
+    "bert_config_file",
+    "bert_config",
+    "preset",
+    "vocab_file",
+    "do_lower_case",
+    "save_checkpoints_steps",
+    "steps_per_loop",
+    "keep_checkpoint_max",
+    "checkpoint_input",
+    "distribution_strategy",
+    "num_gpus",
+    "tpu",
+    "all_reduce_alg",
+    "deterministic",
+    "jit_compile",
+)
+
+
+def training_settings(config: PretrainingConfig) -> dict:
+    """What a resumed run must share with the run that wrote `model_dir`, JSON-able."""
+    fields = (f.name for f in dataclasses.fields(config) if f.name not in NOT_TRAINING_SETTINGS)
+    return json.loads(json.dumps({name: getattr(config, name) for name in fields}))
+
+
+def check_settings(config: PretrainingConfig) -> bool:
+    """Refuses to resume `model_dir` when it was trained with other settings, naming the flags; returns whether it
+    records them already (else `record_settings` writes them once the data is checked)."""
+    path = os.path.join(config.model_dir, SETTINGS_FILE)
+    if not tf.io.gfile.exists(path):
+        if tf.io.gfile.isdir(config.model_dir) and tf.train.latest_checkpoint(config.model_dir):
+            logging.warning(
+                "%s holds checkpoints but no %s (written by an older version): its settings cannot be checked; "
+                "they are recorded now as this run's",
+                config.model_dir,
+                SETTINGS_FILE,
+            )
+        return False
+    with tf.io.gfile.GFile(path) as f:
+        recorded = json.load(f)
+    settings = training_settings(config)
+    differing = [
+        f"--{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
+        for k in sorted(set(recorded) | set(settings))
+        if recorded.get(k) != settings.get(k)
+    ]
+    if differing:
+        raise InputError(
+            f"--model_dir={config.model_dir} holds a run with other settings ({'; '.join(differing)}). Rerun "
+            "with the same flags to resume it, or choose another --model_dir (with "
+            f"--init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)"
+        )
+    return True
+
+
+def record_settings(config: PretrainingConfig) -> None:
+    with output_files.write_atomically(os.path.join(config.model_dir, SETTINGS_FILE)) as f:
+        json.dump(training_settings(config), f, indent=1, sort_keys=True)
 
 
 @dataclasses.dataclass
@@ -224,6 +296,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
+    recorded = check_settings(config)
     files = model_dir_lib.resolve_model_files(
         config.init_checkpoint,
         bert_config=preset_config(config),
@@ -247,6 +320,8 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     if is_chief:
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
         model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
+        if not recorded:
+            record_settings(config)
 
     # The encoder and, from a pretraining checkpoint, the heads; or the run's own checkpoint, which the loop resumes.
     plan = restore_plan.plan_restore(
