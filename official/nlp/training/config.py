@@ -50,7 +50,9 @@ class TrainingConfig:
             "BERT)."
         ),
     )
-    steps_per_loop: int = field(100, help="Steps per tf.function call; one log line and summary per loop.")
+    steps_per_loop: int = field(
+        100, help="Steps per loop: one log line and summary per loop (a long loop logs progress every ~10 s)."
+    )
     keep_checkpoint_max: int = field(5, help="Training checkpoints kept (the newest).")
     gradient_accumulation_steps: int = field(1, help="Micro-batches per optimizer step.")
     mixed_precision: str = field(
