@@ -18,6 +18,7 @@ from typing import Any
 
 from absl import logging
 
+from official.nlp.common import text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.activations import ACTIVATION_NAMES, HF_ACTIVATIONS
 
@@ -132,8 +133,7 @@ class BertConfig:
         """Reads a `bert_config.json` (or a Hugging Face BERT `config.json`)."""
         path = os.fspath(path)
         try:
-            with open(path, encoding="utf-8") as f:
-                values = json.load(f)
+            values = json.loads(text_files.read_text(path))  # names the line and encoding of a non-UTF-8 file
         except FileNotFoundError:
             raise MissingInputError(f"BERT config file not found: {path}") from None
         except json.JSONDecodeError as e:

@@ -1,7 +1,8 @@
-"""Every reader of user data files (GLUE and generic classification files, CoNLL, SWAG, SQuAD) refuses a file that
-is not UTF-8 with one message naming the file, the first line that is not UTF-8 and the encoding the file seems to
-be in, instead of a `UnicodeDecodeError ... position 138` without a file name. The files are real data slices,
-re-encoded; the expected line is found by decoding each line on its own with Python's codecs."""
+"""Every reader of user data files (GLUE and generic classification files, CoNLL, SWAG, SQuAD, bert_config.json)
+refuses a file that is not UTF-8 with one message naming the file, the first line that is not UTF-8 and the
+encoding the file seems to be in, instead of a `UnicodeDecodeError ... position 138` without a file name. The
+files are real data slices, re-encoded; the expected line is found by decoding each line on its own with Python's
+codecs."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll, glue, squad, swag
+from official.nlp.modeling.configs import BertConfig
 
 
 def first_bad_line(raw: bytes) -> int:
@@ -98,3 +100,11 @@ def test_squad(tmp_path, shared_data, codec):
     with pytest.raises(InputError) as e:
         squad.read_squad_examples(path, is_training=False, version_2_with_negative=True)
     assert_names(e, path, line, codec)
+
+
+def test_bert_config(tmp_path, shared_data):
+    text = (shared_data / "vocab" / "bert-base-uncased-bert_config.json").read_text(encoding="utf-8")
+    path, line = write(tmp_path / "bert_config.json", text, "utf-16")
+    with pytest.raises(InputError) as e:
+        BertConfig.from_json_file(path)
+    assert_names(e, path, line, "utf-16")
