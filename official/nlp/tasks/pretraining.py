@@ -136,17 +136,19 @@ def training_settings(config: PretrainingConfig) -> dict:
 
 
 def check_settings(config: PretrainingConfig) -> bool:
-    """Refuses to resume `model_dir` when it was trained with other settings, naming the flags; returns whether it
-    records them already (else `record_settings` writes them once the data is checked)."""
+    """Refuses to resume `model_dir` when it holds checkpoints trained with other settings, naming the flags;
+    returns whether it records them already (else `record_settings` writes them once the data is checked)."""
     path = os.path.join(config.model_dir, SETTINGS_FILE)
+    trained = tf.io.gfile.isdir(config.model_dir) and tf.train.get_checkpoint_state(config.model_dir) is not None
+    if not trained:
+        return False  # nothing trained yet (a run refused for its data, say): this run's settings replace any
     if not tf.io.gfile.exists(path):
-        if tf.io.gfile.isdir(config.model_dir) and tf.train.latest_checkpoint(config.model_dir):
-            logging.warning(
-                "%s holds checkpoints but no %s (written by an older version): its settings cannot be checked; "
-                "they are recorded now as this run's",
-                config.model_dir,
-                SETTINGS_FILE,
-            )
+        logging.warning(
+            "%s holds checkpoints but no %s (written by an older version): its settings cannot be checked; "
+            "they are recorded now as this run's",
+            config.model_dir,
+            SETTINGS_FILE,
+        )
         return False
     with tf.io.gfile.GFile(path) as f:
         recorded = json.load(f)
