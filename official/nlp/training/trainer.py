@@ -20,7 +20,8 @@ steps per call, with:
   examples/s and the time left;
 - progress between those lines: a loop of `steps_per_loop` steps runs as calls sized to take about
   `progress_seconds` each (measured as it goes), and a line with the step, examples/s and the time left is logged
-  whenever `progress_seconds` have passed. The device is synced once per call, not per step, and the training is
+  whenever `progress_seconds` have passed (with several worker processes, which would each cut the loop at
+  other steps, a loop stays one call). The device is synced once per call, not per step, and the training is
   the same, bit for bit, however the loop is cut: each step's metric sums come back on their own and are added up
   on the host in step order.
 
@@ -164,8 +165,9 @@ class Trainer:
         self.global_batch_size = global_batch_size
         self.init_fn = init_fn
         self.clock = clock
-        self._call_steps = 1  # steps per call of the traced loop: the first call traces; later ones are sized
         self.worker = distribution.worker_info(strategy)
+        # Steps per call of the traced loop: the first call traces; later ones are sized (one worker process only).
+        self._call_steps = 1 if self.worker.count == 1 else config.steps_per_loop
         self._loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         self._check_scope()
         with strategy.scope():
@@ -437,8 +439,12 @@ class Trainer:
                 took = self.clock() - start
                 elapsed += took
                 step += calls
-                # As many steps as fit in `progress_seconds` at this speed, for the next call (at least one).
-                self._call_steps = max(1, min(cfg.steps_per_loop, int(cfg.progress_seconds * calls / max(took, 1e-9))))
+                # As many steps as fit in `progress_seconds` at this speed, for the next call (at least one). With
+                # several worker processes, each would measure its own speed and cut the loop elsewhere; they keep
+                # one call per loop, the same on all of them.
+                if self.worker.count == 1:
+                    fit = int(cfg.progress_seconds * calls / max(took, 1e-9))
+                    self._call_steps = max(1, min(cfg.steps_per_loop, fit))
                 if step < end:
                     progress.maybe_log(step)
             metrics = self._metrics(np.concatenate(parts).astype(np.float64).sum(axis=0))
