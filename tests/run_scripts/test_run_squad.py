@@ -104,15 +104,17 @@ def test_train_predict_evaluate_and_predict_again(tmp_path, tiny_model_dir, squa
                 "--max_query_length=16",
                 "--doc_stride=32",
             ],
-            "missing.json: file not found",
+            "--do_predict needs missing.json (--predict_file), which does not exist",
         ),
         (
-            ["--do_predict", "--predict_file=x.json"],
+            ["--do_predict", "--predict_file=TMP/x.json"],  # a file that is there: input files are checked first
             "--max_seq_length=384 exceeds the model's max_position_embeddings=64",
         ),
     ],
 )
 def test_user_errors_are_one_line(tmp_path, tiny_model_dir, args, message):
+    (tmp_path / "x.json").write_text('{"data": []}')
+    args = [arg.replace("TMP", str(tmp_path)) for arg in args]
     done = _run(f"--init_checkpoint={tiny_model_dir}", f"--output_dir={tmp_path}", *args)
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]

@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints.integrity import names_damage
 from official.nlp.common import output_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
@@ -258,6 +259,7 @@ def load_checkpoint(prefix: str):
     return tf.compat.v1.train.NewCheckpointReader(prefix)
 
 
+@names_damage
 def read_tf1_checkpoint(prefix: str) -> dict[str, np.ndarray]:
     """All weights of an original TF1 checkpoint (`bert_model.ckpt`), without optimizer slots and step counters."""
     try:
@@ -394,6 +396,7 @@ class _SavedGraph:
         return keys
 
 
+@names_damage
 def is_our_checkpoint(prefix: str) -> bool:
     try:
         reader = load_checkpoint(prefix)
@@ -404,6 +407,7 @@ def is_our_checkpoint(prefix: str) -> bool:
         return False
 
 
+@names_damage
 def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> None:
     """Restores `model` (or, with `encoder_only` or a plain encoder, its encoder) from one of our checkpoints.
 
@@ -454,6 +458,7 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
         variable.assign(reader.get_tensor(key))
 
 
+@names_damage
 def has_masked_lm_head(prefix: str) -> bool:
     """Whether a checkpoint (ours or an original TF1 one) holds the masked-LM head; public encoder-only
     checkpoints (converted Hugging Face models, TF1 without ``cls/*``) do not."""
@@ -463,6 +468,7 @@ def has_masked_lm_head(prefix: str) -> bool:
     return any(name.startswith(_MLM_SCOPE) for name in reader.get_variable_to_shape_map())
 
 
+@names_damage
 def model_from_checkpoint(prefix: str, config: BertConfig):
     """Builds the model one of our checkpoints holds (the rule of `model_from_weights`) and restores it.
 
@@ -484,6 +490,7 @@ def save_checkpoint(model, prefix: str) -> str:
     return checkpoint_root(model).write(prefix)
 
 
+@names_damage
 def saved_variable_shape(prefix: str, path: tuple[str, ...]) -> list[int] | None:
     """The shape of the variable at object path `path` in one of our checkpoints (e.g. `("model", "classifier",
     "_kernel")`), or None when there is none; tells what head a fine-tuned checkpoint holds before building it."""

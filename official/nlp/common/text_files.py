@@ -3,7 +3,8 @@
 Decoding with ``errors="ignore"`` (as the original BERT code does) turns Latin-1 "Café" into "caf" and random bytes
 into a vocabulary of junk, without a word. Every reader of user text (pretraining corpora, vocabulary corpora,
 `vocab.txt`, feature-extraction input) decodes with `decode_line`, or builds its message with `not_utf8` where it
-can skip such lines instead.
+can skip such lines instead. Readers of whole data files (GLUE and other classification files, CoNLL, SWAG,
+SQuAD) read them with `read_text`, whose message also names the line.
 """
 
 from __future__ import annotations
@@ -56,3 +57,51 @@ def decode_line(raw: bytes, path: str, line_number: int) -> str:
             f"{not_utf8(where, raw, e, path)}. Re-encode the file as UTF-8 (for Latin-1: iconv -f "
             f"LATIN1 -t UTF-8 {path})"
         ) from None
+
+
+def _reencode_hint(encoding: str, path: str) -> str:
+    """The command that fixes a file of `encoding` (as `guess_encoding` words it)."""
+    source = {"UTF-16": "UTF-16", "Latin-1 (ISO-8859-1) or Windows-1252": "CP1252"}.get(encoding)
+    if encoding.startswith("binary"):
+        return "Pass a text file (UTF-8)"
+    if source is None:
+        return f"Re-encode the file as UTF-8 (iconv -f <its encoding> -t UTF-8 {path} > {path}.utf8)"
+    return f"Re-encode the file as UTF-8, e.g. iconv -f {source} -t UTF-8 {path} > {path}.utf8"
+
+
+def decode_text(raw: bytes, path: str) -> str:
+    """A whole file's bytes as UTF-8 text (a UTF-8 byte-order mark dropped), or an `InputError` naming the file,
+    the first line that is not UTF-8, the encoding the file seems to be in and how to re-encode it.
+
+    UTF-16 text without a byte-order mark can be valid UTF-8 (ASCII with a NUL after each character); a NUL is
+    never in text a user means, so it is refused the same way.
+    """
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    nul = raw.find(b"\x00")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        start, reason = e.start, f"not valid UTF-8 ({e.reason}"
+    else:
+        if nul < 0:
+            return text
+        start = len(raw)
+    if 0 <= nul < start:
+        start, reason = nul, "not UTF-8 text (a NUL byte"
+    line = raw.count(b"\n", 0, start) + 1
+    column = start - (raw.rfind(b"\n", 0, start) + 1)
+    encoding = guess_encoding(raw[: 1 << 16])
+    raise InputError(
+        f"{path}:{line}: {reason} at byte {column} of the line); the file seems to be {encoding}. "
+        f"{_reencode_hint(encoding, path)}"
+    )
+
+
+def read_text(path: str) -> str:
+    """The whole of a user's text file (any filesystem) decoded with `decode_text`.
+
+    A missing or unreadable file is the file layer's `InputError` naming the path (`MissingInputError` when it does
+    not exist). Wrap the result in `io.StringIO(text, newline=...)` to read it line by line as a file object would.
+    """
+    return decode_text(input_files.read_bytes(path), path)

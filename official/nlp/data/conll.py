@@ -27,13 +27,14 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import io
 import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 from absl import logging
 
-from official.nlp.common import input_files
+from official.nlp.common import text_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
 
@@ -105,7 +106,7 @@ def read_conll(path: str, *, skip_bad_rows: bool = False) -> ConllFile:
         current, current_bad = [], False
 
     try:
-        handle = input_files.open_file(path, newline=None)
+        handle = io.StringIO(text_files.read_text(path), newline=None)
     except OSError as e:
         raise InputError(f"cannot read CoNLL file {path!r}: {e.strerror or e}") from None
     with handle:

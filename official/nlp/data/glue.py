@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import os
 from collections.abc import Iterator, Sequence
 
 from absl import logging
 
-from official.nlp.common import input_files
+from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError
 
 TRAIN, DEV, TEST = "train", "dev", "test"
@@ -102,8 +103,9 @@ class DataProcessor:
                 f"{self.name}: {path} does not exist; --data_dir must hold the task's GLUE files "
                 f"({', '.join(self._file_names())})"
             )
-        # utf-8-sig: the MRPC files start with a byte-order mark, which would become part of the first column.
-        with input_files.open_file(path, encoding="utf-8-sig", newline="") as f:
+        # read_text drops the byte-order mark the MRPC files start with, which would become part of the first
+        # column, and names the line and likely encoding of a file that is not UTF-8.
+        with io.StringIO(text_files.read_text(path), newline="") as f:
             for number, line in enumerate(f, start=1):
                 line = line.rstrip("\r\n")
                 if number == 1 and self.header_in(path):
@@ -385,7 +387,7 @@ class GenericProcessor(DataProcessor):
     def _records(self, path: str) -> Iterator[tuple[int, dict]]:
         if not input_files.isfile(path):
             raise InputError(f"{path} does not exist")
-        with input_files.open_file(path, encoding="utf-8-sig", newline="") as f:
+        with io.StringIO(text_files.read_text(path), newline="") as f:
             if self.file_format == "jsonl":
                 for number, line in enumerate(f, start=1):
                     if not line.strip():

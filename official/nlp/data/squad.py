@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common import input_files
+from official.nlp.common import text_files
 from official.nlp.common.errors import InputError, MissingInputError
 
 
@@ -155,8 +155,7 @@ def read_squad_examples(
     `version_2_with_negative`.
     """
     try:
-        with input_files.open_file(input_file) as f:
-            data = json.load(f)
+        data = json.loads(text_files.read_text(input_file))
     except json.JSONDecodeError as e:
         raise InputError(
             f"{input_file}: not valid JSON ({e}); pass a SQuAD file to --train_file/--predict_file"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -29,7 +30,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from absl import logging
 
-from official.nlp.common import input_files
+from official.nlp.common import text_files
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.instances import removal_counts
 
@@ -131,7 +132,7 @@ def read_swag(path: str, *, skip_bad_rows: bool = False, labelled: bool | None =
     """
     is_json = os.path.splitext(path)[1].lower() in (".jsonl", ".json")
     try:
-        handle = input_files.open_file(path, newline="" if not is_json else None)
+        handle = io.StringIO(text_files.read_text(path), newline="" if not is_json else None)
     except OSError as e:
         raise InputError(f"cannot read SWAG file {path!r}: {e.strerror or e}") from None
     examples, bad = [], 0

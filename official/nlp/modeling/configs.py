@@ -18,7 +18,7 @@ from typing import Any
 
 from absl import logging
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.activations import ACTIVATION_NAMES, HF_ACTIVATIONS
 
@@ -135,7 +135,7 @@ class BertConfig:
         if not input_files.exists(path):
             raise MissingInputError(f"BERT config file not found: {path}")
         try:
-            values = json.loads(input_files.read_text(path))
+            values = json.loads(text_files.read_text(path))  # names the line and encoding of a non-UTF-8 file
         except json.JSONDecodeError as e:
             raise InputError(f"{path} is not valid JSON: {e}") from None
         if not isinstance(values, dict):

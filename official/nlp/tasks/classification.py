@@ -97,6 +97,19 @@ class ClassifierConfig(finetuning.FineTuningConfig):
         "skip_bad_rows",
     )
 
+    def job_inputs(self) -> list[tuple[str, str, str | None]]:
+        """The files in `--data_dir` of each split the jobs read (none from tensorflow-datasets)."""
+        if self.tfds_name or not self.data_dir:
+            return []  # the task says what is missing
+        splits = make_processor(self).files(self.data_dir)
+        jobs = (("do_train", glue.TRAIN), ("do_eval", glue.DEV), ("do_predict", glue.TEST))
+        return [
+            (job, "--data_dir", eval_set.file)
+            for job, split in jobs
+            if getattr(self, job)
+            for eval_set in splits[split]
+        ]
+
     def finetuning_config(self) -> ClassifierConfig:
         """All of it: the classification fields are recorded with the shared ones (but `NOT_TRAINING_SETTINGS`)."""
         return self

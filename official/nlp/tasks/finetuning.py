@@ -45,10 +45,10 @@ from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
 from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field, override
-from official.nlp.common.errors import InputError
+from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.training import distribution, optimization, summaries
-from official.nlp.training.config import TrainingConfig
+from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
 
@@ -100,6 +100,17 @@ class FineTuningConfig(TrainingConfig):
         "deterministic",
         "jit_compile",
     )
+
+    def job_inputs(self) -> list[tuple[str, str, str | None]]:
+        """`(job flag, input flag, path)` for every file the jobs asked for read (a task's config lists its own),
+        so that `run_task` checks them all before the first step: a missing dev file found after an epoch of
+        training costs the epoch. By default: `train_file`, `eval_file` and `predict_file` for `do_train`,
+        `do_eval` and `do_predict`, where the config has them."""
+        return [
+            (job, f"--{name}", getattr(self, name))
+            for job, name in (("do_train", "train_file"), ("do_eval", "eval_file"), ("do_predict", "predict_file"))
+            if getattr(self, job, False) and hasattr(self, name)
+        ]
 
     def finetuning_config(self) -> FineTuningConfig:
         """What `run_task` records and checks when resuming: the shared part alone (a task records its own
@@ -179,6 +190,7 @@ def run_task(
     jobs = [name for name in JOBS if hasattr(config, name)]
     if not any(getattr(config, name) for name in jobs):
         raise InputError(f"Nothing to do: give at least one of {', '.join('--' + name for name in jobs)}")
+    check_job_inputs(config)
     files = resolve_model_files(config)
     task = make_task(files)
     do_eval = evaluate(task) if evaluate else config.do_eval
@@ -187,6 +199,19 @@ def run_task(
     )
     predict = config.do_predict and not (evaluate and do_eval)
     return TaskRun(task, result, task.predict(result.model) if predict else None)
+
+
+def check_job_inputs(config: FineTuningConfig) -> None:
+    """Refuses a job whose input file is not given or not there, naming the job, the flag and the path, before any
+    work (see `FineTuningConfig.job_inputs`)."""
+    for job, flag, path in config.job_inputs():
+        if not path:
+            raise InputError(f"--{job} needs {flag}")
+        if not input_files.isfile(path):
+            raise MissingInputError(
+                f"--{job} needs {path} ({flag}), which does not exist or is not a file; correct {flag}, or leave "
+                f"out --{job}"
+            )
 
 
 def resolve_model_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
@@ -236,9 +261,7 @@ def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, i
 
 
 def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> None:
-    optimization.check_batch_size(
-        config.train_batch_size, strategy.num_replicas_in_sync, config.gradient_accumulation_steps
-    )
+    check_training_settings(config, strategy.num_replicas_in_sync)
     # The number of steps is known once the examples are read; the rest of the schedule is checked now.
     optimization.check_schedule(
         learning_rate=config.learning_rate,
@@ -256,10 +279,6 @@ def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> Non
     ]
     if config.num_train_epochs <= 0:
         problems.append(f"--num_train_epochs={config.num_train_epochs} must be positive")
-    if config.mixed_precision not in optimization.MIXED_PRECISION:
-        problems.append(
-            f"--mixed_precision={config.mixed_precision} must be one of {tuple(optimization.MIXED_PRECISION)}"
-        )
     if problems:
         raise InputError("; ".join(problems))
 
@@ -353,8 +372,7 @@ def _read_history(output_dir: str) -> list[dict]:
     path = os.path.join(output_dir, EVAL_HISTORY_FILE)
     if not input_files.exists(path):
         return []
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
+    return json.loads(input_files.read_text(path))
 
 
 def _write_eval(output_dir: str, history: list[dict]) -> None:

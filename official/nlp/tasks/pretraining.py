@@ -2,7 +2,9 @@
 
 `run_pretraining(PretrainingConfig(...))` is everything `run_scripts/run_pretraining.py` does, callable from Python.
 Run twice with the same config, the second call resumes from the last checkpoint in `model_dir`; once the run is
-finished, it trains nothing and leaves the export as it is.
+finished, it trains nothing and leaves the export as it is. A run resumed with settings that change the shapes or
+the meaning of the training (batch size, sequence length, schedule, masking, ...) is refused before any work,
+naming the flags that differ (`model_dir/pretraining_settings.json` records them).
 
 Example:
 
@@ -16,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from collections.abc import Mapping
 
@@ -25,7 +28,7 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files
+from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
@@ -34,7 +37,7 @@ from official.nlp.modeling.configs import PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
 from official.nlp.training import distribution, optimization
-from official.nlp.training.config import TrainingConfig
+from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
 
 
@@ -99,6 +102,75 @@ class PretrainingConfig(TrainingConfig):
     checkpoint_input: bool = field(True, help="Save the input position with each checkpoint.")
 
 
+SETTINGS_FILE = "pretraining_settings.json"
+# The fields a resumed run may change: where things go, how the loop is run and saved, the devices. The model
+# config is checked against `model_dir/bert_config.json`; `init_checkpoint` is ignored on resume, and the records
+# may move (`input_file`). Every other field changes the shapes or the meaning of what is trained.
+NOT_TRAINING_SETTINGS = (
+    "input_file",
+    "model_dir",
+    "export_dir",
+    "init_checkpoint",
+    "bert_config_file",
+    "bert_config",
+    "preset",
+    "vocab_file",
+    "do_lower_case",
+    "save_checkpoints_steps",
+    "steps_per_loop",
+    "keep_checkpoint_max",
+    "checkpoint_input",
+    "distribution_strategy",
+    "num_gpus",
+    "tpu",
+    "all_reduce_alg",
+    "deterministic",
+    "jit_compile",
+)
+
+
+def training_settings(config: PretrainingConfig) -> dict:
+    """What a resumed run must share with the run that wrote `model_dir`, JSON-able."""
+    fields = (f.name for f in dataclasses.fields(config) if f.name not in NOT_TRAINING_SETTINGS)
+    return json.loads(json.dumps({name: getattr(config, name) for name in fields}))
+
+
+def check_settings(config: PretrainingConfig) -> bool:
+    """Refuses to resume `model_dir` when it holds checkpoints trained with other settings, naming the flags;
+    returns whether it records them already (else `record_settings` writes them once the data is checked)."""
+    path = os.path.join(config.model_dir, SETTINGS_FILE)
+    trained = input_files.isdir(config.model_dir) and tf.train.get_checkpoint_state(config.model_dir) is not None
+    if not trained:
+        return False  # nothing trained yet (a run refused for its data, say): this run's settings replace any
+    if not input_files.exists(path):
+        logging.warning(
+            "%s holds checkpoints but no %s (written by an older version): its settings cannot be checked; "
+            "they are recorded now as this run's",
+            config.model_dir,
+            SETTINGS_FILE,
+        )
+        return False
+    recorded = json.loads(input_files.read_text(path))
+    settings = training_settings(config)
+    differing = [
+        f"--{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
+        for k in sorted(set(recorded) | set(settings))
+        if recorded.get(k) != settings.get(k)
+    ]
+    if differing:
+        raise InputError(
+            f"--model_dir={config.model_dir} holds a run with other settings ({'; '.join(differing)}). Rerun "
+            "with the same flags to resume it, or choose another --model_dir (with "
+            f"--init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)"
+        )
+    return True
+
+
+def record_settings(config: PretrainingConfig) -> None:
+    with output_files.write_atomically(os.path.join(config.model_dir, SETTINGS_FILE)) as f:
+        json.dump(training_settings(config), f, indent=1, sort_keys=True)
+
+
 @dataclasses.dataclass
 class PretrainingResult(TrainResult):
     """`TrainResult` plus the exported model directory (None on workers other than the chief)."""
@@ -107,9 +179,7 @@ class PretrainingResult(TrainResult):
 
 
 def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
-    optimization.check_batch_size(
-        config.train_batch_size, strategy.num_replicas_in_sync, config.gradient_accumulation_steps
-    )
+    check_training_settings(config, strategy.num_replicas_in_sync)
     optimization.check_schedule(
         learning_rate=config.learning_rate,
         num_train_steps=config.num_train_steps,
@@ -118,7 +188,6 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
         weight_decay=config.weight_decay,
         clip_norm=config.clip_norm,
     )
-    optimization.dtype_policy(config.mixed_precision)  # refuses an unknown --mixed_precision
 
 
 def build_pretrainer(
@@ -228,6 +297,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
+    recorded = check_settings(config)
     files = model_dir_lib.resolve_model_files(
         config.init_checkpoint,
         bert_config=preset_config(config),
@@ -251,6 +321,8 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     if is_chief:
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
         model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
+        if not recorded:
+            record_settings(config)
 
     # The encoder and, from a pretraining checkpoint, the heads; or the run's own checkpoint, which the loop resumes.
     plan = restore_plan.plan_restore(

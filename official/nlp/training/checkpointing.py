@@ -15,6 +15,11 @@ Under multi_worker_mirrored every worker takes part in each save (the strategy r
 checkpoints into `model_dir`. The others write theirs to a local temporary directory of their own, emptied after
 each save: on a multi-host TPU slice `model_dir` is a bucket that they must not race the chief in. Each worker does
 write its own input position (`input_state/worker-<i>/`, a name no other worker writes), which a resume needs.
+
+A committed checkpoint whose files turn out truncated or corrupt (a disk that failed, a copy of the folder that
+stopped early) is refused with a message that names it and the previous checkpoint: deleting the damaged
+checkpoint's files resumes from the newest one whose files are there. The job does not fall back on its own, since
+that would silently retrain steps a user may rather recover.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import integrity
 from official.nlp.checkpoints.tf_checkpoints import CHECKPOINT_NAME
 from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
@@ -81,8 +87,40 @@ class CheckpointKeeper:
 
     @property
     def latest_checkpoint(self) -> str | None:
-        """Prefix of the last committed checkpoint in `model_dir`, or None."""
-        return tf.train.latest_checkpoint(self.model_dir)
+        """Prefix of the last committed checkpoint in `model_dir` whose files are there, or None."""
+        path = tf.train.latest_checkpoint(self.model_dir)
+        if path is not None:
+            return path
+        earlier = self._committed_with_files()
+        if earlier:
+            logging.warning(
+                "The files of %s, the last checkpoint committed in %s, are gone: resuming from %s",
+                self._committed()[-1],
+                self.model_dir,
+                earlier[-1],
+            )
+            return earlier[-1]
+        return None
+
+    def _committed(self) -> list[str]:
+        state = tf.train.get_checkpoint_state(self.model_dir)
+        paths = state.all_model_checkpoint_paths if state else []
+        return [os.path.join(self.model_dir, os.path.basename(p)) for p in paths]
+
+    def _committed_with_files(self) -> list[str]:
+        """The committed checkpoints whose index is there, oldest first."""
+        return [p for p in self._committed() if tf.io.gfile.exists(p + ".index")]
+
+    def _damaged(self, what: str, path: str) -> integrity.DamagedCheckpointError:
+        previous = [p for p in self._committed_with_files() if p != path]
+        if previous:
+            fix = (
+                f"To resume from the previous checkpoint, {previous[-1]}, delete {path}.index and "
+                f"{path}.data-*; or train in a new folder"
+            )
+        else:
+            fix = f"It is the only checkpoint in {self.model_dir}: train in a new folder (or delete this one)"
+        return integrity.DamagedCheckpointError(f"cannot resume: {what}. {fix}")
 
     def restore(self) -> int | None:
         """Restores the last committed checkpoint; returns its step, or None when there is none."""
@@ -92,7 +130,12 @@ class CheckpointKeeper:
         step = int(path.rsplit("-", 1)[1])
         try:
             self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
-        except (tf.errors.OpError, AssertionError, ValueError) as e:
+        except (*integrity.READ_ERRORS, tf.errors.OpError, AssertionError, ValueError) as e:
+            what = integrity.damage(path, e)
+            if what is not None:
+                raise self._damaged(what, path) from None
+            if isinstance(e, IndexError):
+                raise
             raise InputError(
                 f"cannot resume from {path}: it does not match the model being trained ({e}). Use a new "
                 "--model_dir, or the flags (config, optimizer) the checkpoint was written with"
@@ -102,7 +145,15 @@ class CheckpointKeeper:
             if input_files.exists(input_path + ".index"):
                 try:
                     self.input_manager.checkpoint.read(input_path).assert_existing_objects_matched().expect_partial()
-                except (tf.errors.OpError, AssertionError, ValueError) as e:
+                except (*integrity.READ_ERRORS, tf.errors.OpError, AssertionError, ValueError) as e:
+                    what = integrity.damage(input_path, e)
+                    if what is not None:
+                        raise integrity.DamagedCheckpointError(
+                            f"cannot resume: the input position {what}. Delete {self.input_dir} to restart "
+                            "reading the data from its beginning"
+                        ) from None
+                    if isinstance(e, IndexError):
+                        raise
                     raise InputError(
                         f"the input position saved in {input_path} does not fit the current input pipeline "
                         f"(did --input_file, --train_batch_size or the shuffle settings change?): {e}. Delete "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from official.nlp.common.config_flags import field
+from official.nlp.common.errors import InputError
 from official.nlp.training import distribution, optimization
 
 
@@ -49,7 +50,9 @@ class TrainingConfig:
             "BERT)."
         ),
     )
-    steps_per_loop: int = field(100, help="Steps per tf.function call; one log line and summary per loop.")
+    steps_per_loop: int = field(
+        100, help="Steps per loop: one log line and summary per loop (a long loop logs progress every ~10 s)."
+    )
     keep_checkpoint_max: int = field(5, help="Training checkpoints kept (the newest).")
     gradient_accumulation_steps: int = field(1, help="Micro-batches per optimizer step.")
     mixed_precision: str = field(
@@ -67,3 +70,22 @@ class TrainingConfig:
     all_reduce_alg: str | None = field(None, help="mirrored: nccl|hierarchical_copy; multi_worker_mirrored: ring|nccl.")
     seed: int = field(12345, help="Seed of the initialization, dropout and data order.")
     deterministic: bool = field(False, help="Enable TensorFlow op determinism (bitwise reproducible, slower).")
+
+
+def check_training_settings(config: TrainingConfig, num_replicas: int) -> None:
+    """Refuses loop settings that cannot run (a zero batch divides by zero, a zero loop never ends), naming each
+    flag, before any data is read; the one check of these fields for pretraining and every fine-tuning job."""
+    optimization.check_batch_size(config.train_batch_size, num_replicas, config.gradient_accumulation_steps)
+    problems = [
+        f"--{name}={getattr(config, name)} must be positive"
+        for name in ("steps_per_loop", "save_checkpoints_steps", "keep_checkpoint_max")
+        if not getattr(config, name) > 0
+    ]
+    if config.num_gpus is not None and config.num_gpus < 0:
+        problems.append(f"--num_gpus={config.num_gpus} must be >= 0 (or left unset for all visible GPUs)")
+    if config.mixed_precision not in optimization.MIXED_PRECISION:
+        problems.append(
+            f"--mixed_precision={config.mixed_precision} must be one of {tuple(optimization.MIXED_PRECISION)}"
+        )
+    if problems:
+        raise InputError("; ".join(problems))

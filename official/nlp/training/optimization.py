@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 import keras
 import tensorflow as tf
+from absl import logging
 from keras import ops
 
 from official.nlp.common.errors import InputError
@@ -298,9 +299,14 @@ def create_optimizer(
         clip_norm=clip_norm,
     )
     if num_warmup_steps > num_train_steps:
-        raise InputError(
-            f"num_warmup_steps ({num_warmup_steps}) is larger than num_train_steps ({num_train_steps}); "
-            "the learning rate would never reach its peak"
+        # A short smoke run with the default warmup is a normal thing to try: it trains, at a lower rate.
+        logging.warning(
+            "--num_warmup_steps=%d is larger than --num_train_steps=%d: the learning rate rises to %.3g, not "
+            "to its peak --learning_rate=%g; lower --num_warmup_steps for a real run",
+            num_warmup_steps,
+            num_train_steps,
+            learning_rate * num_train_steps / num_warmup_steps,
+            learning_rate,
         )
     schedule = WarmupPolynomialDecay(
         learning_rate,

@@ -16,8 +16,14 @@ steps per call, with:
 - a dropout stream per replica, derived from the seed and the global replica id, also after a restore
   (`distribution.seed_replica_streams`);
 - a NaN or infinite loss stops training with `TrainingDivergedError`, keeping the last good checkpoint;
-- TensorBoard scalars in `model_dir/summaries` (`summaries`) and an absl log line per loop with steps/s and
-  examples/s.
+- TensorBoard scalars in `model_dir/summaries` (`summaries`) and an absl log line per loop with steps/s,
+  examples/s and the time left;
+- progress between those lines: a loop of `steps_per_loop` steps runs as calls sized to take about
+  `progress_seconds` each (measured as it goes), and a line with the step, examples/s and the time left is logged
+  whenever `progress_seconds` have passed (with several worker processes, which would each cut the loop at
+  other steps, a loop stays one call). The device is synced once per call, not per step, and the training is
+  the same, bit for bit, however the loop is cut: each step's metric sums come back on their own and are added up
+  on the host in step order.
 
 Example (fine-tuning a classifier; pretraining does the same with `PretrainingObjective`):
 
@@ -40,6 +46,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import keras
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -50,6 +57,7 @@ from official.nlp.training import distribution, keras_compat, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
 from official.nlp.training.objectives import Objective
 from official.nlp.training.optimization import current_learning_rate
+from official.nlp.training.progress import Progress
 
 DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
 
@@ -75,6 +83,7 @@ class TrainerConfig:
         step (tf.distribute's own distributed iterators cannot be saved). With False, tf.distribute's
         distributed dataset is used and a resumed job reads the data from its beginning.
       write_summaries: TensorBoard scalars in `model_dir/summaries` (chief only).
+      progress_seconds: a progress line at least this often between the loop's log lines (see the module doc).
     """
 
     model_dir: str
@@ -86,6 +95,7 @@ class TrainerConfig:
     jit_compile: bool = False
     checkpoint_input: bool = True
     write_summaries: bool = True
+    progress_seconds: float = 10.0
 
 
 @dataclasses.dataclass
@@ -124,6 +134,7 @@ class Trainer:
       config: `TrainerConfig`.
       global_batch_size: examples per step over all replicas (for examples/s).
       init_fn: called when `model_dir` has no checkpoint yet, e.g. to load `--init_checkpoint`.
+      clock: seconds, for the speed, the time left and when to log progress (tests pass their own).
 
     Checkpoints hold a BERT model in the library's layout (`tf_checkpoints.training_checkpoint_root`), so that every
     training checkpoint is also a valid `--init_checkpoint` for the next job.
@@ -139,6 +150,7 @@ class Trainer:
         *,
         global_batch_size: int,
         init_fn: Callable[[], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ):
         if config.num_train_steps <= 0:
             raise InputError(f"num_train_steps must be positive, got {config.num_train_steps}")
@@ -153,7 +165,10 @@ class Trainer:
         self.config = config
         self.global_batch_size = global_batch_size
         self.init_fn = init_fn
+        self.clock = clock
         self.worker = distribution.worker_info(strategy)
+        # Steps per call of the traced loop: the first call traces; later ones are sized (one worker process only).
+        self._call_steps = 1 if self.worker.count == 1 else config.steps_per_loop
         self._loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         self._check_scope()
         with strategy.scope():
@@ -287,14 +302,16 @@ class Trainer:
 
         @tf.function
         def loop(num_steps):
-            total = tf.zeros([size])
-            for _ in tf.range(num_steps):
+            # Each step's sums, not their total: the host adds them in step order, so the metrics do not depend on
+            # how a loop is cut into calls.
+            per_step = tf.TensorArray(tf.float32, size=num_steps, element_shape=[size])
+            for i in tf.range(num_steps):
                 x, y = next_inputs()
                 with keras_compat.gradients_already_reduced(self.optimizer):
                     per_replica = self.strategy.run(self._replica_step, args=(x, y))
-                total += self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+                per_step = per_step.write(i, self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None))
                 self.step.assign_add(1)
-            return total
+            return per_step.stack()
 
         return loop
 
@@ -304,8 +321,8 @@ class Trainer:
 
     # ---- the loop ---------------------------------------------------------------------------------------------
 
-    def _metrics(self, total) -> dict[str, float]:
-        values = total.numpy().tolist()
+    def _metrics(self, total: np.ndarray) -> dict[str, float]:
+        values = total.tolist()
         metrics: dict[str, float] = {}
         loss_names = list(self._loss_names)
         loss = 0.0
@@ -410,26 +427,44 @@ class Trainer:
             self.global_batch_size,
             cfg.steps_per_loop,
         )
+        progress = Progress(self.clock, cfg.progress_seconds, cfg.num_train_steps, self.global_batch_size, step)
         while step < last_step:
             next_save = (step // cfg.save_checkpoints_steps + 1) * cfg.save_checkpoints_steps
-            num_steps = min(cfg.steps_per_loop, next_save - step, last_step - step)
-            start = time.monotonic()
-            total = loop(tf.constant(num_steps))
-            metrics = self._metrics(total)  # reading the result waits for the loop to finish
-            elapsed = max(time.monotonic() - start, 1e-9)
+            end = min(step + cfg.steps_per_loop, next_save, last_step)
+            num_steps = end - step
+            parts, elapsed = [], 0.0
+            while step < end:
+                calls = min(self._call_steps, end - step)
+                start = self.clock()
+                parts.append(loop(tf.constant(calls)).numpy())  # reading the result waits for the call to finish
+                took = self.clock() - start
+                elapsed += took
+                step += calls
+                # As many steps as fit in `progress_seconds` at this speed, for the next call (at least one). With
+                # several worker processes, each would measure its own speed and cut the loop elsewhere; they keep
+                # one call per loop, the same on all of them.
+                if self.worker.count == 1:
+                    fit = int(cfg.progress_seconds * calls / max(took, 1e-9))
+                    self._call_steps = max(1, min(cfg.steps_per_loop, fit))
+                if step < end:
+                    progress.maybe_log(step)
+            metrics = self._metrics(np.concatenate(parts).astype(np.float64).sum(axis=0))
             step = int(self.step.numpy())
+            elapsed = max(elapsed, 1e-9)
             metrics["steps_per_second"] = num_steps / elapsed
             metrics["examples_per_second"] = num_steps * self.global_batch_size / elapsed
             history.append({"step": step, **metrics})
             self._check_finite(metrics["loss"], step, num_steps)
             summaries.write_scalars(writer, step, metrics)
+            progress.logged(step)
             logging.info(
-                "step %d/%d: %s | %.2f steps/s, %.1f examples/s",
+                "step %d/%d: %s | %.2f steps/s, %.1f examples/s%s",
                 step,
                 cfg.num_train_steps,
                 ", ".join(f"{n}={v:.4g}" for n, v in metrics.items() if not n.endswith("per_second")),
                 metrics["steps_per_second"],
                 metrics["examples_per_second"],
+                progress.time_left(step),
             )
             if step % cfg.save_checkpoints_steps == 0 or step >= last_step:
                 if not bool(self._weights_finite()):

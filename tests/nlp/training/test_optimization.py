@@ -86,8 +86,15 @@ def test_factory_options_and_errors():
         optimization.create_optimizer("sgd", learning_rate=1e-3, num_train_steps=10)
     with pytest.raises(ValueError, match=r"--adam_epsilon=0.0 must be positive"):
         optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, epsilon=0.0)
-    with pytest.raises(ValueError, match="num_warmup_steps .* is larger than num_train_steps"):
-        optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, num_warmup_steps=11)
+
+
+def test_a_warmup_longer_than_the_run_warns_and_trains(caplog):
+    """A two-step smoke run with the default 10,000 warmup steps trains, at the rate the warmup reaches."""
+    with caplog.at_level("WARNING"):
+        optimizer = optimization.create_optimizer(learning_rate=1e-3, num_train_steps=10, num_warmup_steps=20)
+    assert "--num_warmup_steps=20 is larger than --num_train_steps=10" in caplog.text
+    schedule = optimizer._learning_rate  # the schedule object (Keras keeps it there)
+    assert float(schedule(9)) == pytest.approx(original_learning_rate(9, 1e-3, 10, 20))
 
 
 def original_adamw(params, grads_per_step, lr, weight_decay, decayed, beta_1=0.9, beta_2=0.999, epsilon=1e-6):

@@ -1,0 +1,66 @@
+"""`text_files.read_text`: a user's data file that is not UTF-8 is refused with its file, the first line that is
+not, the encoding it seems to be in and the command that re-encodes it. The expected line comes from decoding
+each line on its own with Python's codecs, the reference for what is and is not UTF-8."""
+
+from __future__ import annotations
+
+import pytest
+
+from official.nlp.common import text_files
+from official.nlp.common.errors import InputError
+
+LINES = ["id\ttext\n", "1\tplain\n", "2\tCafé crème\n", "3\tnaïve\n"]
+
+
+def first_bad_line(raw: bytes) -> int:
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return number
+    raise AssertionError("every line is UTF-8")
+
+
+def test_utf8_is_read_and_its_byte_order_mark_dropped(tmp_path):
+    path = tmp_path / "a.tsv"
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(LINES).encode("utf-8"))
+    assert text_files.read_text(str(path)) == "".join(LINES)
+
+
+@pytest.mark.parametrize(
+    "codec, named, fix",
+    [
+        ("latin-1", "Latin-1 (ISO-8859-1) or Windows-1252", "iconv -f CP1252 -t UTF-8"),
+        ("cp1252", "Latin-1 (ISO-8859-1) or Windows-1252", "iconv -f CP1252 -t UTF-8"),
+        ("utf-16", "UTF-16", "iconv -f UTF-16 -t UTF-8"),  # with a byte-order mark
+        ("utf-16-le", "UTF-16", "iconv -f UTF-16 -t UTF-8"),  # without one: valid UTF-8 full of NULs
+    ],
+)
+def test_another_encoding_is_named_with_its_line_and_the_fix(tmp_path, codec, named, fix):
+    raw = "".join(LINES).encode(codec)
+    path = tmp_path / "a.tsv"
+    path.write_bytes(raw)
+    with pytest.raises(InputError) as e:
+        text_files.read_text(str(path))
+    message = str(e.value)
+    line = 1 if codec.startswith("utf-16") else first_bad_line(raw)
+    assert line == (1 if codec.startswith("utf-16") else 3)
+    assert message.startswith(f"{path}:{line}: not ")
+    assert f"the file seems to be {named}" in message
+    assert f"{fix} {path} > {path}.utf8" in message
+    assert "\n" not in message
+
+
+def test_binary_data_is_not_called_an_encoding(tmp_path):
+    path = tmp_path / "a.bin"
+    path.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(InputError, match=r"a.bin:1: not UTF-8 text \(a NUL byte at byte 0 .* seems to be binary data"):
+        text_files.read_text(str(path))
+
+
+def test_a_missing_file_raises_what_open_raises(tmp_path):
+    with pytest.raises(FileNotFoundError) as e:
+        text_files.read_text(str(tmp_path / "nope.tsv"))
+    assert e.value.filename == str(tmp_path / "nope.tsv")
+    with pytest.raises(IsADirectoryError):
+        text_files.read_text(str(tmp_path))

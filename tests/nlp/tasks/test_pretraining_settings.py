@@ -1,0 +1,50 @@
+"""What a resumed pretraining run must share with the run that wrote `model_dir` (the script-level run, with the
+shape traceback it replaces, is in tests/run_scripts/test_bad_input.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official.nlp.common.errors import InputError
+from official.nlp.tasks import pretraining
+
+
+def _config(model_dir, **changes):
+    config = pretraining.PretrainingConfig(input_file="data/*", model_dir=str(model_dir), train_batch_size=32)
+    return dataclasses.replace(config, **changes)
+
+
+def _commit_a_checkpoint(model_dir):
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(np.zeros(2))), str(model_dir), 1)
+    manager.save()
+
+
+def test_a_resume_with_settings_that_change_the_training_is_refused_by_flag(tmp_path):
+    pretraining.record_settings(_config(tmp_path))
+    _commit_a_checkpoint(tmp_path)
+    assert pretraining.check_settings(_config(tmp_path)) is True
+    # Loop, device and path settings may change on resume.
+    assert pretraining.check_settings(_config(tmp_path, steps_per_loop=7, input_file="gs://b/data/*", num_gpus=2))
+    with pytest.raises(InputError) as e:
+        pretraining.check_settings(_config(tmp_path, train_batch_size=64, masked_lm_prob=0.2))
+    assert str(e.value).startswith(
+        f"--model_dir={tmp_path} holds a run with other settings (--masked_lm_prob: 0.15 there, 0.2 now; "
+        "--train_batch_size: 32 there, 64 now). Rerun with the same flags to resume it"
+    )
+
+
+def test_settings_without_a_checkpoint_bind_nothing(tmp_path):
+    """A run stopped before its first checkpoint trained nothing: the next one may change anything."""
+    pretraining.record_settings(_config(tmp_path, learning_rate=1e-2))
+    assert pretraining.check_settings(_config(tmp_path, learning_rate=1e-4)) is False
+
+
+def test_an_older_model_dir_without_settings_is_resumed_with_a_warning(tmp_path, caplog):
+    _commit_a_checkpoint(tmp_path)
+    with caplog.at_level("WARNING"):
+        assert pretraining.check_settings(_config(tmp_path)) is False
+    assert "holds checkpoints but no pretraining_settings.json" in caplog.text
