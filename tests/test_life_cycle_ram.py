@@ -8,10 +8,12 @@ compared: records byte for byte, the same checkpoint values, the same prediction
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
 import os
+from unittest import mock
 
 import keras
 import numpy as np
@@ -25,6 +27,7 @@ from official.nlp.data.pretraining import generator
 from official.nlp.serving import exporter
 from official.nlp.tasks import classification, feature_extraction, pretraining
 from official.nlp.tokenizers import wordpiece_vocab
+from official.nlp.training import checkpointing
 
 _ROOTS = itertools.count()
 SEQ = 32
@@ -44,6 +47,25 @@ def _get(path: str) -> bytes:
 def _checkpoint_values(prefix: str) -> dict[str, np.ndarray]:
     reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # a prefix: see tf_checkpoints.load_checkpoint
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map() if "OPTIMIZER" not in name}
+
+
+class _Preempted(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _preempted_after_saving(step: int):
+    """The job stops right after committing the checkpoint of `step`, as a preempted TPU VM would."""
+    save = checkpointing.CheckpointKeeper.save
+
+    def save_then_stop(self, *args, **kwargs):
+        path = save(self, *args, **kwargs)
+        if path and path.endswith(f"-{step}"):
+            raise _Preempted
+        return path
+
+    with mock.patch.object(checkpointing.CheckpointKeeper, "save", save_then_stop):
+        yield
 
 
 def _inputs(root: str, shared_data) -> None:
@@ -99,14 +121,15 @@ def _life_cycle(root: str) -> dict:
         max_seq_length=SEQ,
         max_predictions_per_seq=5,
         train_batch_size=8,
-        num_train_steps=2,
+        num_train_steps=4,
         num_warmup_steps=1,
         learning_rate=1e-3,
         steps_per_loop=1,
         save_checkpoints_steps=2,
     )
-    pretraining.run_pretraining(pretrain)
-    resumed = pretraining.run_pretraining(dataclasses.replace(pretrain, num_train_steps=4))  # resumes at step 2
+    with pytest.raises(_Preempted), _preempted_after_saving(step=2):
+        pretraining.run_pretraining(pretrain)
+    resumed = pretraining.run_pretraining(pretrain)  # the same command resumes at step 2
     out["pretrain_steps"] = [h["step"] for h in resumed.history]
     out["pretrained"] = _checkpoint_values(tf.train.latest_checkpoint(resumed.export_dir))
 

@@ -4,10 +4,12 @@ each line on its own with Python's codecs, the reference for what is and is not 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from official.nlp.common import text_files
-from official.nlp.common.errors import InputError
+from official.nlp.common.errors import InputError, MissingInputError
 
 LINES = ["id\ttext\n", "1\tplain\n", "2\tCafé crème\n", "3\tnaïve\n"]
 
@@ -58,9 +60,9 @@ def test_binary_data_is_not_called_an_encoding(tmp_path):
         text_files.read_text(str(path))
 
 
-def test_a_missing_file_raises_what_open_raises(tmp_path):
-    with pytest.raises(FileNotFoundError) as e:
-        text_files.read_text(str(tmp_path / "nope.tsv"))
-    assert e.value.filename == str(tmp_path / "nope.tsv")
-    with pytest.raises(IsADirectoryError):
+def test_a_missing_file_or_a_folder_is_the_file_layers_error_naming_the_path(tmp_path):
+    missing = str(tmp_path / "nope.tsv")
+    with pytest.raises(MissingInputError, match=f"^{re.escape(missing)} does not exist"):
+        text_files.read_text(missing)
+    with pytest.raises(InputError, match=f"^{re.escape(str(tmp_path))}: "):
         text_files.read_text(str(tmp_path))
