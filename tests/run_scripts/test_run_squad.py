@@ -118,3 +118,27 @@ def test_user_errors_are_one_line(tmp_path, tiny_model_dir, args, message):
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("run_squad: ") and message in last
     assert "Traceback" not in done.stderr
+
+
+def test_training_file_whose_answers_all_miss_says_why(tmp_path, tiny_model_dir):
+    """Every answer_start is wrong: the job ends on one line that says why no question is left to train on."""
+    context = "Steve Smith's team won in 1895. Then it lost."
+    qas = [
+        {"id": f"q{i}", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 30 + i}]}
+        for i in range(3)
+    ]
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
+    done = _run(
+        f"--init_checkpoint={tiny_model_dir}",
+        f"--output_dir={tmp_path / 'out'}",
+        "--do_train",
+        f"--train_file={path}",
+        "--max_seq_length=64",
+        "--max_query_length=16",
+        "--doc_stride=24",
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"run_squad: {path}: none of its 3 question(s) can train: 3 left out of training")
+    assert "answer_start" in last and "q0: answer_start=30 does not point at 'Steve Smith' (the text is at 0)" in last
