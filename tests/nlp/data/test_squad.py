@@ -262,6 +262,22 @@ def test_postprocess_v2_threshold(tokenizer):
     assert result.predictions["0"] == "Ann Smith"
 
 
+def test_postprocess_v2_null_score_is_a_python_float_sum(tokenizer):
+    """The original sums the [CLS] logits as Python floats: 1 + 2**-30 is not 1 (a float32 sum would lose the
+    2**-30), and null_odds is that sum less the best span's, exactly."""
+    examples, features = _one_window(tokenizer, "who?", "Ann Smith met Bob.")
+    starts = np.zeros((1, 32), np.float32)
+    ends = np.zeros((1, 32), np.float32)
+    starts[0, 0], ends[0, 0] = 1.0, 2.0**-30
+    starts[0, 4], ends[0, 5] = 0.5, 0.25
+    result = pp.postprocess(
+        examples, features, starts, ends, pp.PostprocessSettings(version_2_with_negative=True, n_best_size=5)
+    )
+    assert result.null_odds["0"] == (1.0 + 2.0**-30) - 0.5 - 0.25
+    null = [e for e in result.nbest["0"] if e["text"] == ""]
+    assert null == [{"text": "", "probability": null[0]["probability"], "start_logit": 1.0, "end_logit": 2.0**-30}]
+
+
 def test_oracle_v2_subset_full_marks(shared_data, tokenizer):
     path = shared_data / "squad" / "dev-v2.0-subset-Normans-Rhine.json"
     examples, features, report, stats, result, metrics = oracle_run(path, tokenizer, version_2_with_negative=True)
