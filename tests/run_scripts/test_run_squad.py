@@ -90,6 +90,22 @@ def test_train_predict_evaluate_and_predict_again(tmp_path, tiny_model_dir, squa
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.load(open(os.path.join(out, "predictions.json"))) == first
 
+    # The run's --output_dir as another job's --init_checkpoint: its best_model/, then (with best_model/ moved
+    # away) its latest checkpoint read with the recorded config, case and vocabulary; both are the trained model.
+    for case in ("best_model", "latest_checkpoint"):
+        if case == "latest_checkpoint":
+            os.rename(os.path.join(out, "best_model"), str(tmp_path / "moved_best_model"))
+        other = str(tmp_path / case)
+        done = _run(*_replace(common, out, other), "--do_predict")
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert json.load(open(os.path.join(other, "predictions.json"))) == first, case
+
+
+def _replace(flags, out, other):
+    """`flags` predicting into `other` with `--init_checkpoint=out`."""
+    replaced = {"--init_checkpoint": out, "--output_dir": other}
+    return [f"{f.split('=')[0]}={replaced[f.split('=')[0]]}" if f.split("=")[0] in replaced else f for f in flags]
+
 
 @pytest.mark.parametrize(
     "args, message",
