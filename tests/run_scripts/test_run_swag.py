@@ -10,10 +10,12 @@ import subprocess
 import sys
 
 import keras
+import numpy as np
 import pytest
 
 from official.nlp.checkpoints import model_dir
 from official.nlp.common.errors import InputError
+from official.nlp.data import swag
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.tasks import finetuning, multiple_choice
@@ -90,3 +92,36 @@ def test_run_swag_on_the_sample(shared_data, tmp_path):
         predictions = list(csv.DictReader(f))
     assert len(predictions) == 10 and predictions[0]["source"] == f"{sample}:1"
     assert abs(sum(float(predictions[0][f"probability{i}"]) for i in range(4)) - 1) < 1e-4
+
+
+def test_predict_takes_json_lines_without_labels(shared_data, tmp_path):
+    """A test split has no labels: --do_predict reads JSON lines without `label` (the CSV test split already was)
+    and writes one full-precision row per example, the probabilities those of the model's own logits."""
+    keras.utils.set_random_seed(5)
+    init = str(tmp_path / "model")
+    model_dir.save_model_dir(
+        init,
+        BertEncoder.from_bert_config(BertConfig(**TINY)),
+        vocab_file=str(shared_data / "vocab" / "bert-base-uncased-vocab.txt"),
+        do_lower_case=True,
+    )
+    rows = [json.loads(line) for line in (shared_data / "swag" / "hf_transformers_sample.jsonl").open()]
+    unlabelled = tmp_path / "test.jsonl"
+    unlabelled.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "label"}) + "\n" for r in rows))
+    config = multiple_choice.MultipleChoiceConfig(
+        output_dir=str(tmp_path / "out"),
+        init_checkpoint=init,
+        predict_file=str(unlabelled),
+        do_predict=True,
+        max_seq_length=40,
+    )
+    task = multiple_choice.make_task(config)
+    model = task.build_model(BertEncoder.from_bert_config(BertConfig(**TINY)))
+    with open(task.predict(model)) as f:
+        predictions = list(csv.DictReader(f))
+    assert [p["source"] for p in predictions] == [f"{unlabelled}:{i}" for i in range(1, 11)]
+    features = swag.convert_examples(swag.read_swag(str(unlabelled), labelled=False).examples, task.tokenizer, 40)
+    expected = keras.ops.convert_to_numpy(keras.ops.softmax(model(features.model_inputs()), axis=-1))
+    got = np.array([[float(p[f"probability{i}"]) for i in range(4)] for p in predictions])
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert [int(p["prediction"]) for p in predictions] == list(expected.argmax(-1))
