@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tests.conftest import REPO_ROOT
@@ -89,6 +90,39 @@ def test_train_predict_evaluate_and_predict_again(tmp_path, tiny_model_dir, squa
     again = _run(*common, "--do_predict")
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.load(open(os.path.join(out, "predictions.json"))) == first
+
+    # Served is what was predicted: the SavedModel exported from the run's --output_dir, in a fresh process that
+    # imports only TensorFlow and tensorflow_text, answers every question (contexts of several windows) as
+    # predictions.json does.
+    from official.nlp.serving import exporter
+
+    saved = exporter.export_model("squad", out, str(tmp_path / "export"), keras_file=False)["saved_model"]
+    with open(squad_slice, encoding="utf-8") as f:
+        paragraphs = json.load(f)["data"][0]["paragraphs"]
+    questions = [(qa["id"], qa["question"], p["context"]) for p in paragraphs for qa in p["qas"]]
+    jobs = [
+        {
+            "name": "squad",
+            "path": saved,
+            "signature": "serving_default",
+            "inputs": {
+                "question": {"dtype": "string", "value": [q for _, q, _ in questions]},
+                "context": {"dtype": "string", "value": [c for _, _, c in questions]},
+            },
+        }
+    ]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    fresh = str(REPO_ROOT / "tests" / "nlp" / "serving" / "fresh_process.py")
+    served = subprocess.run(
+        [sys.executable, fresh, str(tmp_path / "jobs.json"), str(tmp_path / "served.npz"), "tf_text"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(tmp_path),
+    )
+    assert served.returncode == 0 and "modules ok" in served.stdout, served.stderr[-3000:]
+    answers = np.load(tmp_path / "served.npz")["squad/answer_text"]
+    assert list(answers) == [first[qid] for qid, _, _ in questions]
 
     # The run's --output_dir as another job's --init_checkpoint: its best_model/, then (with best_model/ moved
     # away) its latest checkpoint read with the recorded config, case and vocabulary; both are the trained model.
