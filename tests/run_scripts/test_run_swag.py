@@ -12,6 +12,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from official.nlp.checkpoints import model_dir
 from official.nlp.common.errors import InputError
@@ -92,6 +93,48 @@ def test_run_swag_on_the_sample(shared_data, tmp_path):
         predictions = list(csv.DictReader(f))
     assert len(predictions) == 10 and predictions[0]["source"] == f"{sample}:1"
     assert abs(sum(float(predictions[0][f"probability{i}"]) for i in range(4)) - 1) < 1e-4
+    _check_served_equals_predicted(out, sample, predictions, tmp_path)
+
+
+def _check_served_equals_predicted(out, sample, predictions, tmp_path):
+    """The SavedModel exported from the job's --output_dir, in a fresh process that imports only TensorFlow and
+    tensorflow_text, gives the probabilities of test_results.csv to 1e-5 and the same predicted ending (issue 22).
+    The export takes each choice as the script builds it: `start ending`. --do_predict predicts with the weights
+    training ended with, so those are exported (the latest checkpoint; the output directory itself stands for its
+    best_model/, the best epoch's)."""
+    from official.nlp.serving import exporter
+
+    latest = tf.train.latest_checkpoint(str(out))
+    saved = exporter.export_model("swag", latest, str(tmp_path / "export"), keras_file=False)["saved_model"]
+    examples = swag.read_swag(str(sample)).examples
+    jobs = [
+        {
+            "name": "swag",
+            "path": saved,
+            "signature": "serving_default",
+            "inputs": {
+                "context": {"dtype": "string", "value": [e.context for e in examples]},
+                "endings": {
+                    "dtype": "string",
+                    "value": [[f"{e.start} {ending}".strip() for ending in e.endings] for e in examples],
+                },
+            },
+        }
+    ]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    fresh = str(REPO_ROOT / "tests" / "nlp" / "serving" / "fresh_process.py")
+    done = subprocess.run(
+        [sys.executable, fresh, str(tmp_path / "jobs.json"), str(tmp_path / "served.npz"), "tf_text"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(tmp_path),
+    )
+    assert done.returncode == 0 and "modules ok" in done.stdout, done.stderr[-3000:]
+    served = np.load(tmp_path / "served.npz")
+    expected = np.array([[float(p[f"probability{i}"]) for i in range(4)] for p in predictions])
+    np.testing.assert_allclose(served["swag/probabilities"], expected, atol=1e-5)
+    assert list(served["swag/label_index"]) == [int(p["prediction"]) for p in predictions]
 
 
 def test_predict_takes_json_lines_without_labels(shared_data, tmp_path):

@@ -2,11 +2,13 @@
 extract_features and export_model.
 
 Accepted: a model directory (`bert_config.json`, `vocab.txt`, `do_lower_case` and a checkpoint), a checkpoint
-prefix in one, an original TF1 checkpoint, a Hugging Face folder, and a fine-tuning job's `--output_dir`. An
-output directory stands for the model it trained: its `best_model/` when it has one (a model directory with the
-fine-tuned head's `finetuning.json` and the job's `finetuning_settings.json`), else its latest checkpoint, read
-with the config, case and vocabulary its `finetuning_settings.json` recorded. Predicting with the model a previous
-run just trained is then one flag: `run_squad --do_predict --init_checkpoint=<that run's --output_dir>`.
+prefix in one, an original TF1 checkpoint, a Hugging Face folder, and a fine-tuning job's `--output_dir` (or one
+of its checkpoint prefixes). An output directory stands for the model it trained: its `best_model/` when it has
+one (a model directory with the fine-tuned head's `finetuning.json` and the job's `finetuning_settings.json`),
+else its latest checkpoint, read with the config, case and vocabulary its `finetuning_settings.json` recorded.
+Predicting with the model a previous run just trained is then one flag: `run_squad --do_predict
+--init_checkpoint=<that run's --output_dir>`. Note that `best_model/` holds the best evaluation's weights, while a
+job's own `--do_predict` uses the weights its training ended with; pass a `ckpt-N` prefix for those.
 
 Example:
 
@@ -48,6 +50,12 @@ def is_output_dir(path: str) -> bool:
     )
 
 
+def _output_dir_of(path: str) -> str | None:
+    """The fine-tuning output directory that `path` (the directory, or a checkpoint prefix in it) stands for."""
+    folder = path if tf.io.gfile.isdir(path) else os.path.dirname(path)
+    return folder if folder and is_output_dir(folder) else None
+
+
 def read_record(init_checkpoint: str | None) -> dict:
     """The job's settings and the fine-tuned head's record (`finetuning_settings.json` + `finetuning.json`) of
     what `init_checkpoint` loads, merged; `{}` where there are none."""
@@ -72,8 +80,8 @@ def read_task_file(init_checkpoint: str | None) -> dict | None:
         return None
     path = locate(init_checkpoint)
     found = model_dir_lib.read_task_file(path)
-    if found is None and is_output_dir(path):
-        settings = model_dir_lib.read_settings_file(path) or {}
+    if found is None and _output_dir_of(path):
+        settings = model_dir_lib.read_settings_file(_output_dir_of(path)) or {}
         if "task" in settings:
             return {"task": settings["task"], "head": None, "labels": list(settings.get("labels") or [])}
     return found
@@ -90,14 +98,15 @@ def resolve_model_files(
 ) -> model_dir_lib.ModelFiles:
     """`model_dir.resolve_model_files` for anything the module docstring lists; the same arguments and errors."""
     path = locate(init_checkpoint) if init_checkpoint else init_checkpoint
-    if path and is_output_dir(path):
-        settings = model_dir_lib.read_settings_file(path) or {}
+    output_dir = _output_dir_of(path) if path else None
+    if output_dir:
+        settings = model_dir_lib.read_settings_file(output_dir) or {}
         if bert_config is None and bert_config_file is None and settings.get("bert_config"):
             bert_config = BertConfig.from_dict(settings["bert_config"])
         if do_lower_case is None:
             do_lower_case = settings.get("do_lower_case")
         if vocab_file is None:
-            vocab_file = _recorded_vocab(path, settings)
+            vocab_file = _recorded_vocab(output_dir, settings)
     return model_dir_lib.resolve_model_files(
         path,
         bert_config=bert_config,

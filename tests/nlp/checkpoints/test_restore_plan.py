@@ -207,6 +207,9 @@ def test_an_output_directory_stands_for_the_model_it_trained(sources, tmp_path):
     assert (files.config, files.do_lower_case, files.checkpoint) == (CONFIG, True, str(out / "ckpt-4"))
     assert files.vocab_file == model_dir.resolve_model_files(sources["ours"]).vocab_file
     assert init_checkpoint.read_task_file(str(out)) == {"task": "toy", "head": None, "labels": list(LABELS)}
+    # One of its checkpoint prefixes is read the same way.
+    assert init_checkpoint.resolve_model_files(str(out / "ckpt-4")) == files
+    assert init_checkpoint.read_task_file(str(out / "ckpt-4"))["task"] == "toy"
     plan = restore_plan.plan_restore(
         files, init_checkpoint=str(out), output_dir=str(tmp_path / "next"), head=CLASSIFIER, inference=True
     )
