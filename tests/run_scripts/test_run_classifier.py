@@ -274,3 +274,34 @@ def test_group_by_length_off_draws_the_original_batches(tiny_model, mrpc, tmp_pa
         np.testing.assert_array_equal(got, want.numpy())
     grouped = first_batches(True)
     assert any(g.shape != f.shape or (g != f).any() for g, f in zip(grouped, fixed))
+
+
+@pytest.mark.slow
+def test_group_by_length_off_trains_as_every_batch_padded(tiny_model, mrpc, tmp_path, monkeypatch):
+    """The loss after an epoch with `group_by_length=False` is that of a run whose batches all go through the
+    length grouping with one bucket, max_seq_length (what TPUs get: every batch padded to it), to 1e-5; the default
+    grouping draws other batches, and another loss."""
+    seq = 64
+
+    def train_loss(name, group_by_length):
+        config = classification.ClassifierConfig(
+            task_name="mrpc",
+            data_dir=str(mrpc),
+            init_checkpoint=tiny_model,
+            output_dir=str(tmp_path / name),
+            max_seq_length=seq,
+            train_batch_size=8,
+            num_train_epochs=1,
+            learning_rate=1e-3,
+            skip_bad_rows=True,
+            do_train=True,
+            group_by_length=group_by_length,
+        )
+        return classification.run_classifier(config).train_metrics["loss"]
+
+    fixed = train_loss("fixed", False)
+    grouped = train_loss("grouped", True)
+    monkeypatch.setattr(classification.ClassificationTask, "_buckets", lambda self: (seq,))
+    padded = train_loss("padded", True)
+    assert abs(fixed - padded) <= 1e-5, (fixed, padded)
+    assert abs(fixed - grouped) > 1e-4, (fixed, grouped)

@@ -112,10 +112,50 @@ def test_fine_tuning_end_to_end(setup, tmp_path):
     assert [s.words for s in written] == [s.words for s in dev]
     assert all(len(c) == 5 and c[:4] == g for s, d in zip(written, dev) for c, g in zip(s.columns, d.columns))
     assert (out / "best_model" / model_dir.TASK_FILE).exists()
+    _check_served_equals_predicted(out, dev, written, tmp_path)
     # The encoder was fine-tuned.
     init = _encoder_values(model_dir.resolve_model_files(setup["init"]).checkpoint)
     final = _encoder_values(tf.train.latest_checkpoint(str(out)))
     assert any(not np.array_equal(init[k], final[k]) for k in init if k in final)
+
+
+def _check_served_equals_predicted(out, dev, written, tmp_path):
+    """The SavedModel exported from the job's --output_dir, in a fresh process that imports only TensorFlow and
+    tensorflow_text, labels each dev sentence's words (given as one text; many are longer than max_seq_length, so
+    served in windows) as run_ner's predictions do (issue 22)."""
+    import json
+
+    from official.nlp.serving import exporter
+    from official.nlp.tokenizers.tokenization import FullTokenizer
+
+    saved = exporter.export_model("ner", str(out), str(tmp_path / "export"), keras_file=False)["saved_model"]
+    jobs = [
+        {
+            "name": "ner",
+            "path": saved,
+            "signature": "serving_default",
+            "inputs": {"text_a": {"dtype": "string", "value": [" ".join(s.words) for s in dev]}},
+        }
+    ]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    fresh = str(REPO_ROOT / "tests" / "nlp" / "serving" / "fresh_process.py")
+    done = subprocess.run(
+        [sys.executable, fresh, str(tmp_path / "jobs.json"), str(tmp_path / "served.npz"), "tf_text"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(tmp_path),
+    )
+    assert done.returncode == 0 and "modules ok" in done.stdout, done.stderr[-3000:]
+    served = np.load(tmp_path / "served.npz")
+    tok = FullTokenizer(str(out / "best_model" / "vocab.txt"), do_lower_case=True)
+    assert any(len(tok.tokenize(" ".join(s.words))) > 22 for s in dev)  # some sentences need several windows
+    for i, sentence in enumerate(written):
+        # The export answers for the words that have sub-tokens (it leaves the others out): those are compared.
+        kept = [(w, c[-1]) for w, c in zip(sentence.words, sentence.columns) if tok.tokenize(w)]
+        count = int(served["ner/num_words"][i])
+        assert list(served["ner/words"][i][:count]) == [w for w, _ in kept], i
+        assert list(served["ner/word_labels"][i][:count]) == [label for _, label in kept], i
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tests.conftest import REPO_ROOT
@@ -90,6 +91,55 @@ def test_train_predict_evaluate_and_predict_again(tmp_path, tiny_model_dir, squa
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.load(open(os.path.join(out, "predictions.json"))) == first
 
+    # Served is what was predicted: the SavedModel exported from the run's --output_dir, in a fresh process that
+    # imports only TensorFlow and tensorflow_text, answers every question (contexts of several windows) as
+    # predictions.json does.
+    from official.nlp.serving import exporter
+
+    saved = exporter.export_model("squad", out, str(tmp_path / "export"), keras_file=False)["saved_model"]
+    with open(squad_slice, encoding="utf-8") as f:
+        paragraphs = json.load(f)["data"][0]["paragraphs"]
+    questions = [(qa["id"], qa["question"], p["context"]) for p in paragraphs for qa in p["qas"]]
+    jobs = [
+        {
+            "name": "squad",
+            "path": saved,
+            "signature": "serving_default",
+            "inputs": {
+                "question": {"dtype": "string", "value": [q for _, q, _ in questions]},
+                "context": {"dtype": "string", "value": [c for _, _, c in questions]},
+            },
+        }
+    ]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    fresh = str(REPO_ROOT / "tests" / "nlp" / "serving" / "fresh_process.py")
+    served = subprocess.run(
+        [sys.executable, fresh, str(tmp_path / "jobs.json"), str(tmp_path / "served.npz"), "tf_text"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(tmp_path),
+    )
+    assert served.returncode == 0 and "modules ok" in served.stdout, served.stderr[-3000:]
+    answers = np.load(tmp_path / "served.npz")["squad/answer_text"]
+    assert list(answers) == [first[qid] for qid, _, _ in questions]
+
+    # The run's --output_dir as another job's --init_checkpoint: its best_model/, then (with best_model/ moved
+    # away) its latest checkpoint read with the recorded config, case and vocabulary; both are the trained model.
+    for case in ("best_model", "latest_checkpoint"):
+        if case == "latest_checkpoint":
+            os.rename(os.path.join(out, "best_model"), str(tmp_path / "moved_best_model"))
+        other = str(tmp_path / case)
+        done = _run(*_replace(common, out, other), "--do_predict")
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert json.load(open(os.path.join(other, "predictions.json"))) == first, case
+
+
+def _replace(flags, out, other):
+    """`flags` predicting into `other` with `--init_checkpoint=out`."""
+    replaced = {"--init_checkpoint": out, "--output_dir": other}
+    return [f"{f.split('=')[0]}={replaced[f.split('=')[0]]}" if f.split("=")[0] in replaced else f for f in flags]
+
 
 @pytest.mark.parametrize(
     "args, message",
@@ -120,3 +170,27 @@ def test_user_errors_are_one_line(tmp_path, tiny_model_dir, args, message):
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("run_squad: ") and message in last
     assert "Traceback" not in done.stderr
+
+
+def test_training_file_whose_answers_all_miss_says_why(tmp_path, tiny_model_dir):
+    """Every answer_start is wrong: the job ends on one line that says why no question is left to train on."""
+    context = "Steve Smith's team won in 1895. Then it lost."
+    qas = [
+        {"id": f"q{i}", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 30 + i}]}
+        for i in range(3)
+    ]
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
+    done = _run(
+        f"--init_checkpoint={tiny_model_dir}",
+        f"--output_dir={tmp_path / 'out'}",
+        "--do_train",
+        f"--train_file={path}",
+        "--max_seq_length=64",
+        "--max_query_length=16",
+        "--doc_stride=24",
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"run_squad: {path}: none of its 3 question(s) can train: 3 left out of training")
+    assert "answer_start" in last and "q0: answer_start=30 does not point at 'Steve Smith' (the text is at 0)" in last

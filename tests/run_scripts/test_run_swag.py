@@ -10,10 +10,13 @@ import subprocess
 import sys
 
 import keras
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from official.nlp.checkpoints import model_dir
 from official.nlp.common.errors import InputError
+from official.nlp.data import swag
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.tasks import finetuning, multiple_choice
@@ -90,3 +93,78 @@ def test_run_swag_on_the_sample(shared_data, tmp_path):
         predictions = list(csv.DictReader(f))
     assert len(predictions) == 10 and predictions[0]["source"] == f"{sample}:1"
     assert abs(sum(float(predictions[0][f"probability{i}"]) for i in range(4)) - 1) < 1e-4
+    _check_served_equals_predicted(out, sample, predictions, tmp_path)
+
+
+def _check_served_equals_predicted(out, sample, predictions, tmp_path):
+    """The SavedModel exported from the job's --output_dir, in a fresh process that imports only TensorFlow and
+    tensorflow_text, gives the probabilities of test_results.csv to 1e-5 and the same predicted ending (issue 22).
+    The export takes each choice as the script builds it: `start ending`. --do_predict predicts with the weights
+    training ended with, so those are exported (the latest checkpoint; the output directory itself stands for its
+    best_model/, the best epoch's)."""
+    from official.nlp.serving import exporter
+
+    latest = tf.train.latest_checkpoint(str(out))
+    saved = exporter.export_model("swag", latest, str(tmp_path / "export"), keras_file=False)["saved_model"]
+    examples = swag.read_swag(str(sample)).examples
+    jobs = [
+        {
+            "name": "swag",
+            "path": saved,
+            "signature": "serving_default",
+            "inputs": {
+                "context": {"dtype": "string", "value": [e.context for e in examples]},
+                "endings": {
+                    "dtype": "string",
+                    "value": [[f"{e.start} {ending}".strip() for ending in e.endings] for e in examples],
+                },
+            },
+        }
+    ]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    fresh = str(REPO_ROOT / "tests" / "nlp" / "serving" / "fresh_process.py")
+    done = subprocess.run(
+        [sys.executable, fresh, str(tmp_path / "jobs.json"), str(tmp_path / "served.npz"), "tf_text"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=str(tmp_path),
+    )
+    assert done.returncode == 0 and "modules ok" in done.stdout, done.stderr[-3000:]
+    served = np.load(tmp_path / "served.npz")
+    expected = np.array([[float(p[f"probability{i}"]) for i in range(4)] for p in predictions])
+    np.testing.assert_allclose(served["swag/probabilities"], expected, atol=1e-5)
+    assert list(served["swag/label_index"]) == [int(p["prediction"]) for p in predictions]
+
+
+def test_predict_takes_json_lines_without_labels(shared_data, tmp_path):
+    """A test split has no labels: --do_predict reads JSON lines without `label` (the CSV test split already was)
+    and writes one full-precision row per example, the probabilities those of the model's own logits."""
+    keras.utils.set_random_seed(5)
+    init = str(tmp_path / "model")
+    model_dir.save_model_dir(
+        init,
+        BertEncoder.from_bert_config(BertConfig(**TINY)),
+        vocab_file=str(shared_data / "vocab" / "bert-base-uncased-vocab.txt"),
+        do_lower_case=True,
+    )
+    rows = [json.loads(line) for line in (shared_data / "swag" / "hf_transformers_sample.jsonl").open()]
+    unlabelled = tmp_path / "test.jsonl"
+    unlabelled.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "label"}) + "\n" for r in rows))
+    config = multiple_choice.MultipleChoiceConfig(
+        output_dir=str(tmp_path / "out"),
+        init_checkpoint=init,
+        predict_file=str(unlabelled),
+        do_predict=True,
+        max_seq_length=40,
+    )
+    task = multiple_choice.make_task(config)
+    model = task.build_model(BertEncoder.from_bert_config(BertConfig(**TINY)))
+    with open(task.predict(model)) as f:
+        predictions = list(csv.DictReader(f))
+    assert [p["source"] for p in predictions] == [f"{unlabelled}:{i}" for i in range(1, 11)]
+    features = swag.convert_examples(swag.read_swag(str(unlabelled), labelled=False).examples, task.tokenizer, 40)
+    expected = keras.ops.convert_to_numpy(keras.ops.softmax(model(features.model_inputs()), axis=-1))
+    got = np.array([[float(p[f"probability{i}"]) for i in range(4)] for p in predictions])
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+    assert [int(p["prediction"]) for p in predictions] == list(expected.argmax(-1))

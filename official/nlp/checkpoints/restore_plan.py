@@ -30,6 +30,7 @@ import dataclasses
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common import input_files
@@ -168,10 +169,12 @@ def plan_restore(
 
 def _fine_tuned_for(head: Head, init_checkpoint: str | None) -> bool:
     """Whether `init_checkpoint` is a fine-tuned model directory for `head`; refuses one for another head."""
-    found = model_dir_lib.read_task_file(init_checkpoint)
+    found = init_checkpoint_lib.read_task_file(init_checkpoint)
     if found is None:
         return False
-    if list(found.get("labels", [])) != list(head.labels) or found.get("head") != head.kind:
+    # An output directory without best_model/ names its task, not its head kind: the task's own head.
+    same_head = found.get("head") == head.kind if found.get("head") is not None else found.get("task") == head.task
+    if list(found.get("labels", [])) != list(head.labels) or not same_head:
         raise InputError(
             f"--init_checkpoint={init_checkpoint} holds a fine-tuned {found.get('head')} head for the labels "
             f"{found.get('labels')} (task {found.get('task')!r}); this task needs a {head.kind} head for "

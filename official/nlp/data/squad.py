@@ -13,9 +13,10 @@ The semantics are those of google-research/bert `run_squad.py`:
 
 Unlike the original, the whole file is read and checked before any feature is built. A structural error (bad
 JSON, a missing field, a wrong type) raises `InputError` naming the question id or article and paragraph. Data
-problems are counted and listed with the question id in `ReadReport`, never dropped in silence: an
-`answer_start` that does not point at the answer text (such training questions are left out, as the original
-does), an empty context, and questions longer than `max_query_length` (truncated when features are built).
+problems are counted and listed with the question id in `ReadReport`, never dropped in silence: a training
+answer whose text is not in the words its `answer_start` covers (left out of training by the original's rule, see
+`_answer_words`), an empty context, and questions longer than `max_query_length` (truncated when features are
+built).
 
 Example:
 
@@ -37,6 +38,7 @@ from absl import logging
 
 from official.nlp.common import text_files
 from official.nlp.common.errors import InputError, MissingInputError
+from official.nlp.tokenizers.tokenization import whitespace_tokenize
 
 
 @dataclasses.dataclass
@@ -84,20 +86,35 @@ class ReadReport:
     answer_mismatch: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     empty_context: list[tuple[str, str]] = dataclasses.field(default_factory=list)
 
+    _WHAT = {
+        "answer_mismatch": "left out of training because the answer text is not in the words answer_start "
+        "points at (the original run_squad.py's rule)",
+        "empty_context": "with an empty context",
+    }
+
     def log(self, path: str) -> None:
         logging.info("%s: %d questions", path, self.num_questions)
-        for name in ("answer_mismatch", "empty_context"):
+        for name, what in self._WHAT.items():
             items = getattr(self, name)
             if items:
-                shown = "; ".join(f"{qid}: {detail}" for qid, detail in items[:10])
                 logging.warning(
-                    "%s: %d question(s) with %s: %s%s",
-                    path,
-                    len(items),
-                    name.replace("_", " "),
-                    shown,
-                    " ..." if len(items) > 10 else "",
+                    "%s: %d of %d question(s) %s: %s", path, len(items), self.num_questions, what, self.examples(name)
                 )
+
+    def examples(self, name: str, limit: int = 10) -> str:
+        """The first `limit` problems of kind `name`, as `id: detail; ...`."""
+        items = getattr(self, name)
+        shown = "; ".join(f"{qid}: {detail}" for qid, detail in items[:limit])
+        return shown + (" ..." if len(items) > limit else "")
+
+    def why_none_left(self, path: str) -> str:
+        """Why reading `path` for training left no question: the counts, each with its first cases."""
+        reasons = [
+            f"{len(getattr(self, name))} {what} (e.g. {self.examples(name, 3)})"
+            for name, what in self._WHAT.items()
+            if getattr(self, name)
+        ]
+        return f"{path}: none of its {self.num_questions} question(s) can train: " + "; ".join(reasons)
 
 
 @dataclasses.dataclass
@@ -133,6 +150,31 @@ def split_context(context: str) -> tuple[list[str], list[int]]:
             prev_is_whitespace = False
         char_to_word_offset.append(len(doc_tokens) - 1)
     return doc_tokens, char_to_word_offset
+
+
+def _answer_words(
+    text: str, start: int, doc_tokens: Sequence[str], char_to_word_offset: Sequence[int]
+) -> tuple[int, int] | None:
+    """`(first word, last word)` of a training answer, or None where the original leaves the question out.
+
+    The original's rule: take the words that the characters `start` and `start + len(text) - 1` fall in, join
+    them with single spaces, and keep the answer if its own whitespace words, joined the same way, occur in that
+    text. So an `answer_start` one character off still finds the answer, and so does `New York` in a context
+    that has `New\nYork`; an answer whose no-break space sits inside one context word (the original splits
+    contexts on plain whitespace but answers on all of `str.split`'s) does not. An empty answer, or one whose
+    characters fall outside the context, is left out too (the original would keep the first and fail on the
+    second).
+    """
+    cleaned = " ".join(whitespace_tokenize(text))
+    last = start + len(text) - 1
+    if not cleaned or start < 0 or last >= len(char_to_word_offset):
+        return None
+    first_word, last_word = char_to_word_offset[start], char_to_word_offset[last]
+    if first_word < 0 or last_word < first_word:
+        return None
+    if " ".join(doc_tokens[first_word : last_word + 1]).find(cleaned) == -1:
+        return None
+    return first_word, last_word
 
 
 def _field(record: dict, name: str, kind: type, where: str):
@@ -204,7 +246,8 @@ def read_squad_examples(
                                 "with --version_2_with_negative)"
                             )
                         text, start = answers[0]["text"], answers[0]["answer_start"]
-                        if not text.strip() or context[start : start + len(text)] != text:
+                        span = _answer_words(text, start, doc_tokens, char_to_word_offset)
+                        if span is None:
                             found = context.find(text) if text.strip() else -1
                             report.answer_mismatch.append(
                                 (
@@ -215,8 +258,7 @@ def read_squad_examples(
                             )
                             continue
                         example.orig_answer_text = text
-                        example.start_position = char_to_word_offset[start]
-                        example.end_position = char_to_word_offset[start + len(text) - 1]
+                        example.start_position, example.end_position = span
                 examples.append(example)
     if not report.num_questions:
         raise InputError(f"{input_file}: no questions found")

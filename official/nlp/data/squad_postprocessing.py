@@ -147,7 +147,9 @@ def postprocess(
             row = row_of[id(feature)]
             starts, ends = start_logits[row], end_logits[row]
             if settings.version_2_with_negative:
-                score = float(starts[0] + ends[0])
+                # Summed as Python floats, as the original does with its lists of logits: a float32 sum moves
+                # `null_odds` in its last digits, and `best_f1_thresh` with them.
+                score = float(starts[0]) + float(ends[0])
                 if null is None or score < null[0]:
                     null = (score, feature, float(starts[0]), float(ends[0]))
             num_tokens = len(feature.tokens)

@@ -128,7 +128,8 @@ def read_swag(path: str, *, skip_bad_rows: bool = False, labelled: bool | None =
       path: the file; `.jsonl`/`.json` is JSON lines, anything else the original CSV.
       skip_bad_rows: skip and count rows with too few columns, a missing ending, an empty context or an unknown
         label, instead of raising `InputError` with the file and line.
-      labelled: whether rows must carry a label in 0..3 (default: the CSV has a `label` column, or it is JSON).
+      labelled: whether rows must carry a label in 0..3 (default: the CSV has a `label` column, or it is JSON);
+        False reads no label (prediction: a row's label, if any, is not looked at).
     """
     is_json = os.path.splitext(path)[1].lower() in (".jsonl", ".json")
     try:

@@ -67,6 +67,67 @@ def id_specs(rank: int = 2) -> dict[str, tf.TensorSpec]:
     return {name: tf.TensorSpec([None] * rank, tf.int32, name=name) for name in INPUT_NAMES}
 
 
+def any_shape(specs: Mapping[str, tf.TensorSpec]) -> dict[str, tf.TensorSpec]:
+    """`specs` with the shape left open: what a signature publishes, so that `check_ranks` sees the real rank (a
+    rank the signature fixes is taken as known inside the graph, and the check would be folded away)."""
+    return {name: tf.TensorSpec(None, spec.dtype, name=spec.name) for name, spec in specs.items()}
+
+
+def _expected_shape(name: str, rank: int) -> str:
+    if name == "endings":
+        return "[batch, choices]"
+    return {1: "[batch]", 2: "[batch, sequence length]", 3: "[batch, choices, sequence length]"}.get(rank, "")
+
+
+def check_ranks(signature: str, inputs: Mapping[str, tf.Tensor], specs: Mapping[str, tf.TensorSpec]) -> dict:
+    """`inputs` once the graph has checked that each has the rank of its spec: one `InvalidArgument` naming the
+    signature, the input and the shape it takes, instead of an error (or a crash) deep inside the model. The
+    results carry the specs' static shapes."""
+    checks = []
+    for name, spec in specs.items():
+        rank = len(spec.shape)
+        checks.append(
+            tf.debugging.Assert(
+                tf.equal(tf.rank(inputs[name]), rank),
+                [
+                    f"{signature}: {name} must be a {rank}-D {spec.dtype.name} tensor "
+                    f"{_expected_shape(name, rank)}; got one of shape",
+                    tf.shape(inputs[name]),
+                ],
+            )
+        )
+    checked = {}
+    with tf.control_dependencies(checks):
+        for name, value in inputs.items():
+            checked[name] = tf.identity(value)
+            if name in specs:
+                checked[name].set_shape(specs[name].shape)
+    return checked
+
+
+def serve_nonempty(function, inputs: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """`function(inputs)`, and for an empty batch its outputs for no row (each output's first dimension 0).
+
+    Packing and attention take the longest row's length, which an empty batch does not have: such a batch runs
+    as one stand-in row ("a", or zeros) whose outputs are then dropped, so that the outputs keep their shapes
+    and dtypes."""
+    first = next(iter(inputs.values()))
+    count = tf.shape(first)[0]
+
+    def stand_in(value):
+        dims = tf.maximum(tf.shape(value)[1:], 1)
+        shape = tf.concat([[1], dims], axis=0)
+        return tf.fill(shape, "a") if value.dtype == tf.string else tf.zeros(shape, value.dtype)
+
+    rows = {
+        name: tf.cond(count > 0, lambda value=value: value, lambda value=value: stand_in(value))
+        for name, value in inputs.items()
+    }
+    for name, value in rows.items():
+        value.set_shape(inputs[name].shape)
+    return {name: value[:count] for name, value in function(rows).items()}
+
+
 def check_token_id_shapes(features: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """`features` once the graph has checked that `input_mask` and `input_type_ids` have the shape of
     `input_word_ids`: a shorter mask made the length bucketing cut the ids to the mask's length, silently."""
@@ -192,11 +253,23 @@ class ServingModule(tf.Module):
         """Tokenizes one or two string batches and packs them as in training (the original truncation)."""
         return self.packer([self.tokenizer(segment) for segment in segments])
 
+    def checked_token_ids(self, features):
+        """`serve_token_ids` behind the rank checks (see `check_ranks`)."""
+        checked = check_ranks("serve_token_ids", features, self.token_id_spec())
+        return serve_nonempty(self.serve_token_ids, checked)
+
     def signature_functions(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
-        text = tf.function(self.serve_text, input_signature=[self.text_spec()])
-        ids = tf.function(self.serve_token_ids, input_signature=[self.token_id_spec()])
+        text_spec, example_spec = self.text_spec(), {"examples": string_spec("examples")}
+        text = tf.function(
+            lambda texts: serve_nonempty(self.serve_text, check_ranks("serving_default", texts, text_spec)),
+            input_signature=[any_shape(text_spec)],
+        )
+        ids = tf.function(self.checked_token_ids, input_signature=[any_shape(self.token_id_spec())])
         examples = tf.function(
-            lambda examples: self.serve_examples(examples, text), input_signature=[string_spec("examples")]
+            lambda examples: self.serve_examples(
+                check_ranks("serve_examples", {"examples": examples}, example_spec)["examples"], text
+            ),
+            input_signature=[any_shape(example_spec)["examples"]],
         )
         return {
             "serving_default": text.get_concrete_function(),
@@ -276,7 +349,7 @@ class _TokenIdModule(tf.Module):
         self.label_names = parent.label_names
         self.task_name = parent.task_name
         self.assets = parent.assets
-        fn = tf.function(parent.serve_token_ids, input_signature=[parent.token_id_spec()])
+        fn = tf.function(parent.checked_token_ids, input_signature=[any_shape(parent.token_id_spec())])
         self.signatures_to_save = {
             "serving_default": fn.get_concrete_function(),
             "serve_token_ids": fn.get_concrete_function(),

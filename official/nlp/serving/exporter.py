@@ -22,9 +22,10 @@ from collections.abc import Sequence
 
 from absl import logging
 
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
-from official.nlp.common import input_files, output_files
+from official.nlp.common import output_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import models
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
@@ -39,20 +40,6 @@ _SQUAD_SETTINGS = (
     "version_2_with_negative",
     "null_score_diff_threshold",
 )
-
-
-def _locate(init_checkpoint: str) -> tuple[str, dict]:
-    """The checkpoint to load (a fine-tuning output_dir's best model when it has one) and the fine-tuning record."""
-    record = {
-        **(model_dir_lib.read_settings_file(init_checkpoint) or {}),
-        **(model_dir_lib.read_task_file(init_checkpoint) or {}),
-    }
-    best = os.path.join(init_checkpoint, model_dir_lib.BEST_MODEL_DIR)
-    if input_files.isdir(init_checkpoint) and input_files.isdir(best):
-        record.update(model_dir_lib.read_settings_file(best) or {})
-        record.update(model_dir_lib.read_task_file(best) or {})
-        return best, record
-    return init_checkpoint, record
 
 
 def _head_shape(files: model_dir_lib.ModelFiles, path: tuple[str, ...], task: str, init_checkpoint: str):
@@ -156,10 +143,10 @@ def export_model(
     """
     if task not in TASKS:
         raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
-    checkpoint, record = _locate(init_checkpoint)
+    record = init_checkpoint_lib.read_record(init_checkpoint)
     try:
-        files = model_dir_lib.resolve_model_files(
-            checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
+        files = init_checkpoint_lib.resolve_model_files(
+            init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
         )
     except (FileNotFoundError, ValueError) as e:
         raise InputError(f"--init_checkpoint={init_checkpoint}: {e}") from e

@@ -16,8 +16,10 @@ TensorShape([1, 384])
   extra words dimension; ours is flat, as our packer takes it);
 - `preprocessor.bert_pack_inputs(segments, seq_length)`: a list of one or two tokenized segments and a scalar
   int32 `seq_length` tensor -> the encoder inputs, truncated as in training;
-- `encoder(inputs)`: the dict above -> `pooled_output`, `sequence_output` and `encoder_outputs` (a list, one per
-  layer); its `serving_default` signature flattens the list into `encoder_output_<i>`.
+- `encoder(inputs, training=False)`: the dict above -> `pooled_output`, `sequence_output` and `encoder_outputs` (a
+  list, one per layer); its `serving_default` signature flattens the list into `encoder_output_<i>`. The encoder
+  is a Reusable SavedModel (`variables`, `trainable_variables`, `regularization_losses`, dropout live with
+  `training=True`): `hub.KerasLayer(encoder_path, trainable=True)` fine-tunes it inside a `tf_keras` model.
 
 Both carry `vocab.txt`, `bert_config.json` and `do_lower_case` as assets.
 """
@@ -55,17 +57,50 @@ class _Preprocessor(tf.Module):
 
 
 class _Encoder(tf.Module):
+    """TF Hub's Reusable SavedModel: `__call__(inputs, training=...)` (dropout live when training), `variables`,
+    `trainable_variables` and `regularization_losses`, which `hub.KerasLayer(..., trainable=True)` fine-tunes.
+
+    tf.Module's `variables` and `trainable_variables` are computed properties, which a SavedModel does not keep;
+    the class attributes below make them plain attributes, saved as lists (see `_set_variables`)."""
+
+    variables = ()
+    trainable_variables = ()
+
     def __init__(self, export: EncoderExport):
         super().__init__(name="bert_encoder")
         export_base.hold_model(self, export.model)
+        model = export.model
         self.assets = {name: export.assets[name] for name in ("vocab.txt", "bert_config.json", "do_lower_case")}
-        self.__call__ = tf.function(
-            lambda inputs: export.model(dict(inputs), training=False), input_signature=[export_base.id_specs()]
-        )
+
+        @tf.function
+        def call(inputs, training=False):
+            return model(dict(inputs), training=training)
+
+        for training in (False, True):
+            call.get_concrete_function(export_base.id_specs(), training=training)
+        self.__call__ = call
         self.flat = tf.function(
-            lambda inputs: export.token_id_outputs(inputs, export.model(dict(inputs), training=False)),
+            lambda inputs: export.token_id_outputs(inputs, model(dict(inputs), training=False)),
             input_signature=[export_base.id_specs()],
         )
+        # The encoder has no weight regularizer; the attribute is what the API asks for.
+        self.regularization_losses = []
+
+    def _set_variables(self) -> None:
+        """`variables` and `trainable_variables`: the `tf.Variable`s the traced functions read (Keras 3 keeps them
+        inside its own variables; `export_base.track_variables` explains why those are what must be saved), the
+        trainable ones being the model's trainable weights (dropout's seed state is not)."""
+        functions = [self.__call__.get_concrete_function(export_base.id_specs(), training=t) for t in (False, True)]
+        functions.append(self.flat.get_concrete_function())
+        export_base.track_variables(self, functions)
+        trainable = {id(_inner(w)) for w in self._holder.model.trainable_weights}
+        self.variables = list(self.function_variables)
+        self.trainable_variables = [v for v in self.function_variables if id(v) in trainable]
+
+
+def _inner(weight):
+    """The `tf.Variable` behind a Keras 3 variable (itself for a `tf.Variable`)."""
+    return getattr(weight, "value", weight) if not isinstance(weight, tf.Variable) else weight
 
 
 def save_hub_pair(export: EncoderExport, directory: str) -> tuple[str, str]:
@@ -76,8 +111,7 @@ def save_hub_pair(export: EncoderExport, directory: str) -> tuple[str, str]:
         export.assets = export.write_assets(asset_dir)
         preprocessor, encoder = _Preprocessor(export), _Encoder(export)
         paths = os.path.join(directory, "preprocessor"), os.path.join(directory, "encoder")
-        encoder_functions = [encoder.__call__.get_concrete_function(), encoder.flat.get_concrete_function()]
-        export_base.track_variables(encoder, encoder_functions)
+        encoder._set_variables()
         for module, path, signature in (
             (preprocessor, paths[0], preprocessor.__call__),
             (encoder, paths[1], encoder.flat),

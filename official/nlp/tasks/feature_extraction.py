@@ -42,7 +42,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.common import input_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
@@ -357,7 +357,7 @@ def run_feature_extraction(config: FeatureExtractionConfig) -> FeatureExtraction
     """Writes the token vectors of `config.input_file` (and its sentence vectors, when asked for)."""
     layers = parse_layers(config.layers)
     examples = read_examples(config.input_file)  # first: bad input fails before any model work
-    files = model_dir.resolve_model_files(
+    files = init_checkpoint_lib.resolve_model_files(
         config.init_checkpoint,
         bert_config_file=config.bert_config_file,
         vocab_file=config.vocab_file,

@@ -5,7 +5,7 @@ how to read its training data and how to evaluate; `run_finetuning` does the res
 (`training.trainer.Trainer`):
 
 - the encoder from `--init_checkpoint`: one of our model directories, an original TF1 checkpoint or a Hugging
-  Face folder (`checkpoints.model_dir.resolve_model_files`), config, vocabulary and case with it; which weights
+  Face folder (`checkpoints.init_checkpoint.resolve_model_files`), config, vocabulary and case with it; which weights
   the model starts from (a resumed run, a fine-tuned head, the encoder alone) is `checkpoints.restore_plan`'s
   decision;
 - the optimizer and schedule of the paper, sized from the number of training examples
@@ -41,6 +41,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
 from official.nlp.common import input_files, output_files
@@ -217,7 +218,7 @@ def check_job_inputs(config: FineTuningConfig) -> None:
 def resolve_model_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
     """Config, vocabulary, case and checkpoint of `--init_checkpoint` (model directory, TF1 prefix or HF folder)."""
     try:
-        return model_dir_lib.resolve_model_files(
+        return init_checkpoint_lib.resolve_model_files(
             config.init_checkpoint,
             bert_config_file=config.bert_config_file,
             vocab_file=config.vocab_file,
@@ -235,7 +236,7 @@ def task_head(task: FineTuningTask) -> restore_plan.Head:
 def warn_if_other_task(init_checkpoint: str | None, task: FineTuningTask) -> None:
     """Warns when `init_checkpoint` was fine-tuned for another task: the restore plan accepts any head whose labels
     match (an MRPC model's 0/1 evaluated on SST-2), so this is the only notice of the mix-up."""
-    found = model_dir_lib.read_task_file(init_checkpoint)
+    found = init_checkpoint_lib.read_task_file(init_checkpoint)
     if found and found.get("task") not in (None, task.name):
         logging.warning(
             "--init_checkpoint=%s was fine-tuned for the task %r, and this run is %r: its head is used "

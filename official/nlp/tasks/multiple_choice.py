@@ -183,7 +183,8 @@ class MultipleChoiceTask:
         """Writes `test_results.csv`: per example its source line, the predicted ending and the four probabilities."""
         if not self.config.predict_file:
             raise InputError("--do_predict needs --predict_file")
-        examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=None)
+        # Prediction needs no label: a test split without them (CSV or JSON lines) is read as it is.
+        examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=False)
         features = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
         logits = self._logits(model, features, self.predict_batch_size)
         probabilities = np.asarray(keras.ops.softmax(logits, axis=-1))
@@ -193,7 +194,7 @@ class MultipleChoiceTask:
             writer = csv.writer(f)
             writer.writerow(["source", "prediction", *(f"probability{i}" for i in range(swag.NUM_CHOICES))])
             for example, probs in zip(examples, probabilities):
-                writer.writerow([example.where, int(np.argmax(probs)), *(f"{p:.6f}" for p in probs)])
+                writer.writerow([example.where, int(np.argmax(probs)), *(repr(float(p)) for p in probs)])
         return output_file
 
 

@@ -125,11 +125,13 @@ class SquadTask:
             config.null_score_diff_threshold,
         )
         v2 = config.version_2_with_negative
-        self.train_examples = (
-            squad.read_squad_examples(config.train_file, is_training=True, version_2_with_negative=v2)[0]
-            if config.do_train
-            else None
-        )
+        self.train_examples = None
+        if config.do_train:
+            self.train_examples, report = squad.read_squad_examples(
+                config.train_file, is_training=True, version_2_with_negative=v2
+            )
+            if not self.train_examples:
+                raise InputError(report.why_none_left(config.train_file) + "; fix the answers' answer_start and text")
         self.predict_examples = (
             squad.read_squad_examples(config.predict_file, is_training=False, version_2_with_negative=v2)[0]
             if config.do_predict

@@ -28,6 +28,7 @@ import tensorflow as tf
 from absl import logging
 from keras import ops
 
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir
 from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
@@ -109,7 +110,7 @@ def _recorded_labels(output_dir: str, init_checkpoint: str | None) -> list[str] 
     """The labels of an earlier run in `output_dir`, or of a fine-tuned `init_checkpoint`."""
     for found in (
         model_dir.read_settings_file(output_dir) if input_files.isdir(output_dir) else None,
-        model_dir.read_task_file(init_checkpoint),
+        init_checkpoint_lib.read_task_file(init_checkpoint),
     ):
         if found and found.get("labels"):
             return list(found["labels"])

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import hf_weights, model_dir, restore_plan, tf_checkpoints
+from official.nlp.checkpoints import hf_weights, init_checkpoint, model_dir, restore_plan, tf_checkpoints
 from official.nlp.checkpoints.restore_plan import FINE_TUNED, PRETRAINED, PRETRAINING, RESUME, SCRATCH, Head
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
@@ -185,3 +185,44 @@ def test_task_and_settings_files_are_read_beside_a_prefix(sources, tmp_path):
     assert model_dir.read_task_file(prefix) == found
     assert model_dir.read_task_file(sources["ours"]) is None and model_dir.read_task_file(None) is None
     assert model_dir.read_settings_file(str(tmp_path)) is None
+
+
+def test_an_output_directory_stands_for_the_model_it_trained(sources, tmp_path):
+    """A fine-tuning --output_dir as --init_checkpoint (issue 22): its latest checkpoint, read with the config, case
+    and vocabulary its settings recorded, gives every weight to a job of its task; a best_model/ in it comes first."""
+    out = tmp_path / "out"
+    trained = _classifier(seed=8)
+    model_dir.save_model_dir(str(out), trained, vocab_file=None, do_lower_case=None, checkpoint_number=4)
+    (out / model_dir.CONFIG_FILE).unlink()  # a job's output_dir has no model files of its own
+    settings = {
+        "task": "toy",
+        "labels": list(LABELS),
+        "bert_config": CONFIG.to_dict(),
+        "do_lower_case": True,
+        "vocab_file": None,
+        "init_checkpoint": sources["ours"],
+    }
+    (out / model_dir.SETTINGS_FILE).write_text(json.dumps(settings))
+    files = init_checkpoint.resolve_model_files(str(out))
+    assert (files.config, files.do_lower_case, files.checkpoint) == (CONFIG, True, str(out / "ckpt-4"))
+    assert files.vocab_file == model_dir.resolve_model_files(sources["ours"]).vocab_file
+    assert init_checkpoint.read_task_file(str(out)) == {"task": "toy", "head": None, "labels": list(LABELS)}
+    # One of its checkpoint prefixes is read the same way.
+    assert init_checkpoint.resolve_model_files(str(out / "ckpt-4")) == files
+    assert init_checkpoint.read_task_file(str(out / "ckpt-4"))["task"] == "toy"
+    plan = restore_plan.plan_restore(
+        files, init_checkpoint=str(out), output_dir=str(tmp_path / "next"), head=CLASSIFIER, inference=True
+    )
+    assert (plan.source, plan.head_restored) == (FINE_TUNED, True)
+    model = _classifier(seed=3)
+    plan.apply(model)
+    assert _same(model.weights, trained.weights)
+    with pytest.raises(InputError, match=r"task 'toy'\); this task needs a classifier head"):
+        restore_plan.plan_restore(
+            files, init_checkpoint=str(out), output_dir=str(tmp_path / "next"), head=Head("classifier", LABELS, "other")
+        )
+    # With a best_model/ (the job evaluated), that is what the output directory stands for.
+    shutil.copytree(sources["fine_tuned"], out / model_dir.BEST_MODEL_DIR)
+    assert init_checkpoint.locate(str(out)) == str(out / model_dir.BEST_MODEL_DIR)
+    assert init_checkpoint.resolve_model_files(str(out)).checkpoint.endswith("best_model/ckpt-5")
+    assert init_checkpoint.read_task_file(str(out))["head"] == "classifier"

@@ -32,11 +32,13 @@ def test_split_context_maps_characters_to_words():
 def test_reading_counts_bad_answers_and_empty_contexts(tmp_path):
     qas = [
         {"id": "ok", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 0}]},
-        {"id": "shifted", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 3}]},
+        {"id": "elsewhere", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 20}]},
     ]
     examples, report = squad.read_squad_examples(_write(tmp_path, qas), is_training=True)
     assert [e.qas_id for e in examples] == ["ok"]
-    assert report.answer_mismatch == [("shifted", "answer_start=3 does not point at 'Steve Smith' (the text is at 0)")]
+    assert report.answer_mismatch == [
+        ("elsewhere", "answer_start=20 does not point at 'Steve Smith' (the text is at 0)")
+    ]
     assert (examples[0].start_position, examples[0].end_position) == (0, 1)
     # For prediction the question stays (its answers are only references).
     examples, report = squad.read_squad_examples(_write(tmp_path, qas), is_training=False)
@@ -44,6 +46,62 @@ def test_reading_counts_bad_answers_and_empty_contexts(tmp_path):
     path = _write(tmp_path, [{"id": "e", "question": "?", "answers": []}], context="  ")
     examples, report = squad.read_squad_examples(path, is_training=False)
     assert [qid for qid, _ in report.empty_context] == ["e"]
+
+
+# The original's rule by hand: the words that characters `start` and `start + len(text) - 1` fall in, joined with
+# spaces, must contain the answer's whitespace words joined with spaces.
+@pytest.mark.parametrize(
+    "context, text, start, words",
+    [
+        # One character late: 'v' of Steve .. the "'" of "Smith's": "Steve Smith's" holds "Steve Smith".
+        ("Steve Smith's team won.", "Steve Smith", 1, (0, 1)),
+        # One character early: the space before "team" belongs to "Smith's"; its words hold the answer.
+        ("Steve Smith's team won.", "team", 13, (1, 2)),
+        # Off by more than the answer's reach: "Steve" does not hold "team".
+        ("Steve Smith's team won.", "team", 0, None),
+        # A newline in the context, a space in the answer: both are word breaks.
+        ("He moved to New\nYork in 1990.", "New York", 12, (3, 4)),
+        # A no-break space is no word break in the context ("New\xa0York" is one word), but the answer's own
+        # split breaks on it: "New York" is not in "New\xa0York", so the original leaves it out.
+        ("He moved to New\u00a0York in 1990.", "New\u00a0York", 12, None),
+        ("He moved to New\u00a0York in 1990.", "York", 16, (3, 3)),
+        # The other way round: a no-break space in the answer, a plain one in the context.
+        ("He moved to New York in 1990.", "New\u00a0York", 12, (3, 4)),
+        # The narrow no-break space (U+202F) breaks words in both.
+        ("He moved to New\u202fYork in 1990.", "New\u202fYork", 12, (3, 4)),
+        # An answer that runs past the context, or starts before it, or is blank.
+        ("He moved to New York.", "New York in 1990", 12, None),
+        ("He moved.", "He", -1, None),
+        ("He moved.", " ", 2, None),
+    ],
+)
+def test_training_answers_follow_the_original_rule(tmp_path, context, text, start, words):
+    qas = [{"id": "q", "question": "Where?", "answers": [{"text": text, "answer_start": start}]}]
+    examples, report = squad.read_squad_examples(_write(tmp_path, qas, context=context), is_training=True)
+    if words is None:
+        assert examples == [] and [qid for qid, _ in report.answer_mismatch] == ["q"]
+    else:
+        assert report.answer_mismatch == []
+        assert (examples[0].start_position, examples[0].end_position) == words
+        assert examples[0].orig_answer_text == text
+
+
+def test_every_reference_answer_of_squad_v1_dev_is_kept(shared_data):
+    """All 34,726 reference answers of the real v1.1 dev file point at their text: the rule keeps every one, on the
+    words that hold it."""
+    with open(shared_data / "squad" / "dev-v1.1.json", encoding="utf-8") as f:
+        data = json.load(f)["data"]
+    count = 0
+    for article in data:
+        for paragraph in article["paragraphs"]:
+            context = paragraph["context"]
+            words, offsets = squad.split_context(context)
+            for qa in paragraph["qas"]:
+                for answer in qa["answers"]:
+                    span = squad._answer_words(answer["text"], answer["answer_start"], words, offsets)
+                    assert span is not None, qa["id"]
+                    count += 1
+    assert count == 34726
 
 
 @pytest.mark.parametrize(
@@ -202,6 +260,22 @@ def test_postprocess_v2_threshold(tokenizer):
         examples, features, starts, ends, pp.PostprocessSettings(null_score_diff_threshold=1.5, **v2)
     )
     assert result.predictions["0"] == "Ann Smith"
+
+
+def test_postprocess_v2_null_score_is_a_python_float_sum(tokenizer):
+    """The original sums the [CLS] logits as Python floats: 1 + 2**-30 is not 1 (a float32 sum would lose the
+    2**-30), and null_odds is that sum less the best span's, exactly."""
+    examples, features = _one_window(tokenizer, "who?", "Ann Smith met Bob.")
+    starts = np.zeros((1, 32), np.float32)
+    ends = np.zeros((1, 32), np.float32)
+    starts[0, 0], ends[0, 0] = 1.0, 2.0**-30
+    starts[0, 4], ends[0, 5] = 0.5, 0.25
+    result = pp.postprocess(
+        examples, features, starts, ends, pp.PostprocessSettings(version_2_with_negative=True, n_best_size=5)
+    )
+    assert result.null_odds["0"] == (1.0 + 2.0**-30) - 0.5 - 0.25
+    null = [e for e in result.nbest["0"] if e["text"] == ""]
+    assert null == [{"text": "", "probability": null[0]["probability"], "start_logit": 1.0, "end_logit": 2.0**-30}]
 
 
 def test_oracle_v2_subset_full_marks(shared_data, tokenizer):

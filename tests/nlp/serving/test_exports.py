@@ -654,3 +654,45 @@ def test_bad_requests_get_tfs_own_errors(exported):
     assert "shape" in str(wrong_rank.value).lower() or "text_a" in str(wrong_rank.value)
     with pytest.raises(TypeError, match="text_b"):
         serve(text_a=tf.constant(["only one input"]))
+
+
+@pytest.fixture(scope="module")
+def probed(exported, tmp_path_factory):
+    """Every signature of every export given an empty batch, a scalar and an extra dimension on each input, in a
+    fresh process (`bad_shapes_process.py`)."""
+    _, paths = exported
+    jobs = [f"{task}={p[kind]}" for task, p in paths.items() for kind in ("saved_model", "token_ids")]
+    jobs.append(f"classifier_windows={paths['classifier']['sliding_window']}")
+    tmp = tmp_path_factory.mktemp("bad_shapes")
+    done = subprocess.run(
+        [sys.executable, str(HERE / "bad_shapes_process.py"), str(tmp / "probed.json"), *jobs],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(tmp),
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads((tmp / "probed.json").read_text())
+
+
+@pytest.mark.parametrize("task", ["encoder", "classifier", "classifier_windows", "ner", "swag", "squad", "pretrainer"])
+def test_empty_batches_and_wrong_ranks(probed, task):
+    """Issue 23: an empty batch gives empty outputs; a scalar or an extra dimension on any input gets one
+    `InvalidArgument` naming the signature, the input and the shape it takes (before: `TensorScatterUpdate` and
+    `MatMul` graph errors from inside the model, and a crashed process for 3-D token ids)."""
+    signatures = {key[: -len("/spec")] for key in probed if key.startswith(task + "/") and key.endswith("/spec")}
+    assert len(signatures) >= 2, signatures  # the full export's signatures and the token-id model's
+    for prefix in signatures:
+        signature = prefix.rsplit("/", 1)[-1]
+        if "/token_ids/" in prefix:  # the token-id model serves serve_token_ids under both names
+            signature = "serve_token_ids"
+        empty = probed[f"{prefix}/empty"]
+        assert "ok" in empty, (prefix, empty.get("message", "")[-800:])
+        assert all(shape and shape[0] == 0 for shape in empty["ok"].values()), (prefix, empty)
+        for key, result in probed.items():
+            if not key.startswith(prefix + "/") or key.endswith(("/spec", "/empty")):
+                continue
+            name = key[len(prefix) + 1 :].split("/")[0]
+            assert result.get("error") == "InvalidArgumentError", (key, result)
+            pattern = rf"{signature}: {name} must be a \d-D \w+ tensor \[batch[^\]]*\]; got one of shape"
+            assert re.search(pattern, result["message"]), (key, result["message"][-800:])
