@@ -47,7 +47,7 @@ def _train(model_dir, clock_for):
 
 
 def test_long_loops_log_progress_without_changing_the_training(tmp_path, caplog):
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         timed, timed_model, _ = _train(tmp_path / "timed", lambda t: float(t.step.numpy()) * SECONDS_PER_STEP)
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("step ")]
     # Calls of 1 step (it traces), then 3 (= 10 s / 3 s): at step 4, 12 s have passed since the start.
@@ -62,7 +62,7 @@ def test_long_loops_log_progress_without_changing_the_training(tmp_path, caplog)
 
     # A clock that never moves: each loop runs in as few calls as possible, one sync per call, not per step.
     caplog.clear()
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="absl"):
         whole, whole_model, clock_calls = _train(tmp_path / "whole", lambda t: 0.0)
     assert not [r for r in caplog.records if re.match(r"step \d+/20 \| ", r.getMessage())]
     assert len(clock_calls) < 20  # two reads per call of the loop: 3 calls for 20 steps
