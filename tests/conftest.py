@@ -44,11 +44,18 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 # The files whose module fixtures take minutes go first, so that neither worker starts one while the other is idle.
 _LONGEST_FIRST = (
-    "run_scripts/test_quickstart.py",
     "nlp/serving/test_exports.py",
-    "run_scripts/test_run_classifier.py",
-    "run_scripts/test_run_pretraining.py",
     "test_readme.py",
+    "run_scripts/test_quickstart.py",
+    "run_scripts/test_run_classifier.py",
+    "test_life_cycle_ram.py",
+    "run_scripts/test_bad_input.py",
+    "run_scripts/test_path_errors.py",
+    "nlp/serving/test_minilm_export.py",
+    "run_scripts/test_run_squad.py",
+    "run_scripts/test_run_pretraining.py",
+    "run_scripts/test_user_errors.py",
+    "nlp/serving/test_hub_user.py",
 )
 
 

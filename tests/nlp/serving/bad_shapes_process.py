@@ -1,17 +1,11 @@
-"""Feeds every signature of the given SavedModels a wrong rank and an empty batch, in a process that imports only
-TensorFlow and tensorflow_text:
+"""Feeds every signature of a loaded SavedModel a wrong rank and an empty batch; `fresh_process.py` runs it on the
+models it has loaded, in its process that imports only TensorFlow (and tensorflow_text).
 
-    python bad_shapes_process.py OUT.json TASK=SAVED_MODEL...
-
-For each `<task>/<saved model>/<signature>/<input>/<case>` OUT.json holds `{"ok": output shapes}` or `{"error": the
+For each `<task>/<saved model>/<signature>/<input>/<case>` the results hold `{"ok": output shapes}` or `{"error": the
 error's type and message}` (or the process's own crash, which is what the checks prevent).
 """
 
-import json
-import sys
-
 import tensorflow as tf
-import tensorflow_text  # noqa: F401  registers the tokenizer ops
 
 
 def _valid(spec_name, dtype, batch, rank):
@@ -27,39 +21,28 @@ def _valid(spec_name, dtype, batch, rank):
     return tf.ones([batch] + [4] * (rank - 1), dtype)  # SWAG's ids are [batch, choices, sequence]
 
 
-def main():
-    out_file, *jobs = sys.argv[1:]
-    results = {}
-    for job in jobs:
-        task, path = job.split("=", 1)
-        model = tf.saved_model.load(path)
-        for signature, function in model.signatures.items():
-            specs = function.structured_input_signature[1]
-            # The published specs leave the shape open: the ranks the exports take, by task and input name.
-            ranks = {
-                n: 3 if task == "swag" and n.startswith("input_") else 1 if s.dtype == tf.string else 2
-                for n, s in specs.items()
-            }
-            ranks.update({"endings": 2})
-            results[f"{task}/{path}/{signature}/spec"] = {n: str(s.shape) for n, s in specs.items()}
-            cases = {"empty": {n: _valid(n, s.dtype, 0, ranks[n]) for n, s in specs.items()}}
-            for name in specs:
-                good = {n: _valid(n, s.dtype, 2, ranks[n]) for n, s in specs.items()}
-                cases[f"{name}/scalar"] = {**good, name: tf.reshape(good[name], [-1])[0]}
-                cases[f"{name}/extra_dim"] = {**good, name: good[name][:, None]}
-            for case, inputs in cases.items():
-                key = f"{task}/{path}/{signature}/{case}"
-                try:
-                    outputs = function(**inputs)
-                    results[key] = {"ok": {k: v.shape.as_list() for k, v in outputs.items()}}
-                except Exception as e:  # noqa: BLE001  every failure is what the test looks at
-                    message = getattr(e, "message", str(e))
-                    results[key] = {"error": type(e).__name__, "message": message}
-    with open(out_file, "w") as f:
-        json.dump(results, f)
-    leaked = sorted(m for m in sys.modules if m == "official" or m.startswith("official."))
-    assert not leaked, leaked
-
-
-if __name__ == "__main__":
-    main()
+def probe(task, path, model, results):
+    """Adds to `results` what every signature of the loaded SavedModel `model` (task `task`, at `path`) does with
+    an empty batch, a scalar and an extra dimension on each input."""
+    for signature, function in model.signatures.items():
+        specs = function.structured_input_signature[1]
+        # The published specs leave the shape open: the ranks the exports take, by task and input name.
+        ranks = {
+            n: 3 if task == "swag" and n.startswith("input_") else 1 if s.dtype == tf.string else 2
+            for n, s in specs.items()
+        }
+        ranks.update({"endings": 2})
+        results[f"{task}/{path}/{signature}/spec"] = {n: str(s.shape) for n, s in specs.items()}
+        cases = {"empty": {n: _valid(n, s.dtype, 0, ranks[n]) for n, s in specs.items()}}
+        for name in specs:
+            good = {n: _valid(n, s.dtype, 2, ranks[n]) for n, s in specs.items()}
+            cases[f"{name}/scalar"] = {**good, name: tf.reshape(good[name], [-1])[0]}
+            cases[f"{name}/extra_dim"] = {**good, name: good[name][:, None]}
+        for case, inputs in cases.items():
+            key = f"{task}/{path}/{signature}/{case}"
+            try:
+                outputs = function(**inputs)
+                results[key] = {"ok": {k: v.shape.as_list() for k, v in outputs.items()}}
+            except Exception as e:  # noqa: BLE001  every failure is what the test looks at
+                message = getattr(e, "message", str(e))
+                results[key] = {"error": type(e).__name__, "message": message}

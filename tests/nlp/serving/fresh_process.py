@@ -1,10 +1,12 @@
 """Runs SavedModel signatures in a process that imports only TensorFlow (and tensorflow_text unless told not to).
 
-    python fresh_process.py JOBS.json OUT.npz tf_text|no_tf_text
+    python fresh_process.py JOBS.json OUT.npz tf_text|no_tf_text [PROBED.json TASK=SAVED_MODEL...]
 
 JOBS.json is a list of {"name", "path", "signature", "inputs": {input: {"dtype", "value"}}}; every output is saved
 as `<name>/<output>` in OUT.npz (strings decoded), with the loaded model's `max_seq_length`, `do_lower_case` and
-`label_names` variables as `<name>/var:<variable>`. The process fails if anything imported `official`.
+`label_names` variables as `<name>/var:<variable>`. With PROBED.json, the SavedModels named after it also get
+wrong ranks and empty batches on every signature (`bad_shapes_process.probe`), loaded once for both. The process
+fails if anything imported `official`.
 """
 
 import json
@@ -26,7 +28,7 @@ def _tensor(spec):
 
 
 def main():
-    jobs_file, out_file, mode = sys.argv[1:4]
+    jobs_file, out_file, mode, *probe_args = sys.argv[1:]
     if mode == "tf_text":
         import tensorflow_text  # noqa: F401  registers the tokenizer ops
     with open(jobs_file) as f:
@@ -42,6 +44,17 @@ def main():
         for var in ("max_seq_length", "do_lower_case", "label_names"):
             results[f"{job['name']}/var:{var}"] = _array(getattr(model, var))
     np.savez(out_file, **results)
+    if probe_args:
+        from bad_shapes_process import probe  # beside this file, which is on sys.path as the script's folder
+
+        probed = {}
+        for job in probe_args[1:]:
+            task, path = job.split("=", 1)
+            if path not in loaded:
+                loaded[path] = tf.saved_model.load(path)
+            probe(task, path, loaded[path], probed)
+        with open(probe_args[0], "w") as f:
+            json.dump(probed, f)
     leaked = sorted(m for m in sys.modules if m == "official" or m.startswith("official."))
     assert not leaked, leaked
     assert mode == "tf_text" or "tensorflow_text" not in sys.modules

@@ -307,11 +307,12 @@ def _jobs(tok, texts, paths):
     return full, token_only, ids
 
 
-def _run_fresh(tmp_path, jobs, mode):
+def _run_fresh(tmp_path, jobs, mode, probe=()):
     jobs_file, out_file = tmp_path / f"jobs_{mode}.json", tmp_path / f"out_{mode}.npz"
     jobs_file.write_text(json.dumps(jobs))
+    probe_args = [str(tmp_path / f"probed_{mode}.json"), *probe] if probe else []
     result = subprocess.run(
-        [sys.executable, str(HERE / "fresh_process.py"), str(jobs_file), str(out_file), mode],
+        [sys.executable, str(HERE / "fresh_process.py"), str(jobs_file), str(out_file), mode, *probe_args],
         capture_output=True,
         text=True,
         timeout=600,
@@ -326,7 +327,16 @@ def served(exported, tok, texts, tmp_path_factory):
     _, paths = exported
     full, token_only, ids = _jobs(tok, texts, paths)
     tmp = tmp_path_factory.mktemp("fresh")
-    return _run_fresh(tmp, full, "tf_text"), _run_fresh(tmp, token_only, "no_tf_text"), ids
+    # The same processes also probe every signature with bad shapes (`probed`), on the models they load anyway.
+    full_probe = [f"{task}={p['saved_model']}" for task, p in paths.items()]
+    full_probe.append(f"classifier_windows={paths['classifier']['sliding_window']}")
+    token_probe = [f"{task}={p['token_ids']}" for task, p in paths.items()]
+    return (
+        _run_fresh(tmp, full, "tf_text", full_probe),
+        _run_fresh(tmp, token_only, "no_tf_text", token_probe),
+        ids,
+        tmp,
+    )
 
 
 def _check_same(served_out, prefix, expected, names=None):
@@ -341,7 +351,7 @@ def _check_same(served_out, prefix, expected, names=None):
 
 def test_classifier(exported, served, tok, texts):
     trained, paths = exported
-    full, token_only, ids = served
+    full, token_only, ids, _ = served
     model = trained["classifier"]
     logits = np.asarray(model(ids["classifier"], training=False))
     probabilities = tf.nn.softmax(logits).numpy()
@@ -406,7 +416,7 @@ def test_classifier_sliding_window(exported, tok, texts):
 
 def test_encoder(exported, served):
     trained, _ = exported
-    full, token_only, ids = served
+    full, token_only, ids, _ = served
     out = trained["encoder"](ids["encoder"], training=False)
     expected = {
         "pooled_output": out["pooled_output"],
@@ -425,7 +435,7 @@ def test_hub_pair(exported, served, texts):
     import tensorflow_text  # noqa: F401
 
     _, paths = exported
-    full, _, ids = served
+    full, _, ids, _ = served
     preprocessor = tf.saved_model.load(paths["encoder"]["hub_preprocessor"])
     encoder = tf.saved_model.load(paths["encoder"]["hub_encoder"])
     a = [p[0] for p in texts["pairs"][:8]]
@@ -461,7 +471,7 @@ def _reference_words(tok, model, text):
 
 def test_ner(exported, served, tok, texts):
     trained, _ = exported
-    full, token_only, ids = served
+    full, token_only, ids, _ = served
     logits = np.asarray(trained["ner"](ids["ner"], training=False))
     windows = 0
     for signature in ("raw", "examples"):
@@ -489,7 +499,7 @@ def test_ner(exported, served, tok, texts):
 
 def test_swag(exported, served):
     trained, _ = exported
-    full, token_only, ids = served
+    full, token_only, ids, _ = served
     logits = np.asarray(trained["swag"](ids["swag"], training=False))
     expected = {"logits": logits, "probabilities": tf.nn.softmax(logits).numpy(), "label_index": logits.argmax(-1)}
     for signature in ("raw", "examples", "ids"):
@@ -499,7 +509,7 @@ def test_swag(exported, served):
 
 def test_pretrainer(exported, served, tok, texts):
     trained, _ = exported
-    full, token_only, ids = served
+    full, token_only, ids, _ = served
     model = trained["pretrainer"]
     masked = ["The man went to the [MASK] store.", "[MASK]", "no mask here"]
     mask_id = tok.vocab["[MASK]"]
@@ -564,7 +574,7 @@ def _run_squad_answers(model, tok, pairs, seq_length, settings, version_2_with_n
 
 def test_squad_matches_run_squad(exported, served, tok, texts):
     trained, _ = exported
-    full, token_only, ids = served
+    full, token_only, ids, _ = served
     answers, num_features = _run_squad_answers(trained["squad"], tok, texts["qa"], SQUAD_L, SQUAD)
     assert num_features > 2 * len(texts["qa"])  # several windows per context: max-context decides
     for signature in ("raw", "examples"):
@@ -657,22 +667,14 @@ def test_bad_requests_get_tfs_own_errors(exported):
 
 
 @pytest.fixture(scope="module")
-def probed(exported, tmp_path_factory):
-    """Every signature of every export given an empty batch, a scalar and an extra dimension on each input, in a
-    fresh process (`bad_shapes_process.py`)."""
-    _, paths = exported
-    jobs = [f"{task}={p[kind]}" for task, p in paths.items() for kind in ("saved_model", "token_ids")]
-    jobs.append(f"classifier_windows={paths['classifier']['sliding_window']}")
-    tmp = tmp_path_factory.mktemp("bad_shapes")
-    done = subprocess.run(
-        [sys.executable, str(HERE / "bad_shapes_process.py"), str(tmp / "probed.json"), *jobs],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=str(tmp),
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads((tmp / "probed.json").read_text())
+def probed(served):
+    """Every signature of every export given an empty batch, a scalar and an extra dimension on each input, in the
+    fresh processes of `served` (`bad_shapes_process.py`)."""
+    tmp = served[3]
+    return {
+        **json.loads((tmp / "probed_tf_text.json").read_text()),
+        **json.loads((tmp / "probed_no_tf_text.json").read_text()),
+    }
 
 
 @pytest.mark.parametrize("task", ["encoder", "classifier", "classifier_windows", "ner", "swag", "squad", "pretrainer"])
