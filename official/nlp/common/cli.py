@@ -97,6 +97,10 @@ class _StderrFilter:
         os.dup2(write, 2)
         os.close(write)
         self.read = read
+        # close() cannot wait for the pipe's end: a process that outlives this one's atexit (multiprocessing's
+        # resource tracker, started by any spawned pool) holds the write end, and the exit then stalled for the
+        # whole join timeout. It wakes the thread through this second pipe instead.
+        self.wake_read, self.wake_write = os.pipe()
         self.thread = threading.Thread(target=self._pump, name="stderr-filter", daemon=True)
         self.thread.start()
         atexit.register(self.close)
@@ -110,12 +114,21 @@ class _StderrFilter:
 
     def _pump(self) -> None:
         pending = b""
+        closing = False
         while True:
-            ready, _, _ = select.select([self.read], [], [], 0.05 if pending else None)
-            if not ready:  # quiet with a partial line: show it
-                self._write(pending)
-                pending = b""
-                continue
+            if closing:  # pass on what is already in the pipe, then stop
+                ready, _, _ = select.select([self.read], [], [], 0)
+                if not ready:
+                    break
+            else:
+                ready, _, _ = select.select([self.read, self.wake_read], [], [], 0.05 if pending else None)
+                if self.wake_read in ready:
+                    closing = True
+                    continue
+                if not ready:  # quiet with a partial line: show it
+                    self._write(pending)
+                    pending = b""
+                    continue
             chunk = os.read(self.read, 65536)
             if not chunk:
                 break
@@ -131,7 +144,8 @@ class _StderrFilter:
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
-        os.dup2(self.real, 2)  # closes our write end; the thread sees the end once children have closed theirs
+        os.dup2(self.real, 2)  # closes this process's write end: what it wrote is all in the pipe now
+        os.write(self.wake_write, b"x")
         self.thread.join(timeout=2)
 
 

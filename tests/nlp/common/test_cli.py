@@ -113,3 +113,36 @@ def test_every_script_imports_cli_before_tensorflow_and_ends_with_cli_run():
             and [a.name for a in first.names] == ["cli"]
         ), f"{script.name}: import cli before {ast.unparse(first)}"
         assert "cli.run(main" in script.read_text(), f"{script.name} does not end with cli.run(main)"
+
+
+POOL = textwrap.dedent("""
+    import multiprocessing
+    import sys
+
+    from official.nlp.common import cli
+
+    def shout(i):
+        print(f"worker {i} says", file=sys.stderr, flush=True)
+
+    def main(argv):
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            pool.map(shout, [1])
+        print("main's last words", file=sys.stderr, flush=True)
+        cli._filter.close()
+        # multiprocessing's resource tracker, which outlives atexit, still holds the pipe's write end: close()
+        # must not wait for an end of file that comes only after this process is gone.
+        print("filter thread alive:", cli._filter.thread.is_alive())
+
+    if __name__ == "__main__":
+        cli.run(main, script="pool")
+""")
+
+
+def test_filter_passes_on_every_line_and_lets_go_while_a_child_holds_the_pipe(tmp_path):
+    path = tmp_path / "pool.py"
+    path.write_text(POOL)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "filter thread alive: False\n"
+    assert done.stderr.splitlines() == ["worker 1 says", "main's last words"]
