@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import logging
 import multiprocessing
@@ -71,7 +72,25 @@ from official.nlp.data.pretraining.writer import write_instances
 _WORKER: dict = {}
 
 
+def _keep_freed_memory() -> None:
+    """Tells glibc's malloc to keep freed memory for reuse instead of handing it back to the kernel.
+
+    A worker allocates and frees the same few-MB numpy buffers for every batch. By default glibc serves each of
+    them with a fresh mmap and unmaps it when it is freed, so every batch page-faults its buffers in again: on
+    64 MB of text that was 2.1 million page faults and 7 of the job's 23 CPU-seconds. Kept, the buffers are
+    reused, at the cost of holding the largest batch's memory (tens of MB) until the worker exits."""
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (macOS, musl without mallopt): nothing to tune
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    mallopt(m_mmap_threshold, 32 << 20)  # glibc's largest; bigger blocks (none in a worker) are still mapped
+    mallopt(m_trim_threshold, 1 << 30)
+
+
 def _worker_init(config: PretrainingDataConfig) -> None:
+    _keep_freed_memory()
     from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer, LineCache
     from official.nlp.tokenizers import tokenization
 
