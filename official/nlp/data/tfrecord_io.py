@@ -105,16 +105,8 @@ def _numpy_stream_crc32c(stream: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return crc32c_rows(_to_words(matrix), width - lengths)
 
 
-def _stream_crc32c(stream: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """CRC-32C of each record of a stream of records back to back."""
-    if _native_crc32c is None:
-        return _numpy_stream_crc32c(stream, lengths)
-    data, ends = stream.tobytes(), np.cumsum(lengths)
-    return np.fromiter(
-        (_native_crc32c(data[a:b]) for a, b in zip((ends - lengths).tolist(), ends.tolist())),
-        dtype=np.uint32,
-        count=len(lengths),
-    )
+HEAD_BYTES = 12  # a framed record: [length, 8 bytes][masked CRC of the length, 4][data][masked CRC of the data, 4]
+TAIL_BYTES = 4
 
 
 def frame_records(stream: np.ndarray, lengths: np.ndarray) -> bytes:
@@ -129,26 +121,55 @@ def frame_records(stream: np.ndarray, lengths: np.ndarray) -> bytes:
     """
     stream = np.asarray(stream, dtype=np.uint8).reshape(-1)
     lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
-    n = len(lengths)
     if (lengths < 0).any():
         raise ValueError("record lengths must be >= 0")
     if int(lengths.sum()) != len(stream):
         raise ValueError(f"record lengths sum to {int(lengths.sum())}, but the stream holds {len(stream)} bytes")
+    frame_start = np.cumsum(lengths + HEAD_BYTES + TAIL_BYTES) - (lengths + HEAD_BYTES + TAIL_BYTES)
+    framed = np.empty(len(stream) + (HEAD_BYTES + TAIL_BYTES) * len(lengths), dtype=np.uint8)
+    is_data = np.ones(len(framed), dtype=bool)
+    is_data[(frame_start[:, None] + np.arange(HEAD_BYTES)).reshape(-1)] = False
+    is_data[((frame_start + HEAD_BYTES + lengths)[:, None] + np.arange(TAIL_BYTES)).reshape(-1)] = False
+    framed[is_data] = stream
+    return fill_frames(framed, lengths)
+
+
+def fill_frames(framed: np.ndarray, lengths: np.ndarray) -> bytes:
+    """Fills in the framing of records laid out with room for it, and returns the framed bytes.
+
+    Args:
+      framed: uint8, for each record in turn `HEAD_BYTES` to fill, its ``lengths[r]`` bytes of data and
+        `TAIL_BYTES` to fill (a serializer that leaves this room saves a second pass over every byte).
+      lengths: int [N], the records' data lengths.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    n = len(lengths)
+    if len(framed) != int(lengths.sum()) + (HEAD_BYTES + TAIL_BYTES) * n:
+        raise ValueError(f"{len(framed)} bytes do not hold {n} framed records of {int(lengths.sum())} data bytes")
     if n == 0:
         return b""
-    data_crc = masked_crc32c(_stream_crc32c(stream, lengths))
+    frame_start = np.cumsum(lengths + HEAD_BYTES + TAIL_BYTES) - (lengths + HEAD_BYTES + TAIL_BYTES)
+    data_start = frame_start + HEAD_BYTES
+    data_crc = masked_crc32c(_frame_data_crc32c(framed, data_start, lengths))
     len_bytes = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
     len_crc = masked_crc32c(crc32c_rows(_to_words(len_bytes), np.zeros(n, dtype=np.int64)))
-    # Framed record: [length 8][length crc 4][data][data crc 4].
     head = np.concatenate([len_bytes, len_crc.astype("<u4").view(np.uint8).reshape(n, 4)], axis=1)
-    frame_start = np.cumsum(lengths + 16) - (lengths + 16)
-    head_at = frame_start[:, None] + np.arange(12)
-    tail_at = (frame_start + 12 + lengths)[:, None] + np.arange(4)
-    framed = np.empty(len(stream) + 16 * n, dtype=np.uint8)
-    is_data = np.ones(len(framed), dtype=bool)
-    is_data[head_at] = False
-    is_data[tail_at] = False
-    framed[is_data] = stream
-    framed[head_at] = head
-    framed[tail_at] = data_crc.astype("<u4").view(np.uint8).reshape(n, 4)
+    framed[frame_start[:, None] + np.arange(HEAD_BYTES)] = head
+    framed[(data_start + lengths)[:, None] + np.arange(TAIL_BYTES)] = (
+        data_crc.astype("<u4").view(np.uint8).reshape(n, TAIL_BYTES)
+    )
     return framed.tobytes()
+
+
+def _frame_data_crc32c(framed: np.ndarray, data_start: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """CRC-32C of each record's data inside a framed layout."""
+    if _native_crc32c is None:
+        rows = (data_start[:, None] + np.arange(int(lengths.max(initial=0)))).reshape(-1)
+        inside = (np.arange(int(lengths.max(initial=0))) < lengths[:, None]).reshape(-1)
+        return _numpy_stream_crc32c(framed[rows[inside]], lengths)
+    data = framed.tobytes()  # the C function takes bytes, not a view
+    return np.fromiter(
+        (_native_crc32c(data[a:b]) for a, b in zip(data_start.tolist(), (data_start + lengths).tolist())),
+        dtype=np.uint32,
+        count=len(lengths),
+    )

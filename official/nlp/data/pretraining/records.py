@@ -38,6 +38,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from official.nlp.data import tfrecord_io
+
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")  # [max_seq_length] each
 PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")  # [max_predictions_per_seq]
 NSP_FEATURE = "next_sentence_labels"  # [1]
@@ -98,13 +100,16 @@ def _varint_groups(values: np.ndarray, lens: np.ndarray) -> np.ndarray:
 
 
 @functools.cache
-def _varint_table(bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """Varint bytes of 0 .. 2**bits - 1 packed little-endian in a uint32 each, and their lengths (uint8)."""
+def _varint_table(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For 0 .. 2**bits - 1: the varint bytes packed little-endian in a uint32 each, their lengths (uint8), and
+    which of the four bytes are used (a uint32 whose bytes are 1 or 0, viewed as bools by the caller)."""
     values = np.arange(1 << bits, dtype=np.int64)
     lens = _varint_len(values)
     packed = np.zeros(len(values), dtype="<u4")
     packed.view(np.uint8).reshape(-1, 4)[:, :3] = _varint_groups(values, lens)[:, :3]
-    return packed, lens.astype(np.uint8)
+    used = np.zeros(len(values), dtype="<u4")
+    used.view(np.uint8).reshape(-1, 4)[:] = np.arange(4) < lens[:, None]
+    return packed, lens.astype(np.uint8), used
 
 
 def _varints(values: np.ndarray, top: int | None = None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
@@ -120,10 +125,14 @@ def _varints(values: np.ndarray, top: int | None = None) -> tuple[np.ndarray, np
         return values.astype(np.uint8), None, np.full(n, k, dtype=np.int64)
     if top < 1 << _TABLE_BITS:
         # Sized to the values (2**16 covers a BERT vocabulary): building the 2**21 table adds ~70 MB of peak RSS.
-        packed, table_lens = _varint_table(max(16, top.bit_length()))
-        lens = table_lens[values]
-        width = int(lens.max())
-        groups = packed[values].view(np.uint8).reshape(n, k, 4)[..., :width]
+        packed, table_lens, used = _varint_table(max(16, top.bit_length()))
+        # Whole 4-byte slots, each a view of one table entry: trimming them to the widest value's length and
+        # comparing lengths to build the mask would cost more than compacting the unused fourth bytes away.
+        return (
+            packed[values].view(np.uint8).reshape(n, k * 4),
+            used[values].view(np.bool_).reshape(n, k * 4),
+            table_lens[values].sum(axis=1, dtype=np.int64),
+        )
     else:
         lens = _varint_len(values)
         groups = _varint_groups(values, lens)
@@ -159,7 +168,8 @@ class _Layout:
     def stream(self) -> np.ndarray:
         wide = np.concatenate(self.blocks, axis=1)
         valid = np.concatenate(self.valid, axis=1)
-        return wide[valid]
+        # A take by the flat indices costs 0.8 of boolean indexing's time on these mostly-True masks.
+        return wide.reshape(-1).take(np.flatnonzero(valid))
 
 
 def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -173,6 +183,18 @@ def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.
       (stream, lengths): the N records back to back (uint8), and their lengths: the input
       `tfrecord_io.frame_records` takes.
     """
+    return _serialize(batch, head=0, tail=0)
+
+
+def serialize_framed(batch: Mapping[str, np.ndarray]) -> bytes:
+    """`serialize_examples` and `tfrecord_io.frame_records` in one: the records are laid out with room for their
+    TFRecord framing, which is then filled in place (framing afterwards moves every byte a second time)."""
+    stream, lengths = _serialize(batch, head=tfrecord_io.HEAD_BYTES, tail=tfrecord_io.TAIL_BYTES)
+    return tfrecord_io.fill_frames(stream, lengths)
+
+
+def _serialize(batch: Mapping[str, np.ndarray], head: int, tail: int) -> tuple[np.ndarray, np.ndarray]:
+    """The records with ``head`` and ``tail`` bytes of room around each (left zero), and their lengths."""
     unknown = sorted(set(batch) - set(WIRE_ORDER))
     if unknown:
         raise ValueError(f"unknown pretraining features {unknown}; the schema has {sorted(WIRE_ORDER)}")
@@ -206,6 +228,8 @@ def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.
         sizes[name] = (entry, feat_size, list_size)
         features_size += 1 + _varint_len(entry) + entry
     layout = _Layout(n)
+    if head:
+        layout.const(bytes(head))
     layout.const(b"\x0a")
     layout.varint(features_size)
     for name in names:
@@ -221,4 +245,6 @@ def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.
             layout.const(b"\x0a")
             layout.varint(p)
             layout.add(slots, valid)
+    if tail:
+        layout.const(bytes(tail))
     return layout.stream(), 1 + _varint_len(features_size) + features_size

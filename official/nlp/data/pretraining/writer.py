@@ -8,7 +8,6 @@ from collections.abc import Callable
 import numpy as np
 
 from official.nlp.common import output_files
-from official.nlp.data import tfrecord_io
 from official.nlp.data.pretraining import instances as instances_lib
 from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining import records as records_lib
@@ -44,7 +43,7 @@ def encode_instances(
     if config.use_next_sentence_label:
         features[records_lib.NSP_FEATURE] = plan["is_random_next"][rows][:, None]
     stats.add_batch(batch["lengths"], plan["is_random_next"][rows], plan["short_target"][rows], actions)
-    return tfrecord_io.frame_records(*records_lib.serialize_examples(features))
+    return records_lib.serialize_framed(features)
 
 
 def gzip_writer(raw):
