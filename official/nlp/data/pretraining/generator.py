@@ -175,27 +175,48 @@ def place_units(num_units: int, num_shards: int) -> list[list[int]]:
     return [list(range(u * num_shards // num_units, (u + 1) * num_shards // num_units)) for u in range(num_units)]
 
 
-def _finish_shard(path: str, tmp_dir: str, parts: list[str], stats: PretrainingStatistics, record: dict) -> None:
-    """Joins the parts (local files in `tmp_dir`) into shard `path`: statistics first, the shard's final name last."""
+def _finish_shard(path: str, joined: str, stats: PretrainingStatistics, record: dict) -> None:
+    """Puts the joined parts (local file `joined` in the shard's parts folder) in place as shard `path`:
+    statistics first, the shard's final name last."""
     if not stats.instances:
         raise InputError(
             f"{path} would hold no instance: the input gives too few instances for this many output shards. Write "
             f"fewer shards (a smaller N in --output_file=PATH@N), or give more text."
         )
-    joined = os.path.join(tmp_dir, "shard")  # tmp_dir is local: beside a local shard, else a temporary folder
-    if len(parts) == 1:
-        os.replace(parts[0], joined)
-    else:
-        with output_files.naming_full_disk(joined), open(joined, "wb") as out:
-            for part in parts:
-                with open(part, "rb") as f:
-                    _append(f, out)
     if input_files.is_remote(path):  # one object, copied whole under a temporary name, then renamed
         output_files.copy(joined, output_files.temporary_name(path))
         joined = output_files.temporary_name(path)
     stats.write(shard_stats_path(path), record)
     commit(joined, path, name="--output_file")  # The shard gets its final name only now, complete.
-    shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+class _Joiner:
+    """Appends each unit's part to its shard as the unit's result arrives (in unit order), while the workers go
+    on: joining them all at the end kept both cores idle for the copy."""
+
+    def __init__(self, parts: dict):
+        self.parts = parts  # shard -> its local parts folder
+        self.files: dict = {}
+
+    def path(self, s: int) -> str:
+        return os.path.join(self.parts[s], "shard")
+
+    def append(self, s: int, part: str) -> None:
+        if s not in self.files:
+            self.files[s] = open(self.path(s), "wb")
+        with output_files.naming_full_disk(self.path(s)), open(part, "rb") as f:
+            _append(f, self.files[s])
+        os.remove(part)
+
+    def close(self, s: int) -> str:
+        with output_files.naming_full_disk(self.path(s)):
+            self.files.pop(s).close()
+        return self.path(s)
+
+    def close_all(self) -> None:
+        for f in self.files.values():
+            f.close()
+        self.files.clear()
 
 
 def _append(source, out) -> None:
@@ -352,6 +373,7 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
     start = time.time()
     done_bytes = 0
     last_log = start
+    joiner = _Joiner(parts)
     ctx = multiprocessing.get_context("spawn")  # Never fork: the parent may hold TF or other threads.
     if num_workers == 1:
         _worker_init(config)
@@ -377,15 +399,11 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
                 part_stats = PretrainingStatistics.from_dict(part_dict)
                 shard_stats[s].merge(part_stats)
                 total.merge(part_stats)
+                joiner.append(s, _part_path(parts[s], u))
                 remaining[s] -= 1
                 if remaining[s] == 0:
-                    _finish_shard(
-                        paths[s],
-                        parts[s],
-                        [_part_path(parts[s], i) for i in shard_units[s]],
-                        shard_stats.pop(s),
-                        shard_record(settings, s),
-                    )
+                    _finish_shard(paths[s], joiner.close(s), shard_stats.pop(s), shard_record(settings, s))
+                    shutil.rmtree(parts[s], ignore_errors=True)
                     logging.info("wrote %s", paths[s])
             now = time.time()
             if now - last_log > 10:
@@ -399,6 +417,7 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
                 )
                 last_log = now
     finally:
+        joiner.close_all()
         if pool is not None:
             pool.terminate()
             pool.join()
