@@ -7,8 +7,9 @@ of its checkpoint prefixes). An output directory stands for the model it trained
 one (a model directory with the fine-tuned head's `finetuning.json` and the job's `finetuning_settings.json`),
 else its latest checkpoint, read with the config, case and vocabulary its `finetuning_settings.json` recorded.
 Predicting with the model a previous run just trained is then one flag: `run_squad --do_predict
---init_checkpoint=<that run's --output_dir>`. Note that `best_model/` holds the best evaluation's weights, while a
-job's own `--do_predict` uses the weights its training ended with; pass a `ckpt-N` prefix for those.
+--init_checkpoint=<that run's --output_dir>`. `best_model/` holds the best evaluation's weights, which are also
+what the job's own `--do_predict` used (`tasks.finetuning`: one model per run); pass a `ckpt-N` prefix for the
+weights training ended with.
 
 Example:
 

@@ -11,6 +11,9 @@ from, and which of its parts start fresh? The answer, in order:
 4. nothing: random weights ("scratch").
 
 Evaluation or prediction without training (`inference=True`) needs a whole model: (1) or (2), else it is refused.
+There (1) is the model of the run in `output_dir`: its `best_model/` when it has one ("best"), else its last
+checkpoint, the rule `tasks.finetuning` applies at the end of training and the `--init_checkpoint` resolver applies
+to an output directory.
 A training job resumes through the training loop, which restores the optimizer and input position too; `apply`
 is its `init_fn`, called only when there is nothing to resume.
 
@@ -36,7 +39,7 @@ from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 
-RESUME, FINE_TUNED, PRETRAINED, SCRATCH = "resume", "fine_tuned", "pretrained", "scratch"
+RESUME, BEST, FINE_TUNED, PRETRAINED, SCRATCH = "resume", "best", "fine_tuned", "pretrained", "scratch"
 PRETRAINING_HEADS = "pretraining"  # the head kind of a `BertPretrainer`: masked LM (and next sentence)
 
 
@@ -64,7 +67,7 @@ class RestorePlan:
     """The answer of `plan_restore`.
 
     Attributes:
-      source: RESUME, FINE_TUNED, PRETRAINED or SCRATCH (see the module docstring).
+      source: RESUME, BEST, FINE_TUNED, PRETRAINED or SCRATCH (see the module docstring).
       checkpoint: the checkpoint prefix read (for "hf" the folder or `.safetensors` file); None from scratch.
       checkpoint_format: "ours", "tf1" or "hf"; None from scratch.
       head: the head's kind (`Head.kind`).
@@ -91,6 +94,8 @@ class RestorePlan:
             return "No --init_checkpoint: the encoder starts from random weights"
         if self.source == RESUME:
             return f"Restored the model from its own last checkpoint, {self.checkpoint}"
+        if self.source == BEST:
+            return f"Restored the model of the run: its best evaluation's weights, {self.checkpoint}"
         if self.head == PRETRAINING_HEADS:
             if self.head_restored:
                 return f"Restored the pretraining model from {where}"
@@ -108,7 +113,7 @@ class RestorePlan:
             if self.head != PRETRAINING_HEADS:  # pretraining from scratch is the usual case, fine-tuning is not
                 logging.warning(self.describe())
             return
-        if self.source in (RESUME, FINE_TUNED):
+        if self.source in (RESUME, BEST, FINE_TUNED):
             tf_checkpoints.restore_checkpoint(model, self.checkpoint)
         else:
             model_dir_lib.restore_weights(
@@ -147,6 +152,9 @@ def plan_restore(
                 raise InputError(
                     f"--output_dir={output_dir} was trained for the labels {labels}, not {list(head.labels)}"
                 )
+            best = init_checkpoint_lib.locate(output_dir)
+            if best != output_dir:
+                return RestorePlan(BEST, head.kind, tf.train.latest_checkpoint(best), "ours", head_restored=True)
         return RestorePlan(RESUME, head.kind, latest, "ours", head_restored=True)
     if files.checkpoint is None:
         if inference:

@@ -6,8 +6,8 @@ predicted with an MNLI model). Files are read as the original reads them (tab-se
 sentence is just a character), with the byte-order mark that starts the MRPC files removed.
 
 A row that cannot be an example is reported with its file and line: too few columns, a label outside the task's
-label set, an empty text. It is an error (`BadRowError`), unless `skip_bad_rows` is set: then the row is skipped
-and counted (`ReadResult.bad_rows`).
+label set, an empty first text. It is an error (`BadRowError`), unless `skip_bad_rows` is set: then the row is
+skipped and counted (`ReadResult.bad_rows`). An empty second text is an example without a second segment.
 
 `GenericProcessor` reads any TSV, CSV (with a header row) or JSON-lines file given the names of its text and label
 columns; `TfdsProcessor` reads GLUE from `tensorflow-datasets` when it is prepared on disk.
@@ -161,10 +161,11 @@ class DataProcessor:
 
 
 def check_texts(text_a: str, text_b: str | None) -> None:
+    """An empty first text is a bad row. An empty second text is not: like one of zero-width characters, it
+    tokenizes to nothing and is packed as no second segment (`[CLS] A [SEP]`), as the original packs it and as
+    the exported model serves it; refusing it made `--do_predict` fail on a request the export answers."""
     if not text_a.strip():
         raise BadRowError("empty text (first sentence)")
-    if text_b is not None and not text_b.strip():
-        raise BadRowError("empty text (second sentence)")
 
 
 # ---- GLUE ---------------------------------------------------------------------------------------------------------

@@ -44,15 +44,26 @@ class _Preprocessor(tf.Module):
         self.max_seq_length = export.max_seq_length
         self.do_lower_case = export.do_lower_case
         self.assets = export.assets
+        # Published with an open shape and checked in the graph, as the task exports' signatures are: a scalar or a
+        # `[batch, 1]` column gets one InvalidArgument naming the input, an empty batch empty outputs.
+        spec = {"texts": export_base.string_spec("texts")}
+
+        def checked(signature, texts):
+            return export_base.check_ranks(signature, {"texts": texts}, spec)["texts"]
+
         self.tokenize = tf.function(
-            lambda texts: self.tokenizer(texts), input_signature=[export_base.string_spec("texts")]
+            lambda texts: self.tokenizer(checked("tokenize", texts)),
+            input_signature=[export_base.any_shape(spec)["texts"]],
         )
         self.bert_pack_inputs = tf.function(lambda segments, seq_length: self.packer(segments, seq_length=seq_length))
         seq = tf.TensorSpec([], tf.int32, name="seq_length")
         for count in (1, 2):
             self.bert_pack_inputs.get_concrete_function([_RAGGED_IDS] * count, seq)
         self.__call__ = tf.function(
-            lambda texts: self.packer(self.tokenizer(texts)), input_signature=[export_base.string_spec("texts")]
+            lambda texts: export_base.serve_nonempty(
+                lambda rows: self.packer(self.tokenizer(rows["texts"])), {"texts": checked("serving_default", texts)}
+            ),
+            input_signature=[export_base.any_shape(spec)["texts"]],
         )
 
 
@@ -79,9 +90,15 @@ class _Encoder(tf.Module):
         for training in (False, True):
             call.get_concrete_function(export_base.id_specs(), training=training)
         self.__call__ = call
+        # The serving signature checks ranks and shapes as the task exports' serve_token_ids does.
         self.flat = tf.function(
-            lambda inputs: export.token_id_outputs(inputs, model(dict(inputs), training=False)),
-            input_signature=[export_base.id_specs()],
+            lambda inputs: export_base.serve_nonempty(
+                lambda rows: export.token_id_outputs(
+                    rows, model(dict(export_base.check_token_id_shapes(rows)), training=False)
+                ),
+                export_base.check_ranks("serving_default", inputs, export_base.id_specs()),
+            ),
+            input_signature=[export_base.any_shape(export_base.id_specs())],
         )
         # The encoder has no weight regularizer; the attribute is what the API asks for.
         self.regularization_losses = []

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from official.nlp.data import classifier_features, length_buckets
+from official.nlp.data import classifier_features, length_buckets, swag
 from official.nlp.serving import export_base
 from official.nlp.serving.export_base import ServingModule, id_specs, string_spec
 
@@ -202,6 +202,18 @@ class MultipleChoiceExport(ServingModule):
 
     def token_id_spec(self):
         return id_specs(rank=3)
+
+    def serve_examples(self, examples, serve_text=None):
+        parsed = tf.io.parse_example(examples, self.example_spec())
+        endings = tf.sparse.to_dense(parsed["endings"])
+        # An empty batch has no endings to count the choices by: it answers `[0, choices]` with the choices of
+        # training (SWAG's), not the `[0, 1]` of a stand-in row.
+        endings = tf.cond(
+            tf.shape(endings)[0] > 0,
+            lambda: endings,
+            lambda: tf.zeros([0, swag.NUM_CHOICES], tf.string),
+        )
+        return (serve_text or self.serve_text)({"context": parsed["context"], "endings": endings})
 
     def token_id_outputs(self, features, logits):
         return {

@@ -67,7 +67,7 @@ class ClassifierConfig(finetuning.FineTuningConfig):
         "shuffled and padded to --max_seq_length.",
     )
     skip_bad_rows: bool = field(
-        False, help="Skip (and count) rows with too few columns, an unknown label or an empty text."
+        False, help="Skip (and count) rows with too few columns, an unknown label or an empty first text."
     )
     max_train_examples: int | None = field(None, help="Use only the first N training examples.")
     tfds_name: str | None = field(

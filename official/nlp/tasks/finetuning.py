@@ -16,6 +16,12 @@ how to read its training data and how to evaluate; `run_finetuning` does the res
   best checkpoint by the task's metric is kept as a model directory (`best_model/`, with `finetuning.json`
   naming the task and its labels, so that a later job refuses a head of another label set).
 
+The model of a run is one thing wherever it is used: its `best_model/` when it has one, else its latest
+checkpoint. Training ends with the best weights restored into the model (as Keras' `restore_best_weights` does),
+so `--do_predict` in the same job, the returned model, a later job's `--init_checkpoint=<output_dir>`, a job
+without `--do_train` on the same `--output_dir` and `export_model.py` all use the same weights. (The original
+google-research/bert predicts with the last checkpoint.)
+
 `FineTuningConfig` is the settings every fine-tuning job shares (`training.config.TrainingConfig`'s loop plus the
 model and the schedule in epochs); a task's config extends it with its data fields and `do_train`, `do_eval`,
 `do_predict`, and `run_task` runs what they ask for. The scripts' flags are the fields (`common.config_flags`).
@@ -43,7 +49,7 @@ from absl import logging
 
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.checkpoints import restore_plan
+from official.nlp.checkpoints import restore_plan, tf_checkpoints
 from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError, MissingInputError
@@ -151,7 +157,9 @@ class FineTuningTask(Protocol):
 
 @dataclasses.dataclass
 class FineTuningResult:
-    """What `run_finetuning` returns: the trained model (last step), its files, and the evaluations."""
+    """What `run_finetuning` returns: the model of the run (the weights of `best_model/` when it has one, else the
+    last step's), its files, and the evaluations. `model_evaluation` is the evaluation of `model` (the entry of
+    `eval_history` that `best_model/` holds), None without one."""
 
     model: keras.Model
     files: model_dir_lib.ModelFiles
@@ -159,6 +167,12 @@ class FineTuningResult:
     train_metrics: dict[str, float]
     eval_history: list[dict]
     best_model_dir: str | None
+    model_evaluation: dict | None = None
+
+    @property
+    def restored_best(self) -> bool:
+        """Whether `model` holds an earlier epoch's weights than the ones training ended with."""
+        return self.model_evaluation is not None and self.model_evaluation.get("step") != self.step
 
 
 JOBS = ("do_train", "do_eval", "do_predict")  # the fields of a task's config that say what to run
@@ -198,6 +212,9 @@ def run_task(
     result = run_finetuning(
         config.finetuning_config(), task, do_train=config.do_train, do_eval=do_eval, strategy=strategy, files=files
     )
+    if evaluate and do_eval and result.restored_best:
+        # The files the evaluations wrote (SQuAD's predictions) are the last epoch's: write the best model's.
+        task.evaluate(result.model)
     predict = config.do_predict and not (evaluate and do_eval)
     return TaskRun(task, result, task.predict(result.model) if predict else None)
 
@@ -394,11 +411,38 @@ def _write_eval_results(output_dir: str, history: list[dict]) -> None:
         f.write("\n".join(lines) + "\n")
 
 
-def _checkpoint_step(output_dir: str) -> int | None:
-    """The step of `output_dir`'s latest checkpoint (what an evaluation without training restores), if any."""
-    latest = tf.train.latest_checkpoint(output_dir) if input_files.isdir(output_dir) else None
-    suffix = latest.rsplit("-", 1)[-1] if latest else ""
+def _checkpoint_step(plan: restore_plan.RestorePlan) -> int | None:
+    """The training step of the checkpoint an evaluation without training restores (`ckpt-<step>`), if known."""
+    if plan.source not in (restore_plan.RESUME, restore_plan.BEST) or not plan.checkpoint:
+        return None
+    suffix = plan.checkpoint.rsplit("-", 1)[-1]
     return int(suffix) if suffix.isdigit() else None
+
+
+def restore_best(model: keras.Model, best_dir: str, final_step: int) -> dict | None:
+    """Makes `model` the model of the run: the weights of `best_dir` (`best_model/`) when they are from an earlier
+    step than `final_step`, the weights training ended with. Returns `best_model/`'s evaluation (None without one)
+    and logs which weights the model holds."""
+    record = model_dir_lib.read_task_file(best_dir) if input_files.isdir(best_dir) else None
+    checkpoint = tf.train.latest_checkpoint(best_dir) if record else None
+    if checkpoint is None:
+        logging.info("The model of this run is its last checkpoint (step %d): no %s", final_step, best_dir)
+        return None
+    evaluation = dict(record.get("evaluation") or {})
+    metric = record.get("metric")
+    described = f"epoch {evaluation.get('epoch')}, step {evaluation.get('step')}, {metric}={evaluation.get(metric)}"
+    if evaluation.get("step") == final_step:
+        logging.info("The model of this run is %s (%s): the weights training ended with", best_dir, described)
+    else:
+        tf_checkpoints.restore_checkpoint(model, checkpoint)
+        logging.info(
+            "The model of this run is %s (%s), not the last step's (%d): its weights are restored for what "
+            "follows (--do_predict, the returned model), as an export or a later --init_checkpoint would load them",
+            best_dir,
+            described,
+            final_step,
+        )
+    return evaluation
 
 
 def save_fine_tuned(
@@ -482,7 +526,7 @@ def run_finetuning(
             history = history + [
                 {
                     "epoch": None,
-                    "step": _checkpoint_step(config.output_dir),
+                    "step": _checkpoint_step(plan),
                     **{k: float(v) for k, v in task.evaluate(model).items()},
                 }
             ]
@@ -574,6 +618,13 @@ def run_finetuning(
                     best_dir,
                 )
             _write_eval(config.output_dir, history)
+    evaluation = restore_best(model, best_dir, result.step)
     return FineTuningResult(
-        model, files, result.step, result.metrics, history, best_dir if input_files.exists(best_dir) else None
+        model,
+        files,
+        result.step,
+        result.metrics,
+        history,
+        best_dir if input_files.exists(best_dir) else None,
+        evaluation,
     )

@@ -7,8 +7,9 @@
 - `do_train`: windowed features of `train_file` are cached as `output_dir/train.tf_record` (rebuilt only when
   a setting they depend on changes) and the span labeler is trained from `init_checkpoint` for
   `num_train_epochs` passes over the features (one epoch = every window once; the original counted examples);
-- `do_predict`: the model (just trained, else the newest checkpoint in `output_dir`, else an `init_checkpoint`
-  fine-tuned for SQuAD) predicts `predict_file`; `predictions.json`, `nbest_predictions.json` and, for v2.0,
+- `do_predict`: the model of the run (after training its `best_model/`, the best evaluation's weights; without
+  training the same from `output_dir`, else its newest checkpoint, else an `init_checkpoint` fine-tuned for SQuAD)
+  predicts `predict_file`; `predictions.json`, `nbest_predictions.json` and, for v2.0,
   `null_odds.json` are written. When the file has answers it is also evaluated as the official scripts do
   (`official.nlp.metrics.squad`): `eval_results.json`, plus the base's `eval_results.txt` and TensorBoard scalars
   (`summaries/eval`).
@@ -348,7 +349,9 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
             **{f"train_{k}": v for k, v in result.train_metrics.items()},
         )
     if evaluate:
-        info.update({k: v for k, v in result.eval_history[-1].items() if k not in ("epoch", "step")})
+        # The metrics of the model of the run (best_model/'s evaluation after training), whose answers were written.
+        evaluation = result.model_evaluation or result.eval_history[-1]
+        info.update({k: v for k, v in evaluation.items() if k not in ("epoch", "step")})
         if not config.do_train:
             writer = summaries.summary_writer(os.path.join(config.output_dir, "summaries", "eval"))
             summaries.write_scalars(writer, 0, {k: v for k, v in info.items() if isinstance(v, float)})

@@ -147,6 +147,10 @@ def test_bad_rows_are_named_by_file_and_line_or_skipped_and_counted(tmp_path):
     empty = _write(tmp_path / "c.tsv", [["index", "sentence1", "sentence2", "label"], ["3", " ", "B.", "entailment"]])
     with pytest.raises(glue.BadRowError, match=r"c.tsv:2: empty text"):
         rte.read(empty, glue.TRAIN)
+    # An empty second text is no second segment, as the original packs it and as the export serves it.
+    no_b = _write(tmp_path / "d.tsv", [["index", "sentence1", "sentence2", "label"], ["3", "A.", " ", "entailment"]])
+    example = rte.read(no_b, glue.TRAIN).examples[0]
+    assert (example.text_a, example.text_b) == ("A.", " ")
     sts = _write(tmp_path / "s.tsv", [["h"] * 10, ["0"] * 7 + ["A.", "B.", "high"]])
     with pytest.raises(glue.BadRowError, match=r"s.tsv:2: label 'high' is not a number"):
         glue.get_processor("sts-b").read(sts, glue.TRAIN)

@@ -330,6 +330,7 @@ def served(exported, tok, texts, tmp_path_factory):
     # The same processes also probe every signature with bad shapes (`probed`), on the models they load anyway.
     full_probe = [f"{task}={p['saved_model']}" for task, p in paths.items()]
     full_probe.append(f"classifier_windows={paths['classifier']['sliding_window']}")
+    full_probe += [f"{name}={paths['encoder'][name]}" for name in ("hub_preprocessor", "hub_encoder")]
     token_probe = [f"{task}={p['token_ids']}" for task, p in paths.items()]
     return (
         _run_fresh(tmp, full, "tf_text", full_probe),
@@ -677,13 +678,27 @@ def probed(served):
     }
 
 
-@pytest.mark.parametrize("task", ["encoder", "classifier", "classifier_windows", "ner", "swag", "squad", "pretrainer"])
+@pytest.mark.parametrize(
+    "task",
+    [
+        "encoder",
+        "classifier",
+        "classifier_windows",
+        "ner",
+        "swag",
+        "squad",
+        "pretrainer",
+        "hub_preprocessor",
+        "hub_encoder",
+    ],
+)
 def test_empty_batches_and_wrong_ranks(probed, task):
     """Issue 23: an empty batch gives empty outputs; a scalar or an extra dimension on any input gets one
     `InvalidArgument` naming the signature, the input and the shape it takes (before: `TensorScatterUpdate` and
     `MatMul` graph errors from inside the model, and a crashed process for 3-D token ids)."""
     signatures = {key[: -len("/spec")] for key in probed if key.startswith(task + "/") and key.endswith("/spec")}
-    assert len(signatures) >= 2, signatures  # the full export's signatures and the token-id model's
+    # The full export's signatures and the token-id model's; the TF-Hub pair's models have one each.
+    assert len(signatures) >= (1 if task.startswith("hub_") else 2), signatures
     for prefix in signatures:
         signature = prefix.rsplit("/", 1)[-1]
         if "/token_ids/" in prefix:  # the token-id model serves serve_token_ids under both names
@@ -691,6 +706,8 @@ def test_empty_batches_and_wrong_ranks(probed, task):
         empty = probed[f"{prefix}/empty"]
         assert "ok" in empty, (prefix, empty.get("message", "")[-800:])
         assert all(shape and shape[0] == 0 for shape in empty["ok"].values()), (prefix, empty)
+        if task == "swag":  # [0, choices], from tf.Examples too (before: [0, 1] from serve_examples)
+            assert all(shape[1:] in ([], [4]) for shape in empty["ok"].values()), (prefix, empty)
         for key, result in probed.items():
             if not key.startswith(prefix + "/") or key.endswith(("/spec", "/empty")):
                 continue

@@ -1,11 +1,12 @@
-"""What is served is what was trained (issue 22): a tiny classifier fine-tuned a few steps by `run_classifier`,
-its `--do_predict` answers, and the SavedModel exported from the job's `--output_dir`, loaded in a fresh process
-that imports only TensorFlow and tensorflow_text, answer the same inputs alike: texts longer than
-`max_seq_length` on either side, a zero-width second text (no second segment), accents and CJK. Labels are equal
-and probabilities equal to 1e-5.
+"""What is served is what was trained (issue 22): tiny models fine-tuned a few steps by the tasks that the scripts
+run, their `--do_predict` answers, and the SavedModels exported from each job's `--output_dir`, loaded in ONE fresh
+process that imports only TensorFlow and tensorflow_text, answer the same inputs alike.
 
-An empty second text is not here: `run_classifier` refuses it as a bad row, where the export packs `[CLS] A [SEP]`
-(tests/nlp/serving/test_exports.py checks that packing against the original's rule).
+The cases: a classifier on pairs (`--long_text=truncate`), one on single texts and a regression on pairs (both
+`--long_text=sliding_window`), SQuAD v1.1 (contexts of several `--doc_stride` windows), and the encoder
+(`extract_features` against the encoder export). Inputs hold texts longer than `max_seq_length` on either side,
+empty and zero-width (\u200b) second texts, accents and CJK. Labels and answers are equal; probabilities, scores,
+vectors and span scores equal to 1e-5.
 """
 
 import csv
@@ -22,21 +23,105 @@ from official.nlp.checkpoints import model_dir
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.serving import exporter
-from official.nlp.tasks import classification
+from official.nlp.tasks import classification, feature_extraction, question_answering
+from official.nlp.tokenizers import text_layers
 
 pytestmark = pytest.mark.slow
 HERE = pathlib.Path(__file__).resolve().parent
 SEQ = 32
+ZERO_WIDTH = "\u200b"
 
 
-def _mrpc(shared_data, name, count):
-    with open(shared_data / "glue" / "MRPC" / name, encoding="utf-8-sig") as f:
-        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1 : count + 1]
-    return [{"text_a": r[3], "text_b": r[4], "label": r[0]} for r in rows]
+def _tsv(path, count):
+    with open(path, encoding="utf-8-sig") as f:
+        return list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1 : count + 1]
+
+
+def _hard_texts(rows):
+    """(text_a, text_b) pairs that stress packing: long on either side, empty or zero-width B, accents, CJK."""
+    long_text = " ".join(row[0] for row in rows[:4])
+    return [
+        (long_text, "Short."),
+        ("Short.", long_text),
+        (long_text, long_text[::-1]),
+        ("Naïve 東京 café", ZERO_WIDTH),
+        ("Naïve 東京 café, once more", ""),
+        (long_text + " 北京大学の学生", ""),
+        ("Déjà vu: ½ price — naïve café", "北京大学の学生"),
+        ("ÉCOLE Ärger ﬁne", "crème brûlée"),
+    ]
+
+
+def _write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+def _classifier(root, init, name, train, dev, test, **settings):
+    """Fine-tunes with `run_classifier` on generic JSON lines; returns the --output_dir and the test inputs."""
+    data = root / f"{name}_data"
+    data.mkdir()
+    for split, rows in (("train", train), ("dev", dev), ("test", test)):
+        _write_jsonl(data / f"{split}.jsonl", rows)
+    out = str(root / f"{name}_out")
+    classification.run_classifier(
+        classification.ClassifierConfig(
+            task_name="generic",
+            file_format="jsonl",
+            text_a_column="text_a",
+            data_dir=str(data),
+            init_checkpoint=init,
+            output_dir=out,
+            max_seq_length=SEQ,
+            train_batch_size=8,
+            num_train_epochs=1,
+            learning_rate=1e-3,
+            do_train=True,
+            do_predict=True,
+            **settings,
+        )
+    )
+    return out
+
+
+def _squad_file(path, paragraphs):
+    path.write_text(json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}))
+    return str(path)
+
+
+def _squad_paragraphs(shared_data):
+    """Two dev-v1.1 paragraphs (each several windows of 64 tokens), six questions each, and one of accents and CJK
+    with a question longer than --max_query_length."""
+    with open(shared_data / "squad" / "dev-v1.1.json", encoding="utf-8") as f:
+        article = json.load(f)["data"][0]
+    paragraphs = [{**p, "qas": p["qas"][:6]} for p in article["paragraphs"][:2]]
+    context = (
+        "Zoë Ängström opened the Café Müller in Zürich in 1921, and its crème brûlée was famous. "
+        "東京大学の学生 came every spring; the naïve décor never changed. " * 3
+    )
+    qas = [
+        ("Who opened the Café Müller?", "Zoë Ängström"),
+        (
+            "Where was the Café Müller, the one with the famous crème brûlée and the naïve décor that never changed "
+            "in all the years that students came every spring?",
+            "Zürich",
+        ),
+        ("誰が来ましたか", "東京大学の学生"),
+    ]
+    paragraphs.append(
+        {
+            "context": context,
+            "qas": [
+                {"id": f"extra{i}", "question": q, "answers": [{"text": a, "answer_start": context.index(a)}]}
+                for i, (q, a) in enumerate(qas)
+            ],
+        }
+    )
+    return paragraphs
 
 
 @pytest.fixture(scope="module")
-def classifier_run(tmp_path_factory, shared_data, uncased_vocab):
+def runs(tmp_path_factory, shared_data, uncased_vocab):
+    """Every job trained and predicted here, every export served by one fresh process: `(expected, served)`."""
     root = tmp_path_factory.mktemp("served")
     keras.utils.set_random_seed(4)
     config = BertConfig(
@@ -51,52 +136,108 @@ def classifier_run(tmp_path_factory, shared_data, uncased_vocab):
     model_dir.save_model_dir(
         init, BertEncoder.from_bert_config(config), vocab_file=str(uncased_vocab), do_lower_case=True
     )
-    data = root / "data"
-    data.mkdir()
-    dev = _mrpc(shared_data, "dev.tsv", 24)
-    long_text = " ".join(r["text_a"] for r in dev[:4])
-    test = [{"text_a": r["text_a"], "text_b": r["text_b"]} for r in dev[:12]] + [
-        {"text_a": long_text, "text_b": "Short."},
-        {"text_a": "Short.", "text_b": long_text},
-        {"text_a": long_text, "text_b": long_text[::-1]},
-        {"text_a": "Naïve 東京 café", "text_b": "\u200b"},
-        {"text_a": "Déjà vu: ½ price — naïve café", "text_b": "北京大学の学生"},
-        {"text_a": "ÉCOLE Ärger ﬁne", "text_b": "crème brûlée"},
-    ]
-    for name, rows in (("train.jsonl", _mrpc(shared_data, "train.tsv", 64)), ("dev.jsonl", dev), ("test.jsonl", test)):
-        (data / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    out = str(root / "out")
-    classification.run_classifier(
-        classification.ClassifierConfig(
-            task_name="generic",
-            file_format="jsonl",
-            text_a_column="text_a",
-            text_b_column="text_b",
-            data_dir=str(data),
+    glue = shared_data / "glue"
+    mrpc = [(r[3], r[4], r[0]) for r in _tsv(glue / "MRPC" / "train.tsv", 64) + _tsv(glue / "MRPC" / "dev.tsv", 24)]
+    stsb = [(r[7], r[8], float(r[9])) for r in _tsv(glue / "STS-B" / "train.tsv", 72)]
+    sst2 = [(r[0], None, r[1]) for r in _tsv(glue / "SST-2" / "train.tsv", 72)]
+    pairs = [(a, b) for a, b, _ in mrpc[64:76]] + _hard_texts(mrpc)
+    singles = [a for a, _, _ in sst2[64:]] + [a for a, _ in _hard_texts(mrpc)]
+
+    def rows(examples, keys=("text_a", "text_b", "label")):
+        return [{k: v for k, v in zip(keys, e) if v is not None} for e in examples]
+
+    expected, jobs, tokenizer = {}, [], text_layers.BertTokenizer(str(uncased_vocab), True)
+
+    def export(name, task, out, inputs, **kwargs):
+        path = exporter.export_model(
+            task, out, str(root / f"{name}_export"), keras_file=False, tokenizer=tokenizer, **kwargs
+        )["saved_model"]
+        jobs.append(
+            {
+                "name": name,
+                "path": path,
+                "signature": "serving_default",
+                "inputs": {k: {"dtype": "string", "value": v} for k, v in inputs.items()},
+            }
+        )
+
+    def classifier_case(name, train, dev, test, **settings):
+        out = _classifier(root, init, name, rows(train), rows(dev), rows(test, ("text_a", "text_b")), **settings)
+        results = np.loadtxt(pathlib.Path(out) / "test_results.tsv", delimiter="\t", dtype=np.float64, ndmin=1)
+        # The submission file: a header, then `index<TAB>prediction` per example.
+        submission = (pathlib.Path(out) / "predictions.jsonl").read_text(encoding="utf-8").splitlines()[1:]
+        expected[name] = (results, [line.split("\t")[1] for line in submission])
+        columns = {"text_a": [t[0] for t in test]}
+        if "text_b_column" in settings:
+            columns["text_b"] = [t[1] for t in test]
+        # The export reads everything from the job's --output_dir: labels, pair signature, long-text rule.
+        export(name, "classifier", out, columns)
+
+    classifier_case("pair", mrpc[:64], mrpc[64:], pairs, text_b_column="text_b")
+    classifier_case(
+        "single", sst2[:64], sst2[64:], [(t, None) for t in singles], long_text="sliding_window", doc_stride=7
+    )
+    classifier_case(
+        "regression", stsb[:64], stsb[64:], pairs, text_b_column="text_b", regression=True, long_text="sliding_window"
+    )
+
+    # The encoder: extract_features' pooled vectors and last layer against the encoder export on the same texts
+    # (extract_features writes a pair as `a ||| b` and an empty second text as the first text alone).
+    lines = [f"{a} ||| {b}" if b else a for a, b in pairs]
+    (root / "extract.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    feature_extraction.run_feature_extraction(
+        feature_extraction.FeatureExtractionConfig(
+            input_file=str(root / "extract.txt"),
+            output_file=str(root / "features.jsonl"),
             init_checkpoint=init,
-            output_dir=out,
+            layers="-1",
             max_seq_length=SEQ,
+            sentence_vectors_file=str(root / "pooled.npy"),
+        )
+    )
+    features = [json.loads(line) for line in (root / "features.jsonl").read_text(encoding="utf-8").splitlines()]
+    expected["encoder"] = (features, np.load(root / "pooled.npy"))
+    export(
+        "encoder",
+        "encoder",
+        init,
+        {"text_a": [a for a, _ in pairs], "text_b": [b for _, b in pairs]},
+        text_pair=True,
+        max_seq_length=SEQ,
+        hub_pair=False,
+    )
+
+    # SQuAD v1.1 through the task API: predict_file has answers, so predicting is the evaluation.
+    paragraphs = _squad_paragraphs(shared_data)
+    squad_file = _squad_file(root / "squad.json", paragraphs)
+    squad_out = str(root / "squad_out")
+    question_answering.run_squad(
+        question_answering.SquadConfig(
+            init_checkpoint=init,
+            output_dir=squad_out,
+            train_file=squad_file,
+            predict_file=squad_file,
+            do_train=True,
+            do_predict=True,
+            max_seq_length=64,
+            doc_stride=24,
+            max_query_length=16,
             train_batch_size=8,
             num_train_epochs=1,
             learning_rate=1e-3,
-            do_train=True,
-            do_predict=True,
         )
     )
-    probabilities = np.loadtxt(pathlib.Path(out) / "test_results.tsv", delimiter="\t", dtype=np.float64)
-    # The submission file: a header, then `index<TAB>label` per example.
-    submission = (pathlib.Path(out) / "predictions.jsonl").read_text(encoding="utf-8").splitlines()[1:]
-    labels = [line.split("\t")[1] for line in submission]
-    # The export reads everything from the job's --output_dir: labels, pair signature, max_seq_length.
-    paths = exporter.export_model("classifier", out, str(root / "export"), keras_file=False)
-    jobs = [
-        {
-            "name": "classifier",
-            "path": paths["saved_model"],
-            "signature": "serving_default",
-            "inputs": {name: {"dtype": "string", "value": [r[name] for r in test]} for name in ("text_a", "text_b")},
-        }
-    ]
+    questions = [(qa["id"], qa["question"], p["context"]) for p in paragraphs for qa in p["qas"]]
+    squad_dir = pathlib.Path(squad_out)
+    expected["squad"] = (
+        [q for q, _, _ in questions],
+        json.loads((squad_dir / "predictions.json").read_text(encoding="utf-8")),
+        json.loads((squad_dir / "nbest_predictions.json").read_text(encoding="utf-8")),
+    )
+    export(
+        "squad", "squad", squad_out, {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]}
+    )
+
     (root / "jobs.json").write_text(json.dumps(jobs))
     done = subprocess.run(
         [sys.executable, str(HERE / "fresh_process.py"), str(root / "jobs.json"), str(root / "out.npz"), "tf_text"],
@@ -106,11 +247,42 @@ def classifier_run(tmp_path_factory, shared_data, uncased_vocab):
         cwd=str(root),
     )
     assert done.returncode == 0 and "modules ok" in done.stdout, done.stderr[-4000:]
-    return probabilities, labels, dict(np.load(root / "out.npz"))
+    return expected, dict(np.load(root / "out.npz"))
 
 
-def test_classifier_pair_served_equals_do_predict(classifier_run):
-    probabilities, labels, served = classifier_run
-    assert served["classifier/var:max_seq_length"] == SEQ
-    np.testing.assert_allclose(served["classifier/probabilities"], probabilities, atol=1e-5)
-    assert list(served["classifier/label_name"]) == labels
+@pytest.mark.parametrize("name", ["pair", "single"])
+def test_classifier_served_equals_do_predict(runs, name):
+    expected, served = runs
+    probabilities, labels = expected[name]
+    assert served[f"{name}/var:max_seq_length"] == SEQ
+    np.testing.assert_allclose(served[f"{name}/probabilities"], probabilities, atol=1e-5)
+    assert list(served[f"{name}/label_name"]) == labels
+
+
+def test_regression_served_equals_do_predict(runs):
+    expected, served = runs
+    scores, _ = expected["regression"]  # test_results.tsv: the full-precision score of each example
+    assert "regression/probabilities" not in served
+    np.testing.assert_allclose(served["regression/score"], scores, atol=1e-5)
+
+
+def test_encoder_served_equals_extract_features(runs, uncased_vocab):
+    expected, served = runs
+    features, pooled = expected["encoder"]
+    vocab = {token: i for i, token in enumerate(uncased_vocab.read_text(encoding="utf-8").splitlines())}
+    np.testing.assert_allclose(served["encoder/pooled_output"], pooled, atol=1e-5)
+    for row, line in enumerate(features):
+        tokens = [f["token"] for f in line["features"]]
+        real = served["encoder/input_mask"][row].astype(bool)
+        assert list(served["encoder/input_word_ids"][row][real]) == [vocab[t] for t in tokens], row
+        values = np.array([f["layers"][0]["values"] for f in line["features"]])
+        # The JSON lines round to 6 decimals, as the original's do.
+        np.testing.assert_allclose(served["encoder/sequence_output"][row][real], values, atol=1e-5)
+
+
+def test_squad_v1_served_equals_do_predict(runs):
+    expected, served = runs
+    ids, predictions, nbest = expected["squad"]
+    assert list(served["squad/answer_text"]) == [predictions[q] for q in ids]
+    best = [nbest[q][0]["start_logit"] + nbest[q][0]["end_logit"] for q in ids]
+    np.testing.assert_allclose(served["squad/score"], best, atol=1e-5)

@@ -3,6 +3,7 @@ feature cache."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -12,10 +13,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import model_dir, tf_checkpoints
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache
 from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier
 from official.nlp.tasks import finetuning
 from official.nlp.training.objectives import SparseCategoricalObjective
@@ -213,18 +215,20 @@ def test_feature_cache_reuses_same_key_and_rebuilds_another(tmp_path, caplog):
 
 
 def test_eval_without_training_writes_eval_results(trained, init_dir, tmp_path):
-    """As the original: `--do_eval` alone writes eval_results.txt, numbers as the training run reported them."""
+    """As the original: `--do_eval` alone writes eval_results.txt, numbers as the training run reported them for
+    the model of the run (its best_model/)."""
     out, _, result = trained
     copy = tmp_path / "out"
     shutil.copytree(out, copy)
     (copy / finetuning.EVAL_RESULTS_FILE).unlink()
     evaluated = finetuning.run_finetuning(_config(init_dir, copy), ToyTask(), do_train=False)
     last = evaluated.eval_history[-1]
-    assert last["step"] == 24 and last["accuracy"] == result.eval_history[-1]["accuracy"]
+    best = result.model_evaluation
+    assert last["step"] == best["step"] and last["accuracy"] == best["accuracy"]
     text = (copy / finetuning.EVAL_RESULTS_FILE).read_text()
     assert text.endswith(
-        f"***** Eval results: epoch None, global_step 24 *****\naccuracy = {last['accuracy']}\n"
-        "epoch = None\nstep = 24\n"
+        f"***** Eval results: epoch None, global_step {best['step']} *****\naccuracy = {last['accuracy']}\n"
+        f"epoch = None\nstep = {best['step']}\n"
     )
     assert text.count("*****") == 2 * 3  # the two training evaluations, then this one
     # From a fine-tuned model directory into a new --output_dir: the file is written there.
@@ -285,3 +289,60 @@ def test_best_model_carries_what_it_is_served_with(init_dir, tmp_path, monkeypat
         "version_2_with_negative": True,
         "null_score_diff_threshold": 0.5,
     }
+
+
+class FirstEpochBestTask(ToyTask):
+    """The toy task whose metric says epoch 1 was the best (epoch 2 still changes the weights): the best model is
+    not the last one. `predict` returns the logits of the training inputs."""
+
+    metric_name = "score"
+
+    def evaluate(self, model):
+        self.evaluations += 1
+        self.evaluated = model.predict(self.x, verbose=0)  # what an evaluation that predicts (SQuAD) writes
+        return {"score": 1.0 / self.evaluations}
+
+    def predict(self, model):
+        return model.predict(self.x, verbose=0)
+
+
+@dataclasses.dataclass
+class JobsConfig(finetuning.FineTuningConfig):
+    do_train: bool = True
+    do_eval: bool = True
+    do_predict: bool = True
+
+
+def _logits_of(directory, task):
+    """The logits of the latest checkpoint in `directory`, read into a new model."""
+    model = task.build_model(BertEncoder.from_bert_config(BertConfig(**TINY)))
+    tf_checkpoints.restore_checkpoint(model, tf.train.latest_checkpoint(str(directory)))
+    return model.predict(task.x, verbose=0)
+
+
+@pytest.mark.parametrize("evaluation_predicts", [False, True])
+def test_predictions_after_training_are_those_of_best_model(init_dir, tmp_path, caplog, evaluation_predicts):
+    """One model per run: --do_predict after --do_train --do_eval predicts with best_model/ (what the export and a
+    later --init_checkpoint=<output_dir> load), not with the last weights. Before, it used the last weights; a task
+    whose evaluation is its prediction (SQuAD) kept the last epoch's predictions."""
+    out = tmp_path / "out"
+    task = FirstEpochBestTask()
+    config = JobsConfig(**dataclasses.asdict(_config(init_dir, out)))
+    with caplog.at_level("INFO"):
+        run = finetuning.run_task(
+            config, lambda files: task, evaluate=(lambda t: True) if evaluation_predicts else None
+        )
+    assert [e["score"] for e in run.result.eval_history] == [1.0, 0.5]
+    assert run.result.model_evaluation["step"] == 12 and run.result.restored_best
+    assert "The model of this run is" in caplog.text and "not the last step's (24)" in caplog.text
+    best = _logits_of(out / "best_model", task)
+    last = _logits_of(out, task)
+    assert np.abs(best - last).max() > 1e-3  # epoch 2 moved the weights: the test tells the two apart
+    written = task.evaluated if evaluation_predicts else run.predictions
+    np.testing.assert_allclose(written, best, atol=1e-6)
+    # A job without --do_train on the same --output_dir predicts with the same model.
+    again = FirstEpochBestTask()
+    rerun = finetuning.run_task(
+        JobsConfig(**{**dataclasses.asdict(config), "do_train": False, "do_eval": False}), lambda files: again
+    )
+    np.testing.assert_allclose(rerun.predictions, best, atol=1e-6)
