@@ -45,12 +45,13 @@ def profile_stages(corpus: str, vocab_file: str, units: int = 3) -> tuple[int, d
             py_rng, np_rng = generator.unit_seeds(config.random_seed, unit.index)
             plan = instances.plan_instances(docs, config.max_seq_length, config.short_seq_prob, 5, py_rng)
             order, arrays = np_rng.permutation(len(plan)), plan.arrays()
+            extended = instances.with_specials(docs.tokens, cls_id, sep_id)
             seconds["plan"] += clock() - t
             total += len(plan)
             for begin in range(0, len(order), writer.BATCH_SIZE):
                 rows = order[begin : begin + writer.BATCH_SIZE]
                 t0 = clock()
-                batch = instances.build_batch(docs.tokens, arrays, rows, config.max_seq_length, cls_id, sep_id)
+                batch = instances.build_batch(extended, arrays, rows, config.max_seq_length)
                 t1 = clock()
                 masked = masking.mask_batch(batch["input_ids"], batch["input_mask"], np_rng, mask_config)
                 t2 = clock()

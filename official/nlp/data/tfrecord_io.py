@@ -131,11 +131,12 @@ def frame_records(stream: np.ndarray, lengths: np.ndarray) -> bytes:
     is_data[(frame_start[:, None] + np.arange(HEAD_BYTES)).reshape(-1)] = False
     is_data[((frame_start + HEAD_BYTES + lengths)[:, None] + np.arange(TAIL_BYTES)).reshape(-1)] = False
     framed[is_data] = stream
-    return fill_frames(framed, lengths)
+    return fill_frames(framed, lengths).tobytes()
 
 
-def fill_frames(framed: np.ndarray, lengths: np.ndarray) -> bytes:
-    """Fills in the framing of records laid out with room for it, and returns the framed bytes.
+def fill_frames(framed: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Fills in the framing of records laid out with room for it; returns ``framed``, ready to write as it is
+    (a file's ``write`` takes the array: no copy into a bytes object).
 
     Args:
       framed: uint8, for each record in turn `HEAD_BYTES` to fill, its ``lengths[r]`` bytes of data and
@@ -147,7 +148,7 @@ def fill_frames(framed: np.ndarray, lengths: np.ndarray) -> bytes:
     if len(framed) != int(lengths.sum()) + (HEAD_BYTES + TAIL_BYTES) * n:
         raise ValueError(f"{len(framed)} bytes do not hold {n} framed records of {int(lengths.sum())} data bytes")
     if n == 0:
-        return b""
+        return framed
     frame_start = np.cumsum(lengths + HEAD_BYTES + TAIL_BYTES) - (lengths + HEAD_BYTES + TAIL_BYTES)
     data_start = frame_start + HEAD_BYTES
     data_crc = masked_crc32c(_frame_data_crc32c(framed, data_start, lengths))
@@ -158,7 +159,7 @@ def fill_frames(framed: np.ndarray, lengths: np.ndarray) -> bytes:
     framed[(data_start + lengths)[:, None] + np.arange(TAIL_BYTES)] = (
         data_crc.astype("<u4").view(np.uint8).reshape(n, TAIL_BYTES)
     )
-    return framed.tobytes()
+    return framed
 
 
 def _frame_data_crc32c(framed: np.ndarray, data_start: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -252,22 +252,26 @@ def prepare(docs: Documents) -> None:
         docs.document_offsets_list = docs.document_offsets.tolist()
 
 
-def build_batch(
-    tokens: np.ndarray, plan: dict, rows: np.ndarray, max_seq_length: int, cls_id: int, sep_id: int
-) -> dict:
+def with_specials(tokens: np.ndarray, cls_id: int, sep_id: int) -> np.ndarray:
+    """The token array followed by ``[CLS]``, ``[SEP]`` and padding (0), in int32: what `build_batch` gathers from.
+    Made once per unit (a copy of all its tokens), not once per batch."""
+    return np.concatenate([np.asarray(tokens, np.int32), np.array([cls_id, sep_id, 0], np.int32)])
+
+
+def build_batch(extended: np.ndarray, plan: dict, rows: np.ndarray, max_seq_length: int) -> dict:
     """``[CLS] A [SEP] B [SEP]`` + padding for the instances ``rows`` of a plan (from `InstancePlan.arrays`).
 
-    Returns int32 ``input_ids``, ``input_mask``, ``segment_ids`` [len(rows), max_seq_length] and the int64
-    ``lengths`` (real tokens per row).
+    ``extended`` is `with_specials` of the token array the plan points into. Returns int32 ``input_ids``, uint8
+    ``input_mask`` and ``segment_ids`` [len(rows), max_seq_length] (0 or 1, as bytes: the serializer writes them
+    as such) and the int64 ``lengths`` (real tokens per row).
     """
     a0, a1 = plan["a_start"][rows], plan["a_end"][rows]
     b0, b1 = plan["b_start"][rows], plan["b_end"][rows]
     n = len(rows)
     # One gather from the tokens followed by [CLS], [SEP] and padding, in int32 (half the memory traffic of int64)
     # unless the token array is too long for it.
-    count = len(tokens)
+    count = len(extended) - 3
     index_type = np.int32 if count + 3 < 2**31 else np.int64
-    extended = np.concatenate([np.asarray(tokens, np.int32), np.array([cls_id, sep_id, 0], np.int32)])
     la, lb = (a1 - a0).astype(index_type), (b1 - b0).astype(index_type)
     length = la + lb + 3
     p = np.arange(max_seq_length, dtype=index_type)[None, :]
@@ -284,7 +288,7 @@ def build_batch(
     ids = extended.take(source)
     return {
         "input_ids": ids,
-        "input_mask": real.astype(np.int32),
-        "segment_ids": (in_b & real).astype(np.int32),
+        "input_mask": real.view(np.uint8),
+        "segment_ids": (in_b & real).view(np.uint8),
         "lengths": length.astype(np.int64),
     }

@@ -122,7 +122,7 @@ def _varints(values: np.ndarray, top: int | None = None) -> tuple[np.ndarray, np
     if top is None:
         top = int(values.max(initial=0))
     if top < 128:  # The common case of masks, segment ids and short lengths: one byte each, no table.
-        return values.astype(np.uint8), None, np.full(n, k, dtype=np.int64)
+        return values.astype(np.uint8, copy=False), None, np.full(n, k, dtype=np.int64)
     if top < 1 << _TABLE_BITS:
         # Sized to the values (2**16 covers a BERT vocabulary): building the 2**21 table adds ~70 MB of peak RSS.
         packed, table_lens, used = _varint_table(max(16, top.bit_length()))
@@ -198,9 +198,10 @@ def serialize_examples(batch: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.
     return _serialize(batch, head=0, tail=0)
 
 
-def serialize_framed(batch: Mapping[str, np.ndarray]) -> bytes:
+def serialize_framed(batch: Mapping[str, np.ndarray]) -> np.ndarray:
     """`serialize_examples` and `tfrecord_io.frame_records` in one: the records are laid out with room for their
-    TFRecord framing, which is then filled in place (framing afterwards moves every byte a second time)."""
+    TFRecord framing, which is then filled in place (framing afterwards moves every byte a second time). Returns
+    the framed records as uint8, ready for a file's ``write``."""
     stream, lengths = _serialize(batch, head=tfrecord_io.HEAD_BYTES, tail=tfrecord_io.TAIL_BYTES)
     return tfrecord_io.fill_frames(stream, lengths)
 
@@ -226,7 +227,7 @@ def _serialize(batch: Mapping[str, np.ndarray], head: int, tail: int) -> tuple[n
             if values.dtype.kind not in "iu" or values.dtype == np.uint64:
                 values = values.astype(np.int64)
             top = int(values.max(initial=0))
-            if values.size and int(values.min()) < 0:
+            if values.size and values.dtype.kind == "i" and int(values.min()) < 0:
                 raise ValueError(f"feature {name} holds values outside [0, 2**63); pretraining ids must be >= 0")
             payload[name] = _varints(values, top)  # int32 ids stay int32: the encoding indexes by them
     sizes = {}

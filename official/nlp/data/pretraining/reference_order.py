@@ -50,11 +50,11 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
     vocab_size = len(tokenizer.vocab)
     cls_id, sep_id = mask_config.special_token_ids
 
+    extended = instances_lib.with_specials(docs.tokens, cls_id, sep_id)
+
     def mask_one(row: int) -> None:
         arrays = {k: np.asarray(getattr(plan, k)[row : row + 1]) for k in ("a_start", "a_end", "b_start", "b_end")}
-        batch = instances_lib.build_batch(
-            docs.tokens, arrays, np.zeros(1, np.int64), config.max_seq_length, cls_id, sep_id
-        )
+        batch = instances_lib.build_batch(extended, arrays, np.zeros(1, np.int64), config.max_seq_length)
         unit = masking_lib.candidate_units(batch["input_ids"], batch["input_mask"], mask_config)
         num_units = int(unit.max(initial=-1)) + 1
         shuffled = list(range(num_units))

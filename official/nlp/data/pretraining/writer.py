@@ -22,17 +22,17 @@ Masker = Callable[[dict, np.ndarray], dict]  # (batch from build_batch, its plan
 
 
 def encode_instances(
-    tokens: np.ndarray,
+    extended: np.ndarray,
     plan: dict,
     rows: np.ndarray,
     config: PretrainingDataConfig,
     mask_config: masking_lib.MaskingConfig,
     masker: Masker,
     stats: PretrainingStatistics,
-) -> bytes:
-    """Assembles, masks (``masker(batch, rows)``), serializes and frames the instances ``rows`` of a plan."""
-    cls_id, sep_id = mask_config.special_token_ids
-    batch = instances_lib.build_batch(tokens, plan, rows, config.max_seq_length, cls_id, sep_id)
+) -> np.ndarray:
+    """Assembles, masks (``masker(batch, rows)``), serializes and frames the instances ``rows`` of a plan
+    (``extended``: the unit's tokens with the special ids, `instances.with_specials`)."""
+    batch = instances_lib.build_batch(extended, plan, rows, config.max_seq_length)
     features = {k: batch[k] for k in records_lib.SEQUENCE_FEATURES}
     actions = None
     if config.static_masking:
@@ -63,10 +63,11 @@ def write_instances(
 ) -> None:
     """Writes the instances ``order`` of a plan, in that order and a batch at a time, as framed records (gzipped
     with ``config.gzip``) to ``path``."""
+    extended = instances_lib.with_specials(tokens, *mask_config.special_token_ids)
     with output_files.naming_full_disk(path), output_files.open_for_writing(path) as raw:
         out = gzip_writer(raw) if config.gzip else raw
         for begin in range(0, len(order), BATCH_SIZE):
             rows = order[begin : begin + BATCH_SIZE]
-            out.write(encode_instances(tokens, plan, rows, config, mask_config, masker, stats))
+            out.write(encode_instances(extended, plan, rows, config, mask_config, masker, stats))
         if config.gzip:
             out.close()
