@@ -328,7 +328,8 @@ def test_predictions_after_training_are_those_of_best_model(init_dir, tmp_path, 
     out = tmp_path / "out"
     task = FirstEpochBestTask()
     config = JobsConfig(**dataclasses.asdict(_config(init_dir, out)))
-    with caplog.at_level("INFO"):
+    # absl's own logger: a script run earlier in the same worker may have left its level at WARNING.
+    with caplog.at_level("INFO", logger="absl"):
         run = finetuning.run_task(
             config, lambda files: task, evaluate=(lambda t: True) if evaluation_predicts else None
         )
