@@ -11,9 +11,9 @@ corpus of at most ``unit_mb`` is one unit, so it is processed as the original pr
 Output shards are contiguous runs of units; with fewer units than shards, each unit's (shuffled) instances are
 dealt round-robin to a run of shards, as the original deals its instances to its output files. A shard that would
 stay empty is an error. A worker writes its unit to a part file inside ``<shard>.incomplete/`` (one per shard
-the unit feeds); when all units of a shard are done, the parts are joined, the shard's statistics and the
-settings that shaped its bytes (see `outputs`) are written to ``stats/<shard>.json`` and the shard is renamed to
-its final name. A shard file under its final name is therefore always complete, and a rerun with the same settings
+the unit feeds), and the main process appends each part to the shard's file there as the unit's result arrives,
+in unit order. When all units of a shard are done, the shard's statistics and the settings that shaped its bytes
+(see `outputs`) are written to ``stats/<shard>.json`` and the shard is renamed to its final name. A shard file under its final name is therefore always complete, and a rerun with the same settings
 skips it; a rerun with other settings is refused before anything is touched, since keeping the old shards would mix
 two datasets. Each unit draws from its own seed (``random_seed``, unit index), so the output bytes depend on the
 flags and the input only, not on the number of workers or on interruptions.
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-import errno
 import logging
 import multiprocessing
 import os
@@ -45,16 +44,20 @@ import numpy as np
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
-from official.nlp.common.output_files import check_target, commit
+from official.nlp.common.output_files import check_target
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
 from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining.outputs import (
+    ShardJoiner,
     absolute,
     default_stats_path,
+    finish_shard,
     is_complete,
     output_paths,
     output_settings,
+    part_path,
+    parts_dir,
     shard_record,
 )
 from official.nlp.data.pretraining.outputs import stats_path as shard_stats_path
@@ -175,81 +178,6 @@ def place_units(num_units: int, num_shards: int) -> list[list[int]]:
     return [list(range(u * num_shards // num_units, (u + 1) * num_shards // num_units)) for u in range(num_units)]
 
 
-def _finish_shard(path: str, joined: str, stats: PretrainingStatistics, record: dict) -> None:
-    """Puts the joined parts (local file `joined` in the shard's parts folder) in place as shard `path`:
-    statistics first, the shard's final name last."""
-    if not stats.instances:
-        raise InputError(
-            f"{path} would hold no instance: the input gives too few instances for this many output shards. Write "
-            f"fewer shards (a smaller N in --output_file=PATH@N), or give more text."
-        )
-    if input_files.is_remote(path):  # one object, copied whole under a temporary name, then renamed
-        output_files.copy(joined, output_files.temporary_name(path))
-        joined = output_files.temporary_name(path)
-    stats.write(shard_stats_path(path), record)
-    commit(joined, path, name="--output_file")  # The shard gets its final name only now, complete.
-
-
-class _Joiner:
-    """Appends each unit's part to its shard as the unit's result arrives (in unit order), while the workers go
-    on: joining them all at the end kept both cores idle for the copy."""
-
-    def __init__(self, parts: dict):
-        self.parts = parts  # shard -> its local parts folder
-        self.files: dict = {}
-
-    def path(self, s: int) -> str:
-        return os.path.join(self.parts[s], "shard")
-
-    def append(self, s: int, part: str) -> None:
-        if s not in self.files:
-            self.files[s] = open(self.path(s), "wb")
-        with output_files.naming_full_disk(self.path(s)), open(part, "rb") as f:
-            _append(f, self.files[s])
-        os.remove(part)
-
-    def close(self, s: int) -> str:
-        with output_files.naming_full_disk(self.path(s)):
-            self.files.pop(s).close()
-        return self.path(s)
-
-    def close_all(self) -> None:
-        for f in self.files.values():
-            f.close()
-        self.files.clear()
-
-
-def _append(source, out) -> None:
-    """Appends local file ``source`` to ``out``: in the kernel where it can (copy_file_range; 0.2 s instead of
-    1.9 s through Python's buffers for 800 MB of parts, all of it at the end of the job when the workers are done),
-    else by copying."""
-    if hasattr(os, "copy_file_range"):
-        remaining = os.fstat(source.fileno()).st_size
-        out.flush()
-        try:
-            while remaining > 0:
-                copied = os.copy_file_range(source.fileno(), out.fileno(), remaining)
-                if copied == 0:
-                    break
-                remaining -= copied
-            if remaining == 0:
-                return
-        except OSError as e:
-            if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
-                raise
-        # The file positions moved with the bytes copied, so the copy goes on where the kernel stopped.
-    shutil.copyfileobj(source, out, 1 << 22)
-
-
-def _parts_dir(path: str, index: int, parts_root: str | None) -> str:
-    """Where the workers write the parts of shard `path`: beside it on local disk, so that a local job needs no
-    other space; for a shard on another filesystem, a local temporary folder (`parts_root`), so that the parts are
-    written and joined at local speed and only the finished shard travels."""
-    if parts_root is None:
-        return path + ".incomplete"
-    return os.path.join(parts_root, f"{index:05d}.incomplete")
-
-
 def _holds_text(path: str) -> bool:
     with input_files.open_file(path, "rb") as f:
         while chunk := f.read(1 << 16):
@@ -321,7 +249,7 @@ def _write_shards(config, files, paths, stats_path, settings, complete, job_reco
             total.merge(PretrainingStatistics.read(shard_stats_path(path)))
             continue
         output_files.remove(path)  # A final name without statistics was not written by us; redo it.
-        tmp_dir = _parts_dir(path, s, parts_root if input_files.is_remote(path) else None)
+        tmp_dir = parts_dir(path, s, parts_root if input_files.is_remote(path) else None)
         shutil.rmtree(tmp_dir, ignore_errors=True)
         os.makedirs(tmp_dir)
 
@@ -343,7 +271,7 @@ def _write_shards(config, files, paths, stats_path, settings, complete, job_reco
         num_workers,
     )
     if pending:
-        parts = {s: _parts_dir(p, s, parts_root if input_files.is_remote(p) else None) for s, p in enumerate(paths)}
+        parts = {s: parts_dir(p, s, parts_root if input_files.is_remote(p) else None) for s, p in enumerate(paths)}
         _run_units(config, paths, parts, units, placement, pending, complete, num_workers, total, settings)
     if total.same_document_random_next:
         logging.warning(
@@ -361,19 +289,15 @@ def _write_shards(config, files, paths, stats_path, settings, complete, job_reco
     return total
 
 
-def _part_path(parts_dir: str, unit: int) -> str:
-    return os.path.join(parts_dir, f"unit-{unit:06d}.part")
-
-
 def _run_units(config, paths, parts, units, placement, pending, complete, num_workers, total, settings) -> None:
     shard_units = {s: [u for u in pending if s in placement[u]] for s in range(len(paths)) if not complete[s]}
     remaining = {s: len(us) for s, us in shard_units.items()}
     shard_stats = {s: PretrainingStatistics(config.max_seq_length) for s in remaining}
-    tasks = [(units[u], [None if complete[s] else _part_path(parts[s], u) for s in placement[u]]) for u in pending]
+    tasks = [(units[u], [None if complete[s] else part_path(parts[s], u) for s in placement[u]]) for u in pending]
     start = time.time()
     done_bytes = 0
     last_log = start
-    joiner = _Joiner(parts)
+    joiner = ShardJoiner(parts)
     ctx = multiprocessing.get_context("spawn")  # Never fork: the parent may hold TF or other threads.
     if num_workers == 1:
         _worker_init(config)
@@ -399,10 +323,10 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
                 part_stats = PretrainingStatistics.from_dict(part_dict)
                 shard_stats[s].merge(part_stats)
                 total.merge(part_stats)
-                joiner.append(s, _part_path(parts[s], u))
+                joiner.append(s, part_path(parts[s], u))
                 remaining[s] -= 1
                 if remaining[s] == 0:
-                    _finish_shard(paths[s], joiner.close(s), shard_stats.pop(s), shard_record(settings, s))
+                    finish_shard(paths[s], joiner.close(s), shard_stats.pop(s), shard_record(settings, s))
                     shutil.rmtree(parts[s], ignore_errors=True)
                     logging.info("wrote %s", paths[s])
             now = time.time()

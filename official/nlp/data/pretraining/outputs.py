@@ -1,4 +1,5 @@
-"""The output files of `generator`: shard names, statistics files, and the completion record of a shard.
+"""The output files of `generator`: shard names, statistics files, the completion record of a shard, and how a shard
+is put together from the parts its units' workers write.
 
 Statistics live in a ``stats/`` folder next to the records (`stats_path`), so that no glob of record names
 (``train.tfrecord-*``, ``*.tfrecord*``) catches them; the pretraining loader skips a folder that ``*`` catches.
@@ -11,18 +12,21 @@ datasets in one output and merge statistics of different shapes.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from official.nlp.common import input_files
+from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 
 if TYPE_CHECKING:
     from official.nlp.data.pretraining.settings import PretrainingDataConfig
+    from official.nlp.data.pretraining.statistics import PretrainingStatistics
 
 _SHARD_PATTERN = re.compile(r"^(.*)@(\d+)$")
 
@@ -107,7 +111,7 @@ _SETTING_NAMES = {
 def is_complete(path: str, settings: dict, shard_index: int) -> bool:
     """True if ``path`` is a complete shard of these settings; raises if it is one of other settings."""
     record_path = stats_path(path)
-    # The statistics file is the shard's marker only once the shard is there too (see `generator._finish_shard`).
+    # The statistics file is the shard's marker only once the shard is there too (see `finish_shard`).
     if not (input_files.exists(record_path) and input_files.exists(path)):
         return False
     recorded = json.loads(input_files.read_text(record_path)).get("settings")
@@ -129,3 +133,81 @@ def is_complete(path: str, settings: dict, shard_index: int) -> bool:
     if differing:
         raise InputError(f"{path} was written with other settings than this run's ({'; '.join(differing)}). {how}")
     return True
+
+
+def finish_shard(path: str, joined: str, stats: PretrainingStatistics, record: dict) -> None:
+    """Puts the joined parts (local file `joined` in the shard's parts folder) in place as shard `path`:
+    statistics first, the shard's final name last."""
+    if not stats.instances:
+        raise InputError(
+            f"{path} would hold no instance: the input gives too few instances for this many output shards. Write "
+            f"fewer shards (a smaller N in --output_file=PATH@N), or give more text."
+        )
+    if input_files.is_remote(path):  # one object, copied whole under a temporary name, then renamed
+        output_files.copy(joined, output_files.temporary_name(path))
+        joined = output_files.temporary_name(path)
+    stats.write(stats_path(path), record)
+    output_files.commit(joined, path, name="--output_file")  # The shard gets its final name only now, complete.
+
+
+class ShardJoiner:
+    """Appends each unit's part to its shard as the unit's result arrives (in unit order), while the workers go
+    on: joining them all at the end kept both cores idle for the copy."""
+
+    def __init__(self, parts: dict):
+        self.parts = parts  # shard -> its local parts folder
+        self.files: dict = {}
+
+    def path(self, s: int) -> str:
+        return os.path.join(self.parts[s], "shard")
+
+    def append(self, s: int, part: str) -> None:
+        if s not in self.files:
+            self.files[s] = open(self.path(s), "wb")
+        with output_files.naming_full_disk(self.path(s)), open(part, "rb") as f:
+            append_file(f, self.files[s])
+        os.remove(part)
+
+    def close(self, s: int) -> str:
+        with output_files.naming_full_disk(self.path(s)):
+            self.files.pop(s).close()
+        return self.path(s)
+
+    def close_all(self) -> None:
+        for f in self.files.values():
+            f.close()
+        self.files.clear()
+
+
+def append_file(source, out) -> None:
+    """Appends local file ``source`` to ``out``: in the kernel where it can (copy_file_range: 0.2 s instead of
+    1.9 s through Python's buffers for 800 MB of parts), else by copying."""
+    if hasattr(os, "copy_file_range"):
+        remaining = os.fstat(source.fileno()).st_size
+        out.flush()
+        try:
+            while remaining > 0:
+                copied = os.copy_file_range(source.fileno(), out.fileno(), remaining)
+                if copied == 0:
+                    break
+                remaining -= copied
+            if remaining == 0:
+                return
+        except OSError as e:
+            if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
+        # The file positions moved with the bytes copied, so the copy goes on where the kernel stopped.
+    shutil.copyfileobj(source, out, 1 << 22)
+
+
+def parts_dir(path: str, index: int, parts_root: str | None) -> str:
+    """Where the workers write the parts of shard `path`: beside it on local disk, so that a local job needs no
+    other space; for a shard on another filesystem, a local temporary folder (`parts_root`), so that the parts are
+    written and joined at local speed and only the finished shard travels."""
+    if parts_root is None:
+        return path + ".incomplete"
+    return os.path.join(parts_root, f"{index:05d}.incomplete")
+
+
+def part_path(parts_dir: str, unit: int) -> str:
+    return os.path.join(parts_dir, f"unit-{unit:06d}.part")

@@ -479,28 +479,3 @@ def test_mlm_only_data_packs_contiguous_text(shared_data, tmp_path, disjoint_cor
     assert (lengths == 128).mean() > 0.5  # packed to full length, but for short targets and document ends
     # Nearly every token of the text is used once (dupe_factor=1); only over-long ends are cut.
     assert (lengths - 3).sum() > 0.95 * sum(len(s) for s in streams)
-
-
-@pytest.mark.parametrize("kernel_copy", [True, False])
-def test_parts_are_joined_whole_by_the_kernel_copy_and_by_its_fallback(tmp_path, monkeypatch, kernel_copy):
-    """A shard is its parts back to back; where copy_file_range is refused (another filesystem, an old kernel)
-    the join copies through Python instead."""
-    if not kernel_copy:
-        import errno
-
-        def refuse(*args):
-            raise OSError(errno.EXDEV, "Invalid cross-device link")
-
-        monkeypatch.setattr(os, "copy_file_range", refuse, raising=False)
-    elif not hasattr(os, "copy_file_range"):
-        pytest.skip("no copy_file_range on this platform")
-    rng = np.random.default_rng(0)
-    parts = [rng.integers(0, 256, size).astype(np.uint8).tobytes() for size in (0, 1, 70_000, 5_000_000)]
-    joined = tmp_path / "joined"
-    with open(joined, "wb") as out:
-        out.write(b"head")
-        for i, data in enumerate(parts):
-            (tmp_path / f"part{i}").write_bytes(data)
-            with open(tmp_path / f"part{i}", "rb") as source:
-                pretraining_data._append(source, out)
-    assert joined.read_bytes() == b"head" + b"".join(parts)
