@@ -55,7 +55,7 @@ from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.training import distribution, optimization, summaries
-from official.nlp.training.config import TrainingConfig, check_training_settings
+from official.nlp.training.config import TrainingConfig, check_training_settings, settings_differences
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
 
@@ -321,11 +321,7 @@ def check_settings(output_dir: str, settings: dict) -> bool:
     already records them (else `record_settings` writes them once training starts)."""
     recorded = model_dir_lib.read_settings_file(output_dir) if input_files.isdir(output_dir) else None
     if recorded is not None:
-        differing = [
-            f"--{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
-            for k in sorted(set(recorded) | set(settings))
-            if recorded.get(k) != settings.get(k)
-        ]
+        differing = settings_differences(recorded, settings)
         if differing:
             raise InputError(
                 f"--output_dir={output_dir} holds a run with other settings ({'; '.join(differing)}). "

@@ -37,7 +37,7 @@ from official.nlp.modeling.configs import PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
 from official.nlp.training import distribution, optimization
-from official.nlp.training.config import TrainingConfig, check_training_settings
+from official.nlp.training.config import TrainingConfig, check_training_settings, settings_differences
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
 
 
@@ -152,11 +152,7 @@ def check_settings(config: PretrainingConfig) -> bool:
         return False
     recorded = json.loads(input_files.read_text(path))
     settings = training_settings(config)
-    differing = [
-        f"--{k}: {recorded.get(k)!r} there, {settings.get(k)!r} now"
-        for k in sorted(set(recorded) | set(settings))
-        if recorded.get(k) != settings.get(k)
-    ]
+    differing = settings_differences(recorded, settings)
     if differing:
         raise InputError(
             f"--model_dir={config.model_dir} holds a run with other settings ({'; '.join(differing)}). Rerun "

@@ -89,3 +89,13 @@ def check_training_settings(config: TrainingConfig, num_replicas: int) -> None:
         )
     if problems:
         raise InputError("; ".join(problems))
+
+
+def settings_differences(recorded: dict, current: dict) -> list[str]:
+    """``--flag: <recorded> there, <current> now`` for each setting that differs between a run's recorded settings
+    and this job's: what a refusal to resume names, so the user sees which flags to change back."""
+    return [
+        f"--{k}: {recorded.get(k)!r} there, {current.get(k)!r} now"
+        for k in sorted(set(recorded) | set(current))
+        if recorded.get(k) != current.get(k)
+    ]

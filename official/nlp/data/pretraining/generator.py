@@ -13,10 +13,11 @@ dealt round-robin to a run of shards, as the original deals its instances to its
 stay empty is an error. A worker writes its unit to a part file inside ``<shard>.incomplete/`` (one per shard
 the unit feeds), and the main process appends each part to the shard's file there as the unit's result arrives,
 in unit order. When all units of a shard are done, the shard's statistics and the settings that shaped its bytes
-(see `outputs`) are written to ``stats/<shard>.json`` and the shard is renamed to its final name. A shard file under its final name is therefore always complete, and a rerun with the same settings
-skips it; a rerun with other settings is refused before anything is touched, since keeping the old shards would mix
-two datasets. Each unit draws from its own seed (``random_seed``, unit index), so the output bytes depend on the
-flags and the input only, not on the number of workers or on interruptions.
+(see `outputs`) are written to ``stats/<shard>.json`` and the shard is renamed to its final name. A shard file
+under its final name is therefore always complete, and a rerun with the same settings skips it; a rerun with other
+settings is refused before anything is touched, since keeping the old shards would mix two datasets. Each unit
+draws from its own seed (``random_seed``, unit index), so the output bytes depend on the flags and the input only,
+not on the number of workers or on interruptions.
 
 Example:
 
