@@ -431,11 +431,9 @@ class GenericProcessor(DataProcessor):
                 if missing:
                     raise BadRowError(f"no column {missing[0]!r} (columns: {sorted(record)})")
                 guid = str(record[self.id_column]) if self.id_column and self.id_column in record else str(index)
-                text_b = str(record[self.text_b_column]) if self.text_b_column else None
+                text_b = _text(record, self.text_b_column) if self.text_b_column else None
                 examples.append(
-                    self.example(
-                        guid, str(record[self.text_a_column] or ""), text_b, record.get(self.label_column), split
-                    )
+                    self.example(guid, _text(record, self.text_a_column), text_b, record.get(self.label_column), split)
                 )
             except BadRowError as e:
                 message = f"{path}:{number}: {e}"
@@ -444,6 +442,20 @@ class GenericProcessor(DataProcessor):
                 logging.warning("Skipping %s", message)
                 bad += 1
         return ReadResult(examples, bad)
+
+
+def _text(record: dict, column: str) -> str:
+    """The text of a column: JSON's null is no text (an empty second text is no second segment, an empty first
+    text a bad row); a number is its digits; anything else (a list, an object, true/false) is a bad row, where
+    `str()` would have made "None" or "['a', 'b']" into the example's text."""
+    value = record[column]
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    raise BadRowError(f"column {column!r} holds {json.dumps(value)[:40]}, not text")
 
 
 # ---- tensorflow-datasets ---------------------------------------------------------------------------------------------

@@ -201,6 +201,28 @@ def test_generic_reader(tmp_path, file_format):
         missing.read(str(path), glue.TRAIN)
 
 
+def test_generic_jsonl_values_that_are_not_text(tmp_path):
+    """JSON's null second text is no second segment (not the text "None"); a number is its digits; a list, an
+    object or a boolean is a bad row named by its line, not its Python repr as text."""
+    rows = [
+        {"a": "First.", "b": None, "y": "pos"},
+        {"a": 1984, "b": "Second.", "y": "neg"},
+        {"a": "Third.", "b": ["x", "y"], "y": "pos"},
+        {"a": None, "b": "Fourth.", "y": "neg"},
+        {"a": "Fifth.", "b": True, "y": "neg"},
+    ]
+    path = tmp_path / "train.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    processor = glue.GenericProcessor(
+        text_a_column="a", text_b_column="b", label_column="y", labels=["neg", "pos"], file_format="jsonl"
+    )
+    read = processor.read(str(path), glue.TRAIN, skip_bad_rows=True)
+    assert [(e.text_a, e.text_b) for e in read.examples] == [("First.", ""), ("1984", "Second.")]
+    assert read.bad_rows == 3
+    with pytest.raises(glue.BadRowError, match=r"train.jsonl:3: column 'b' holds \["):
+        processor.read(str(path), glue.TRAIN)
+
+
 @pytest.mark.slow  # tfds' mock imports its lazy dependencies: ~40 s on a busy 2-core machine
 def test_tfds_glue_with_mock_data():
     import tensorflow_datasets as tfds
