@@ -18,7 +18,7 @@ from official.nlp.common.errors import InputError
 from official.nlp.data import conll
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.tasks import finetuning, tagging
+from official.nlp.tasks import finetuning_outputs, tagging
 from tests.conftest import REPO_ROOT
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_ner.py")
@@ -103,7 +103,7 @@ def test_fine_tuning_end_to_end(setup, tmp_path):
     out = tmp_path / "out"
     run = _run(_flags(setup, out, "--learning_rate=1e-3"))
     assert run.returncode == 0, run.stderr[-3000:]
-    results = (out / finetuning.EVAL_RESULTS_FILE).read_text()
+    results = (out / finetuning_outputs.EVAL_RESULTS_FILE).read_text()
     assert "epoch 1," in results and "f1 = " in results and "f1_PER = " in results
     assert "eval: epoch=1" in run.stdout and "FB1:" in run.stdout
     # The predictions are the dev words with their columns plus one tag, readable by conlleval.

@@ -18,7 +18,7 @@ from official.nlp.common.errors import InputError
 from official.nlp.data import swag
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.tasks import finetuning, multiple_choice
+from official.nlp.tasks import finetuning_outputs, multiple_choice
 from tests.conftest import REPO_ROOT
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_swag.py")
@@ -83,11 +83,11 @@ def test_run_swag_on_the_sample(shared_data, tmp_path):
     run = _run(flags + ["--skip_bad_rows"])
     assert run.returncode == 0, run.stderr[-3000:]
     assert "skipped 1 bad row(s) in the train file" in run.stdout
-    history = json.loads((out / finetuning.EVAL_HISTORY_FILE).read_text())
+    history = json.loads((out / finetuning_outputs.EVAL_HISTORY_FILE).read_text())
     assert [e["epoch"] for e in history] == [1, 2] and all(e["examples"] == 10 for e in history)
     # Training on the evaluation examples themselves: the loss on them falls.
     assert history[-1]["loss"] < history[0]["loss"]
-    assert "accuracy = " in (out / finetuning.EVAL_RESULTS_FILE).read_text()
+    assert "accuracy = " in (out / finetuning_outputs.EVAL_RESULTS_FILE).read_text()
     with open(out / "test_results.csv") as f:
         predictions = list(csv.DictReader(f))
     assert len(predictions) == 10 and predictions[0]["source"] == f"{sample}:1"

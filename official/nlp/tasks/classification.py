@@ -32,7 +32,7 @@ from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, feature_cache, glue, length_buckets
 from official.nlp.metrics.glue import compute_metrics
 from official.nlp.modeling.models import BertClassifier
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning, finetuning_outputs
 from official.nlp.training.objectives import MeanSquaredErrorObjective, SparseCategoricalObjective
 
 FEATURES_VERSION = 2  # bump when the records' layout changes, so older caches are rebuilt
@@ -366,7 +366,7 @@ class ClassifierResult:
 def save_classifier(model: keras.Model, directory: str, files, *, task_name: str, labels: Sequence[str] | None) -> str:
     """Writes a `BertClassifier` fine-tuned elsewhere (e.g. with `model.fit`) as a model directory that
     `run_classifier --init_checkpoint` takes for evaluation or prediction (`labels` None for regression)."""
-    return finetuning.save_fine_tuned(
+    return finetuning_outputs.save_fine_tuned(
         model, directory, files, task_name=task_name, head=ClassificationTask.head, labels=list(labels or [])
     )
 

@@ -16,11 +16,12 @@ how to read its training data and how to evaluate; `run_finetuning` does the res
   best checkpoint by the task's metric is kept as a model directory (`best_model/`, with `finetuning.json`
   naming the task and its labels, so that a later job refuses a head of another label set).
 
-The model of a run is one thing wherever it is used: its `best_model/` when it has one, else its latest
-checkpoint. Training ends with the best weights restored into the model (as Keras' `restore_best_weights` does),
-so `--do_predict` in the same job, the returned model, a later job's `--init_checkpoint=<output_dir>`, a job
-without `--do_train` on the same `--output_dir` and `export_model.py` all use the same weights. (The original
-google-research/bert predicts with the last checkpoint.)
+The files a run keeps in `output_dir` (settings, evaluations, `best_model/`) are written and read by
+`tasks.finetuning_outputs`. The model of a run is one thing wherever it is used: its `best_model/` when it has one,
+else its latest checkpoint. Training ends with the best weights restored into the model (as Keras'
+`restore_best_weights` does), so `--do_predict` in the same job, the returned model, a later job's
+`--init_checkpoint=<output_dir>`, a job without `--do_train` on the same `--output_dir` and `export_model.py` all
+use the same weights. (The original google-research/bert predicts with the last checkpoint.)
 
 `FineTuningConfig` is the settings every fine-tuning job shares (`training.config.TrainingConfig`'s loop plus the
 model and the schedule in epochs); a task's config extends it with its data fields and `do_train`, `do_eval`,
@@ -40,7 +41,7 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar, Protocol
 
 import keras
@@ -49,18 +50,16 @@ from absl import logging
 
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.checkpoints import restore_plan, tf_checkpoints
-from official.nlp.common import input_files, output_files
+from official.nlp.checkpoints import restore_plan
+from official.nlp.common import input_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.tasks import finetuning_outputs as outputs
 from official.nlp.training import distribution, optimization, summaries
-from official.nlp.training.config import TrainingConfig, check_training_settings, settings_differences
+from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
-
-EVAL_RESULTS_FILE = "eval_results.txt"
-EVAL_HISTORY_FILE = "eval_history.json"
 
 
 @dataclasses.dataclass
@@ -316,32 +315,6 @@ def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles,
     return json.loads(json.dumps(settings))
 
 
-def check_settings(output_dir: str, settings: dict) -> bool:
-    """Refuses to resume `output_dir` when it was trained with other settings, naming them; returns whether it
-    already records them (else `record_settings` writes them once training starts)."""
-    recorded = model_dir_lib.read_settings_file(output_dir) if input_files.isdir(output_dir) else None
-    if recorded is not None:
-        differing = settings_differences(recorded, settings)
-        if differing:
-            raise InputError(
-                f"--output_dir={output_dir} holds a run with other settings ({'; '.join(differing)}). "
-                "Rerun with the same flags to resume it, or choose another --output_dir."
-            )
-        return True
-    if input_files.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
-        raise InputError(
-            f"--output_dir={output_dir} holds checkpoints but no {model_dir_lib.SETTINGS_FILE}, so they "
-            "may belong to other settings; choose another --output_dir"
-        )
-    return False
-
-
-def record_settings(output_dir: str, settings: dict) -> None:
-    output_files.makedirs(output_dir, name="--output_dir")
-    with output_files.write_atomically(os.path.join(output_dir, model_dir_lib.SETTINGS_FILE)) as f:
-        json.dump(settings, f, indent=1, sort_keys=True)
-
-
 def build_model(
     config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask, strategy: tf.distribute.Strategy
 ) -> keras.Model:
@@ -382,110 +355,12 @@ def eval_points(train_steps: int, steps_per_epoch: int) -> list[int]:
     return [e * steps_per_epoch for e in range(1, epochs)] + [train_steps]
 
 
-def _read_history(output_dir: str) -> list[dict]:
-    path = os.path.join(output_dir, EVAL_HISTORY_FILE)
-    if not input_files.exists(path):
-        return []
-    return json.loads(input_files.read_text(path))
-
-
-def _write_eval(output_dir: str, history: list[dict]) -> None:
-    """`eval_history.json` and `eval_results.txt` (the original's `key = value` lines, one block per epoch)."""
-    with output_files.write_atomically(os.path.join(output_dir, EVAL_HISTORY_FILE)) as f:
-        json.dump(history, f, indent=1)
-    _write_eval_results(output_dir, history)
-
-
-def _write_eval_results(output_dir: str, history: list[dict]) -> None:
-    """`eval_results.txt`; an evaluation without training (`epoch` None) is written like the others, after them."""
-    lines = []
-    for entry in history:
-        lines.append(f"***** Eval results: epoch {entry['epoch']}, global_step {entry['step']} *****")
-        lines += [f"{k} = {v}" for k, v in sorted(entry.items())]
-    output_files.makedirs(output_dir, name="--output_dir")
-    with output_files.write_atomically(os.path.join(output_dir, EVAL_RESULTS_FILE)) as f:
-        f.write("\n".join(lines) + "\n")
-
-
 def _checkpoint_step(plan: restore_plan.RestorePlan) -> int | None:
     """The training step of the checkpoint an evaluation without training restores (`ckpt-<step>`), if known."""
     if plan.source not in (restore_plan.RESUME, restore_plan.BEST) or not plan.checkpoint:
         return None
     suffix = plan.checkpoint.rsplit("-", 1)[-1]
     return int(suffix) if suffix.isdigit() else None
-
-
-def restore_best(model: keras.Model, best_dir: str, final_step: int) -> dict | None:
-    """Makes `model` the model of the run: the weights of `best_dir` (`best_model/`) when they are from an earlier
-    step than `final_step`, the weights training ended with. Returns `best_model/`'s evaluation (None without one)
-    and logs which weights the model holds."""
-    record = model_dir_lib.read_task_file(best_dir) if input_files.isdir(best_dir) else None
-    checkpoint = tf.train.latest_checkpoint(best_dir) if record else None
-    if checkpoint is None:
-        logging.info("The model of this run is its last checkpoint (step %d): no %s", final_step, best_dir)
-        return None
-    evaluation = dict(record.get("evaluation") or {})
-    metric = record.get("metric")
-    described = f"epoch {evaluation.get('epoch')}, step {evaluation.get('step')}, {metric}={evaluation.get(metric)}"
-    if evaluation.get("step") == final_step:
-        logging.info("The model of this run is %s (%s): the weights training ended with", best_dir, described)
-    else:
-        tf_checkpoints.restore_checkpoint(model, checkpoint)
-        logging.info(
-            "The model of this run is %s (%s), not the last step's (%d): its weights are restored for what "
-            "follows (--do_predict, the returned model), as an export or a later --init_checkpoint would load them",
-            best_dir,
-            described,
-            final_step,
-        )
-    return evaluation
-
-
-def save_fine_tuned(
-    model: keras.Model,
-    directory: str,
-    files: model_dir_lib.ModelFiles,
-    *,
-    task_name: str,
-    head: str,
-    labels: Sequence[str],
-    metric: str | None = None,
-    evaluation: Mapping | None = None,
-    settings: Mapping | None = None,
-) -> str:
-    """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation),
-    replacing an earlier one. Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels
-    it restores the head too; another label set is refused. `settings` (the job's, see `serving_settings`) go to
-    its `finetuning_settings.json`, so that the directory alone says how to serve it (`max_seq_length`, ...)."""
-    step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
-    task_file = {
-        "task": task_name,
-        "head": head,
-        "labels": list(labels),
-        "metric": metric,
-        "evaluation": dict(evaluation or {}),
-    }
-    json_files = {model_dir_lib.TASK_FILE: task_file}
-    if settings is not None:
-        json_files[model_dir_lib.SETTINGS_FILE] = settings
-    # The task file goes in before the directory is put in place: a best_model/ without it would load as a bare
-    # encoder and silently drop its head.
-    model_dir_lib.export_model_dir(
-        model,
-        directory,
-        vocab_file=files.vocab_file,
-        do_lower_case=files.do_lower_case,
-        step=step,
-        json_files=json_files,
-    )
-    return directory
-
-
-def serving_settings(settings: Mapping, task: FineTuningTask) -> dict:
-    """What a fine-tuned model directory records: the job's training settings plus what the task's predictions
-    also depend on (`task.serving_settings()`, e.g. SQuAD's answer post-processing), where it has such."""
-    extra = task.serving_settings() if hasattr(task, "serving_settings") else {}
-    return json.loads(json.dumps({**settings, **extra}))
 
 
 def run_finetuning(
@@ -517,7 +392,7 @@ def run_finetuning(
     model = build_model(config, files, task, strategy)
     if not do_train:
         plan.apply(model)
-        history = _read_history(config.output_dir)
+        history = outputs.read_history(config.output_dir)
         if do_eval:
             history = history + [
                 {
@@ -527,15 +402,15 @@ def run_finetuning(
                 }
             ]
             if distribution.worker_info(strategy).is_chief:
-                _write_eval_results(config.output_dir, history)
+                outputs.write_eval_results(config.output_dir, history)
         return FineTuningResult(model, files, 0, {}, history, None)
 
     settings = training_settings(config, files, task)
-    recorded = check_settings(config.output_dir, settings)
+    recorded = outputs.check_settings(config.output_dir, settings)
     # Settings are recorded once the training data is ready: a run refused for its data has trained nothing.
     train_steps, warmup_steps, per_epoch = num_train_steps(task.num_train_examples(), config)
     if not recorded and distribution.worker_info(strategy).is_chief:
-        record_settings(config.output_dir, settings)
+        outputs.record_settings(config.output_dir, settings)
     with strategy.scope():
         optimizer = create_optimizer(config, train_steps, warmup_steps)
     trainer = Trainer(
@@ -561,7 +436,7 @@ def run_finetuning(
         return task.train_dataset(ctx, per_replica, config.seed)
 
     is_chief = distribution.worker_info(strategy).is_chief
-    history = _read_history(config.output_dir)
+    history = outputs.read_history(config.output_dir)
     done = {entry["step"] for entry in history}
     best_dir = os.path.join(config.output_dir, model_dir_lib.BEST_MODEL_DIR)
     eval_writer = summaries.summary_writer(
@@ -596,7 +471,7 @@ def run_finetuning(
             summaries.write_scalars(eval_writer, point, metrics)
             eval_writer.flush()
             if entry[task.metric_name] > best or not input_files.exists(best_dir):
-                save_fine_tuned(
+                outputs.save_fine_tuned(
                     model,
                     best_dir,
                     files,
@@ -605,7 +480,7 @@ def run_finetuning(
                     labels=task.labels,
                     metric=task.metric_name,
                     evaluation=entry,
-                    settings=serving_settings(settings, task),
+                    settings=outputs.serving_settings(settings, task),
                 )
                 logging.info(
                     "Best %s so far (%.4f): kept as the model directory %s",
@@ -613,8 +488,8 @@ def run_finetuning(
                     entry[task.metric_name],
                     best_dir,
                 )
-            _write_eval(config.output_dir, history)
-    evaluation = restore_best(model, best_dir, result.step)
+            outputs.write_eval(config.output_dir, history)
+    evaluation = outputs.restore_best(model, best_dir, result.step)
     return FineTuningResult(
         model,
         files,

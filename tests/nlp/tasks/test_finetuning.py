@@ -19,7 +19,7 @@ from official.nlp.data import feature_cache
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning, finetuning_outputs
 from official.nlp.training.objectives import SparseCategoricalObjective
 from tests import pretraining_records
 
@@ -119,7 +119,7 @@ def test_trains_evaluates_each_epoch_and_keeps_the_best(trained):
     assert [e["epoch"] for e in result.eval_history] == [1, 2]
     assert [e["step"] for e in result.eval_history] == [12, 24]
     assert result.eval_history[-1]["accuracy"] > 0.9
-    text = (out / finetuning.EVAL_RESULTS_FILE).read_text()
+    text = (out / finetuning_outputs.EVAL_RESULTS_FILE).read_text()
     assert "global_step 12" in text and "global_step 24" in text and "accuracy = " in text
     best = json.loads((out / "best_model" / model_dir.TASK_FILE).read_text())
     assert best["labels"] == ["no", "yes"]
@@ -220,12 +220,12 @@ def test_eval_without_training_writes_eval_results(trained, init_dir, tmp_path):
     out, _, result = trained
     copy = tmp_path / "out"
     shutil.copytree(out, copy)
-    (copy / finetuning.EVAL_RESULTS_FILE).unlink()
+    (copy / finetuning_outputs.EVAL_RESULTS_FILE).unlink()
     evaluated = finetuning.run_finetuning(_config(init_dir, copy), ToyTask(), do_train=False)
     last = evaluated.eval_history[-1]
     best = result.model_evaluation
     assert last["step"] == best["step"] and last["accuracy"] == best["accuracy"]
-    text = (copy / finetuning.EVAL_RESULTS_FILE).read_text()
+    text = (copy / finetuning_outputs.EVAL_RESULTS_FILE).read_text()
     assert text.endswith(
         f"***** Eval results: epoch None, global_step {best['step']} *****\naccuracy = {last['accuracy']}\n"
         f"epoch = None\nstep = {best['step']}\n"
@@ -234,7 +234,7 @@ def test_eval_without_training_writes_eval_results(trained, init_dir, tmp_path):
     # From a fine-tuned model directory into a new --output_dir: the file is written there.
     fresh = tmp_path / "fresh"
     finetuning.run_finetuning(_config(str(out / "best_model"), fresh), ToyTask(), do_train=False)
-    assert "accuracy = " in (fresh / finetuning.EVAL_RESULTS_FILE).read_text()
+    assert "accuracy = " in (fresh / finetuning_outputs.EVAL_RESULTS_FILE).read_text()
 
 
 class ServedToyTask(ToyTask):

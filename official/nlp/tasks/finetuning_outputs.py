@@ -1,0 +1,155 @@
+"""What a fine-tuning run keeps in its `--output_dir` besides checkpoints, and how it reads them back.
+
+- `finetuning_settings.json`: the settings the run trains with (`check_settings` refuses to resume with others,
+  naming the flags; `record_settings` writes them once training starts);
+- `eval_history.json` and `eval_results.txt`: the evaluations, the latter in the original's `key = value` lines;
+- `best_model/`: the best evaluation's weights as a model directory with `finetuning.json` (`save_fine_tuned`),
+  and the model of the run (`restore_best`): `best_model/` when there is one, else the last step's weights.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.checkpoints import model_dir as model_dir_lib
+from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.common import input_files, output_files
+from official.nlp.common.errors import InputError
+from official.nlp.training.config import settings_differences
+
+if TYPE_CHECKING:
+    from official.nlp.tasks.finetuning import FineTuningTask
+
+EVAL_RESULTS_FILE = "eval_results.txt"
+EVAL_HISTORY_FILE = "eval_history.json"
+
+
+def check_settings(output_dir: str, settings: dict) -> bool:
+    """Refuses to resume `output_dir` when it was trained with other settings, naming them; returns whether it
+    already records them (else `record_settings` writes them once training starts)."""
+    recorded = model_dir_lib.read_settings_file(output_dir) if input_files.isdir(output_dir) else None
+    if recorded is not None:
+        differing = settings_differences(recorded, settings)
+        if differing:
+            raise InputError(
+                f"--output_dir={output_dir} holds a run with other settings ({'; '.join(differing)}). "
+                "Rerun with the same flags to resume it, or choose another --output_dir."
+            )
+        return True
+    if input_files.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
+        raise InputError(
+            f"--output_dir={output_dir} holds checkpoints but no {model_dir_lib.SETTINGS_FILE}, so they "
+            "may belong to other settings; choose another --output_dir"
+        )
+    return False
+
+
+def record_settings(output_dir: str, settings: dict) -> None:
+    output_files.makedirs(output_dir, name="--output_dir")
+    with output_files.write_atomically(os.path.join(output_dir, model_dir_lib.SETTINGS_FILE)) as f:
+        json.dump(settings, f, indent=1, sort_keys=True)
+
+
+def read_history(output_dir: str) -> list[dict]:
+    path = os.path.join(output_dir, EVAL_HISTORY_FILE)
+    if not input_files.exists(path):
+        return []
+    return json.loads(input_files.read_text(path))
+
+
+def write_eval(output_dir: str, history: list[dict]) -> None:
+    """`eval_history.json` and `eval_results.txt` (the original's `key = value` lines, one block per epoch)."""
+    with output_files.write_atomically(os.path.join(output_dir, EVAL_HISTORY_FILE)) as f:
+        json.dump(history, f, indent=1)
+    write_eval_results(output_dir, history)
+
+
+def write_eval_results(output_dir: str, history: list[dict]) -> None:
+    """`eval_results.txt`; an evaluation without training (`epoch` None) is written like the others, after them."""
+    lines = []
+    for entry in history:
+        lines.append(f"***** Eval results: epoch {entry['epoch']}, global_step {entry['step']} *****")
+        lines += [f"{k} = {v}" for k, v in sorted(entry.items())]
+    output_files.makedirs(output_dir, name="--output_dir")
+    with output_files.write_atomically(os.path.join(output_dir, EVAL_RESULTS_FILE)) as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def restore_best(model: keras.Model, best_dir: str, final_step: int) -> dict | None:
+    """Makes `model` the model of the run: the weights of `best_dir` (`best_model/`) when they are from an earlier
+    step than `final_step`, the weights training ended with. Returns `best_model/`'s evaluation (None without one)
+    and logs which weights the model holds."""
+    record = model_dir_lib.read_task_file(best_dir) if input_files.isdir(best_dir) else None
+    checkpoint = tf.train.latest_checkpoint(best_dir) if record else None
+    if checkpoint is None:
+        logging.info("The model of this run is its last checkpoint (step %d): no %s", final_step, best_dir)
+        return None
+    evaluation = dict(record.get("evaluation") or {})
+    metric = record.get("metric")
+    described = f"epoch {evaluation.get('epoch')}, step {evaluation.get('step')}, {metric}={evaluation.get(metric)}"
+    if evaluation.get("step") == final_step:
+        logging.info("The model of this run is %s (%s): the weights training ended with", best_dir, described)
+    else:
+        tf_checkpoints.restore_checkpoint(model, checkpoint)
+        logging.info(
+            "The model of this run is %s (%s), not the last step's (%d): its weights are restored for what "
+            "follows (--do_predict, the returned model), as an export or a later --init_checkpoint would load them",
+            best_dir,
+            described,
+            final_step,
+        )
+    return evaluation
+
+
+def save_fine_tuned(
+    model: keras.Model,
+    directory: str,
+    files: model_dir_lib.ModelFiles,
+    *,
+    task_name: str,
+    head: str,
+    labels: Sequence[str],
+    metric: str | None = None,
+    evaluation: Mapping | None = None,
+    settings: Mapping | None = None,
+) -> str:
+    """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation),
+    replacing an earlier one. Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels
+    it restores the head too; another label set is refused. `settings` (the job's, see `serving_settings`) go to
+    its `finetuning_settings.json`, so that the directory alone says how to serve it (`max_seq_length`, ...)."""
+    step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
+    task_file = {
+        "task": task_name,
+        "head": head,
+        "labels": list(labels),
+        "metric": metric,
+        "evaluation": dict(evaluation or {}),
+    }
+    json_files = {model_dir_lib.TASK_FILE: task_file}
+    if settings is not None:
+        json_files[model_dir_lib.SETTINGS_FILE] = settings
+    # The task file goes in before the directory is put in place: a best_model/ without it would load as a bare
+    # encoder and silently drop its head.
+    model_dir_lib.export_model_dir(
+        model,
+        directory,
+        vocab_file=files.vocab_file,
+        do_lower_case=files.do_lower_case,
+        step=step,
+        json_files=json_files,
+    )
+    return directory
+
+
+def serving_settings(settings: Mapping, task: FineTuningTask) -> dict:
+    """What a fine-tuned model directory records: the job's training settings plus what the task's predictions
+    also depend on (`task.serving_settings()`, e.g. SQuAD's answer post-processing), where it has such."""
+    extra = task.serving_settings() if hasattr(task, "serving_settings") else {}
+    return json.loads(json.dumps({**settings, **extra}))
