@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import keras
 import tensorflow as tf
@@ -23,9 +22,6 @@ from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.training.config import settings_differences
-
-if TYPE_CHECKING:
-    from official.nlp.tasks.finetuning import FineTuningTask
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 EVAL_HISTORY_FILE = "eval_history.json"
@@ -148,8 +144,9 @@ def save_fine_tuned(
     return directory
 
 
-def serving_settings(settings: Mapping, task: FineTuningTask) -> dict:
+def serving_settings(settings: Mapping, task) -> dict:
     """What a fine-tuned model directory records: the job's training settings plus what the task's predictions
-    also depend on (`task.serving_settings()`, e.g. SQuAD's answer post-processing), where it has such."""
+    also depend on (`task.serving_settings()`, e.g. SQuAD's answer post-processing), where it has such. `task` is
+    a `tasks.finetuning.FineTuningTask`, not imported here: that module imports this one."""
     extra = task.serving_settings() if hasattr(task, "serving_settings") else {}
     return json.loads(json.dumps({**settings, **extra}))
