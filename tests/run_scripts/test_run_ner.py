@@ -20,6 +20,7 @@ from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.tasks import finetuning_outputs, tagging
 from tests.conftest import REPO_ROOT
+from tests.nlp.serving import fresh
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_ner.py")
 TINY = dict(
@@ -123,7 +124,6 @@ def _check_served_equals_predicted(out, dev, written, tmp_path):
     """The SavedModel exported from the job's --output_dir, in a fresh process that imports only TensorFlow and
     tensorflow_text, labels each dev sentence's words (given as one text; many are longer than max_seq_length, so
     served in windows) as run_ner's predictions do (issue 22)."""
-    import json
 
     from official.nlp.serving import exporter
     from official.nlp.tokenizers.tokenization import FullTokenizer
@@ -137,17 +137,7 @@ def _check_served_equals_predicted(out, dev, written, tmp_path):
             "inputs": {"text_a": {"dtype": "string", "value": [" ".join(s.words) for s in dev]}},
         }
     ]
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    fresh = str(REPO_ROOT / "tests" / "nlp" / "serving" / "fresh_process.py")
-    done = subprocess.run(
-        [sys.executable, fresh, str(tmp_path / "jobs.json"), str(tmp_path / "served.npz"), "tf_text"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=str(tmp_path),
-    )
-    assert done.returncode == 0 and "modules ok" in done.stdout, done.stderr[-3000:]
-    served = np.load(tmp_path / "served.npz")
+    served = fresh.serve(tmp_path, jobs)
     tok = FullTokenizer(str(out / "best_model" / "vocab.txt"), do_lower_case=True)
     assert any(len(tok.tokenize(" ".join(s.words))) > 22 for s in dev)  # some sentences need several windows
     for i, sentence in enumerate(written):
@@ -187,13 +177,13 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
     for k in common:
         np.testing.assert_array_equal(init[k], final[k], err_msg=k)
     # The checkpoint gives the trained BiLSTMs back to a fresh model (as a resumed run and best_model/ need).
-    fresh = tagging.make_task(dataclasses.replace(config, train_file=None)).build_model(
+    restored = tagging.make_task(dataclasses.replace(config, train_file=None)).build_model(
         model_dir.resolve_model_files(setup["init"]).build_encoder()
     )
     x = {k: np.ones((2, 24), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
-    assert not np.allclose(fresh(x), model(x))
-    tf_checkpoints.restore_checkpoint(fresh, final_prefix)
-    np.testing.assert_allclose(fresh(x), model(x), atol=1e-6)
+    assert not np.allclose(restored(x), model(x))
+    tf_checkpoints.restore_checkpoint(restored, final_prefix)
+    np.testing.assert_allclose(restored(x), model(x), atol=1e-6)
 
 
 def test_bad_input_named(setup, tmp_path):

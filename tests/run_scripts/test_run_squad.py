@@ -5,10 +5,10 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.nlp.serving import fresh
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_squad.py")
 
@@ -111,17 +111,7 @@ def test_train_predict_evaluate_and_predict_again(tmp_path, tiny_model_dir, squa
             },
         }
     ]
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    fresh = str(REPO_ROOT / "tests" / "nlp" / "serving" / "fresh_process.py")
-    served = subprocess.run(
-        [sys.executable, fresh, str(tmp_path / "jobs.json"), str(tmp_path / "served.npz"), "tf_text"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=str(tmp_path),
-    )
-    assert served.returncode == 0 and "modules ok" in served.stdout, served.stderr[-3000:]
-    answers = np.load(tmp_path / "served.npz")["squad/answer_text"]
+    answers = fresh.serve(tmp_path, jobs)["squad/answer_text"]
     assert list(answers) == [first[qid] for qid, _, _ in questions]
 
     # The run's --output_dir as another job's --init_checkpoint: its best_model/, then (with best_model/ moved

@@ -20,6 +20,7 @@ from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.tasks import finetuning_outputs, multiple_choice
 from tests.conftest import REPO_ROOT
+from tests.nlp.serving import fresh
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_swag.py")
 TINY = dict(
@@ -118,17 +119,7 @@ def _check_served_equals_predicted(out, sample, predictions, tmp_path):
             },
         }
     ]
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    fresh = str(REPO_ROOT / "tests" / "nlp" / "serving" / "fresh_process.py")
-    done = subprocess.run(
-        [sys.executable, fresh, str(tmp_path / "jobs.json"), str(tmp_path / "served.npz"), "tf_text"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=str(tmp_path),
-    )
-    assert done.returncode == 0 and "modules ok" in done.stdout, done.stderr[-3000:]
-    served = np.load(tmp_path / "served.npz")
+    served = fresh.serve(tmp_path, jobs)
     expected = np.array([[float(p[f"probability{i}"]) for i in range(4)] for p in predictions])
     np.testing.assert_allclose(served["swag/probabilities"], expected, atol=1e-5)
     assert list(served["swag/label_index"]) == [int(p["prediction"]) for p in predictions]

@@ -10,8 +10,6 @@ import csv
 import json
 import pathlib
 import re
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -26,6 +24,7 @@ from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.serving import exporter, squad_export
 from official.nlp.tasks.feature_extraction import truncate_seq_pair
 from official.nlp.tokenizers.tokenization import FullTokenizer
+from tests.nlp.serving import fresh
 
 pytestmark = pytest.mark.slow
 HERE = pathlib.Path(__file__).resolve().parent
@@ -307,21 +306,6 @@ def _jobs(tok, texts, paths):
     return full, token_only, ids
 
 
-def _run_fresh(tmp_path, jobs, mode, probe=()):
-    jobs_file, out_file = tmp_path / f"jobs_{mode}.json", tmp_path / f"out_{mode}.npz"
-    jobs_file.write_text(json.dumps(jobs))
-    probe_args = [str(tmp_path / f"probed_{mode}.json"), *probe] if probe else []
-    result = subprocess.run(
-        [sys.executable, str(HERE / "fresh_process.py"), str(jobs_file), str(out_file), mode, *probe_args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=str(tmp_path),
-    )
-    assert result.returncode == 0 and "modules ok" in result.stdout, result.stderr[-4000:]
-    return dict(np.load(out_file))
-
-
 @pytest.fixture(scope="module")
 def served(exported, tok, texts, tmp_path_factory):
     _, paths = exported
@@ -333,8 +317,8 @@ def served(exported, tok, texts, tmp_path_factory):
     full_probe += [f"{name}={paths['encoder'][name]}" for name in ("hub_preprocessor", "hub_encoder")]
     token_probe = [f"{task}={p['token_ids']}" for task, p in paths.items()]
     return (
-        _run_fresh(tmp, full, "tf_text", full_probe),
-        _run_fresh(tmp, token_only, "no_tf_text", token_probe),
+        fresh.serve(tmp, full, "tf_text", full_probe),
+        fresh.serve(tmp, token_only, "no_tf_text", token_probe),
         ids,
         tmp,
     )

@@ -12,8 +12,6 @@ vectors and span scores equal to 1e-5.
 import csv
 import json
 import pathlib
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -25,6 +23,7 @@ from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.serving import exporter
 from official.nlp.tasks import classification, feature_extraction, question_answering
 from official.nlp.tokenizers import text_layers
+from tests.nlp.serving import fresh
 
 pytestmark = pytest.mark.slow
 HERE = pathlib.Path(__file__).resolve().parent
@@ -238,16 +237,7 @@ def runs(tmp_path_factory, shared_data, uncased_vocab):
         "squad", "squad", squad_out, {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]}
     )
 
-    (root / "jobs.json").write_text(json.dumps(jobs))
-    done = subprocess.run(
-        [sys.executable, str(HERE / "fresh_process.py"), str(root / "jobs.json"), str(root / "out.npz"), "tf_text"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=str(root),
-    )
-    assert done.returncode == 0 and "modules ok" in done.stdout, done.stderr[-4000:]
-    return expected, dict(np.load(root / "out.npz"))
+    return expected, fresh.serve(root, jobs)
 
 
 @pytest.mark.parametrize("name", ["pair", "single"])
