@@ -113,7 +113,8 @@ def _varint_table(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _varints(values: np.ndarray, top: int | None = None) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Varint-encodes each row of ``values`` [N, K] (non-negative) into fixed slots of the widest value's length.
+    """Varint-encodes each row of ``values`` [N, K] (non-negative) into fixed slots of ``w`` bytes each: one byte
+    below 128, four (a table entry, unused bytes masked) below 2**21, else the widest value's length.
 
     Returns (slots uint8 [N, K * w], which slots hold a byte ([N, K * w] bool, or None when all do), the encoded
     size of each row [N]). ``top``: the largest value, when the caller knows it already."""
