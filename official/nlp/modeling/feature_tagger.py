@@ -26,7 +26,7 @@ import keras
 from keras import ops
 
 from official.nlp.modeling.encoder import BertEncoder, encoder_inputs
-from official.nlp.modeling.models import _BertTask, _float32_dense, _initializer_range
+from official.nlp.modeling.models import _BertTask, _float32_dense, _initializer_range, real_tokens_mask
 
 COMBINE = ("concat", "weighted_sum")
 EMBEDDINGS = "embeddings"
@@ -190,7 +190,7 @@ class BertFeatureTagger(_BertTask):
         # The features are those of the pretrained model, without dropout, as in feature extraction.
         features = _FrozenFeatures(encoder, layers, dtype=policy, name="frozen_encoder")
         x = dropout(combination(features(inputs)))
-        mask = ops.not_equal(inputs["input_mask"], 0)
+        mask = real_tokens_mask(inputs["input_mask"])
         for lstm, drop in zip(lstms, between):
             x = drop(lstm(x, mask=mask))
         logits = classifier(x)

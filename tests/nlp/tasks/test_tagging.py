@@ -77,7 +77,10 @@ def test_feature_layer_flags_spell_table_7():
         flag_values(["run_ner", "--output_dir=out", f"--feature_layers={spelled}"])
         config = config_flags.config_from_flags(flag_values, tagging.TaggingConfig)
         assert feature_layers(config.feature_layers, 12) == expected, spelled
-    assert feature_layers(tagging.TaggingConfig(output_dir="out").feature_layers, 12) == [-1, -2, -3, -4]
+    defaults = tagging.TaggingConfig(output_dir="out")
+    assert feature_layers(defaults.feature_layers, 12) == [-1, -2, -3, -4]
+    # The paper's "two-layer 768-dimensional BiLSTM" (Section 5.3), 768 units per direction.
+    assert (defaults.num_lstm_layers, defaults.lstm_units) == (2, 768)
     for spelled, message in (
         (["last"], "'last' is not a layer"),
         (["all", "-1"], "a layer is named twice"),
