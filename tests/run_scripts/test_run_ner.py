@@ -193,10 +193,14 @@ def test_bad_input_named(setup, tmp_path):
     config = tagging.TaggingConfig(output_dir=str(tmp_path / "o"), init_checkpoint=setup["init"], do_train=True)
     with pytest.raises(InputError, match=r"bad\.txt:2: malformed CoNLL line"):
         tagging.run_ner(dataclasses.replace(config, train_file=str(bad)))
-    with pytest.raises(InputError, match="--feature_layers=-5: the model has 2 layers"):
-        tagging.make_task(
-            dataclasses.replace(config, train_file=setup["train"], feature_based=True, feature_layers=(-5,))
-        )
+    for layers, message in (
+        ((-5,), "-5: layer -5 is not one of the model.s 2 layers"),
+        (("last",), "last: 'last' is not a layer"),
+    ):
+        with pytest.raises(InputError, match=f"--feature_layers={message}"):
+            tagging.make_task(
+                dataclasses.replace(config, train_file=setup["train"], feature_based=True, feature_layers=layers)
+            )
     unknown = tmp_path / "dev.txt"
     unknown.write_text("Paris NNP I-NP I-GPE\n")
     task = tagging.make_task(dataclasses.replace(config, train_file=setup["train"], eval_file=str(unknown)))

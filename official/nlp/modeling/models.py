@@ -216,6 +216,19 @@ class BertClassifier(_BertTask):
         self.classifier = classifier
 
 
+SPAN_HEADS = ("dense", "bilstm")
+
+
+def real_tokens_mask(input_mask):
+    """The RNN mask of packed BERT inputs: `input_mask` != 0, with position 0 (`[CLS]`) always counted.
+
+    Every real sequence starts with `[CLS]`, so this changes nothing for them; a row of padding alone (the empty-batch
+    stand-in of the serving signatures) would be a fully masked sequence, which cuDNN's LSTM refuses on a GPU.
+    """
+    first = ops.equal(ops.cumsum(ops.ones_like(input_mask), axis=1), 1)  # works on a symbolic (unknown) length
+    return ops.logical_or(ops.not_equal(input_mask, 0), first)
+
+
 @keras.saving.register_keras_serializable(package="bert")
 class BertSpanLabeler(_BertTask):
     """Extractive QA (SQuAD): start and end logits for every token.
@@ -223,21 +236,64 @@ class BertSpanLabeler(_BertTask):
     Outputs a dict of float32 `start_logits` and `end_logits`, each `[batch, seq]`. Padding positions are not
     masked (as in the original `run_squad.py`); answer post-processing only looks at real context tokens.
 
+    `span_head` chooses what lies between the encoder's sequence output and the start/end dense layer:
+    `"dense"` nothing (the original); `"bilstm"` a randomly initialised bidirectional LSTM of `lstm_units` per
+    direction (default: the encoder's hidden size), the paper's "LTR & No NSP + BiLSTM" row of Table 5. The LSTM
+    skips padding (`input_mask` 0), so the logits of the real tokens do not depend on how far a batch is padded.
+
     TF1 names of the dense layer: `cls/squad/output_weights` `[2, H]` and `cls/squad/output_bias`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from official.nlp.modeling.configs import BertConfig
+    >>> encoder = BertEncoder.from_bert_config(BertConfig.preset("tiny", vocab_size=100))
+    >>> model = BertSpanLabeler(encoder, span_head="bilstm", lstm_units=8)
+    >>> x = {k: np.ones((2, 6), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    >>> model.predict(x, verbose=0)["start_logits"].shape
+    (2, 6)
     """
 
-    def __init__(self, encoder: BertEncoder, initializer_range: float | None = None, **kwargs):
+    def __init__(
+        self,
+        encoder: BertEncoder,
+        initializer_range: float | None = None,
+        span_head: str = "dense",
+        lstm_units: int | None = None,
+        **kwargs,
+    ):
+        if span_head not in SPAN_HEADS:
+            raise ValueError(f"span_head must be one of {SPAN_HEADS}, got {span_head!r}")
+        if span_head == "dense" and lstm_units is not None:
+            raise ValueError("lstm_units is for span_head='bilstm'")
+        if span_head == "bilstm":
+            lstm_units = encoder.config.hidden_size if lstm_units is None else int(lstm_units)
+            if lstm_units < 1:
+                raise ValueError(f"lstm_units must be positive, got {lstm_units}")
         initializer_range = _initializer_range(encoder, initializer_range)
         span = _float32_dense(2, initializer_range, "span_logits")
+        bilstm = None
+        if span_head == "bilstm":
+            policy = encoder.dtype_policy
+            bilstm = keras.layers.Bidirectional(
+                keras.layers.LSTM(lstm_units, return_sequences=True, dtype=policy), dtype=policy, name="span_bilstm"
+            )
 
         inputs = encoder_inputs()
-        logits = span(encoder(inputs)["sequence_output"])
+        x = encoder(inputs)["sequence_output"]
+        if bilstm is not None:
+            x = bilstm(x, mask=real_tokens_mask(inputs["input_mask"]))
+        logits = span(x)
         super().__init__(
             inputs=inputs, outputs={"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}, **kwargs
         )
 
-        self._finish_init(encoder, initializer_range=initializer_range)
+        self._finish_init(encoder, initializer_range=initializer_range, span_head=span_head, lstm_units=lstm_units)
+        self.span_head = span_head
+        self.lstm_units = lstm_units
         self.span_logits = span
+        if bilstm is not None:  # an attribute, so that checkpoints key its weights by name (model/span_bilstm/...)
+            self.span_bilstm = bilstm
 
 
 @keras.saving.register_keras_serializable(package="bert")

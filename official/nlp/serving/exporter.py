@@ -4,7 +4,8 @@
 (its `best_model/` when there is one, else its latest checkpoint; the labels and `max_seq_length` come from its
 `finetuning.json` / `finetuning_settings.json`, which a fine-tuned model directory such as `best_model/` carries
 itself), an original TF1 checkpoint or a converted one. Task heads must be fine-tuned (the checkpoint holds
-`model/classifier` or `model/span_logits`); the encoder exports from any checkpoint.
+`model/classifier` or `model/span_logits`, and for SQuAD's BiLSTM span head `model/span_bilstm`, which the export
+rebuilds); the encoder exports from any checkpoint.
 
 Example:
 
@@ -41,6 +42,8 @@ _SQUAD_SETTINGS = (
     "null_score_diff_threshold",
 )
 
+_SPAN_LSTM_KERNEL = ("model", "span_bilstm", "forward_layer", "cell", "kernel")
+
 
 def _head_shape(files: model_dir_lib.ModelFiles, path: tuple[str, ...], task: str, init_checkpoint: str):
     shape = tf_checkpoints.saved_variable_shape(files.checkpoint, path) if files.checkpoint_format == "ours" else None
@@ -67,7 +70,10 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
     encoder = models.BertEncoder.from_bert_config(files.config)
     if task == "squad":
         _head_shape(files, ("model", "span_logits", "_kernel"), task, init_checkpoint)
-        model = models.BertSpanLabeler(encoder)
+        # The checkpoint says which span head it holds (run_squad --span_head): a BiLSTM's kernel is [H, 4 * units].
+        lstm = tf_checkpoints.saved_variable_shape(files.checkpoint, _SPAN_LSTM_KERNEL)
+        head = {"span_head": "bilstm", "lstm_units": lstm[-1] // 4} if lstm else {}
+        model = models.BertSpanLabeler(encoder, **head)
     else:
         shape = _head_shape(files, ("model", "classifier", "_kernel"), task, init_checkpoint)
         model = {

@@ -7,6 +7,7 @@
 - `do_train`: windowed features of `train_file` are cached as `output_dir/train.tf_record` (rebuilt only when
   a setting they depend on changes) and the span labeler is trained from `init_checkpoint` for
   `num_train_epochs` passes over the features (one epoch = every window once; the original counted examples);
+  `span_head` is its head, dense or a BiLSTM (recorded with the run; `span_head_settings`);
 - `do_predict`: the model of the run (after training its `best_model/`, the best evaluation's weights; without
   training the same from `output_dir`, else its newest checkpoint, else an `init_checkpoint` fine-tuned for SQuAD)
   predicts `predict_file`; `predictions.json`, `nbest_predictions.json` and, for v2.0,
@@ -37,6 +38,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
+from official.nlp.checkpoints import model_dir
 from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
@@ -45,7 +48,7 @@ from official.nlp.data.squad_postprocessing import PostprocessSettings, SquadPre
 from official.nlp.metrics import squad as squad_metrics
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
-from official.nlp.modeling.models import BertSpanLabeler
+from official.nlp.modeling.models import SPAN_HEADS, BertSpanLabeler
 from official.nlp.tasks import finetuning
 from official.nlp.training import summaries
 
@@ -94,6 +97,18 @@ class SquadConfig(finetuning.FineTuningConfig):
     null_score_diff_threshold: float = field(
         0.0, help='v2.0: answer "" when null score - best span score exceeds this.'
     )
+    span_head: str | None = field(
+        None,
+        enum=SPAN_HEADS,
+        help="Between the encoder and the start/end logits: dense (nothing, the original) or bilstm (a fresh "
+        "bidirectional LSTM, the paper's LTR + BiLSTM row). Default: what the model being loaded was fine-tuned "
+        "with (--output_dir's run, else a SQuAD --init_checkpoint), else dense.",
+    )
+    span_lstm_units: int | None = field(
+        None,
+        lower_bound=1,
+        help="--span_head=bilstm: units per LSTM direction (default: as recorded, else the model's hidden_size).",
+    )
 
 
 def _check_config(config: SquadConfig) -> None:
@@ -108,14 +123,47 @@ def _check_config(config: SquadConfig) -> None:
     squad.check_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
 
 
+def span_head_settings(config: SquadConfig, hidden_size: int) -> tuple[str, int | None]:
+    """`(span_head, lstm units)` of the job: the flags, else what the model it loads was fine-tuned with (the run in
+    `--output_dir`, else a SQuAD `--init_checkpoint`; a record without `span_head` is the dense head), else dense
+    with no LSTM. A flag that contradicts that record is refused: the checkpoint holds the other head."""
+    own_run = model_dir.read_settings_file(config.output_dir) if input_files.isdir(config.output_dir) else None
+    recorded, where = {}, None
+    for name, found in (
+        ("output_dir", own_run),
+        ("init_checkpoint", init_checkpoint_lib.read_record(config.init_checkpoint)),
+    ):
+        if found and str(found.get("task", "")).startswith("squad"):
+            recorded, where = found, f"--{name}={getattr(config, name)}"
+            break
+    head = config.span_head or recorded.get("span_head", "dense")
+    units = config.span_lstm_units or recorded.get("span_lstm_units") or (hidden_size if head == "bilstm" else None)
+    for flag, value, kept in (
+        ("span_head", config.span_head, recorded.get("span_head", "dense")),
+        ("span_lstm_units", config.span_lstm_units, recorded.get("span_lstm_units")),
+    ):
+        if where and value is not None and kept is not None and value != kept:
+            raise InputError(
+                f"--{flag}={value}: {where} was fine-tuned with --{flag}={kept}; leave --{flag} out (it follows "
+                "the model), or fine-tune another --output_dir from the pretrained model"
+            )
+    if head == "dense" and config.span_lstm_units is not None:
+        raise InputError(f"--span_lstm_units={config.span_lstm_units} is for --span_head=bilstm, not {head}")
+    return head, units
+
+
 class SquadTask:
     """SQuAD as a `finetuning.FineTuningTask`; reads and checks both files when made."""
 
     labels: Sequence[str] = ()
     metric_name = "f1"
 
-    def __init__(self, config: SquadConfig, tokenizer, do_lower_case: bool):
+    def __init__(
+        self, config: SquadConfig, tokenizer, do_lower_case: bool, *, span_head: str = "dense", lstm_units=None
+    ):
         self.config = config
+        self.span_head = span_head
+        self.lstm_units = lstm_units
         self.tokenizer = tokenizer
         self.name = "squad_v2.0" if config.version_2_with_negative else "squad_v1.1"
         self.settings_ = PostprocessSettings(
@@ -142,14 +190,25 @@ class SquadTask:
         self.record_file = os.path.join(config.output_dir, "train.tf_record")
         self.info: dict = {}
 
+    @property
+    def head(self) -> str:
+        # "SquadTask" is what fine-tuned SQuAD directories have recorded for the dense head since before there was a
+        # choice (the base's fallback, the class name): kept, so that they still load as --init_checkpoint.
+        return "SquadTask" if self.span_head == "dense" else "span_bilstm"
+
     # ---- FineTuningTask ----
     def build_model(self, encoder: BertEncoder) -> keras.Model:
-        return BertSpanLabeler(encoder)
+        return BertSpanLabeler(encoder, span_head=self.span_head, lstm_units=self.lstm_units)
 
     def objective(self) -> SpanObjective:
         return SpanObjective()
 
     def settings(self) -> dict:
+        # The dense head records nothing of its own: the settings of runs from before the choice stay the same.
+        head = {"span_head": self.span_head, "span_lstm_units": self.lstm_units} if self.span_head != "dense" else {}
+        return {**self._feature_settings(), **head}
+
+    def _feature_settings(self) -> dict:
         c = self.config
         return {
             "train_file_sha256": feature_cache.file_digest([c.train_file]) if c.train_file else None,
@@ -175,7 +234,7 @@ class SquadTask:
             "vocab_sha256": feature_cache.file_digest([self.tokenizer.vocab_file]),
             "do_lower_case": self.tokenizer.do_lower_case,
             "max_seq_length": c.max_seq_length,
-            **self.settings(),
+            **self._feature_settings(),
         }
 
         def build():
@@ -331,7 +390,8 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
                 f"--max_seq_length={config.max_seq_length} exceeds the model's "
                 f"max_position_embeddings={files.config.max_position_embeddings}"
             )
-        task = SquadTask(config, files.tokenizer(), files.do_lower_case)
+        span_head, lstm_units = span_head_settings(config, files.config.hidden_size)
+        task = SquadTask(config, files.tokenizer(), files.do_lower_case, span_head=span_head, lstm_units=lstm_units)
         started = time.monotonic()  # the files are read: what follows is the work
         return task
 

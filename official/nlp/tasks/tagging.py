@@ -36,7 +36,7 @@ from official.nlp.common.errors import InputError
 from official.nlp.data import conll, feature_cache
 from official.nlp.metrics import conlleval
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.feature_tagger import COMBINE, BertFeatureTagger
+from official.nlp.modeling.feature_tagger import COMBINE, BertFeatureTagger, feature_layers
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.tasks import finetuning
@@ -72,8 +72,10 @@ class TaggingConfig(finetuning.FineTuningConfig):
         None, help="Sub-tokens between windows of a long sentence (default: half a window)."
     )
     feature_based: bool = field(False, help="Freeze BERT and train a BiLSTM on its layers (the paper's Table 7).")
-    feature_layers: Sequence[int] = field(
-        (-1, -2, -3, -4), help="--feature_based: encoder layers to use (-1 is the last)."
+    feature_layers: Sequence[str] = field(
+        ("-1", "-2", "-3", "-4"),
+        help="--feature_based: the layers to use: Transformer layer indexes (-1 is the last), 'embeddings' (the "
+        "embedding layer's output), 'all' (every Transformer layer). Table 7's rows: docs/ner.md.",
     )
     feature_combine: str = field("concat", enum=COMBINE, help="--feature_based: how the layers are combined.")
     lstm_units: int = field(768, help="--feature_based: units per direction of each BiLSTM layer.")
@@ -351,12 +353,13 @@ def make_task(config: TaggingConfig, files=None) -> TaggingTask:
     if config.feature_combine not in COMBINE:
         raise InputError(f"--feature_combine={config.feature_combine}: must be one of {COMBINE}")
     files = files or finetuning.resolve_model_files(config)
-    num_layers = files.config.num_hidden_layers
-    if config.feature_based and any(not -num_layers <= i < num_layers for i in config.feature_layers):
-        raise InputError(
-            f"--feature_layers={','.join(map(str, config.feature_layers))}: the model has "
-            f"{num_layers} layers (indexes -{num_layers}..{num_layers - 1})"
-        )
+    if config.feature_based:
+        try:
+            # Recorded as spelled out ("all" as its indexes), so that equal choices are equal settings.
+            layers = feature_layers(config.feature_layers, files.config.num_hidden_layers)
+        except ValueError as e:
+            raise InputError(f"--feature_layers={','.join(map(str, config.feature_layers))}: {e}") from None
+        config = dataclasses.replace(config, feature_layers=tuple(layers))
     cls = FeatureBasedTaggingTask if config.feature_based else TaggingTask
     return cls(
         config,
