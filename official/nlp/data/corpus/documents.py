@@ -141,7 +141,7 @@ def document_lines(document: Document, keep_headings: bool, counts: Counts) -> l
             if not keep_headings:
                 continue
         out.extend(split)
-    if not out:  # only headings: nothing of the article is text
+    if not out:  # paragraphs of nothing the splitter keeps
         counts.stubs += 1
         return []
     counts.documents += 1

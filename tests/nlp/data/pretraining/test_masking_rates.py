@@ -56,10 +56,10 @@ def expected_split(rates) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def corpus(shared_data, tmp_path_factory) -> str:
-    """The first 300 kB of the SQuAD v1.1 dev contexts (one pass: ~750 instances, ~14k predictions)."""
+    """The first 200 kB of the SQuAD v1.1 dev contexts (one pass: ~500 instances, ~9k predictions)."""
     text = (shared_data / "pretraining_golden" / "squad_contexts.txt").read_bytes()
     path = tmp_path_factory.mktemp("corpus") / "contexts.txt"
-    path.write_bytes(text[: text.index(b"\n\n", 300_000) + 1])
+    path.write_bytes(text[: text.index(b"\n\n", 200_000) + 1])
     return str(path)
 
 
@@ -96,7 +96,7 @@ def test_static_records_follow_each_row_of_table_8(static_records, row):
     split, count = observed_split(
         records["input_ids"], records["masked_lm_positions"], records["masked_lm_ids"], records["masked_lm_weights"]
     )
-    assert count > 12_000
+    assert count > 8_000
     np.testing.assert_allclose(split, expected_split(TABLE_8[row]), atol=0.02)
     # The statistics count the same split (there a random id that is [MASK] or the token itself counts as random).
     np.testing.assert_allclose(stats.to_dict()["rates"]["action_split"]["mask"], split[0], atol=1e-3)
