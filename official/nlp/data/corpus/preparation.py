@@ -105,14 +105,8 @@ def process_unit(unit: WorkUnit, keep_headings: bool) -> tuple[bytes, dict]:
 
 
 def _shards_of_units(units: list[WorkUnit], num_shards: int) -> list[list[WorkUnit]]:
-    """Contiguous runs of units, of about the same number of bytes, one per shard."""
-    total = sum(u.num_bytes for u in units)
-    shards: list[list[WorkUnit]] = [[] for _ in range(num_shards)]
-    done = 0
-    for unit in units:
-        shards[min(done * num_shards // max(total, 1), num_shards - 1)].append(unit)
-        done += unit.num_bytes
-    return shards
+    """Contiguous runs of units, as many units in each shard as can be (at least one: ``len(units) >= num_shards``)."""
+    return [units[s * len(units) // num_shards : (s + 1) * len(units) // num_shards] for s in range(num_shards)]
 
 
 def _check_outputs(config: CorpusConfig, files: list[str], paths: list[str], summary_path: str) -> None:
