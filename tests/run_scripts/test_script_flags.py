@@ -12,6 +12,7 @@ from absl import flags
 
 from official.nlp.checkpoints.conversion import ConversionConfig
 from official.nlp.common import config_flags
+from official.nlp.data.corpus.settings import CorpusConfig
 from official.nlp.data.pretraining.settings import PretrainingDataConfig
 from official.nlp.serving.export_config import ExportConfig
 from official.nlp.tasks.classification import ClassifierConfig
@@ -26,6 +27,7 @@ from tests.conftest import REPO_ROOT
 SCRIPTS = {
     "run_pretraining.py": PretrainingConfig,
     "create_pretraining_data.py": PretrainingDataConfig,
+    "prepare_corpus.py": CorpusConfig,
     "run_classifier.py": ClassifierConfig,
     "run_squad.py": SquadConfig,
     "run_ner.py": TaggingConfig,

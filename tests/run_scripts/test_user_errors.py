@@ -195,6 +195,17 @@ def test_create_pretraining_data_output_not_writable(tmp_path, vocab, shared_dat
     assert_user_error(result, "/sys/bert_test_output", "choose a path")
 
 
+def test_create_pretraining_data_refuses_masking_rates_above_one(tmp_path, vocab, shared_data):
+    result = run_script(
+        "create_pretraining_data.py",
+        *_create_args(tmp_path, vocab, shared_data / "bert_sample_text.txt"),
+        "--mask_token_prob=0.9",
+        "--random_token_prob=0.2",
+    )
+    assert_user_error(result, "--mask_token_prob=0.9 and --random_token_prob=0.2 add up to more than 1")
+    assert not (tmp_path / "out").exists()
+
+
 # ---- shell launcher --------------------------------------------------------------------------------------------
 
 

@@ -69,9 +69,10 @@ def _reencode_hint(encoding: str, path: str) -> str:
     return f"Re-encode the file as UTF-8, e.g. iconv -f {source} -t UTF-8 {path} > {path}.utf8"
 
 
-def decode_text(raw: bytes, path: str) -> str:
+def decode_text(raw: bytes, path: str, first_line: int = 1) -> str:
     """A whole file's bytes as UTF-8 text (a UTF-8 byte-order mark dropped), or an `InputError` naming the file,
-    the first line that is not UTF-8, the encoding the file seems to be in and how to re-encode it.
+    the first line that is not UTF-8, the encoding the file seems to be in and how to re-encode it. `raw` may be
+    a part of the file that starts at line `first_line` (for the message).
 
     UTF-16 text without a byte-order mark can be valid UTF-8 (ASCII with a NUL after each character); a NUL is
     never in text a user means, so it is refused the same way.
@@ -89,7 +90,7 @@ def decode_text(raw: bytes, path: str) -> str:
         start = len(raw)
     if 0 <= nul < start:
         start, reason = nul, "not UTF-8 text (a NUL byte"
-    line = raw.count(b"\n", 0, start) + 1
+    line = first_line + raw.count(b"\n", 0, start)
     column = start - (raw.rfind(b"\n", 0, start) + 1)
     encoding = guess_encoding(raw[: 1 << 16])
     raise InputError(

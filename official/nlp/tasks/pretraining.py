@@ -32,6 +32,7 @@ from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
+from official.nlp.data.pretraining.masking import action_rate_problems
 from official.nlp.modeling import losses as bert_losses
 from official.nlp.modeling.configs import PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -98,10 +99,21 @@ class PretrainingConfig(TrainingConfig):
     )
     masked_lm_prob: float = field(0.15, help="Share of tokens masked by --dynamic_masking.")
     whole_word_mask: bool = field(False, help="Whole-word masking for --dynamic_masking.")
+    mask_token_prob: float = field(
+        0.8, help="Share of the --dynamic_masking targets replaced by [MASK] (the paper's MASK column of Table 8)."
+    )
+    random_token_prob: float = field(
+        0.1,
+        help=(
+            "Share of the --dynamic_masking targets replaced by a random token (RND); the rest keep their token (SAME)."
+        ),
+    )
     shuffle_buffer_size: int = field(1000, help="Records in the shuffle buffer (saved with every checkpoint).")
     checkpoint_input: bool = field(True, help="Save the input position with each checkpoint.")
 
 
+_RATES = ("mask_token_prob", "random_token_prob")
+_DEFAULT_RATES = {f.name: f.default for f in dataclasses.fields(PretrainingConfig) if f.name in _RATES}
 SETTINGS_FILE = "pretraining_settings.json"
 # The fields a resumed run may change: where things go, how the loop is run and saved, the devices. The model
 # config is checked against `model_dir/bert_config.json`; `init_checkpoint` is ignored on resume, and the records
@@ -152,6 +164,11 @@ def check_settings(config: PretrainingConfig) -> bool:
         return False
     recorded = json.loads(input_files.read_text(path))
     settings = training_settings(config)
+    # A setting the record lacks is a flag added after the version that wrote it, which worked as its default does.
+    defaults = {f.name: f.default for f in dataclasses.fields(config) if f.default is not dataclasses.MISSING}
+    for name in settings.keys() - recorded.keys():
+        if name in defaults:
+            recorded[name] = json.loads(json.dumps(defaults[name]))
     differing = settings_differences(recorded, settings)
     if differing:
         raise InputError(
@@ -176,6 +193,7 @@ class PretrainingResult(TrainResult):
 
 def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
     check_training_settings(config, strategy.num_replicas_in_sync)
+    check_masking_rates(config)
     optimization.check_schedule(
         learning_rate=config.learning_rate,
         num_train_steps=config.num_train_steps,
@@ -184,6 +202,21 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
         weight_decay=config.weight_decay,
         clip_norm=config.clip_norm,
     )
+
+
+def check_masking_rates(config: PretrainingConfig) -> None:
+    """Refuses rates that are no split of the targets, and rates that would not be used: records masked offline keep
+    the masks create_pretraining_data drew."""
+    problems = action_rate_problems(config.mask_token_prob, config.random_token_prob)
+    if not config.dynamic_masking:
+        problems += [
+            f"--{name}={getattr(config, name)}: applies to --dynamic_masking only (the records' masks were drawn by "
+            "create_pretraining_data, whose flags of the same name set them); pass --dynamic_masking"
+            for name in _RATES
+            if getattr(config, name) != _DEFAULT_RATES[name]
+        ]
+    if problems:
+        raise InputError("; ".join(problems))
 
 
 def build_pretrainer(
@@ -263,6 +296,8 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
             max_predictions_per_seq=config.max_predictions_per_seq,
             masked_lm_prob=config.masked_lm_prob,
             whole_word_mask=config.whole_word_mask,
+            mask_token_prob=config.mask_token_prob,
+            random_token_prob=config.random_token_prob,
         )
     return PretrainDataLoader(
         PretrainDataConfig(

@@ -327,3 +327,33 @@ def test_record_shards_count_only_with_their_statistics_and_a_rerun_finishes_the
         generator.create_pretraining_data(dataclasses.replace(config(root), dupe_factor=3))
     assert _tree(f"{root}/out") == before
     assert store_writes >= 2 * 4  # per shard: the copy under a temporary name, its statistics, the rename
+
+
+def test_a_prepared_corpus_counts_only_with_its_summary_written_last(monkeypatch, shared_data):
+    from official.nlp.data.corpus.preparation import prepare_corpus
+    from official.nlp.data.corpus.settings import CorpusConfig
+
+    text = (shared_data / "wikipedia" / "wiki_00").read_bytes()
+    wiki = text[: text.index(b"</doc>\n", 40_000) + 7]
+    expected = {}
+
+    def job(root):
+        if not input_files.exists(f"{root}/wiki_00"):
+            NonAtomicStore.put(f"{root}/wiki_00", wiki)
+        prepare_corpus(CorpusConfig(input_file=f"{root}/wiki_00", output_file=f"{root}/out/wiki.txt@2", unit_mb=0.01))
+        if not expected:
+            expected.update(_tree(f"{root}/out"))
+
+    def check(root, killed_at):
+        left = _tree(f"{root}/out")
+        final = {k: v for k, v in left.items() if ".tmp-" not in k}
+        for name, data in final.items():  # whatever has its final name is whole
+            if name != "stats/wiki.txt.json":
+                assert data == expected[name], (killed_at, name)
+        if "stats/wiki.txt.json" in final or killed_at is None:  # the summary: every shard is there
+            assert final.keys() == expected.keys()
+        if killed_at is None:
+            assert left.keys() == expected.keys()  # a rerun leaves no temporary file of the killed run
+
+    _kill_after_each_write(monkeypatch, job, check)
+    assert sorted(expected) == ["stats/wiki.txt.json", "wiki.txt-00000-of-00002", "wiki.txt-00001-of-00002"]

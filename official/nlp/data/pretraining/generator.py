@@ -30,10 +30,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import logging
-import multiprocessing
 import os
 import random
 import shutil
@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, worker_pool
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target
@@ -299,15 +299,13 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
     done_bytes = 0
     last_log = start
     joiner = ShardJoiner(parts)
-    ctx = multiprocessing.get_context("spawn")  # Never fork: the parent may hold TF or other threads.
-    if num_workers == 1:
-        _worker_init(config)
-        results = (process_unit(*task) for task in tasks)
-        pool = None
-    else:
-        pool = ctx.Pool(num_workers, initializer=_worker_init, initargs=(config,))
-        results = _windowed(pool, tasks, 2 * num_workers)
-    try:
+    with contextlib.ExitStack() as stack:
+        stack.callback(joiner.close_all)  # also when a unit fails
+        results = stack.enter_context(
+            worker_pool.ordered_results(
+                process_unit, tasks, num_workers=num_workers, initializer=_worker_init, initargs=(config,)
+            )
+        )
         for u, result in zip(pending, results):
             if result["first_single_sentence_document"] and not total.input["single_sentence_documents"]:
                 path, offset = result["first_single_sentence_document"]
@@ -341,23 +339,3 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
                     total.instances / elapsed,
                 )
                 last_log = now
-    finally:
-        joiner.close_all()
-        if pool is not None:
-            pool.terminate()
-            pool.join()
-
-
-def _windowed(pool, tasks, window):
-    """`pool.apply_async` over tasks in order, at most ``window`` in flight (bounds buffered results)."""
-    in_flight = []
-    it = iter(tasks)
-    for task in it:
-        in_flight.append(pool.apply_async(process_unit, task))
-        if len(in_flight) >= window:
-            break
-    for task in it:
-        yield in_flight.pop(0).get()
-        in_flight.append(pool.apply_async(process_unit, task))
-    while in_flight:
-        yield in_flight.pop(0).get()

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
+from official.nlp.data.pretraining.settings import setting_default
 
 if TYPE_CHECKING:
     from official.nlp.data.pretraining.settings import PretrainingDataConfig
@@ -125,6 +126,10 @@ def is_complete(path: str, settings: dict, shard_index: int) -> bool:
             f"written with (an older version wrote it), so it may not fit this run. {how}"
         )
     wanted = shard_record(settings, shard_index)["settings"]
+    # A setting the record lacks came after the version that wrote it, which worked as the setting's default does.
+    for name in wanted.keys() - recorded.keys():
+        if setting_default(name) is not dataclasses.MISSING:
+            recorded[name] = setting_default(name)
     differing = [
         f"{_SETTING_NAMES.get(k, '--' + k)}: {recorded.get(k)!r} there, {wanted.get(k)!r} now"
         for k in sorted(set(recorded) | set(wanted))

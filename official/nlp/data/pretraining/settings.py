@@ -41,6 +41,16 @@ class PretrainingDataConfig:
             "random next segments)."
         ),
     )
+    mask_token_prob: float = field(
+        0.8, help="Share of the masked-LM targets replaced by [MASK] (the paper's MASK column of Table 8)."
+    )
+    random_token_prob: float = field(
+        0.1,
+        help=(
+            "Share of the masked-LM targets replaced by a random token (RND); the rest, 1 - mask_token_prob - "
+            "random_token_prob, keep their token (SAME)."
+        ),
+    )
     static_masking: bool = field(
         True, help="Mask here. False writes unmasked records for on-the-fly masking (masking.dynamic_masking)."
     )
@@ -64,6 +74,17 @@ class PretrainingDataConfig:
             "with the original)."
         ),
     )
+
+
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(PretrainingDataConfig)}
+
+
+def setting_default(name: str):
+    """The default of field `name` (``dataclasses.MISSING`` for a required one or a name that is not a field).
+
+    An output written before a flag existed was written with that flag's default: every new flag defaults to the
+    earlier behaviour, so the shards of an older version still count as complete (`outputs.is_complete`)."""
+    return _DEFAULTS.get(name, dataclasses.MISSING)
 
 
 def validate_config(config: PretrainingDataConfig) -> None:
@@ -90,10 +111,19 @@ def validate_config(config: PretrainingDataConfig) -> None:
     )
     check(0 < c.masked_lm_prob <= 1, "masked_lm_prob", c.masked_lm_prob, "must be in (0, 1]")
     check(0 <= c.short_seq_prob <= 1, "short_seq_prob", c.short_seq_prob, "is a probability, so must be in [0, 1]")
+    problems.extend(masking_lib.action_rate_problems(c.mask_token_prob, c.random_token_prob))
     check(c.max_ngram_size >= 1, "max_ngram_size", c.max_ngram_size, "must be at least 1 (1: no n-gram masking)")
     check(c.unit_mb > 0, "unit_mb", c.unit_mb, "must be positive (the size of a work unit in MB)")
     check(c.max_line_bytes >= 1, "max_line_bytes", c.max_line_bytes, "must be at least 1")
     check(c.num_workers >= 0, "num_workers", c.num_workers, "must be >= 0 (0: all cores)")
+    for name in ("mask_token_prob", "random_token_prob"):
+        check(
+            c.static_masking or getattr(c, name) == _DEFAULTS[name],
+            name,
+            getattr(c, name),
+            "--static_masking=false writes records without masks; choose the rates of on-the-fly masking with "
+            "run_pretraining's --dynamic_masking",
+        )
     if c.reference_order:
         check(
             c.max_ngram_size == 1,
@@ -122,4 +152,6 @@ def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_lib.Ma
         masked_lm_prob=config.masked_lm_prob,
         whole_word_mask=config.do_whole_word_mask,
         max_ngram_size=config.max_ngram_size,
+        mask_token_prob=config.mask_token_prob,
+        random_token_prob=config.random_token_prob,
     )
