@@ -157,7 +157,7 @@ class ServingModule(tf.Module):
 
     Args:
       model: the Keras model (a `BertEncoder` or a task model of `official.nlp.modeling.models`).
-      vocab_file: the model's `vocab.txt`.
+      vocab_file: the model's `vocab.txt` (None with a `tokenizer`: its vocabulary is written as the asset).
       do_lower_case: the model's case.
       max_seq_length: length texts are packed (and truncated) to, as in training.
       label_names: names of the classes (classifier, NER); written as an asset and a variable.
@@ -170,7 +170,7 @@ class ServingModule(tf.Module):
         self,
         model,
         *,
-        vocab_file: str,
+        vocab_file: str | None,
         do_lower_case: bool,
         max_seq_length: int,
         label_names: Sequence[str] = (),
@@ -185,7 +185,9 @@ class ServingModule(tf.Module):
             )
         self.hold_model(model)
         self.bert_config = config
-        self.vocab_path = os.fspath(vocab_file)
+        if vocab_file is None and tokenizer is None:
+            raise ValueError("ServingModule needs the vocab_file or a tokenizer")
+        self.vocab_path = None if vocab_file is None else os.fspath(vocab_file)
         self.tokenizer = tokenizer or text_layers.BertTokenizer(
             self.vocab_path, do_lower_case, vocab_size=config.vocab_size
         )
@@ -258,12 +260,17 @@ class ServingModule(tf.Module):
         checked = check_ranks("serve_token_ids", features, self.token_id_spec())
         return serve_nonempty(self.serve_token_ids, checked)
 
+    def checked_text(self, texts):
+        """`serve_text` behind the rank checks: what `serving_default` runs (and a text task's `predict`)."""
+        return serve_nonempty(self.serve_text, check_ranks("serving_default", texts, self.text_spec()))
+
+    def text_function(self) -> tf.types.experimental.GenericFunction:
+        """`checked_text` as the `tf.function` of `serving_default`, for raw-text batches of any size."""
+        return tf.function(self.checked_text, input_signature=[any_shape(self.text_spec())])
+
     def signature_functions(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
-        text_spec, example_spec = self.text_spec(), {"examples": string_spec("examples")}
-        text = tf.function(
-            lambda texts: serve_nonempty(self.serve_text, check_ranks("serving_default", texts, text_spec)),
-            input_signature=[any_shape(text_spec)],
-        )
+        example_spec = {"examples": string_spec("examples")}
+        text = self.text_function()
         ids = tf.function(self.checked_token_ids, input_signature=[any_shape(self.token_id_spec())])
         examples = tf.function(
             lambda examples: self.serve_examples(
@@ -280,7 +287,12 @@ class ServingModule(tf.Module):
     # -- writing ------------------------------------------------------------------------------------------------
 
     def write_assets(self, directory: str) -> dict[str, tf.saved_model.Asset]:
-        output_files.copy(self.vocab_path, os.path.join(directory, "vocab.txt"))
+        if self.vocab_path is None:  # a tokenizer loaded from a .keras file: its vocabulary is the file
+            output_files.write_text(
+                os.path.join(directory, "vocab.txt"), "".join(f"{t}\n" for t in self.tokenizer.vocabulary)
+            )
+        else:
+            output_files.copy(self.vocab_path, os.path.join(directory, "vocab.txt"))
         self.bert_config.to_json_file(os.path.join(directory, "bert_config.json"))
         contents = {
             "do_lower_case": "true\n" if bool(self.do_lower_case.numpy()) else "false\n",

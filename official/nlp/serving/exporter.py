@@ -89,7 +89,7 @@ def build_export(
     task: str,
     model,
     *,
-    vocab_file: str,
+    vocab_file: str | None,
     do_lower_case: bool,
     max_seq_length: int,
     label_names: Sequence[str] = (),
@@ -101,7 +101,7 @@ def build_export(
     window_stride: int | None = None,
 ):
     """The `ServingModule` for `task` around an in-memory `model` (see `sequence_exports`, `ner_export`,
-    `squad_export`)."""
+    `squad_export`); `vocab_file` may be None when `tokenizer` is given."""
     common = dict(
         vocab_file=vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length, tokenizer=tokenizer
     )
@@ -120,6 +120,25 @@ def build_export(
     if task == "pretrainer":
         return sequence_exports.PretrainerExport(model, **common)
     raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
+
+
+def recorded_settings(task: str, record: dict) -> dict:
+    """How the fine-tuning run behind `record` (`init_checkpoint.read_record`) serves `task`: the `build_export`
+    arguments `label_names`, `text_pair`, `long_text`, `doc_stride`, `window_stride`, `squad_settings`, plus
+    `max_seq_length`. Where the run recorded nothing: `label_names` "0", "1", ... (empty here), `text_pair` False
+    (True for GLUE pair tasks), `max_seq_length` 128, truncation, and `run_squad.py`'s defaults."""
+    name = str(record.get("task", "")).lower()
+    pair_task = bool(name) and name not in _SINGLE_TEXT_TASKS
+    text_pair = bool(record.get("text_b_column")) if name == "generic" else pair_task
+    return {
+        "label_names": [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else [],
+        "text_pair": text_pair,
+        "max_seq_length": int(record.get("max_seq_length") or 128),
+        "long_text": record.get("long_text") or "truncate",
+        "doc_stride": record.get("doc_stride"),
+        "window_stride": record.get("window_stride"),
+        "squad_settings": {key: record[key] for key in _SQUAD_SETTINGS if key in record},
+    }
 
 
 def export_model(
@@ -142,9 +161,8 @@ def export_model(
     """Exports `init_checkpoint` for `task`; returns the written paths (`saved_model`, `token_ids`, `keras`, and
     `hub_preprocessor`/`hub_encoder` for the encoder).
 
-    Unset arguments come from the fine-tuning record next to the checkpoint, else: `max_seq_length` 128,
-    `label_names` "0", "1", ..., `text_pair` False (True for GLUE pair tasks), SQuAD settings `run_squad.py`'s
-    defaults. `tokenizer` reuses a `BertTokenizer` of the same vocabulary and case (building one takes seconds).
+    Unset arguments come from the fine-tuning record next to the checkpoint (`recorded_settings`). `tokenizer`
+    reuses a `BertTokenizer` of the same vocabulary and case (building one takes seconds).
     Raises `InputError` for a checkpoint, label list or setting that does not fit.
     """
     if task not in TASKS:
@@ -159,29 +177,21 @@ def export_model(
     if files.checkpoint is None:
         raise InputError(f"--init_checkpoint={init_checkpoint} holds no checkpoint")
     model = load_task_model(task, files, init_checkpoint)
-    if label_names is None:
-        label_names = [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else []
-    if text_pair is None:
-        name = str(record.get("task", "")).lower()
-        text_pair = (
-            bool(record.get("text_b_column")) if name == "generic" else bool(name) and (name not in _SINGLE_TEXT_TASKS)
-        )
-    max_seq_length = int(max_seq_length or record.get("max_seq_length") or 128)
-    settings = {key: record[key] for key in _SQUAD_SETTINGS if key in record}
-    settings.update(squad_settings or {})
+    settings = recorded_settings(task, record)
+    recorded_length = settings.pop("max_seq_length")
+    if label_names is not None:
+        settings["label_names"] = label_names
+    if text_pair is not None:
+        settings["text_pair"] = text_pair
+    settings["squad_settings"] = {**settings["squad_settings"], **(squad_settings or {})} if task == "squad" else None
     export = build_export(
         task,
         model,
         vocab_file=files.vocab_file,
         do_lower_case=files.do_lower_case,
-        max_seq_length=max_seq_length,
-        label_names=label_names,
-        text_pair=text_pair,
-        squad_settings=settings if task == "squad" else None,
+        max_seq_length=int(max_seq_length or recorded_length),
         tokenizer=tokenizer,
-        long_text=record.get("long_text") or "truncate",
-        doc_stride=record.get("doc_stride"),
-        window_stride=record.get("window_stride"),
+        **settings,
     )
     saved = export.save(export_dir, version)
     version = int(os.path.basename(saved))
