@@ -20,6 +20,7 @@ LAYERS = {
     "tasks": 4,
     "serving": 5,
     "benchmarks": 6,
+    "text_tasks": 6,  # Keras models on raw text: their predict and export are the serving modules'
 }
 MAX_MODULES_PER_FOLDER = 12
 

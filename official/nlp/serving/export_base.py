@@ -265,8 +265,12 @@ class ServingModule(tf.Module):
         return serve_nonempty(self.serve_text, check_ranks("serving_default", texts, self.text_spec()))
 
     def text_function(self) -> tf.types.experimental.GenericFunction:
-        """`checked_text` as the `tf.function` of `serving_default`, for raw-text batches of any size."""
-        return tf.function(self.checked_text, input_signature=[any_shape(self.text_spec())])
+        """`checked_text` as the `tf.function` of `serving_default`, for raw-text batches of any size; one per module,
+        so that a text task's `predict` and `save` trace it once."""
+        if not hasattr(self, "_traced"):  # a plain namespace: tracked, the function would be saved as an object
+            function = tf.function(self.checked_text, input_signature=[any_shape(self.text_spec())])
+            self._traced = types.SimpleNamespace(text=function)
+        return self._traced.text
 
     def signature_functions(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
         example_spec = {"examples": string_spec("examples")}
