@@ -10,11 +10,14 @@ from tests.conftest import REPO_ROOT
 
 SCRIPT = textwrap.dedent("""
     import sys
+    from absl import flags
     from official.nlp.common import cli
     from official.nlp.common.errors import InputError
 
+    flags.DEFINE_string("what", None, "user or bug")
+
     def main(argv):
-        if argv[1] == "user":
+        if flags.FLAGS.what == "user":
             raise InputError("data.tsv:3: expected 2 columns, got 1; fix the row or pass --skip_bad_rows")
         raise RuntimeError("a bug")
 
@@ -25,7 +28,7 @@ SCRIPT = textwrap.dedent("""
 def _run(tmp_path, what):
     path = tmp_path / "demo.py"
     path.write_text(SCRIPT)
-    return subprocess.run([sys.executable, str(path), what], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, str(path), f"--what={what}"], capture_output=True, text=True, timeout=120)
 
 
 def test_user_error_is_one_line_without_traceback(tmp_path):
