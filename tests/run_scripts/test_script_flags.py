@@ -17,6 +17,7 @@ from absl import flags
 
 from official.nlp.checkpoints.conversion import ConversionConfig
 from official.nlp.common import config_flags
+from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.settings import PretrainingDataConfig
 from official.nlp.serving.export_config import ExportConfig
 from official.nlp.tasks.classification import ClassifierConfig
@@ -71,7 +72,7 @@ def test_each_field_is_one_flag_and_each_flag_a_field(script):
     )
     for name, field in fields.items():
         flag = defined[name]
-        assert flag.help.endswith(field.metadata["help"]) or flag.help.endswith(field.metadata["help"] + " (required)")
+        assert flag.help.endswith(config_flags.flag_help(field))  # after absl's "<a|b>: " of an enum
         if field.default is not dataclasses.MISSING:
             default = field.default
         elif field.default_factory is not dataclasses.MISSING:
@@ -81,6 +82,43 @@ def test_each_field_is_one_flag_and_each_flag_a_field(script):
         if isinstance(default, (list, tuple)):
             default = [str(v) for v in default]
         assert flag.default == default, (script, name, flag.default, default)
+
+
+# Numbers without a range of their own: any finite value means something.
+UNBOUNDED = {"random_seed", "null_score_diff_threshold"}
+PATH_NAMES = ("_file", "_dir", "_checkpoint", "input", "output")
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_every_number_states_its_range_and_every_path_is_a_path(script):
+    """Issue 30: every count flag states its range in its help (and is checked, see test_config_flags.py); every
+    path gets `~` expanded and glob characters refused, which needs the field to say it is a path."""
+    config_class = SCRIPTS[script]
+    for field in config_flags.flag_fields(config_class):
+        kind, _ = config_flags._kind(config_class, field)
+        if kind in (int, float) and field.name not in UNBOUNDED:
+            assert config_flags.describe_range(field), f"{script}: --{field.name} has no range"
+        if kind is str and field.name.endswith(PATH_NAMES) and "enum" not in field.metadata:
+            assert field.metadata.get("path") in config_flags.PATH_KINDS, f"{script}: --{field.name} is no path"
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_every_path_with_a_glob_character_is_refused_when_the_config_is_made(script, tmp_path):
+    """Issue 30: `--output_dir='out [9]'` trained and then predicted with the wrong checkpoint, `--init_checkpoint=
+    'model [x]'` "held no weights", an export to `export [v]` could not be loaded (tests/nlp/common/
+    test_glob_paths.py shows why); now every path of every job is refused up front, naming the flag."""
+    config_class = SCRIPTS[script]
+    fields = dataclasses.fields(config_class)
+    required = {
+        f.name: "x" for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+    config_class(**required)
+    for field in fields:
+        if field.metadata.get("path") in ("path", "paths"):
+            bracketed = str(tmp_path / "out [9]")
+            with pytest.raises(InputError, match=rf"^--{field.name}='.*out \[9\]': TensorFlow reads '\['"):
+                config_class(**{**required, field.name: bracketed})
+    assert not list(tmp_path.iterdir())  # refused before anything is made
 
 
 @pytest.fixture(scope="module")

@@ -46,7 +46,7 @@ class ClassifierConfig(finetuning.FineTuningConfig):
         "", help="cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, ax, or generic (with the column flags)."
     )
     data_dir: str | None = field(
-        None, help="The folder with the task's files (GLUE layout: train.tsv, dev.tsv, test.tsv, ...)."
+        None, path="path", help="The folder with the task's files (GLUE layout: train.tsv, dev.tsv, test.tsv, ...)."
     )
     do_train: bool = field(False, help="Fine-tune (resuming a run in --output_dir).")
     do_eval: bool = field(
@@ -58,7 +58,9 @@ class ClassifierConfig(finetuning.FineTuningConfig):
         "truncate", help="truncate (the original) or sliding_window (windows over the longer text, logits averaged)."
     )
     doc_stride: int | None = field(
-        None, help="Tokens between the starts of two windows (--long_text=sliding_window; default: half a window)."
+        None,
+        minimum=1,
+        help="Tokens between the starts of two windows (--long_text=sliding_window; default: half a window).",
     )
     group_by_length: bool = field(
         True,
@@ -69,11 +71,13 @@ class ClassifierConfig(finetuning.FineTuningConfig):
     skip_bad_rows: bool = field(
         False, help="Skip (and count) rows with too few columns, an unknown label or an empty first text."
     )
-    max_train_examples: int | None = field(None, help="Use only the first N training examples.")
+    max_train_examples: int | None = field(
+        None, minimum=1, help="Use only the first N training examples (default: all of them)."
+    )
     tfds_name: str | None = field(
         None, help="Read GLUE from tensorflow-datasets instead of --data_dir, e.g. glue/mrpc (must be prepared)."
     )
-    tfds_data_dir: str | None = field(None, help="tensorflow-datasets data folder.")
+    tfds_data_dir: str | None = field(None, path="path", help="tensorflow-datasets data folder.")
     # task_name=generic:
     text_a_column: str | None = field(None, help="generic: column (or JSON key) of the first text.")
     text_b_column: str | None = field(None, help="generic: column of the second text, for pairs.")

@@ -69,26 +69,30 @@ class FineTuningConfig(TrainingConfig):
     its data fields and its `do_train`/`do_eval`/`do_predict`."""
 
     output_dir: str = field(
+        path="path",
         help="Checkpoints, cached features, eval_results.txt, summaries and best_model/ go "
-        "here; rerunning with the same flags resumes."
+        "here; rerunning with the same flags resumes.",
     )
     init_checkpoint: str | None = field(
         None,
+        path="path",
         help=(
             "A model directory (convert_checkpoint.py or run_pretraining output), an original TF1 checkpoint "
             "prefix, or a Hugging Face folder (config.json + model.safetensors + vocab.txt)."
         ),
     )
-    bert_config_file: str | None = field(None, help="bert_config.json (default: the one with --init_checkpoint).")
-    vocab_file: str | None = field(None, help="vocab.txt (default: the one with --init_checkpoint).")
+    bert_config_file: str | None = field(
+        None, path="path", help="bert_config.json (default: the one with --init_checkpoint)."
+    )
+    vocab_file: str | None = field(None, path="path", help="vocab.txt (default: the one with --init_checkpoint).")
     do_lower_case: bool | None = field(
         None, help="Lower-case the input (default: the case stored with --init_checkpoint)."
     )
-    max_seq_length: int = field(128, help="Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
-    eval_batch_size: int = field(8, help="Batch size for evaluation.")
-    predict_batch_size: int = field(8, help="Batch size for prediction.")
-    num_train_epochs: float = field(3.0, help="Epochs over the training data (may be fractional).")
-    warmup_proportion: float = field(0.1, help="Share of the training steps with linear warmup.")
+    max_seq_length: int = field(128, minimum=3, help="Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
+    eval_batch_size: int = field(8, minimum=1, help="Batch size for evaluation.")
+    predict_batch_size: int = field(8, minimum=1, help="Batch size for prediction.")
+    num_train_epochs: float = field(3.0, exclusive_minimum=0, help="Epochs over the training data (may be fractional).")
+    warmup_proportion: float = field(0.1, minimum=0, maximum=1, help="Share of the training steps with linear warmup.")
     keep_checkpoint_max: int = override(TrainingConfig, "keep_checkpoint_max", 1)
 
     # Fields that do not change what is trained: a resumed run may change them. Subclasses add theirs.
@@ -286,18 +290,6 @@ def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> Non
         weight_decay=config.weight_decay,
         clip_norm=config.clip_norm,
     )
-    problems = []
-    if not 0 <= config.warmup_proportion <= 1:
-        problems.append(f"--warmup_proportion={config.warmup_proportion} must be in [0, 1]")
-    problems += [
-        f"--{name}={getattr(config, name)} must be positive"
-        for name in ("eval_batch_size", "predict_batch_size")
-        if getattr(config, name) <= 0
-    ]
-    if config.num_train_epochs <= 0:
-        problems.append(f"--num_train_epochs={config.num_train_epochs} must be positive")
-    if problems:
-        raise InputError("; ".join(problems))
 
 
 def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask) -> dict:

@@ -44,16 +44,18 @@ class MultipleChoiceConfig(finetuning.FineTuningConfig):
     """`FineTuningConfig` plus the SWAG settings (field names are the script's flags): the CSV or JSON-lines files
     (see `data.swag`), whether bad rows are skipped and counted instead of stopping, and the head's dropout."""
 
-    train_file: str | None = field(None, help="SWAG training file (train.csv or JSON lines).")
-    eval_file: str | None = field(None, help="SWAG file for --do_eval (val.csv).")
-    predict_file: str | None = field(None, help="SWAG file for --do_predict (test.csv; labels not needed).")
+    train_file: str | None = field(None, path="path", help="SWAG training file (train.csv or JSON lines).")
+    eval_file: str | None = field(None, path="path", help="SWAG file for --do_eval (val.csv).")
+    predict_file: str | None = field(
+        None, path="path", help="SWAG file for --do_predict (test.csv; labels not needed)."
+    )
     do_train: bool = field(False, help="Fine-tune (or resume).")
     do_eval: bool = field(False, help="Accuracy on --eval_file after each epoch (or once, without --do_train).")
     do_predict: bool = field(False, help="Predict --predict_file into --output_dir/test_results.csv.")
     skip_bad_rows: bool = field(
         False, help="Skip and count rows with too few columns, a missing ending, an empty context or an unknown label."
     )
-    dropout_rate: float = field(0.1, help="Dropout before the choice scorer.")
+    dropout_rate: float = field(0.1, minimum=0, exclusive_maximum=1, help="Dropout before the choice scorer.")
 
 
 class MultipleChoiceTask:

@@ -82,14 +82,16 @@ class SquadConfig(finetuning.FineTuningConfig):
     `do_predict`, a predict file that has answers is evaluated."""
 
     max_seq_length: int = override(finetuning.FineTuningConfig, "max_seq_length", 384)
-    train_file: str | None = field(None, help="SQuAD JSON for training.")
-    predict_file: str | None = field(None, help="SQuAD JSON to predict (and evaluate, when it has answers).")
+    train_file: str | None = field(None, path="path", help="SQuAD JSON for training.")
+    predict_file: str | None = field(
+        None, path="path", help="SQuAD JSON to predict (and evaluate, when it has answers)."
+    )
     do_train: bool = field(False, help="Fine-tune on --train_file.")
     do_predict: bool = field(False, help="Predict --predict_file.")
-    doc_stride: int = field(128, help="Tokens between the starts of consecutive windows.")
-    max_query_length: int = field(64, help="Longer questions are truncated (and counted).")
-    n_best_size: int = field(20, help="Candidates kept per question (nbest_predictions).")
-    max_answer_length: int = field(30, help="Longest answer, in tokens.")
+    doc_stride: int = field(128, minimum=1, help="Tokens between the starts of consecutive windows.")
+    max_query_length: int = field(64, minimum=1, help="Longer questions are truncated (and counted).")
+    n_best_size: int = field(20, minimum=1, help="Candidates kept per question (nbest_predictions).")
+    max_answer_length: int = field(30, minimum=1, help="Longest answer, in tokens.")
     version_2_with_negative: bool = field(False, help="SQuAD 2.0: questions may have no answer.")
     null_score_diff_threshold: float = field(
         0.0, help='v2.0: answer "" when null score - best span score exceeds this.'
@@ -103,8 +105,6 @@ def _check_config(config: SquadConfig) -> None:
         raise InputError("--do_train needs --train_file")
     if config.do_predict and not config.predict_file:
         raise InputError("--do_predict needs --predict_file")
-    if config.n_best_size <= 0 or config.max_answer_length <= 0:
-        raise InputError("--n_best_size and --max_answer_length must be positive")
     squad.check_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
 
 

@@ -58,9 +58,9 @@ class TaggingConfig(finetuning.FineTuningConfig):
     """`FineTuningConfig` plus the NER settings (field names are the script's flags); the CoNLL files are IOB1 or
     IOB2 columns (see `data.conll`)."""
 
-    train_file: str | None = field(None, help="CoNLL training file (e.g. eng.train or train.txt).")
-    eval_file: str | None = field(None, help="CoNLL file for --do_eval (e.g. eng.testa).")
-    predict_file: str | None = field(None, help="CoNLL file for --do_predict (e.g. eng.testb).")
+    train_file: str | None = field(None, path="path", help="CoNLL training file (e.g. eng.train or train.txt).")
+    eval_file: str | None = field(None, path="path", help="CoNLL file for --do_eval (e.g. eng.testa).")
+    predict_file: str | None = field(None, path="path", help="CoNLL file for --do_predict (e.g. eng.testb).")
     do_train: bool = field(False, help="Fine-tune (or resume).")
     do_eval: bool = field(False, help="Entity F1 on --eval_file after each epoch (or once, without --do_train).")
     do_predict: bool = field(False, help="Tag --predict_file into --output_dir/test_predictions.txt.")
@@ -69,16 +69,18 @@ class TaggingConfig(finetuning.FineTuningConfig):
     )
     skip_bad_rows: bool = field(False, help="Leave out and count sentences with a malformed line or an unknown tag.")
     window_stride: int | None = field(
-        None, help="Sub-tokens between windows of a long sentence (default: half a window)."
+        None, minimum=1, help="Sub-tokens between windows of a long sentence (default: half a window)."
     )
     feature_based: bool = field(False, help="Freeze BERT and train a BiLSTM on its layers (the paper's Table 7).")
     feature_layers: Sequence[int] = field(
         (-1, -2, -3, -4), help="--feature_based: encoder layers to use (-1 is the last)."
     )
     feature_combine: str = field("concat", enum=COMBINE, help="--feature_based: how the layers are combined.")
-    lstm_units: int = field(768, help="--feature_based: units per direction of each BiLSTM layer.")
-    num_lstm_layers: int = field(2, help="--feature_based: BiLSTM layers.")
-    dropout_rate: float = field(0.1, help="Dropout before the classifier (and in the BiLSTM stack).")
+    lstm_units: int = field(768, minimum=1, help="--feature_based: units per direction of each BiLSTM layer.")
+    num_lstm_layers: int = field(2, minimum=1, help="--feature_based: BiLSTM layers.")
+    dropout_rate: float = field(
+        0.1, minimum=0, exclusive_maximum=1, help="Dropout before the classifier (and in the BiLSTM stack)."
+    )
 
 
 def masked_token_loss(y_true, y_pred):
