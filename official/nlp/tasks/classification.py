@@ -161,12 +161,13 @@ class ClassificationTask:
         if isinstance(self.processor, glue.GenericProcessor) and self.splits[glue.TRAIN]:
             train = self.splits[glue.TRAIN][0].file
             if input_files.exists(train):
-                self.processor.infer_labels(train)
+                self.processor.infer_labels(train, skip_bad_rows=config.skip_bad_rows)
         self.regression = self.processor.is_regression
         self.name = self.processor.name
         self.labels = list(self.processor.labels or [])
         self.metric_name = self.processor.metrics[0]
         self.bad_rows: dict[str, int] = {}
+        self._examples: dict[tuple[str, str], list[glue.InputExample]] = {}
         self._tokenizer = None
         self._train_count = None
 
@@ -180,7 +181,22 @@ class ClassificationTask:
     def _source(self, eval_set: glue.EvalSet) -> str:
         return eval_set.file
 
+    def check_inputs(self) -> None:
+        """Reads every dev and test file the jobs ask for, so that a bad row there (a label the training file does
+        not have) stops the job before training rather than after its first epoch (`finetuning.run_task`)."""
+        for job, split in (("do_eval", glue.DEV), ("do_predict", glue.TEST)):
+            if getattr(self.config, job):
+                for eval_set in self.splits[split]:
+                    self.read(split, eval_set)
+
     def read(self, split: str, eval_set: glue.EvalSet) -> list[glue.InputExample]:
+        """The examples of one file (read once: `check_inputs` reads them before training)."""
+        key = (split, eval_set.file)
+        if key not in self._examples:
+            self._examples[key] = self._read(split, eval_set)
+        return self._examples[key]
+
+    def _read(self, split: str, eval_set: glue.EvalSet) -> list[glue.InputExample]:
         result = self.processor.read(eval_set.file, split, skip_bad_rows=self.config.skip_bad_rows)
         if result.bad_rows:
             self.bad_rows[f"{split}{eval_set.suffix}"] = result.bad_rows

@@ -201,9 +201,10 @@ def run_task(
     """Runs the jobs a task's config asks for (its `do_train`, `do_eval`, `do_predict` fields): fine-tunes (or
     resumes) with an evaluation after each epoch, then predicts with `task.predict(model)`.
 
-    `make_task(files)` builds the task on the resolved `--init_checkpoint`. `evaluate(task)` is for a task whose
-    evaluation is its prediction, without a `do_eval` of its own (SQuAD evaluates `--predict_file` when it has
-    answers): whether to evaluate; it then predicts only when it did not evaluate.
+    `make_task(files)` builds the task on the resolved `--init_checkpoint`; a task with a `check_inputs()` method
+    reads there, before training, the evaluation and prediction files its jobs ask for. `evaluate(task)` is for a
+    task whose evaluation is its prediction, without a `do_eval` of its own (SQuAD evaluates `--predict_file` when
+    it has answers): whether to evaluate; it then predicts only when it did not evaluate.
     """
     jobs = [name for name in JOBS if hasattr(config, name)]
     if not any(getattr(config, name) for name in jobs):
@@ -211,6 +212,8 @@ def run_task(
     check_job_inputs(config)
     files = resolve_model_files(config)
     task = make_task(files)
+    if config.do_train and hasattr(task, "check_inputs"):
+        task.check_inputs()  # a bad row in a dev or test file is found now, not after training
     do_eval = evaluate(task) if evaluate else config.do_eval
     result = run_finetuning(
         config.finetuning_config(), task, do_train=config.do_train, do_eval=do_eval, strategy=strategy, files=files

@@ -89,6 +89,7 @@ class MultipleChoiceTask:
         self.bad_rows: dict[str, int] = {}
         self._loaded: dict[str, swag.MultipleChoiceFeatures] = {}
         self._num_train: int | None = None
+        self._predict_examples: list | None = None
 
     def _read(self, path: str | None, split: str, flag: str, labelled: bool | None = True):
         if not path:
@@ -102,6 +103,14 @@ class MultipleChoiceTask:
             f", {read.bad_rows} bad row(s) skipped" if read.bad_rows else "",
         )
         return read.examples
+
+    def check_inputs(self) -> None:
+        """Reads the evaluation and prediction files the jobs ask for, so that a bad row there stops the job before
+        training rather than after its first epoch (`finetuning.run_task`)."""
+        if self.config.do_eval and self.config.eval_file:
+            self._features("eval", self.config.eval_file, "--eval_file")
+        if self.config.do_predict and self.config.predict_file:
+            self._predict_examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=False)
 
     def _features(self, split: str, path: str | None, flag: str, labelled: bool | None = True):
         if split not in self._loaded:
@@ -186,7 +195,9 @@ class MultipleChoiceTask:
         if not self.config.predict_file:
             raise InputError("--do_predict needs --predict_file")
         # Prediction needs no label: a test split without them (CSV or JSON lines) is read as it is.
-        examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=False)
+        examples = self._predict_examples or self._read(
+            self.config.predict_file, "predict", "--predict_file", labelled=False
+        )
         features = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
         logits = self._logits(model, features, self.predict_batch_size)
         probabilities = np.asarray(keras.ops.softmax(logits, axis=-1))

@@ -173,9 +173,25 @@ class TaggingTask:
         if self._train is not None:
             self._train = self._checked(self._train, "train", config.train_file)
         self._eval_sentences: list[conll.Sentence] | None = None
+        self._predict_sentences: list[conll.Sentence] | None = None
         self._num_train: int | None = None
 
     # ---- data -----------------------------------------------------------------------------------------------
+
+    def check_inputs(self) -> None:
+        """Reads the evaluation and prediction files the jobs ask for, so that a malformed line or an unknown tag
+        there stops the job before training rather than after its first epoch (`finetuning.run_task`)."""
+        if self.config.do_eval and self.config.eval_file:
+            self._eval_sentences = self._checked_eval_sentences()
+        if self.config.do_predict and self.config.predict_file:
+            self._predict_sentences = self._read(self.config.predict_file, "predict")
+
+    def _checked_eval_sentences(self) -> list[conll.Sentence]:
+        if self._eval_sentences is None:
+            self._eval_sentences = self._checked(
+                self._read(self.config.eval_file, "eval"), "eval", self.config.eval_file
+            )
+        return self._eval_sentences
 
     def _read(self, path: str, split: str) -> list[conll.Sentence]:
         read = conll.read_conll(path, skip_bad_rows=self.config.skip_bad_rows)
@@ -280,11 +296,7 @@ class TaggingTask:
         predictions go to `eval_predictions.txt`."""
         if not self.config.eval_file:
             raise InputError("--do_eval needs --eval_file")
-        if self._eval_sentences is None:
-            self._eval_sentences = self._checked(
-                self._read(self.config.eval_file, "eval"), "eval", self.config.eval_file
-            )
-        sentences = self._eval_sentences
+        sentences = self._checked_eval_sentences()
         predicted = self.predict_tags(model, sentences)
         output_files.makedirs(self.output_dir, name="--output_dir")
         conll.write_predictions(os.path.join(self.output_dir, EVAL_PREDICTIONS_FILE), sentences, predicted)
@@ -297,7 +309,7 @@ class TaggingTask:
         conlleval's scores against the file's own tags (meaningful when they are gold tags)."""
         if not self.config.predict_file:
             raise InputError("--do_predict needs --predict_file")
-        sentences = self._read(self.config.predict_file, "predict")
+        sentences = self._predict_sentences or self._read(self.config.predict_file, "predict")
         predicted = self.predict_tags(model, sentences, self.predict_batch_size)
         output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
         output_files.makedirs_for(output_file)
