@@ -213,7 +213,9 @@ def _describe_tf_error(e: Exception) -> str | None:
     if name == "NotFoundError":
         return f"{message}; check the path (and, for gs://, that the bucket exists)"
     if name in ("PermissionDeniedError", "UnauthenticatedError"):
-        return f"{message}; check the permissions (for gs://, the credentials and the bucket's access)"
+        if "://" in message:
+            return f"{message}; check the credentials and the bucket's access"
+        return f"{message}; choose a path you can write to, or change its permissions"
     return None
 
 

@@ -95,7 +95,12 @@ def describe_error(e: BaseException, path: str) -> InputError | None:
                 f"{path} does not exist{detail}; check the path (and, for gs://, that the bucket exists)"
             )
         if isinstance(e, (errors.PermissionDeniedError, errors.UnauthenticatedError)):
-            return InputError(f"{path}: permission denied{detail}; check the credentials and the bucket's access")
+            fix = (
+                "check the credentials and the bucket's access"
+                if is_remote(path)
+                else "choose a path you can read and write, or change its permissions"
+            )
+            return InputError(f"{path}: permission denied{detail}; {fix}")
         if isinstance(e, errors.FailedPreconditionError):
             fix = (
                 "check the network, the credentials and that the bucket exists"
