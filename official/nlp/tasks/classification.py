@@ -201,6 +201,8 @@ class ClassificationTask:
         if result.bad_rows:
             self.bad_rows[f"{split}{eval_set.suffix}"] = result.bad_rows
         examples = result.examples
+        if any(e.text_b and e.text_b.strip() for e in examples):
+            self.files.check_text_pairs(f"the examples of {eval_set.file}")
         if split == glue.TRAIN and self.config.max_train_examples:
             examples = examples[: self.config.max_train_examples]
         if not examples:

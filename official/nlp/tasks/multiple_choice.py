@@ -225,6 +225,7 @@ class SwagResult:
 def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
     """The task of `config` with the tokenizer of `config.init_checkpoint`."""
     files = files or finetuning.resolve_model_files(config)
+    files.check_text_pairs("SWAG inputs (context, ending)")
     return MultipleChoiceTask(
         config,
         files.tokenizer(),

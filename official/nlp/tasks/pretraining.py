@@ -285,6 +285,7 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
             seed=config.seed,
             max_position_embeddings=bert_config.max_position_embeddings,
             vocab_size=bert_config.vocab_size,
+            type_vocab_size=bert_config.type_vocab_size,
             dynamic_masking=masking_config,
             dynamic_masking_seed=config.seed,
         )

@@ -331,6 +331,7 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
                 f"--max_seq_length={config.max_seq_length} exceeds the model's "
                 f"max_position_embeddings={files.config.max_position_embeddings}"
             )
+        files.check_text_pairs("SQuAD inputs (question, context)")
         task = SquadTask(config, files.tokenizer(), files.do_lower_case)
         started = time.monotonic()  # the files are read: what follows is the work
         return task

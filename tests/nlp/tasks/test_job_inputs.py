@@ -85,8 +85,7 @@ def test_squad_checks_the_predict_file_before_reading_the_training_file(tmp_path
     _refused(question_answering.run_squad, config, f"--do_predict needs {tmp_path / 'dev.json'} (--predict_file)")
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
+def _tiny_model(root, type_vocab_size: int = 2) -> str:
     import keras
 
     from official.nlp.checkpoints import model_dir
@@ -94,14 +93,17 @@ def tiny_model(tmp_path_factory):
     from official.nlp.modeling.encoder import BertEncoder
     from tests import pretraining_records
 
-    root = tmp_path_factory.mktemp("model")
     vocab = pretraining_records.write_vocab(root / "vocab.txt")
     keras.utils.set_random_seed(0)
-    config = BertConfig.preset("tiny", vocab_size=1000, max_position_embeddings=64)
-    model_dir.save_model_dir(
-        str(root / "tiny"), BertEncoder.from_bert_config(config), vocab_file=vocab, do_lower_case=True
-    )
+    config = BertConfig.preset("tiny", vocab_size=1000, max_position_embeddings=64, type_vocab_size=type_vocab_size)
+    encoder = BertEncoder.from_bert_config(config)
+    model_dir.save_model_dir(str(root / "tiny"), encoder, vocab_file=vocab, do_lower_case=True)
     return str(root / "tiny")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return _tiny_model(tmp_path_factory.mktemp("model"))
 
 
 def _nothing_trained(output_dir) -> bool:
@@ -148,3 +150,30 @@ def test_a_bad_ner_eval_or_predict_file_stops_the_job_before_training(tmp_path, 
     with pytest.raises(InputError, match="other.txt"):
         tagging.run_ner(config)
     assert _nothing_trained(config.output_dir)
+
+
+def test_text_pairs_for_a_model_with_one_token_type_are_refused_before_training(tmp_path, shared_data):
+    """Issue 30: segment ids were not checked against type_vocab_size (a traceback from the embedding gather)."""
+    (tmp_path / "one_type").mkdir()
+    model = _tiny_model(tmp_path / "one_type", type_vocab_size=1)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.tsv").write_text("a\tb\tlabel\n" + "good film\tyes\tpos\nbad film\tno\tneg\n" * 8)
+    common = dict(init_checkpoint=model, max_seq_length=16, train_batch_size=4, do_train=True)
+    pairs = classification.ClassifierConfig(
+        task_name="generic",
+        text_a_column="a",
+        text_b_column="b",
+        data_dir=str(data),
+        output_dir=str(tmp_path / "o1"),
+        **common,
+    )
+    with pytest.raises(InputError, match=r"train.tsv are text pairs, .* type_vocab_size=1: it reads single texts"):
+        classification.run_classifier(pairs)
+    assert _nothing_trained(pairs.output_dir)
+    swag = multiple_choice.MultipleChoiceConfig(
+        train_file=str(shared_data / "swag" / "hf_transformers_sample.jsonl"), output_dir=str(tmp_path / "o2"), **common
+    )
+    with pytest.raises(InputError, match=r"^SWAG inputs \(context, ending\) are text pairs"):
+        multiple_choice.run_swag(swag)
+    assert _nothing_trained(swag.output_dir)
