@@ -42,6 +42,7 @@ import dataclasses
 import functools
 import math
 import numbers
+import os
 import types
 import typing
 from collections.abc import Sequence
@@ -199,9 +200,11 @@ def _number_problem(f: dataclasses.Field, value: Any) -> str | None:
 def _checked_path(f: dataclasses.Field, value: Any) -> tuple[Any, list[str]]:
     """`value` with ``~`` expanded in each of its local paths, and the problems of its paths."""
     kind = f.metadata["path"]
+    if isinstance(value, os.PathLike):  # a `pathlib.Path` from Python
+        value = os.fspath(value)
     one = isinstance(value, str)
-    parts = ([value] if kind == "path" else value.split(",")) if one else list(value)
-    expanded = [input_files.expand_user(p.strip() if kind != "path" else p) for p in parts]
+    parts = ([value] if kind == "path" else value.split(",")) if one else [os.fspath(p) for p in value]
+    expanded = [input_files.expand_user(p if kind == "path" else p.strip()) for p in parts]
     problems = []
     if kind != "patterns":
         for part in expanded:

@@ -162,6 +162,7 @@ def test_a_leading_tilde_is_the_home_folder_of_local_paths(monkeypatch, tmp_path
     assert from_python.output_dir == "gs://bucket/~/run"  # not a local path: left as it is
     assert from_python.output_file == [f"{tmp_path}/x", "ram://~y"] and from_python.input_file == (f"{tmp_path}/z",)
     assert Paths(output_dir="a~b/~").output_dir == "a~b/~"  # only a leading ~ is the home folder
+    assert Paths(output_dir=tmp_path / "run", output_file=[tmp_path / "x"]).output_dir == f"{tmp_path}/run"
     assert os.path.expanduser("~") == str(tmp_path)
 
 
