@@ -11,7 +11,9 @@ the script with `run`:
 **Errors.** `InputError` (see `errors.py`) is printed as ``<script>: <message>`` on stderr with exit status 2, and
 no traceback: tracebacks are for bugs, which still get theirs. An `OSError` about a path the user gave (no
 permission, a parent that is a file, a full disk) is reported the same way, naming the path, and so is a
-TensorFlow error about a path it reads or writes itself (`_describe_tf_error`).
+TensorFlow error about a path it reads or writes itself (`_describe_tf_error`). So are the command line's own
+mistakes, before `main` runs (`_parse_flags`): what absl cannot parse (an unknown flag, a bad value, a flagfile line
+``--flag value``) and any positional argument, which no script takes.
 
 **TensorFlow's start-up noise.** On TF 2.21 each process prints about 9 lines from C++ before any of ours
 (`oneDNN custom operations are on`, `Could not find cuda drivers`, `failed call to cuInit`, CPU instructions ...).

@@ -58,10 +58,7 @@ flags.disclaim_key_flags()
 
 _SCALARS = (bool, int, float, str)
 _LISTS = (list, tuple, collections.abc.Sequence)
-
-
 PATH_KINDS = ("path", "paths", "patterns")
-_BOUNDS = ("minimum", "exclusive_minimum", "maximum", "exclusive_maximum")
 
 
 def field(
