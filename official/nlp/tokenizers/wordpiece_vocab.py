@@ -198,7 +198,7 @@ class VocabConfig(CheckedConfig):
     do_lower_case: bool = field(True, help="Lower-case and strip accents before counting (uncased vocabulary).")
     num_unused: int = field(0, minimum=0, help="Number of [unusedN] tokens to reserve after [PAD].")
     min_count: int = field(
-        10, minimum=0, help="Minimum count of a word to be a vocabulary candidate (learner lower_thresh)."
+        10, minimum=0, help="Minimum count of a word to be a vocabulary candidate (learner lower_thresh; 0 or 1: any)."
     )
     max_token_length: int = field(50, minimum=1, help="Longest token to learn, in characters.")
     max_unique_chars: int = field(1000, minimum=1, help="Alphabet size: words with rarer characters are not counted.")

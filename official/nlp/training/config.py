@@ -68,7 +68,7 @@ class TrainingConfig(CheckedConfig):
     )
     jit_compile: bool = field(False, help="Compile the forward and backward pass with XLA.")
     distribution_strategy: str = field("one_device", enum=distribution.STRATEGIES, help="How to use devices.")
-    num_gpus: int | None = field(None, minimum=0, help="GPUs on this host (default: all visible).")
+    num_gpus: int | None = field(None, minimum=0, help="GPUs on this host (default: all visible; 0: the CPU).")
     tpu: str | None = field(None, help="TPU name or address; 'local' on a TPU VM.")
     all_reduce_alg: str | None = field(None, help="mirrored: nccl|hierarchical_copy; multi_worker_mirrored: ring|nccl.")
     seed: int = field(12345, minimum=0, maximum=2**32 - 1, help="Seed of the initialization, dropout and data order.")
