@@ -135,5 +135,5 @@ def test_bad_flags_fail_before_any_output(shared_data, tmp_path):
         text=True,
     )
     assert result.returncode != 0
-    assert "--dupe_factor=0: must be at least 1" in result.stderr and "--short_seq_prob=1.5" in result.stderr
+    assert "--dupe_factor=0: must be >= 1" in result.stderr and "--short_seq_prob=1.5" in result.stderr
     assert not (tmp_path / "new").exists()

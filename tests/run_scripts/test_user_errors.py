@@ -344,7 +344,7 @@ def test_run_pretraining_refuses_a_non_positive_adam_epsilon(tmp_path, records, 
         f"--bert_config_file={config_file}",
         "--adam_epsilon=-1e-8",
     )
-    assert_user_error(result, "--adam_epsilon=-1e-08 must be positive")
+    assert_user_error(result, "--adam_epsilon=-1e-08: must be > 0")
 
 
 @pytest.mark.slow

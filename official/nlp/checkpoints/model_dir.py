@@ -106,6 +106,16 @@ class ModelFiles:
             self.checkpoint_format,
         )
 
+    def check_text_pairs(self, inputs: str) -> None:
+        """Refuses text pairs (`inputs` names them) for a model with one token type: the second text's segment id
+        1 is past its `token_type_embeddings`, which fails inside the first step (or, on a GPU, reads garbage)."""
+        if self.config.type_vocab_size < 2:
+            raise InputError(
+                f"{inputs} are text pairs, whose second text has token type (segment id) 1, but the model's "
+                f"bert_config.json has type_vocab_size={self.config.type_vocab_size}: it reads single texts only. "
+                "Use a model with type_vocab_size=2 (BERT's), or single-text inputs"
+            )
+
     def tokenizer(self):
         """The pure-Python `FullTokenizer` for this vocabulary and case."""
         from official.nlp.tokenizers.tokenization import FullTokenizer

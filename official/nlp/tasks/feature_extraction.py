@@ -44,7 +44,7 @@ from absl import logging
 
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.common import input_files
-from official.nlp.common.config_flags import field
+from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
 from official.nlp.common.text_files import decode_line
@@ -318,26 +318,28 @@ def write_sentence_vectors(path: str, vectors: Sequence[np.ndarray] | np.ndarray
 
 
 @dataclasses.dataclass
-class FeatureExtractionConfig:
+class FeatureExtractionConfig(CheckedConfig):
     """The settings of `run_feature_extraction`; the field names are the flags of `extract_features.py`."""
 
-    input_file: str = field(help="Text file: `text_a` or `text_a ||| text_b` per line.")
-    output_file: str = field(help="JSON lines output.")
-    init_checkpoint: str = field(help="Model directory or original TF1 checkpoint prefix.")
+    input_file: str = field(path="path", help="Text file: `text_a` or `text_a ||| text_b` per line.")
+    output_file: str = field(path="path", help="JSON lines output.")
+    init_checkpoint: str = field(path="path", help="Model directory or original TF1 checkpoint prefix.")
     layers: str = field("-1,-2,-3,-4", help="Comma-separated encoder layer indexes (-1 is the last).")
-    bert_config_file: str | None = field(None, help="Defaults to bert_config.json next to --init_checkpoint.")
-    vocab_file: str | None = field(None, help="Defaults to vocab.txt next to --init_checkpoint.")
-    do_lower_case: bool | None = field(None, help="Defaults to the model directory's do_lower_case.")
-    max_seq_length: int = field(
-        128, lower_bound=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] included."
+    bert_config_file: str | None = field(
+        None, path="path", help="Defaults to bert_config.json next to --init_checkpoint."
     )
-    batch_size: int = field(32, lower_bound=1, help="Examples per forward pass.")
+    vocab_file: str | None = field(None, path="path", help="Defaults to vocab.txt next to --init_checkpoint.")
+    do_lower_case: bool | None = field(None, help="Defaults to the model directory's do_lower_case.")
+    max_seq_length: int = field(128, minimum=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] included.")
+    batch_size: int = field(32, minimum=1, help="Examples per forward pass.")
     output_format: str = field(
         "original",
         enum=["original", "concat"],
         help=("original: one values list per layer; concat: the chosen layers concatenated per token."),
     )
-    sentence_vectors_file: str | None = field(None, help="Optional .npy with one sentence vector per example.")
+    sentence_vectors_file: str | None = field(
+        None, path="path", help="Optional .npy with one sentence vector per example."
+    )
     sentence_pooling: str = field(
         "pooled",
         enum=["pooled", "mean"],

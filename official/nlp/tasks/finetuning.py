@@ -69,26 +69,30 @@ class FineTuningConfig(TrainingConfig):
     its data fields and its `do_train`/`do_eval`/`do_predict`."""
 
     output_dir: str = field(
+        path="path",
         help="Checkpoints, cached features, eval_results.txt, summaries and best_model/ go "
-        "here; rerunning with the same flags resumes."
+        "here; rerunning with the same flags resumes.",
     )
     init_checkpoint: str | None = field(
         None,
+        path="path",
         help=(
             "A model directory (convert_checkpoint.py or run_pretraining output), an original TF1 checkpoint "
             "prefix, or a Hugging Face folder (config.json + model.safetensors + vocab.txt)."
         ),
     )
-    bert_config_file: str | None = field(None, help="bert_config.json (default: the one with --init_checkpoint).")
-    vocab_file: str | None = field(None, help="vocab.txt (default: the one with --init_checkpoint).")
+    bert_config_file: str | None = field(
+        None, path="path", help="bert_config.json (default: the one with --init_checkpoint)."
+    )
+    vocab_file: str | None = field(None, path="path", help="vocab.txt (default: the one with --init_checkpoint).")
     do_lower_case: bool | None = field(
         None, help="Lower-case the input (default: the case stored with --init_checkpoint)."
     )
-    max_seq_length: int = field(128, help="Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
-    eval_batch_size: int = field(8, help="Batch size for evaluation.")
-    predict_batch_size: int = field(8, help="Batch size for prediction.")
-    num_train_epochs: float = field(3.0, help="Epochs over the training data (may be fractional).")
-    warmup_proportion: float = field(0.1, help="Share of the training steps with linear warmup.")
+    max_seq_length: int = field(128, minimum=3, help="Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
+    eval_batch_size: int = field(8, minimum=1, help="Batch size for evaluation.")
+    predict_batch_size: int = field(8, minimum=1, help="Batch size for prediction.")
+    num_train_epochs: float = field(3.0, exclusive_minimum=0, help="Epochs over the training data (may be fractional).")
+    warmup_proportion: float = field(0.1, minimum=0, maximum=1, help="Share of the training steps with linear warmup.")
     keep_checkpoint_max: int = override(TrainingConfig, "keep_checkpoint_max", 1)
 
     # Fields that do not change what is trained: a resumed run may change them. Subclasses add theirs.
@@ -197,9 +201,10 @@ def run_task(
     """Runs the jobs a task's config asks for (its `do_train`, `do_eval`, `do_predict` fields): fine-tunes (or
     resumes) with an evaluation after each epoch, then predicts with `task.predict(model)`.
 
-    `make_task(files)` builds the task on the resolved `--init_checkpoint`. `evaluate(task)` is for a task whose
-    evaluation is its prediction, without a `do_eval` of its own (SQuAD evaluates `--predict_file` when it has
-    answers): whether to evaluate; it then predicts only when it did not evaluate.
+    `make_task(files)` builds the task on the resolved `--init_checkpoint`; a task with a `check_inputs()` method
+    reads there, before training, the evaluation and prediction files its jobs ask for. `evaluate(task)` is for a
+    task whose evaluation is its prediction, without a `do_eval` of its own (SQuAD evaluates `--predict_file` when
+    it has answers): whether to evaluate; it then predicts only when it did not evaluate.
     """
     jobs = [name for name in JOBS if hasattr(config, name)]
     if not any(getattr(config, name) for name in jobs):
@@ -207,6 +212,8 @@ def run_task(
     check_job_inputs(config)
     files = resolve_model_files(config)
     task = make_task(files)
+    if config.do_train and hasattr(task, "check_inputs"):
+        task.check_inputs()  # a bad row in a dev or test file is found now, not after training
     do_eval = evaluate(task) if evaluate else config.do_eval
     result = run_finetuning(
         config.finetuning_config(), task, do_train=config.do_train, do_eval=do_eval, strategy=strategy, files=files
@@ -286,18 +293,6 @@ def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> Non
         weight_decay=config.weight_decay,
         clip_norm=config.clip_norm,
     )
-    problems = []
-    if not 0 <= config.warmup_proportion <= 1:
-        problems.append(f"--warmup_proportion={config.warmup_proportion} must be in [0, 1]")
-    problems += [
-        f"--{name}={getattr(config, name)} must be positive"
-        for name in ("eval_batch_size", "predict_batch_size")
-        if getattr(config, name) <= 0
-    ]
-    if config.num_train_epochs <= 0:
-        problems.append(f"--num_train_epochs={config.num_train_epochs} must be positive")
-    if problems:
-        raise InputError("; ".join(problems))
 
 
 def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask) -> dict:

@@ -44,16 +44,18 @@ class MultipleChoiceConfig(finetuning.FineTuningConfig):
     """`FineTuningConfig` plus the SWAG settings (field names are the script's flags): the CSV or JSON-lines files
     (see `data.swag`), whether bad rows are skipped and counted instead of stopping, and the head's dropout."""
 
-    train_file: str | None = field(None, help="SWAG training file (train.csv or JSON lines).")
-    eval_file: str | None = field(None, help="SWAG file for --do_eval (val.csv).")
-    predict_file: str | None = field(None, help="SWAG file for --do_predict (test.csv; labels not needed).")
+    train_file: str | None = field(None, path="path", help="SWAG training file (train.csv or JSON lines).")
+    eval_file: str | None = field(None, path="path", help="SWAG file for --do_eval (val.csv).")
+    predict_file: str | None = field(
+        None, path="path", help="SWAG file for --do_predict (test.csv; labels not needed)."
+    )
     do_train: bool = field(False, help="Fine-tune (or resume).")
     do_eval: bool = field(False, help="Accuracy on --eval_file after each epoch (or once, without --do_train).")
     do_predict: bool = field(False, help="Predict --predict_file into --output_dir/test_results.csv.")
     skip_bad_rows: bool = field(
         False, help="Skip and count rows with too few columns, a missing ending, an empty context or an unknown label."
     )
-    dropout_rate: float = field(0.1, help="Dropout before the choice scorer.")
+    dropout_rate: float = field(0.1, minimum=0, exclusive_maximum=1, help="Dropout before the choice scorer.")
 
 
 class MultipleChoiceTask:
@@ -87,6 +89,7 @@ class MultipleChoiceTask:
         self.bad_rows: dict[str, int] = {}
         self._loaded: dict[str, swag.MultipleChoiceFeatures] = {}
         self._num_train: int | None = None
+        self._predict_examples: list | None = None
 
     def _read(self, path: str | None, split: str, flag: str, labelled: bool | None = True):
         if not path:
@@ -100,6 +103,14 @@ class MultipleChoiceTask:
             f", {read.bad_rows} bad row(s) skipped" if read.bad_rows else "",
         )
         return read.examples
+
+    def check_inputs(self) -> None:
+        """Reads the evaluation and prediction files the jobs ask for, so that a bad row there stops the job before
+        training rather than after its first epoch (`finetuning.run_task`)."""
+        if self.config.do_eval and self.config.eval_file:
+            self._features("eval", self.config.eval_file, "--eval_file")
+        if self.config.do_predict and self.config.predict_file:
+            self._predict_examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=False)
 
     def _features(self, split: str, path: str | None, flag: str, labelled: bool | None = True):
         if split not in self._loaded:
@@ -184,7 +195,9 @@ class MultipleChoiceTask:
         if not self.config.predict_file:
             raise InputError("--do_predict needs --predict_file")
         # Prediction needs no label: a test split without them (CSV or JSON lines) is read as it is.
-        examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=False)
+        examples = self._predict_examples or self._read(
+            self.config.predict_file, "predict", "--predict_file", labelled=False
+        )
         features = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
         logits = self._logits(model, features, self.predict_batch_size)
         probabilities = np.asarray(keras.ops.softmax(logits, axis=-1))
@@ -212,6 +225,7 @@ class SwagResult:
 def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
     """The task of `config` with the tokenizer of `config.init_checkpoint`."""
     files = files or finetuning.resolve_model_files(config)
+    files.check_text_pairs("SWAG inputs (context, ending)")
     return MultipleChoiceTask(
         config,
         files.tokenizer(),

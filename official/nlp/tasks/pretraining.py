@@ -68,10 +68,10 @@ class PretrainingConfig(TrainingConfig):
     """Every setting of a pretraining run: the records, the model, the schedule in steps, dynamic masking, and
     `TrainingConfig`'s loop. The field names are the script's flags (see the README)."""
 
-    input_file: str = field(help="TFRecord files: globs, comma-separated (plain or gzip).")
-    model_dir: str = field(help="Checkpoints, summaries and the export go here.")
+    input_file: str = field(path="patterns", help="TFRecord files: globs, comma-separated (plain or gzip).")
+    model_dir: str = field(path="path", help="Checkpoints, summaries and the export go here.")
     bert_config_file: str | None = field(
-        None, help="bert_config.json of the model (optional with a model-dir --init_checkpoint)."
+        None, path="path", help="bert_config.json of the model (optional with a model-dir --init_checkpoint)."
     )
     bert_config: BertConfig | None = field(None, flag=False, help="Instead of bert_config_file, from Python.")
     preset: str | None = field(
@@ -79,36 +79,50 @@ class PretrainingConfig(TrainingConfig):
     )
     init_checkpoint: str | None = field(
         None,
+        path="path",
         help=(
             "Start from this model directory or original TF1 checkpoint (ignored when --model_dir already holds a "
             "checkpoint, which is resumed)."
         ),
     )
-    vocab_file: str | None = field(None, help="vocab.txt to ship with the export (and for --dynamic_masking).")
+    vocab_file: str | None = field(
+        None, path="path", help="vocab.txt to ship with the export (and for --dynamic_masking)."
+    )
     do_lower_case: bool | None = field(None, help="Recorded in the export for the fine-tuning tokenizer.")
-    export_dir: str | None = field(None, help="Where the final model directory goes (default: --model_dir/export).")
-    max_seq_length: int = field(128, help="Sequence length of the records.")
-    max_predictions_per_seq: int = field(20, help="Masked LM predictions per sequence in the records.")
-    num_train_steps: int = field(100000, help="Optimizer steps.")
-    num_warmup_steps: int = field(10000, help="Linear warmup steps.")
-    end_learning_rate: float = field(0.0, help="Learning rate at --num_train_steps.")
-    poly_power: float = field(1.0, help="Power of the polynomial decay (1 = linear).")
+    export_dir: str | None = field(
+        None, path="path", help="Where the final model directory goes (default: --model_dir/export)."
+    )
+    max_seq_length: int = field(128, minimum=5, help="Sequence length of the records ([CLS] A [SEP] B [SEP] at least).")
+    max_predictions_per_seq: int = field(20, minimum=1, help="Masked LM predictions per sequence in the records.")
+    num_train_steps: int = field(100000, minimum=1, help="Optimizer steps.")
+    num_warmup_steps: int = field(10000, minimum=0, help="Linear warmup steps.")
+    end_learning_rate: float = field(0.0, minimum=0, help="Learning rate at --num_train_steps.")
+    poly_power: float = field(1.0, minimum=0, help="Power of the polynomial decay (1 = linear).")
     use_next_sentence_label: bool = field(True, help="Train next sentence prediction.")
     dynamic_masking: bool = field(
         False, help="Draw new masks on every pass (records masked offline are unmasked first); needs --vocab_file."
     )
-    masked_lm_prob: float = field(0.15, help="Share of tokens masked by --dynamic_masking.")
+    masked_lm_prob: float = field(
+        0.15, exclusive_minimum=0, maximum=1, help="Share of tokens masked by --dynamic_masking."
+    )
     whole_word_mask: bool = field(False, help="Whole-word masking for --dynamic_masking.")
     mask_token_prob: float = field(
-        0.8, help="Share of the --dynamic_masking targets replaced by [MASK] (the paper's MASK column of Table 8)."
+        0.8,
+        minimum=0,
+        maximum=1,
+        help="Share of the --dynamic_masking targets replaced by [MASK] (the paper's MASK column of Table 8).",
     )
     random_token_prob: float = field(
         0.1,
+        minimum=0,
+        maximum=1,
         help=(
             "Share of the --dynamic_masking targets replaced by a random token (RND); the rest keep their token (SAME)."
         ),
     )
-    shuffle_buffer_size: int = field(1000, help="Records in the shuffle buffer (saved with every checkpoint).")
+    shuffle_buffer_size: int = field(
+        1000, minimum=0, help="Records in the shuffle buffer, saved with every checkpoint (0 or 1: no shuffling)."
+    )
     checkpoint_input: bool = field(True, help="Save the input position with each checkpoint.")
 
 
@@ -311,6 +325,7 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
             seed=config.seed,
             max_position_embeddings=bert_config.max_position_embeddings,
             vocab_size=bert_config.vocab_size,
+            type_vocab_size=bert_config.type_vocab_size,
             dynamic_masking=masking_config,
             dynamic_masking_seed=config.seed,
         )

@@ -85,14 +85,16 @@ class SquadConfig(finetuning.FineTuningConfig):
     `do_predict`, a predict file that has answers is evaluated."""
 
     max_seq_length: int = override(finetuning.FineTuningConfig, "max_seq_length", 384)
-    train_file: str | None = field(None, help="SQuAD JSON for training.")
-    predict_file: str | None = field(None, help="SQuAD JSON to predict (and evaluate, when it has answers).")
+    train_file: str | None = field(None, path="path", help="SQuAD JSON for training.")
+    predict_file: str | None = field(
+        None, path="path", help="SQuAD JSON to predict (and evaluate, when it has answers)."
+    )
     do_train: bool = field(False, help="Fine-tune on --train_file.")
     do_predict: bool = field(False, help="Predict --predict_file.")
-    doc_stride: int = field(128, help="Tokens between the starts of consecutive windows.")
-    max_query_length: int = field(64, help="Longer questions are truncated (and counted).")
-    n_best_size: int = field(20, help="Candidates kept per question (nbest_predictions).")
-    max_answer_length: int = field(30, help="Longest answer, in tokens.")
+    doc_stride: int = field(128, minimum=1, help="Tokens between the starts of consecutive windows.")
+    max_query_length: int = field(64, minimum=1, help="Longer questions are truncated (and counted).")
+    n_best_size: int = field(20, minimum=1, help="Candidates kept per question (nbest_predictions).")
+    max_answer_length: int = field(30, minimum=1, help="Longest answer, in tokens.")
     version_2_with_negative: bool = field(False, help="SQuAD 2.0: questions may have no answer.")
     null_score_diff_threshold: float = field(
         0.0, help='v2.0: answer "" when null score - best span score exceeds this.'
@@ -106,7 +108,7 @@ class SquadConfig(finetuning.FineTuningConfig):
     )
     span_lstm_units: int | None = field(
         None,
-        lower_bound=1,
+        minimum=1,
         help="--span_head=bilstm: units per LSTM direction (default: as recorded, else the model's hidden_size).",
     )
 
@@ -118,8 +120,6 @@ def _check_config(config: SquadConfig) -> None:
         raise InputError("--do_train needs --train_file")
     if config.do_predict and not config.predict_file:
         raise InputError("--do_predict needs --predict_file")
-    if config.n_best_size <= 0 or config.max_answer_length <= 0:
-        raise InputError("--n_best_size and --max_answer_length must be positive")
     squad.check_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
 
 
@@ -390,6 +390,7 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
                 f"--max_seq_length={config.max_seq_length} exceeds the model's "
                 f"max_position_embeddings={files.config.max_position_embeddings}"
             )
+        files.check_text_pairs("SQuAD inputs (question, context)")
         span_head, lstm_units = span_head_settings(config, files.config.hidden_size)
         task = SquadTask(config, files.tokenizer(), files.do_lower_case, span_head=span_head, lstm_units=lstm_units)
         started = time.monotonic()  # the files are read: what follows is the work

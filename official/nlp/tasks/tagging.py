@@ -58,9 +58,9 @@ class TaggingConfig(finetuning.FineTuningConfig):
     """`FineTuningConfig` plus the NER settings (field names are the script's flags); the CoNLL files are IOB1 or
     IOB2 columns (see `data.conll`)."""
 
-    train_file: str | None = field(None, help="CoNLL training file (e.g. eng.train or train.txt).")
-    eval_file: str | None = field(None, help="CoNLL file for --do_eval (e.g. eng.testa).")
-    predict_file: str | None = field(None, help="CoNLL file for --do_predict (e.g. eng.testb).")
+    train_file: str | None = field(None, path="path", help="CoNLL training file (e.g. eng.train or train.txt).")
+    eval_file: str | None = field(None, path="path", help="CoNLL file for --do_eval (e.g. eng.testa).")
+    predict_file: str | None = field(None, path="path", help="CoNLL file for --do_predict (e.g. eng.testb).")
     do_train: bool = field(False, help="Fine-tune (or resume).")
     do_eval: bool = field(False, help="Entity F1 on --eval_file after each epoch (or once, without --do_train).")
     do_predict: bool = field(False, help="Tag --predict_file into --output_dir/test_predictions.txt.")
@@ -69,7 +69,7 @@ class TaggingConfig(finetuning.FineTuningConfig):
     )
     skip_bad_rows: bool = field(False, help="Leave out and count sentences with a malformed line or an unknown tag.")
     window_stride: int | None = field(
-        None, help="Sub-tokens between windows of a long sentence (default: half a window)."
+        None, minimum=1, help="Sub-tokens between windows of a long sentence (default: half a window)."
     )
     feature_based: bool = field(False, help="Freeze BERT and train a BiLSTM on its layers (the paper's Table 7).")
     feature_layers: Sequence[str] = field(
@@ -78,9 +78,11 @@ class TaggingConfig(finetuning.FineTuningConfig):
         "embedding layer's output), 'all' (every Transformer layer). Table 7's rows: docs/ner.md.",
     )
     feature_combine: str = field("concat", enum=COMBINE, help="--feature_based: how the layers are combined.")
-    lstm_units: int = field(768, help="--feature_based: units per direction of each BiLSTM layer.")
-    num_lstm_layers: int = field(2, help="--feature_based: BiLSTM layers.")
-    dropout_rate: float = field(0.1, help="Dropout before the classifier (and in the BiLSTM stack).")
+    lstm_units: int = field(768, minimum=1, help="--feature_based: units per direction of each BiLSTM layer.")
+    num_lstm_layers: int = field(2, minimum=1, help="--feature_based: BiLSTM layers.")
+    dropout_rate: float = field(
+        0.1, minimum=0, exclusive_maximum=1, help="Dropout before the classifier (and in the BiLSTM stack)."
+    )
 
 
 def masked_token_loss(y_true, y_pred):
@@ -173,9 +175,25 @@ class TaggingTask:
         if self._train is not None:
             self._train = self._checked(self._train, "train", config.train_file)
         self._eval_sentences: list[conll.Sentence] | None = None
+        self._predict_sentences: list[conll.Sentence] | None = None
         self._num_train: int | None = None
 
     # ---- data -----------------------------------------------------------------------------------------------
+
+    def check_inputs(self) -> None:
+        """Reads the evaluation and prediction files the jobs ask for, so that a malformed line or an unknown tag
+        there stops the job before training rather than after its first epoch (`finetuning.run_task`)."""
+        if self.config.do_eval and self.config.eval_file:
+            self._eval_sentences = self._checked_eval_sentences()
+        if self.config.do_predict and self.config.predict_file:
+            self._predict_sentences = self._read(self.config.predict_file, "predict")
+
+    def _checked_eval_sentences(self) -> list[conll.Sentence]:
+        if self._eval_sentences is None:
+            self._eval_sentences = self._checked(
+                self._read(self.config.eval_file, "eval"), "eval", self.config.eval_file
+            )
+        return self._eval_sentences
 
     def _read(self, path: str, split: str) -> list[conll.Sentence]:
         read = conll.read_conll(path, skip_bad_rows=self.config.skip_bad_rows)
@@ -280,11 +298,7 @@ class TaggingTask:
         predictions go to `eval_predictions.txt`."""
         if not self.config.eval_file:
             raise InputError("--do_eval needs --eval_file")
-        if self._eval_sentences is None:
-            self._eval_sentences = self._checked(
-                self._read(self.config.eval_file, "eval"), "eval", self.config.eval_file
-            )
-        sentences = self._eval_sentences
+        sentences = self._checked_eval_sentences()
         predicted = self.predict_tags(model, sentences)
         output_files.makedirs(self.output_dir, name="--output_dir")
         conll.write_predictions(os.path.join(self.output_dir, EVAL_PREDICTIONS_FILE), sentences, predicted)
@@ -297,7 +311,7 @@ class TaggingTask:
         conlleval's scores against the file's own tags (meaningful when they are gold tags)."""
         if not self.config.predict_file:
             raise InputError("--do_predict needs --predict_file")
-        sentences = self._read(self.config.predict_file, "predict")
+        sentences = self._predict_sentences or self._read(self.config.predict_file, "predict")
         predicted = self.predict_tags(model, sentences, self.predict_batch_size)
         output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
         output_files.makedirs_for(output_file)

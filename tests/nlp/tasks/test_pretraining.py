@@ -190,9 +190,9 @@ def test_bad_settings_stop_early_with_a_message(data, tmp_path):
         r"--gradient_accumulation_steps \(4\)",
     ):
         run_pretraining(_config(data, tmp_path, train_batch_size=30, gradient_accumulation_steps=4))
-    with pytest.raises(ValueError, match=r"--learning_rate must not be negative, got -0.001"):  # the loss would rise
+    with pytest.raises(ValueError, match=r"--learning_rate=-0.001: must be >= 0"):  # the loss would rise
         run_pretraining(_config(data, tmp_path, learning_rate=-1e-3))
-    with pytest.raises(ValueError, match=r"--train_batch_size must be positive, got 0"):
+    with pytest.raises(ValueError, match=r"--train_batch_size=0: must be >= 1"):
         run_pretraining(_config(data, tmp_path, train_batch_size=0))
     with pytest.raises(PretrainDataError, match="but max_seq_length=64; pass --max_seq_length=32"):
         run_pretraining(_config(data, tmp_path, max_seq_length=64))

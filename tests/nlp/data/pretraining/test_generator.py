@@ -193,28 +193,28 @@ def test_worker_side_stays_tensorflow_free(uncased_vocab):
 @pytest.mark.parametrize(
     "flag, value, message",
     [
-        ("max_seq_length", 4, "--max_seq_length=4: must be at least 5"),
-        ("max_predictions_per_seq", 0, "--max_predictions_per_seq=0: must be at least 1"),
-        ("dupe_factor", 0, "--dupe_factor=0: must be at least 1"),
+        ("max_seq_length", 4, "--max_seq_length=4: must be >= 5"),
+        ("max_predictions_per_seq", 0, "--max_predictions_per_seq=0: must be >= 1"),
+        ("dupe_factor", 0, "--dupe_factor=0: must be >= 1"),
         ("masked_lm_prob", 0.0, r"--masked_lm_prob=0.0: must be in \(0, 1\]"),
         ("masked_lm_prob", 1.5, r"--masked_lm_prob=1.5: must be in \(0, 1\]"),
-        ("short_seq_prob", 1.5, r"--short_seq_prob=1.5: is a probability, so must be in \[0, 1\]"),
-        ("short_seq_prob", -0.1, r"--short_seq_prob=-0.1: is a probability"),
-        ("unit_mb", 0.0, "--unit_mb=0.0: must be positive"),
-        ("unit_mb", -1.0, "--unit_mb=-1.0: must be positive"),
-        ("max_ngram_size", 0, "--max_ngram_size=0: must be at least 1"),
-        ("max_line_bytes", 0, "--max_line_bytes=0: must be at least 1"),
+        ("short_seq_prob", 1.5, r"--short_seq_prob=1.5: must be in \[0, 1\]"),
+        ("short_seq_prob", -0.1, r"--short_seq_prob=-0.1: must be in \[0, 1\]"),
+        ("unit_mb", 0.0, "--unit_mb=0.0: must be > 0"),
+        ("unit_mb", -1.0, "--unit_mb=-1.0: must be > 0"),
+        ("max_ngram_size", 0, "--max_ngram_size=0: must be >= 1"),
+        ("max_line_bytes", 0, "--max_line_bytes=0: must be >= 1"),
         ("num_workers", -1, "--num_workers=-1: must be >= 0"),
         ("random_seed", -1, "--random_seed=-1: must be >= 0"),
-        ("reference_order", {"max_seq_length": 3}, "--max_seq_length=3: must be at least 5"),
+        ("reference_order", {"max_seq_length": 3}, "--max_seq_length=3: must be >= 5"),
         ("reference_order", {"max_ngram_size": 2}, "--max_ngram_size=2: --reference_order reproduces the original"),
     ],
 )
 def test_bad_flags_are_refused_before_anything_is_made(shared_data, tmp_path, flag, value, message):
     out = tmp_path / "new"
     kw = dict(reference_order=True, **value) if flag == "reference_order" else {flag: value}
-    cfg = config(shared_data, tmp_path, output_file=str(out / "x@2"), input_file=str(tmp_path / "none*.txt"), **kw)
     with pytest.raises(ValueError, match=message):  # Before the input is even looked at.
+        cfg = config(shared_data, tmp_path, output_file=str(out / "x@2"), input_file=str(tmp_path / "none*.txt"), **kw)
         pretraining_data.create_pretraining_data(cfg)
     assert not out.exists()
 

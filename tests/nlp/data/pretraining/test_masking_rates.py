@@ -178,9 +178,9 @@ def test_default_rates_draw_the_original_thresholds():
 @pytest.mark.parametrize(
     "mask, rnd, message",
     [
-        (-0.1, 0.1, r"^--mask_token_prob=-0.1: must be a probability in \[0, 1\]$"),
-        (0.8, float("nan"), r"^--random_token_prob=nan: must be a probability in \[0, 1\]$"),
-        (1.5, 0.0, r"^--mask_token_prob=1.5: must be a probability"),
+        (-0.1, 0.1, r"^--mask_token_prob=-0.1: must be in \[0, 1\]$"),
+        (0.8, float("nan"), r"^--random_token_prob=nan: must be a finite number$"),
+        (1.5, 0.0, r"^--mask_token_prob=1.5: must be in \[0, 1\]$"),
         (0.8, 0.3, r"^--mask_token_prob=0.8 and --random_token_prob=0.3 add up to more than 1 .*lower one of them$"),
     ],
 )
@@ -191,10 +191,10 @@ def test_bad_rates_are_refused_naming_the_flag(shared_data, tmp_path, mask, rnd,
             _config(shared_data, out, "x", mask_token_prob=mask, random_token_prob=rnd)
         )
     assert not out.exists()
-    config = pretraining.PretrainingConfig(
-        input_file="x", model_dir=str(out), dynamic_masking=True, mask_token_prob=mask, random_token_prob=rnd
-    )
-    with pytest.raises(InputError, match=message):
+    with pytest.raises(InputError, match=message):  # a rate out of range is refused when the config is made
+        config = pretraining.PretrainingConfig(
+            input_file="x", model_dir=str(out), dynamic_masking=True, mask_token_prob=mask, random_token_prob=rnd
+        )
         pretraining.check_masking_rates(config)
 
 
