@@ -11,7 +11,8 @@ the script with `run`:
 **Errors.** `InputError` (see `errors.py`) is printed as ``<script>: <message>`` on stderr with exit status 2, and
 no traceback: tracebacks are for bugs, which still get theirs. An `OSError` about a path the user gave (no
 permission, a parent that is a file, a full disk) is reported the same way, naming the path, and so is a
-TensorFlow error about a path it reads or writes itself (`_describe_tf_error`).
+TensorFlow error about a path it reads or writes itself (`_describe_tf_error`). A Ctrl-C is one line too, saying
+what was interrupted and how to go on (`interruption`), with exit status 130.
 
 **TensorFlow's start-up noise.** On TF 2.21 each process prints about 9 lines from C++ before any of ours
 (`oneDNN custom operations are on`, `Could not find cuda drivers`, `failed call to cuInit`, CPU instructions ...).
@@ -37,9 +38,11 @@ from collections.abc import Callable
 
 from absl import app
 
+from official.nlp.common import interruption
 from official.nlp.common.errors import InputError
 
 USER_ERROR_EXIT = 2
+INTERRUPTED_EXIT = 130  # 128 + SIGINT: what a shell reports for a Ctrl-C
 
 # C++ (Abseil/TSL) log lines: severity, date (0000 00:00 before absl::InitializeLog), time, thread, source.cc:line.
 _CPP_LOG = re.compile(rb"^([IWEF])\d{4} [\d:.]+\s+\d+ [\w./+-]+\.(?:cc|cpp|c|h|hpp):\d+\] ")
@@ -252,6 +255,9 @@ def _guarded(main: Callable, script: str) -> Callable:
             message = _describe_tf_error(e)
             if message is None:
                 raise
+        except KeyboardInterrupt as e:  # Ctrl-C: what was left and how to go on, not a traceback
+            print(f"{script}: {interruption.note_of(e)}", file=sys.stderr, flush=True)
+            sys.exit(INTERRUPTED_EXIT)
         print(f"{script}: {message}", file=sys.stderr, flush=True)
         sys.exit(USER_ERROR_EXIT)
 
