@@ -51,7 +51,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import tf_checkpoints
-from official.nlp.common import output_files
+from official.nlp.common import interruption, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.training import distribution, keras_compat, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
@@ -62,8 +62,9 @@ from official.nlp.training.progress import Progress
 DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
 
 
-class TrainingDivergedError(RuntimeError):
-    """The loss or the weights became NaN or infinite."""
+class TrainingDivergedError(InputError):
+    """The loss or the weights became NaN or infinite: the user's to fix (the learning rate, clipping, the
+    precision), so a script reports it as one line (an `InputError`)."""
 
 
 @dataclasses.dataclass
@@ -365,7 +366,8 @@ class Trainer:
             logging.info("model_dir %s is already at step %d of %d: nothing to train", cfg.model_dir, step, last_step)
             return TrainResult(step, {}, [], self.keeper.latest_checkpoint)
         self._session = None  # a call that fails (divergence) leaves nothing to continue: the next one restores
-        result = self._train_until(loop, step, last_step)
+        with interruption.resumable(self._interrupted_note):
+            result = self._train_until(loop, step, last_step)
         self._session = _Session(dataset_fn, result.step, iterator, loop)
         return result
 
@@ -411,6 +413,14 @@ class Trainer:
         seeds = self._initial_rng_seeds if restored is None else distribution.primary_seeds(self._rng_states)
         distribution.seed_replica_streams(self.strategy, self._rng_states, seeds)
         return iterator, self._make_loop(iterator, distributed=not cfg.checkpoint_input)
+
+    def _interrupted_note(self) -> str:
+        """What a Ctrl-C during training leaves: the step reached and the checkpoint the same command resumes."""
+        last = self.keeper.latest_checkpoint if self.keeper else None
+        step = int(self.step.numpy())
+        if last is None:
+            return f"interrupted at step {step}, before the first checkpoint; the same command starts over"
+        return f"interrupted at step {step}; the same command resumes from {os.path.basename(last)}"
 
     def _train_until(self, loop, step: int, last_step: int) -> TrainResult:
         cfg = self.config
@@ -485,12 +495,12 @@ class Trainer:
 
     def _diverged(self, what: str) -> None:
         last = self.keeper.latest_checkpoint if self.keeper else None
+        fix = "lower --learning_rate (or --clip_norm, or use float32/bfloat16 instead of float16)"
         kept = (
-            (
-                f"The last good checkpoint, {last}, is kept; the same command resumes from it (lower "
-                "--learning_rate, or use float32/bfloat16 instead of float16, to avoid the same fate)."
-            )
+            # A resume of this directory must keep its settings (the learning rate among them): a new one it is.
+            f"The last good checkpoint, {last}, is kept: {fix} and train into a new model directory, from "
+            f"--init_checkpoint={last} to keep its progress"
             if last
-            else "No checkpoint had been written yet."
+            else f"No checkpoint had been written yet: {fix} and run again"
         )
         raise TrainingDivergedError(f"Training stopped: {what}. {kept}")

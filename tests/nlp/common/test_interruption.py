@@ -1,0 +1,49 @@
+"""A Ctrl-C ends a script with one line saying what was interrupted and how to go on, and exit status 130."""
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+SCRIPT = textwrap.dedent("""
+    import os, signal, sys, time
+    from official.nlp.common import cli, interruption
+
+    def main(argv):
+        if argv[1] == "outside":
+            os.kill(os.getpid(), signal.SIGINT)
+        with interruption.resumable("interrupted in the job"):
+            with interruption.resumable(lambda: f"interrupted at step {3}; the same command resumes from ckpt-2"):
+                if argv[1] == "inner":
+                    os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)
+
+    cli.run(main, script="demo")
+""")
+
+
+@pytest.mark.parametrize(
+    "where, line",
+    [
+        ("inner", "demo: interrupted at step 3; the same command resumes from ckpt-2"),  # the innermost stretch
+        ("outer", "demo: interrupted in the job"),
+        ("outside", "demo: interrupted; nothing half-written was kept, and the same command starts over"),
+    ],
+)
+def test_ctrl_c_is_one_line_and_exit_130(tmp_path, where, line):
+    path = tmp_path / "demo.py"
+    path.write_text(SCRIPT)
+    result = subprocess.run(
+        [sys.executable, str(path), where],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 128 + signal.SIGINT
+    assert result.stderr.strip().splitlines() == [line]
