@@ -496,11 +496,11 @@ class Trainer:
     def _diverged(self, what: str) -> None:
         last = self.keeper.latest_checkpoint if self.keeper else None
         fix = "lower --learning_rate (or --clip_norm, or use float32/bfloat16 instead of float16)"
+        # A resume of this directory must keep its settings (the learning rate among them): a new one it is.
         kept = (
-            # A resume of this directory must keep its settings (the learning rate among them): a new one it is.
             f"The last good checkpoint, {last}, is kept: {fix} and train into a new model directory, from "
-            f"--init_checkpoint={last} to keep its progress"
+            f"--init_checkpoint={last} to keep what it learned"
             if last
-            else f"No checkpoint had been written yet: {fix} and run again"
+            else f"No checkpoint had been written yet: {fix} and train into a new model directory"
         )
         raise TrainingDivergedError(f"Training stopped: {what}. {kept}")
