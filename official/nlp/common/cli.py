@@ -12,7 +12,8 @@ the script with `run`:
 no traceback: tracebacks are for bugs, which still get theirs. An `OSError` about a path the user gave (no
 permission, a parent that is a file, a full disk) is reported the same way, naming the path, and so is a
 TensorFlow error about a path it reads or writes itself (`_describe_tf_error`). A Ctrl-C is one line too, saying
-what was interrupted and how to go on (`interruption`), with exit status 130.
+what was interrupted and how to go on (`interruption`), with exit status 130, also while the script still imports
+TensorFlow.
 
 **TensorFlow's start-up noise.** On TF 2.21 each process prints about 9 lines from C++ before any of ours
 (`oneDNN custom operations are on`, `Could not find cuda drivers`, `failed call to cuInit`, CPU instructions ...).
@@ -32,6 +33,7 @@ import logging
 import os
 import re
 import select
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -267,7 +269,30 @@ def _guarded(main: Callable, script: str) -> Callable:
 def run(main: Callable, *, script: str | None = None) -> None:
     """`absl.app.run(main)`, with `InputError` reported as one line (``script`` defaults to the file's name)."""
     script = script or os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from now on `_guarded` says what was kept
     app.run(_guarded(main, script))
 
 
+def _interrupted_while_starting(signum, frame) -> None:
+    script = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    print(f"{script}: interrupted while starting; nothing was written", file=sys.stderr, flush=True)
+    sys.exit(INTERRUPTED_EXIT)
+
+
+def _quiet_ctrl_c_while_starting() -> None:
+    """A Ctrl-C while a script imports TensorFlow (seconds) is one line too, not a traceback from inside the import.
+    Scripts only (not a test runner, a notebook, or a worker, whose SIGINT is ignored), until `run` starts."""
+    if (
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        or threading.current_thread() is not threading.main_thread()
+        or "pytest" in sys.modules
+        or "IPython" in sys.modules
+        or hasattr(sys, "ps1")
+    ):
+        return
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+
 quiet_tensorflow()
+_quiet_ctrl_c_while_starting()

@@ -47,3 +47,23 @@ def test_ctrl_c_is_one_line_and_exit_130(tmp_path, where, line):
     )
     assert result.returncode == 128 + signal.SIGINT
     assert result.stderr.strip().splitlines() == [line]
+
+
+def test_ctrl_c_while_the_script_starts_is_one_line_too(tmp_path):
+    """Importing TensorFlow takes seconds, before `cli.run`: a Ctrl-C then must not end in a traceback either."""
+    path = tmp_path / "starting.py"
+    path.write_text(
+        "import os, signal, time\n"
+        "from official.nlp.common import cli\n"
+        "os.kill(os.getpid(), signal.SIGINT)  # as if during `import tensorflow`\n"
+        "time.sleep(30)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 128 + signal.SIGINT
+    assert result.stderr.strip().splitlines() == ["starting: interrupted while starting; nothing was written"]
