@@ -351,6 +351,10 @@ class Trainer:
           stop_at_step: stop (with a checkpoint) at this step instead, e.g. to evaluate between calls; the
             schedule is still the one of `num_train_steps`.
         """
+        with interruption.resumable(self.interrupted_note):  # from the restore on: a Ctrl-C names the checkpoint
+            return self._train(dataset_fn, stop_at_step)
+
+    def _train(self, dataset_fn: DatasetFn, stop_at_step: int | None) -> TrainResult:
         cfg = self.config
         last_step = cfg.num_train_steps if stop_at_step is None else min(stop_at_step, cfg.num_train_steps)
         session = self._session
@@ -366,8 +370,7 @@ class Trainer:
             logging.info("model_dir %s is already at step %d of %d: nothing to train", cfg.model_dir, step, last_step)
             return TrainResult(step, {}, [], self.keeper.latest_checkpoint)
         self._session = None  # a call that fails (divergence) leaves nothing to continue: the next one restores
-        with interruption.resumable(self._interrupted_note):
-            result = self._train_until(loop, step, last_step)
+        result = self._train_until(loop, step, last_step)
         self._session = _Session(dataset_fn, result.step, iterator, loop)
         return result
 
@@ -414,13 +417,17 @@ class Trainer:
         distribution.seed_replica_streams(self.strategy, self._rng_states, seeds)
         return iterator, self._make_loop(iterator, distributed=not cfg.checkpoint_input)
 
-    def _interrupted_note(self) -> str:
-        """What a Ctrl-C during training leaves: the step reached and the checkpoint the same command resumes."""
-        last = self.keeper.latest_checkpoint if self.keeper else None
-        step = int(self.step.numpy())
+    def interrupted_note(self) -> str:
+        """What a Ctrl-C leaves (for `interruption.resumable`): the step reached and the checkpoint the same command
+        resumes from. Training notes it itself; a caller that trains in several calls (fine-tuning's epochs) notes
+        its stretches between them with it too."""
+        if self.keeper is None:  # nothing restored yet: what model_dir holds
+            last, what = tf.train.latest_checkpoint(self.config.model_dir), "interrupted"
+        else:
+            last, what = self.keeper.latest_checkpoint, f"interrupted at step {int(self.step.numpy())}"
         if last is None:
-            return f"interrupted at step {step}, before the first checkpoint; the same command starts over"
-        return f"interrupted at step {step}; the same command resumes from {os.path.basename(last)}"
+            return f"{what}, before the first checkpoint; the same command starts over"
+        return f"{what}; the same command resumes from {os.path.basename(last)}"
 
     def _train_until(self, loop, step: int, last_step: int) -> TrainResult:
         cfg = self.config
