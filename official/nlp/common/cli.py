@@ -280,15 +280,26 @@ def _interrupted_while_starting(signum, frame) -> None:
     sys.exit(INTERRUPTED_EXIT)
 
 
+def _imported_by_main_script() -> bool:
+    """Whether the module importing this one is the program's ``__main__`` (a script run as such), not a module a
+    program imports (a script imported from Python, which keeps its own Ctrl-C)."""
+    frame = sys._getframe(3)  # above this, `_quiet_ctrl_c_while_starting` and this module's own top level
+    while frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        frame = frame.f_back
+    return frame is not None and frame.f_globals.get("__name__") == "__main__"
+
+
 def _quiet_ctrl_c_while_starting() -> None:
     """A Ctrl-C while a script imports TensorFlow (seconds) is one line too, not a traceback from inside the import.
-    Scripts only (not a test runner, a notebook, or a worker, whose SIGINT is ignored), until `run` starts."""
+    Scripts only (not a test runner, a notebook, a program that imports a script, or a worker, whose SIGINT is
+    ignored), until `run` starts."""
     if (
         signal.getsignal(signal.SIGINT) is not signal.default_int_handler
         or threading.current_thread() is not threading.main_thread()
         or "pytest" in sys.modules
         or "IPython" in sys.modules
         or hasattr(sys, "ps1")
+        or not _imported_by_main_script()
     ):
         return
     signal.signal(signal.SIGINT, _interrupted_while_starting)

@@ -8,8 +8,8 @@ in one bucket) may be writing its own at the same moment. So every temporary nam
 
 - two jobs never share a temporary name, on one host or on two hosts writing one bucket;
 - a later job deletes a leftover only when it can prove its writer is gone (`Leftover.stale`): written on this host
-  by a process id that no longer runs. A leftover of a live process, or of another host, is left alone (and
-  reported, so that the user knows another job is there).
+  by a process id that no longer runs. A leftover of a live process, or of another host, is left alone
+  (`create_pretraining_data` reports another job's staging folders, so that the user knows it is there).
 
 This needs no lock and no atomic create, which a bucket (``gs://``) does not have. A pid that the system has
 given to a new process since keeps its leftover until that process ends: the cost of never deleting what another
@@ -53,7 +53,7 @@ def is_running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
+    except OSError:  # no permission to signal it: it runs, as another user's process
         return True
     return True
 

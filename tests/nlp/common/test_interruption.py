@@ -67,3 +67,18 @@ def test_ctrl_c_while_the_script_starts_is_one_line_too(tmp_path):
     )
     assert result.returncode == 128 + signal.SIGINT
     assert result.stderr.strip().splitlines() == ["starting: interrupted while starting; nothing was written"]
+
+
+def test_a_program_that_imports_a_script_keeps_its_own_ctrl_c(tmp_path):
+    (tmp_path / "a_script.py").write_text("from official.nlp.common import cli\n")
+    (tmp_path / "program.py").write_text(
+        "import signal\nimport a_script\nprint(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "program.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": f"{REPO_ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"},
+    )
+    assert result.stdout.strip() == "True", result.stderr
