@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.data.pretraining import generator as pretraining_data
-from official.nlp.data.pretraining import masking
+from official.nlp.data.pretraining import masking, outputs
 from official.nlp.tokenizers import tokenization
 from tests.pretraining_records import parse_records as parse
 
@@ -355,6 +355,16 @@ def test_a_torn_or_replaced_shard_is_written_again_not_skipped(shared_data, tmp_
     caplog.clear()
     pretraining_data.create_pretraining_data(cfg)
     assert caplog.text.count("complete; skipped") == 1 and (out / names[0]).read_bytes() == written[names[0]]
+
+    # Before a job reports success it checks that no job of other settings rewrote a shard meanwhile.
+    paths = [str(out / n) for n in names]
+    settings = outputs.output_settings(cfg, [cfg.input_file], len(paths))
+    outputs.check_written(paths, settings)
+    record_path = out / "stats" / (names[1] + ".json")
+    record = json.loads(record_path.read_text())
+    record_path.write_text(json.dumps(dict(record, settings=dict(record["settings"], dupe_factor=2))))
+    with pytest.raises(ValueError, match=f"{names[1]} was removed or rewritten with other settings while this job"):
+        outputs.check_written(paths, settings)
 
 
 # ---- work units, random next segments and shards -----------------------------------------------------------------
