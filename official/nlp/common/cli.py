@@ -283,7 +283,10 @@ def _interrupted_while_starting(signum, frame) -> None:
 def _imported_by_main_script() -> bool:
     """Whether the module importing this one is the program's ``__main__`` (a script run as such), not a module a
     program imports (a script imported from Python, which keeps its own Ctrl-C)."""
-    frame = sys._getframe(3)  # above this, `_quiet_ctrl_c_while_starting` and this module's own top level
+    try:
+        frame = sys._getframe(3)  # above this, `_quiet_ctrl_c_while_starting` and this module's own top level
+    except ValueError:  # this module is the program itself: no script imported it
+        return False
     while frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
         frame = frame.f_back
     return frame is not None and frame.f_globals.get("__name__") == "__main__"
