@@ -13,6 +13,8 @@ the note is `DEFAULT_NOTE`, true of every job of the library: an output gets its
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 from collections.abc import Callable, Iterator
 
 DEFAULT_NOTE = "interrupted; nothing half-written was kept, and the same command starts over"
@@ -37,3 +39,18 @@ def resumable(note: str | Callable[[], str]) -> Iterator[None]:
 def note_of(e: KeyboardInterrupt) -> str:
     """The note of the innermost `resumable` stretch `e` went through, else `DEFAULT_NOTE`."""
     return getattr(e, _ATTRIBUTE, None) or DEFAULT_NOTE
+
+
+@contextlib.contextmanager
+def children_ignore_ctrl_c() -> Iterator[None]:
+    """Processes started inside (a pool's workers) ignore SIGINT from their start on (a spawned process keeps an
+    ignored signal ignored): a Ctrl-C reaches the whole process group, and only the main process should report it
+    and end them, instead of a traceback from every worker."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may change signal handlers
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -30,7 +30,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import dataclasses
 import logging
@@ -38,9 +37,7 @@ import multiprocessing
 import os
 import random
 import shutil
-import signal
 import tempfile
-import threading
 import time
 
 import numpy as np
@@ -335,7 +332,7 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
         results = (process_unit(*task) for task in tasks)
         pool = None
     else:
-        with _workers_ignore_ctrl_c():
+        with interruption.children_ignore_ctrl_c():
             pool = ctx.Pool(num_workers, initializer=_worker_init, initargs=(config,))
         results = _windowed(pool, tasks, 2 * num_workers)
     try:
@@ -378,21 +375,6 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
         if pool is not None:
             pool.terminate()
             pool.join()
-
-
-@contextlib.contextmanager
-def _workers_ignore_ctrl_c():
-    """The worker processes started inside ignore SIGINT from their start on (a spawned process keeps an ignored
-    signal ignored): a Ctrl-C reaches the whole process group, and the main process alone reports it and ends the
-    pool, instead of a traceback from every worker."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may change signal handlers
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _windowed(pool, tasks, window):
