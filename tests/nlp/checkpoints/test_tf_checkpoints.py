@@ -255,6 +255,7 @@ tf_checkpoints.write_tf1_checkpoint(os.path.join(folder, "bert_model.ckpt"), {"b
 """
 
 
+@pytest.mark.slow
 def test_a_tf1_write_killed_mid_save_leaves_nothing_a_rerun_keeps(tmp_path):
     """SIGKILL while TensorFlow writes a TF1 checkpoint (a conversion killed by the OOM killer or a preemption): its
     half-written `.tempstate` file (16 MB for BERT-tiny, 440 MB for BERT-base) must not outlive the rerun."""
