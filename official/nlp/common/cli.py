@@ -13,7 +13,8 @@ no traceback: tracebacks are for bugs, which still get theirs. An `OSError` abou
 permission, a parent that is a file, a full disk) is reported the same way, naming the path, and so is a
 TensorFlow error about a path it reads or writes itself (`_describe_tf_error`). So are the command line's own
 mistakes, before `main` runs (`_parse_flags`): what absl cannot parse (an unknown flag, a bad value, a flagfile line
-``--flag value``) and any positional argument, which no script takes.
+``--flag value``) and any positional argument, which no script takes. A Ctrl-C is one line too, saying what was
+interrupted and how to go on (`interruption`), with exit status 130, also while the script still imports TensorFlow.
 
 **TensorFlow's start-up noise.** On TF 2.21 each process prints about 9 lines from C++ before any of ours
 (`oneDNN custom operations are on`, `Could not find cuda drivers`, `failed call to cuInit`, CPU instructions ...).
@@ -33,6 +34,7 @@ import logging
 import os
 import re
 import select
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -40,10 +42,11 @@ from typing import NoReturn
 
 from absl import app, flags
 
-from official.nlp.common import input_files
+from official.nlp.common import input_files, interruption
 from official.nlp.common.errors import InputError
 
 USER_ERROR_EXIT = 2
+INTERRUPTED_EXIT = 130  # 128 + SIGINT: what a shell reports for a Ctrl-C
 
 # C++ (Abseil/TSL) log lines: severity, date (0000 00:00 before absl::InitializeLog), time, thread, source.cc:line.
 _CPP_LOG = re.compile(rb"^([IWEF])\d{4} [\d:.]+\s+\d+ [\w./+-]+\.(?:cc|cpp|c|h|hpp):\d+\] ")
@@ -258,6 +261,9 @@ def _guarded(main: Callable, script: str) -> Callable:
             message = _describe_tf_error(e)
             if message is None:
                 raise
+        except KeyboardInterrupt as e:  # Ctrl-C: what was left and how to go on, not a traceback
+            print(f"{script}: {interruption.note_of(e)}", file=sys.stderr, flush=True)
+            sys.exit(INTERRUPTED_EXIT)
         print(f"{script}: {message}", file=sys.stderr, flush=True)
         sys.exit(USER_ERROR_EXIT)
 
@@ -363,7 +369,44 @@ def run(main: Callable, *, script: str | None = None) -> None:
     A script takes flags only: a positional argument is refused before `main` runs, as are flags absl cannot
     parse, each as one line with exit status 2."""
     script = script or os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from now on `_guarded` says what was kept
     app.run(_guarded(main, script), flags_parser=_parse_flags(script))
 
 
+def _interrupted_while_starting(signum, frame) -> None:
+    script = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+    print(f"{script}: interrupted while starting; nothing was written", file=sys.stderr, flush=True)
+    sys.exit(INTERRUPTED_EXIT)
+
+
+def _imported_by_main_script() -> bool:
+    """Whether the module importing this one is the program's ``__main__`` (a script run as such), not a module a
+    program imports (a script imported from Python, which keeps its own Ctrl-C)."""
+    try:
+        frame = sys._getframe(3)  # above this, `_quiet_ctrl_c_while_starting` and this module's own top level
+    except ValueError:  # this module is the program itself: no script imported it
+        return False
+    while frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        frame = frame.f_back
+    return frame is not None and frame.f_globals.get("__name__") == "__main__"
+
+
+def _quiet_ctrl_c_while_starting() -> None:
+    """A Ctrl-C while a script imports TensorFlow (seconds) is one line too, not a traceback from inside the import.
+    Scripts only (not a test runner, a notebook, a program that imports a script, or a worker, whose SIGINT is
+    ignored), until `run` starts."""
+    if (
+        signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        or threading.current_thread() is not threading.main_thread()
+        or "pytest" in sys.modules
+        or "IPython" in sys.modules
+        or hasattr(sys, "ps1")
+        or not _imported_by_main_script()
+    ):
+        return
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+
 quiet_tensorflow()
+_quiet_ctrl_c_while_starting()

@@ -51,7 +51,7 @@ from absl import logging
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files
+from official.nlp.common import input_files, interruption
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
@@ -446,44 +446,46 @@ def run_finetuning(
         config.train_batch_size,
     )
     result = None
-    for epoch, point in enumerate(eval_points(train_steps, per_epoch), start=1):
-        result = trainer.train(dataset_fn, stop_at_step=point)
-        if not do_eval or point in done:
-            continue
-        metrics = task.evaluate(model)
-        if task.metric_name not in metrics:
-            raise KeyError(f"{type(task).__name__}.evaluate returned no {task.metric_name!r}: {sorted(metrics)}")
-        entry = {"epoch": epoch, "step": point, **{k: float(v) for k, v in metrics.items()}}
-        logging.info(
-            "Evaluation after epoch %d (step %d): %s",
-            epoch,
-            point,
-            ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()),
-        )
-        best = max((e[task.metric_name] for e in history), default=-math.inf)
-        history.append(entry)
-        if is_chief:
-            summaries.write_scalars(eval_writer, point, metrics)
-            eval_writer.flush()
-            if entry[task.metric_name] > best or not input_files.exists(best_dir):
-                outputs.save_fine_tuned(
-                    model,
-                    best_dir,
-                    files,
-                    task_name=task.name,
-                    head=head.kind,
-                    labels=task.labels,
-                    metric=task.metric_name,
-                    evaluation=entry,
-                    settings=outputs.serving_settings(settings, task),
-                )
-                logging.info(
-                    "Best %s so far (%.4f): kept as the model directory %s",
-                    task.metric_name,
-                    entry[task.metric_name],
-                    best_dir,
-                )
-            outputs.write_eval(config.output_dir, history)
+    # Between the epochs too (evaluation, the best model), a Ctrl-C names the checkpoint the same command resumes.
+    with interruption.resumable(trainer.interrupted_note):
+        for epoch, point in enumerate(eval_points(train_steps, per_epoch), start=1):
+            result = trainer.train(dataset_fn, stop_at_step=point)
+            if not do_eval or point in done:
+                continue
+            metrics = task.evaluate(model)
+            if task.metric_name not in metrics:
+                raise KeyError(f"{type(task).__name__}.evaluate returned no {task.metric_name!r}: {sorted(metrics)}")
+            entry = {"epoch": epoch, "step": point, **{k: float(v) for k, v in metrics.items()}}
+            logging.info(
+                "Evaluation after epoch %d (step %d): %s",
+                epoch,
+                point,
+                ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()),
+            )
+            best = max((e[task.metric_name] for e in history), default=-math.inf)
+            history.append(entry)
+            if is_chief:
+                summaries.write_scalars(eval_writer, point, metrics)
+                eval_writer.flush()
+                if entry[task.metric_name] > best or not input_files.exists(best_dir):
+                    outputs.save_fine_tuned(
+                        model,
+                        best_dir,
+                        files,
+                        task_name=task.name,
+                        head=head.kind,
+                        labels=task.labels,
+                        metric=task.metric_name,
+                        evaluation=entry,
+                        settings=outputs.serving_settings(settings, task),
+                    )
+                    logging.info(
+                        "Best %s so far (%.4f): kept as the model directory %s",
+                        task.metric_name,
+                        entry[task.metric_name],
+                        best_dir,
+                    )
+                outputs.write_eval(config.output_dir, history)
     evaluation = outputs.restore_best(model, best_dir, result.step)
     return FineTuningResult(
         model,

@@ -28,7 +28,7 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, interruption, output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
@@ -394,9 +394,13 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     exported = None
     if is_chief:
         if result.history or not model_dir_lib.export_is_current(export_dir, result.step):
-            exported = model_dir_lib.export_model_dir(
-                model, export_dir, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, step=result.step
+            note = (
+                f"interrupted while exporting step {result.step} (training is done); the same command exports it again"
             )
+            with interruption.resumable(note):
+                exported = model_dir_lib.export_model_dir(
+                    model, export_dir, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, step=result.step
+                )
         else:
             # A finished job run again (e.g. a relaunched two-phase script): nothing trained, nothing to rewrite.
             logging.info("%s already holds the model of step %d", export_dir, result.step)

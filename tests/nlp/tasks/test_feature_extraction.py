@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from official.nlp.checkpoints import model_dir
+from official.nlp.common import owners
 from official.nlp.tasks import feature_extraction as fe
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -139,6 +140,37 @@ def test_an_interrupted_write_leaves_no_features_file(tmp_path):
     with pytest.raises(OSError, match="No space left"):
         fe.write_jsonl(str(tmp_path / "features.jsonl"), results(), layers=[-1])
     assert list(tmp_path.iterdir()) == []
+
+
+KILLED_MID_WRITE = """
+import os, signal, sys
+from official.nlp.common import output_files
+
+with output_files.write_atomically(sys.argv[1]) as f:  # how write_jsonl writes --output_file
+    f.write('{"linex_index": 0, "features": [' * 1000)
+    f.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_rerun_removes_what_a_killed_run_left(tiny_encoder, tmp_path):
+    """SIGKILL mid-write leaves the features under a temporary name of the dead process (13.8 MB in the issue's
+    case); the rerun deletes it, and nothing else beside the output (a live process's file stays)."""
+    output = tmp_path / "features.jsonl"
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    killed = subprocess.run([sys.executable, "-c", KILLED_MID_WRITE, str(output)], env=env, capture_output=True)
+    assert killed.returncode == -9 and not output.exists()
+    [leftover] = list(tmp_path.iterdir())
+    assert leftover.name.startswith("features.jsonl.tmp-") and leftover.stat().st_size > 0
+    live = tmp_path / f"features.jsonl.tmp-{os.getppid()}-{owners.this_host()}"  # another job, still running
+    live.write_text("in progress")
+    notes = tmp_path / "features.jsonl.tmp-notes.txt"
+    notes.write_text("the user's")
+
+    examples = [fe.InputExample(0, "a b c")]
+    results = fe.extract(tiny_encoder, _WhitespaceTokenizer(), examples, layers=[-1], max_seq_length=8)
+    assert fe.write_jsonl(str(output), results, layers=[-1]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([output.name, live.name, notes.name])
 
 
 @pytest.mark.slow
