@@ -7,7 +7,7 @@ Each loss term is a weighted mean of per-element cross entropies, `sum(w * ce) /
 - next sentence: over the `[batch]` examples, `w = 1`; labels 0 = "B follows A", 1 = random B (original order).
 
 `pretraining_loss_weights` and `pretraining_element_losses` give the `w` and `ce` of each term: the training loop
-(`official.nlp.tasks.pretraining.PretrainingObjective`) sums them over the global batch, `pretraining_losses`
+(`official.nlp.training.objectives.PretrainingObjective`) sums them over the global batch, `pretraining_losses`
 averages them over one batch (what `fit` minimizes). Both therefore minimize the same objective.
 
 The left-to-right LM (`--objective=ltr`) has one term, `ltr_loss`: the next-token cross entropy at every position

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
 
 import keras
 import tensorflow as tf
@@ -32,42 +31,13 @@ from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
-from official.nlp.modeling import losses as bert_losses
 from official.nlp.modeling.configs import LEFT_TO_RIGHT, PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import OBJECTIVES, BertPretrainer
 from official.nlp.training import distribution, optimization
 from official.nlp.training.config import TrainingConfig, check_training_settings, settings_differences
+from official.nlp.training.objectives import PretrainingObjective
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
-
-
-class PretrainingObjective:
-    """The original objective for the training loop: masked-LM loss (weighted mean over real predictions) plus
-    next-sentence loss, with MLM and NSP accuracy; with `objective="ltr"`, the left-to-right LM's next-token loss
-    (`ltr_loss`, weighted mean over the positions whose next token is real) and `ltr_accuracy`.
-
-    The terms are `official.nlp.modeling.losses`' per-element losses and weights, so the loop's loss equals
-    `losses.pretraining_losses` (`losses.ltr_losses`) on the same global batch (what `BertPretrainer.fit` minimizes).
-    """
-
-    def __init__(self, use_next_sentence_label: bool = True, objective: str = "mlm"):
-        self.use_next_sentence_label = use_next_sentence_label and objective == "mlm"
-        self.objective = objective
-
-    def loss_weights(self, labels: Mapping) -> dict:
-        if self.objective == "ltr":
-            return bert_losses.ltr_loss_weights(labels)
-        return bert_losses.pretraining_loss_weights(labels, self.use_next_sentence_label)
-
-    def losses(self, labels: Mapping, outputs: Mapping) -> dict:
-        if self.objective == "ltr":
-            return bert_losses.ltr_element_losses(labels, outputs)
-        return bert_losses.pretraining_element_losses(labels, outputs, self.use_next_sentence_label)
-
-    def metrics(self, labels: Mapping, outputs: Mapping) -> dict:
-        if self.objective == "ltr":
-            return bert_losses.ltr_metrics(labels, outputs)
-        return bert_losses.pretraining_metrics(labels, outputs, self.use_next_sentence_label)
 
 
 @dataclasses.dataclass
