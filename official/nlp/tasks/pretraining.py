@@ -137,8 +137,13 @@ def check_settings(config: PretrainingConfig) -> bool:
             SETTINGS_FILE,
         )
         return False
+    recorded = json.loads(input_files.read_text(path))
     settings = training_settings(config)
-    recorded = _with_defaults(json.loads(input_files.read_text(path)), settings)
+    # A setting the record lacks is a flag added after the version that wrote it, which worked as its default does.
+    defaults = {f.name: f.default for f in dataclasses.fields(config) if f.default is not dataclasses.MISSING}
+    for name in settings.keys() - recorded.keys():
+        if name in defaults:
+            recorded[name] = json.loads(json.dumps(defaults[name]))
     differing = settings_differences(recorded, settings)
     if differing:
         raise InputError(
@@ -147,16 +152,6 @@ def check_settings(config: PretrainingConfig) -> bool:
             f"--init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)"
         )
     return True
-
-
-def _with_defaults(recorded: dict, settings: dict) -> dict:
-    """`recorded`, plus the default of every setting it lacks: a run recorded before a flag existed ran with its
-    default (e.g. `objective`)."""
-    defaults = {
-        f.name: f.default for f in dataclasses.fields(PretrainingConfig) if f.default is not dataclasses.MISSING
-    }
-    missing = {name: defaults[name] for name in settings if name not in recorded and name in defaults}
-    return {**json.loads(json.dumps(missing)), **recorded}
 
 
 def record_settings(config: PretrainingConfig) -> None:
@@ -173,6 +168,14 @@ class PretrainingResult(TrainResult):
 
 def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
     check_training_settings(config, strategy.num_replicas_in_sync)
+    optimization.check_schedule(
+        learning_rate=config.learning_rate,
+        num_train_steps=config.num_train_steps,
+        num_warmup_steps=config.num_warmup_steps,
+        end_learning_rate=config.end_learning_rate,
+        weight_decay=config.weight_decay,
+        clip_norm=config.clip_norm,
+    )
     if config.objective == "ltr" and config.use_next_sentence_label:
         raise InputError(
             "--objective=ltr trains a left-to-right LM without next sentence prediction; add "
@@ -183,14 +186,6 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
             "--dynamic_masking draws masks for --objective=mlm; the left-to-right LM reads the original tokens: "
             "drop --dynamic_masking"
         )
-    optimization.check_schedule(
-        learning_rate=config.learning_rate,
-        num_train_steps=config.num_train_steps,
-        num_warmup_steps=config.num_warmup_steps,
-        end_learning_rate=config.end_learning_rate,
-        weight_decay=config.weight_decay,
-        clip_norm=config.clip_norm,
-    )
 
 
 def build_pretrainer(
