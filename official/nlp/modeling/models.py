@@ -154,8 +154,8 @@ class BertPretrainer(_BertTask):
         self.masked_lm = masked_lm
         self.next_sentence = next_sentence
         prefix = "ltr" if objective == "ltr" else "mlm"
-        self.mlm_loss_tracker = keras.metrics.Mean(name=f"{prefix}_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name=f"{prefix}_accuracy")
+        self.lm_loss_tracker = keras.metrics.Mean(name=f"{prefix}_loss")
+        self.lm_accuracy = keras.metrics.SparseCategoricalAccuracy(name=f"{prefix}_accuracy")
         if use_next_sentence_label:
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
@@ -184,12 +184,12 @@ class BertPretrainer(_BertTask):
             raise ValueError(f"BertPretrainer weighs predictions by y['{needed[1]}']; do not pass sample_weight")
         if self.objective == "ltr":
             terms = losses.ltr_losses(y, y_pred)
-            self.mlm_loss_tracker.update_state(
+            self.lm_loss_tracker.update_state(
                 terms["ltr_loss"], sample_weight=ops.sum(ops.cast(y["next_token_weights"], "float32"))
             )
         else:
             terms = losses.pretraining_losses(y, y_pred, self.use_next_sentence_label)
-            self.mlm_loss_tracker.update_state(
+            self.lm_loss_tracker.update_state(
                 terms["mlm_loss"], sample_weight=ops.sum(ops.cast(y["masked_lm_weights"], "float32"))
             )
         if self.use_next_sentence_label:
@@ -205,11 +205,11 @@ class BertPretrainer(_BertTask):
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         if self.objective == "ltr":
-            self.mlm_accuracy.update_state(
+            self.lm_accuracy.update_state(
                 y["next_token_ids"], y_pred["ltr_logits"], sample_weight=y["next_token_weights"]
             )
             return self.get_metrics_result()
-        self.mlm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"], sample_weight=y["masked_lm_weights"])
+        self.lm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"], sample_weight=y["masked_lm_weights"])
         if self.use_next_sentence_label:
             self.nsp_accuracy.update_state(ops.reshape(y["next_sentence_labels"], (-1,)), y_pred["nsp_logits"])
         return self.get_metrics_result()
