@@ -70,7 +70,7 @@ class PretrainingConfig(TrainingConfig):
     num_warmup_steps: int = field(10000, help="Linear warmup steps.")
     end_learning_rate: float = field(0.0, help="Learning rate at --num_train_steps.")
     poly_power: float = field(1.0, help="Power of the polynomial decay (1 = linear).")
-    use_next_sentence_label: bool = field(True, help="Train next sentence prediction (not with --objective=ltr).")
+    use_next_sentence_label: bool = field(True, help="Train next sentence prediction.")
     objective: str = field(
         "mlm",
         enum=OBJECTIVES,

@@ -64,6 +64,9 @@ class PretrainDataConfig:
       global_batch_size: examples per step over all replicas (for `fit`: the batch size).
       is_training: shuffle and repeat forever; otherwise one pass in file order.
       use_next_sentence_label: keep `next_sentence_labels` in `y`.
+      objective: "mlm" (masked LM, the records' own or `dynamic_masking`'s predictions) or "ltr" (left-to-right LM:
+        the original tokens and next-token labels; records with or without `masked_lm_*` features, which are
+        put back; `max_predictions_per_seq` is not used).
       shuffle_buffer_size: records in the shuffle buffer (0 turns record shuffling off). The buffer is part of
         every input checkpoint, so it is kept moderate.
       cycle_length: files read at once (default: min(8, files per worker)).
@@ -77,9 +80,6 @@ class PretrainDataConfig:
       shard_policy: "auto" (by file when each input worker gets at least one file, else by record), "file", or
         "data" (every worker reads every file and keeps every n-th record after the shuffle).
       vocab_size: the model's vocabulary size; record ids must be below it (checked at start-up and per batch).
-      objective: "mlm" (masked LM, the records' own or `dynamic_masking`'s predictions) or "ltr" (left-to-right LM:
-        the original tokens and next-token labels; records with or without `masked_lm_*` features, which are
-        put back; `max_predictions_per_seq` is not used).
     """
 
     input_patterns: str | Sequence[str]
@@ -88,6 +88,7 @@ class PretrainDataConfig:
     global_batch_size: int
     is_training: bool = True
     use_next_sentence_label: bool = True
+    objective: str = "mlm"
     shuffle_buffer_size: int = 1000
     cycle_length: int | None = None
     seed: int | None = 12345
@@ -96,7 +97,6 @@ class PretrainDataConfig:
     dynamic_masking_seed: int | None = 12345
     shard_policy: str = "auto"
     vocab_size: int | None = None
-    objective: str = "mlm"
 
 
 def is_record_file(path: str) -> bool:
