@@ -337,18 +337,6 @@ def test_run_pretraining_refuses_a_non_positive_adam_epsilon(tmp_path, records, 
 
 
 @pytest.mark.slow
-def test_run_pretraining_left_to_right_needs_no_next_sentence_prediction(tmp_path, records, vocab, config_file):
-    result = run_script(
-        "run_pretraining.py",
-        *_pretraining_flags(records, vocab, tmp_path / "run"),
-        f"--bert_config_file={config_file}",
-        "--objective=ltr",
-    )
-    assert_user_error(result, "--objective=ltr trains a left-to-right LM", "add --use_next_sentence_label=false")
-    assert not (tmp_path / "run").exists()
-
-
-@pytest.mark.slow
 def test_run_pretraining_from_an_encoder_only_checkpoint(tmp_path, records, vocab, encoder_dir):
     """Continued pretraining from a public encoder: the encoder is loaded, the heads start fresh, one log line.
     Also: one line per event (MirroredStrategy once), and a finished rerun ends without an empty metrics line."""
