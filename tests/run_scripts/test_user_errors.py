@@ -366,8 +366,8 @@ def test_a_tf1_checkpoint_without_heads_initializes_a_pretrainer_encoder(tf1_enc
     from official.nlp.modeling.encoder import BertEncoder
     from official.nlp.modeling.models import BertPretrainer
 
-    files = model_dir_lib.resolve_model_files(tf1_encoder_dir)
-    assert files.checkpoint_format == "tf1" and not tf_checkpoints.has_masked_lm_head(files.checkpoint)
+    files = model_dir_lib.read_model_files(tf1_encoder_dir)
+    assert files.checkpoint_format == "tf1" and not tf_checkpoints.checkpoint_has_masked_lm_head(files.checkpoint)
     keras.utils.set_random_seed(1)
     pretrainer = BertPretrainer(BertEncoder.from_bert_config(files.config))
     encoder_ids = {id(w) for w in pretrainer.encoder.weights}

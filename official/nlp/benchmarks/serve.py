@@ -15,7 +15,7 @@ import os
 import tempfile
 
 from official.nlp.benchmarks import finetune, timing
-from official.nlp.common import input_files
+from official.nlp.common import text_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +33,7 @@ def _export_ours(config: ServeConfig, target: str) -> str:
     from official.nlp.modeling.models import BertClassifier
     from official.nlp.serving import exporter
 
-    files = model_dir.resolve_model_files(config.hf_model_dir)
+    files = model_dir.read_model_files(config.hf_model_dir)
     model = BertClassifier(files.build_encoder(), num_classes=2)
     module = exporter.build_export(
         "classifier",
@@ -50,7 +50,7 @@ def _export_keras_hub(config: ServeConfig, target: str) -> str:
     import keras_hub
     import tensorflow as tf
 
-    hf = json.loads(input_files.read_text(os.path.join(config.hf_model_dir, "config.json")))
+    hf = json.loads(text_files.read_text(os.path.join(config.hf_model_dir, "config.json")))
     tokenizer = keras_hub.models.BertTokenizer(
         vocabulary=os.path.join(config.hf_model_dir, "vocab.txt"), lowercase=True
     )

@@ -70,7 +70,7 @@ def _label_value(label, labels: Sequence[str] | None):
     return [labels.index(label) if label is not None else 0]
 
 
-def check_settings(max_seq_length: int, long_text: str, doc_stride: int | None) -> None:
+def check_long_text_settings(max_seq_length: int, long_text: str, doc_stride: int | None) -> None:
     if max_seq_length < 5:
         raise InputError(f"--max_seq_length={max_seq_length}: must be at least 5 ([CLS] A [SEP] B [SEP])")
     if long_text not in LONG_TEXT:
@@ -100,7 +100,7 @@ def convert_examples(
 
     `doc_stride` (sliding windows) defaults to half the window.
     """
-    check_settings(max_seq_length, long_text, doc_stride)
+    check_long_text_settings(max_seq_length, long_text, doc_stride)
     stats = stats if stats is not None else ConversionStats()
     labels = list(labels) if labels is not None else None
     for index, example in enumerate(examples):
@@ -152,7 +152,7 @@ def convert_examples(
         )
 
 
-def feature_spec(max_seq_length: int, regression: bool) -> dict:
+def record_spec(max_seq_length: int, regression: bool) -> dict:
     """The `tf.io.parse_example` spec of the records."""
     spec = {
         name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in ("input_ids", "input_mask", "segment_ids")
@@ -186,7 +186,7 @@ def make_dataset(
             dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True).repeat()
     dataset = dataset.batch(batch_size, drop_remainder=is_training)
-    spec = feature_spec(max_seq_length, regression)
+    spec = record_spec(max_seq_length, regression)
 
     def to_inputs(records):
         parsed = tf.io.parse_example(records, spec)

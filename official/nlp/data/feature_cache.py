@@ -26,10 +26,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.output_files import check_target, commit
 
 KEY_SUFFIX = ".key.json"
+TRAIN_RECORDS = "train.tf_record"  # a task's training features in its --output_dir, the original's name
 
 
 def file_digest(paths: Sequence[str]) -> str:
@@ -64,7 +65,7 @@ def read_key(path: str) -> dict | None:
     if not input_files.exists(key_path):
         return None
     try:
-        key = json.loads(input_files.read_text(key_path))
+        key = json.loads(text_files.read_text(key_path))
     except (ValueError, UnicodeDecodeError):
         key = None
     size = input_files.getsize(path) if input_files.exists(path) else None

@@ -205,7 +205,7 @@ def run_task(
     if not any(getattr(config, name) for name in jobs):
         raise InputError(f"Nothing to do: give at least one of {', '.join('--' + name for name in jobs)}")
     check_job_inputs(config)
-    files = resolve_model_files(config)
+    files = init_checkpoint_files(config)
     task = make_task(files)
     do_eval = evaluate(task) if evaluate else config.do_eval
     result = run_finetuning(
@@ -231,7 +231,7 @@ def check_job_inputs(config: FineTuningConfig) -> None:
             )
 
 
-def resolve_model_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
+def init_checkpoint_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
     """Config, vocabulary, case and checkpoint of `--init_checkpoint` (model directory, TF1 prefix or HF folder)."""
     try:
         return init_checkpoint_lib.resolve_model_files(
@@ -252,7 +252,7 @@ def task_head(task: FineTuningTask) -> restore_plan.Head:
 def warn_if_other_task(init_checkpoint: str | None, task: FineTuningTask) -> None:
     """Warns when `init_checkpoint` was fine-tuned for another task: the restore plan accepts any head whose labels
     match (an MRPC model's 0/1 evaluated on SST-2), so this is the only notice of the mix-up."""
-    found = init_checkpoint_lib.read_task_file(init_checkpoint)
+    found = init_checkpoint_lib.fine_tuned_head(init_checkpoint)
     if found and found.get("task") not in (None, task.name):
         logging.warning(
             "--init_checkpoint=%s was fine-tuned for the task %r, and this run is %r: its head is used "
@@ -324,7 +324,7 @@ def build_model(
         return task.build_model(encoder)
 
 
-def create_optimizer(config: FineTuningConfig, train_steps: int, warmup_steps: int) -> keras.optimizers.Optimizer:
+def build_optimizer(config: FineTuningConfig, train_steps: int, warmup_steps: int) -> keras.optimizers.Optimizer:
     """The paper's AdamW (or LAMB) with linear warmup and decay, from `config`."""
     return optimization.create_optimizer(
         config.optimizer,
@@ -383,7 +383,7 @@ def run_finetuning(
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
-    files = files or resolve_model_files(config)
+    files = files or init_checkpoint_files(config)
     head = task_head(task)
     plan = restore_plan.plan_restore(
         files, init_checkpoint=config.init_checkpoint, output_dir=config.output_dir, head=head, inference=not do_train
@@ -412,7 +412,7 @@ def run_finetuning(
     if not recorded and distribution.worker_info(strategy).is_chief:
         outputs.record_settings(config.output_dir, settings)
     with strategy.scope():
-        optimizer = create_optimizer(config, train_steps, warmup_steps)
+        optimizer = build_optimizer(config, train_steps, warmup_steps)
     trainer = Trainer(
         model,
         optimizer,

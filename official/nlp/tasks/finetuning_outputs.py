@@ -19,7 +19,7 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.training.config import settings_differences
 
@@ -57,7 +57,7 @@ def read_history(output_dir: str) -> list[dict]:
     path = os.path.join(output_dir, EVAL_HISTORY_FILE)
     if not input_files.exists(path):
         return []
-    return json.loads(input_files.read_text(path))
+    return json.loads(text_files.read_text(path))
 
 
 def write_eval(output_dir: str, history: list[dict]) -> None:

@@ -10,7 +10,7 @@
 
 With `fit` instead: `model = BertMultipleChoice(encoder)`, `model.compile(optimizer,
 keras.losses.SparseCategoricalCrossentropy(from_logits=True))`, `model.fit(features.model_inputs(),
-features.arrays["label"])` on `swag.convert_examples(...)`.
+features.arrays["label"])` on `swag.convert_swag_examples(...)`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ from official.nlp.modeling.models import BertMultipleChoice
 from official.nlp.tasks import finetuning
 from official.nlp.training.objectives import SparseCategoricalObjective
 
-TRAIN_RECORDS = "train.tf_record"
-PREDICTIONS_FILE = "test_results.csv"
+RESULTS_FILE = "test_results.csv"
 _RECORD_NAMES = {"input_word_ids": "input_ids", "input_mask": "input_mask", "input_type_ids": "segment_ids"}
 
 
@@ -104,7 +103,7 @@ class MultipleChoiceTask:
     def _features(self, split: str, path: str | None, flag: str, labelled: bool | None = True):
         if split not in self._loaded:
             examples = self._read(path, split, flag, labelled)
-            self._loaded[split] = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
+            self._loaded[split] = swag.convert_swag_examples(examples, self.tokenizer, self.max_seq_length)
         return self._loaded[split]
 
     # ---- training ---------------------------------------------------------------------------------------------
@@ -131,7 +130,7 @@ class MultipleChoiceTask:
             raise InputError("--do_train needs --train_file")
         if self._num_train is None:
             self._num_train = feature_cache.cached_records(
-                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records
+                os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), self._cache_key(), self._train_records
             )
         return self._num_train
 
@@ -139,7 +138,7 @@ class MultipleChoiceTask:
         self.num_train_examples()
         shapes = {record: [swag.NUM_CHOICES, self.max_seq_length] for record in _RECORD_NAMES.values()}
         shapes["label_ids"] = [1]
-        dataset = feature_cache.read_records(os.path.join(self.output_dir, TRAIN_RECORDS), shapes)
+        dataset = feature_cache.read_records(os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), shapes)
         if input_context.num_input_pipelines > 1:
             dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
 
@@ -185,10 +184,10 @@ class MultipleChoiceTask:
             raise InputError("--do_predict needs --predict_file")
         # Prediction needs no label: a test split without them (CSV or JSON lines) is read as it is.
         examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=False)
-        features = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
+        features = swag.convert_swag_examples(examples, self.tokenizer, self.max_seq_length)
         logits = self._logits(model, features, self.predict_batch_size)
         probabilities = np.asarray(keras.ops.softmax(logits, axis=-1))
-        output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
+        output_file = output_file or os.path.join(self.output_dir, RESULTS_FILE)
         output_files.makedirs_for(output_file)
         with output_files.write_atomically(output_file) as f:
             writer = csv.writer(f)
@@ -209,9 +208,9 @@ class SwagResult:
     bad_rows: dict[str, int]
 
 
-def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
+def make_swag_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
     """The task of `config` with the tokenizer of `config.init_checkpoint`."""
-    files = files or finetuning.resolve_model_files(config)
+    files = files or finetuning.init_checkpoint_files(config)
     return MultipleChoiceTask(
         config,
         files.tokenizer(),
@@ -227,5 +226,5 @@ def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
 def run_swag(config: MultipleChoiceConfig) -> SwagResult:
     """Trains (or resumes), evaluates after each epoch and predicts, as `config.do_train/do_eval/do_predict` say;
     see the module docstring."""
-    run = finetuning.run_task(config, lambda files: make_task(config, files))
+    run = finetuning.run_task(config, lambda files: make_swag_task(config, files))
     return SwagResult(run.result, run.result.eval_history, run.predictions, dict(run.task.bad_rows))

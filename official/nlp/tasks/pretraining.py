@@ -28,7 +28,7 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
@@ -102,7 +102,7 @@ class PretrainingConfig(TrainingConfig):
     checkpoint_input: bool = field(True, help="Save the input position with each checkpoint.")
 
 
-SETTINGS_FILE = "pretraining_settings.json"
+PRETRAINING_SETTINGS_FILE = "pretraining_settings.json"
 # The fields a resumed run may change: where things go, how the loop is run and saved, the devices. The model
 # config is checked against `model_dir/bert_config.json`; `init_checkpoint` is ignored on resume, and the records
 # may move (`input_file`). Every other field changes the shapes or the meaning of what is trained.
@@ -138,7 +138,7 @@ def training_settings(config: PretrainingConfig) -> dict:
 def check_settings(config: PretrainingConfig) -> bool:
     """Refuses to resume `model_dir` when it holds checkpoints trained with other settings, naming the flags;
     returns whether it records them already (else `record_settings` writes them once the data is checked)."""
-    path = os.path.join(config.model_dir, SETTINGS_FILE)
+    path = os.path.join(config.model_dir, PRETRAINING_SETTINGS_FILE)
     trained = input_files.isdir(config.model_dir) and tf.train.get_checkpoint_state(config.model_dir) is not None
     if not trained:
         return False  # nothing trained yet (a run refused for its data, say): this run's settings replace any
@@ -147,10 +147,10 @@ def check_settings(config: PretrainingConfig) -> bool:
             "%s holds checkpoints but no %s (written by an older version): its settings cannot be checked; "
             "they are recorded now as this run's",
             config.model_dir,
-            SETTINGS_FILE,
+            PRETRAINING_SETTINGS_FILE,
         )
         return False
-    recorded = json.loads(input_files.read_text(path))
+    recorded = json.loads(text_files.read_text(path))
     settings = training_settings(config)
     differing = settings_differences(recorded, settings)
     if differing:
@@ -163,7 +163,7 @@ def check_settings(config: PretrainingConfig) -> bool:
 
 
 def record_settings(config: PretrainingConfig) -> None:
-    with output_files.write_atomically(os.path.join(config.model_dir, SETTINGS_FILE)) as f:
+    with output_files.write_atomically(os.path.join(config.model_dir, PRETRAINING_SETTINGS_FILE)) as f:
         json.dump(training_settings(config), f, indent=1, sort_keys=True)
 
 
@@ -294,7 +294,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
     recorded = check_settings(config)
-    files = model_dir_lib.resolve_model_files(
+    files = model_dir_lib.read_model_files(
         config.init_checkpoint,
         bert_config=preset_config(config),
         bert_config_file=config.bert_config_file,

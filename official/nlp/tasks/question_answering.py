@@ -16,7 +16,7 @@
 
 From Python, `model.fit` works on the same cached features, and `answer_questions` turns strings into answers:
 
-    files = model_dir.resolve_model_files("models/minilm")
+    files = model_dir.read_model_files("models/minilm")
     model = BertSpanLabeler(files.build_encoder())         # encoder weights restored, fresh span head
     model.compile(keras.optimizers.Adam(5e-5), loss=span_losses(), loss_weights=SPAN_LOSS_WEIGHTS)
     model.fit(squad_records.training_dataset("out/train.tf_record", seq_length=384, batch_size=16),
@@ -37,7 +37,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import output_files, text_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, squad, squad_records
@@ -105,7 +105,7 @@ def _check_config(config: SquadConfig) -> None:
         raise InputError("--do_predict needs --predict_file")
     if config.n_best_size <= 0 or config.max_answer_length <= 0:
         raise InputError("--n_best_size and --max_answer_length must be positive")
-    squad.check_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
+    squad.check_window_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
 
 
 class SquadTask:
@@ -139,7 +139,7 @@ class SquadTask:
             else None
         )
         self.has_answers = bool(self.predict_examples) and any(e.answers for e in self.predict_examples)
-        self.record_file = os.path.join(config.output_dir, "train.tf_record")
+        self.record_file = os.path.join(config.output_dir, feature_cache.TRAIN_RECORDS)
         self.info: dict = {}
 
     # ---- FineTuningTask ----
@@ -213,8 +213,8 @@ class SquadTask:
     def evaluate(self, model: keras.Model) -> dict[str, float]:
         """Predicts, writes the prediction files and returns the official metrics (plus features/s)."""
         result, info = self.predict(model)
-        dataset = json.loads(input_files.read_text(self.config.predict_file))["data"]
-        metrics = squad_metrics.evaluate(
+        dataset = json.loads(text_files.read_text(self.config.predict_file))["data"]
+        metrics = squad_metrics.evaluate_squad(
             dataset,
             result.predictions,
             result.null_odds or None,
@@ -241,7 +241,7 @@ class SquadTask:
         starts, ends = predict_logits(model, features, c.predict_batch_size)
         elapsed = max(time.monotonic() - started, 1e-9)
         result = postprocess(self.predict_examples, features, starts, ends, self.settings_)
-        write_predictions(result, c.output_dir, c.version_2_with_negative)
+        write_squad_predictions(result, c.output_dir, c.version_2_with_negative)
         info = {
             "predict_examples": len(self.predict_examples),
             "predict_features": len(features),
@@ -307,7 +307,7 @@ def answer_questions(
     return [predictions[e.qas_id] for e in examples]
 
 
-def write_predictions(result: SquadPredictions, output_dir: str, version_2_with_negative: bool) -> None:
+def write_squad_predictions(result: SquadPredictions, output_dir: str, version_2_with_negative: bool) -> None:
     """predictions.json, nbest_predictions.json and (v2.0) null_odds.json, as the original writes them."""
     output_files.makedirs(output_dir, name="--output_dir")
     outputs = {"predictions.json": result.predictions, "nbest_predictions.json": result.nbest}

@@ -41,7 +41,6 @@ from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.tasks import finetuning
 
-TRAIN_RECORDS = "train.tf_record"
 PREDICTIONS_FILE = "test_predictions.txt"
 EVAL_PREDICTIONS_FILE = "eval_predictions.txt"
 # Record names follow the original run_classifier.py / BERT-NER records.
@@ -110,7 +109,7 @@ def _recorded_labels(output_dir: str, init_checkpoint: str | None) -> list[str] 
     """The labels of an earlier run in `output_dir`, or of a fine-tuned `init_checkpoint`."""
     for found in (
         model_dir.read_settings_file(output_dir) if input_files.isdir(output_dir) else None,
-        init_checkpoint_lib.read_task_file(init_checkpoint),
+        init_checkpoint_lib.fine_tuned_head(init_checkpoint),
     ):
         if found and found.get("labels"):
             return list(found["labels"])
@@ -227,14 +226,14 @@ class TaggingTask:
             raise InputError("--do_train needs --train_file")
         if self._num_train is None:
             self._num_train = feature_cache.cached_records(
-                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records
+                os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), self._cache_key(), self._train_records
             )
         return self._num_train
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         self.num_train_examples()
         shapes = {record: [self.max_seq_length] for record in _RECORD_NAMES.values()}
-        dataset = feature_cache.read_records(os.path.join(self.output_dir, TRAIN_RECORDS), shapes)
+        dataset = feature_cache.read_records(os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), shapes)
         if input_context.num_input_pipelines > 1:
             dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
 
@@ -346,11 +345,11 @@ class NerResult:
     bad_rows: dict[str, int]
 
 
-def make_task(config: TaggingConfig, files=None) -> TaggingTask:
+def make_ner_task(config: TaggingConfig, files=None) -> TaggingTask:
     """The task of `config` (fine-tuned or feature-based) with the tokenizer of `config.init_checkpoint`."""
     if config.feature_combine not in COMBINE:
         raise InputError(f"--feature_combine={config.feature_combine}: must be one of {COMBINE}")
-    files = files or finetuning.resolve_model_files(config)
+    files = files or finetuning.init_checkpoint_files(config)
     num_layers = files.config.num_hidden_layers
     if config.feature_based and any(not -num_layers <= i < num_layers for i in config.feature_layers):
         raise InputError(
@@ -374,7 +373,7 @@ def make_task(config: TaggingConfig, files=None) -> TaggingTask:
 def run_ner(config: TaggingConfig) -> NerResult:
     """Trains (or resumes), evaluates after each epoch and tags `predict_file`, as `config.do_train/do_eval/
     do_predict` say; see the module docstring."""
-    run = finetuning.run_task(config, lambda files: make_task(config, files))
+    run = finetuning.run_task(config, lambda files: make_ner_task(config, files))
     predictions_file, scores = run.predictions or (None, None)
     if predictions_file:
         logging.info("Wrote %s; conlleval against its tags:\n%s", predictions_file, scores.report())

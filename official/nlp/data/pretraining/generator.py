@@ -54,7 +54,7 @@ from official.nlp.data.pretraining.outputs import (
     absolute,
     default_stats_path,
     finish_shard,
-    is_complete,
+    is_complete_shard,
     output_paths,
     output_settings,
     part_path,
@@ -211,7 +211,7 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     masking_config(config, vocab)  # Fails early on a vocabulary without [CLS], [SEP] or [MASK].
     settings = output_settings(config, files, len(paths))
     # Before anything is written: a shard of other settings stops the job here.
-    complete = [is_complete(path, settings, s) for s, path in enumerate(paths)]
+    complete = [is_complete_shard(path, settings, s) for s, path in enumerate(paths)]
     output_files.remove_leftovers([*paths, *map(shard_stats_path, paths), stats_path])
     for path in paths:
         output_files.makedirs_for(absolute(path))

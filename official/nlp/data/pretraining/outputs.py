@@ -5,7 +5,7 @@ Statistics live in a ``stats/`` folder next to the records (`stats_path`), so th
 (``train.tfrecord-*``, ``*.tfrecord*``) catches them; the pretraining loader skips a folder that ``*`` catches.
 A shard's ``stats/<shard>.json`` is its completion record: written just before the shard gets its final name, it
 holds the shard's statistics and the settings its bytes depend on (`output_settings`). A rerun skips a shard whose
-record matches its own settings and refuses one whose record does not (`is_complete`): keeping it would mix two
+record matches its own settings and refuses one whose record does not (`is_complete_shard`): keeping it would mix two
 datasets in one output and merge statistics of different shapes.
 """
 
@@ -21,7 +21,7 @@ import shutil
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.errors import InputError
 
 if TYPE_CHECKING:
@@ -108,13 +108,13 @@ _SETTING_NAMES = {
 }
 
 
-def is_complete(path: str, settings: dict, shard_index: int) -> bool:
+def is_complete_shard(path: str, settings: dict, shard_index: int) -> bool:
     """True if ``path`` is a complete shard of these settings; raises if it is one of other settings."""
     record_path = stats_path(path)
     # The statistics file is the shard's marker only once the shard is there too (see `finish_shard`).
     if not (input_files.exists(record_path) and input_files.exists(path)):
         return False
-    recorded = json.loads(input_files.read_text(record_path)).get("settings")
+    recorded = json.loads(text_files.read_text(record_path)).get("settings")
     how = (
         "A rerun only completes the shards of a run with the same settings: delete the old outputs (the "
         f"shards, their {STATS_DIR}/ folder and .incomplete folders) or choose another --output_file."
