@@ -56,7 +56,7 @@ from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.tasks import finetuning_outputs as outputs
-from official.nlp.training import distribution, optimization, summaries
+from official.nlp.training import distribution, optimization, run_settings, summaries
 from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
@@ -92,19 +92,10 @@ class FineTuningConfig(TrainingConfig):
     keep_checkpoint_max: int = override(TrainingConfig, "keep_checkpoint_max", 1)
 
     # Fields that do not change what is trained: a resumed run may change them. Subclasses add theirs.
-    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = TrainingConfig.NOT_TRAINING_SETTINGS + (
         "output_dir",
         "eval_batch_size",
         "predict_batch_size",
-        "save_checkpoints_steps",
-        "steps_per_loop",
-        "keep_checkpoint_max",
-        "distribution_strategy",
-        "num_gpus",
-        "tpu",
-        "all_reduce_alg",
-        "deterministic",
-        "jit_compile",
     )
 
     def job_inputs(self) -> list[tuple[str, str, str | None]]:
@@ -300,18 +291,17 @@ def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> Non
         raise InputError("; ".join(problems))
 
 
-def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask) -> dict:
-    """What a resumed run must share with the run that wrote `output_dir`."""
+def finetuning_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask) -> dict:
+    """What a resumed run must share with the run that wrote `output_dir`: `run_settings.training_settings`, the
+    model's config and case, and the task's settings."""
     settings = {
-        f.name: getattr(config, f.name)
-        for f in dataclasses.fields(config)
-        if f.name not in config.NOT_TRAINING_SETTINGS
+        **run_settings.training_settings(config),
+        "do_lower_case": files.do_lower_case,
+        "bert_config": files.config.to_dict(),
+        "task": task.name,
+        "labels": list(task.labels),
+        **task.settings(),
     }
-    settings["do_lower_case"] = files.do_lower_case
-    settings["bert_config"] = files.config.to_dict()
-    settings["task"] = task.name
-    settings["labels"] = list(task.labels)
-    settings.update(task.settings())
     return json.loads(json.dumps(settings))
 
 
@@ -405,12 +395,12 @@ def run_finetuning(
                 outputs.write_eval_results(config.output_dir, history)
         return FineTuningResult(model, files, 0, {}, history, None)
 
-    settings = training_settings(config, files, task)
-    recorded = outputs.check_settings(config.output_dir, settings)
+    settings = finetuning_settings(config, files, task)
+    recorded = run_settings.check_resume(config.output_dir, model_dir_lib.SETTINGS_FILE, settings, flag="--output_dir")
     # Settings are recorded once the training data is ready: a run refused for its data has trained nothing.
     train_steps, warmup_steps, per_epoch = num_train_steps(task.num_train_examples(), config)
     if not recorded and distribution.worker_info(strategy).is_chief:
-        outputs.record_settings(config.output_dir, settings)
+        run_settings.record_settings(config.output_dir, model_dir_lib.SETTINGS_FILE, settings, flag="--output_dir")
     with strategy.scope():
         optimizer = build_optimizer(config, train_steps, warmup_steps)
     trainer = Trainer(

@@ -1,7 +1,7 @@
 """What a fine-tuning run keeps in its `--output_dir` besides checkpoints, and how it reads them back.
 
-- `finetuning_settings.json`: the settings the run trains with (`check_settings` refuses to resume with others,
-  naming the flags; `record_settings` writes them once training starts);
+- `finetuning_settings.json`: the settings the run trains with (`training.run_settings` records them and refuses to
+  resume with others, naming the flags), carried into `best_model/` for serving;
 - `eval_history.json` and `eval_results.txt`: the evaluations, the latter in the original's `key = value` lines;
 - `best_model/`: the best evaluation's weights as a model directory with `finetuning.json` (`save_fine_tuned`),
   and the model of the run (`restore_best`): `best_model/` when there is one, else the last step's weights.
@@ -20,37 +20,9 @@ from absl import logging
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common import input_files, output_files, text_files
-from official.nlp.common.errors import InputError
-from official.nlp.training.config import settings_differences
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 EVAL_HISTORY_FILE = "eval_history.json"
-
-
-def check_settings(output_dir: str, settings: dict) -> bool:
-    """Refuses to resume `output_dir` when it was trained with other settings, naming them; returns whether it
-    already records them (else `record_settings` writes them once training starts)."""
-    recorded = model_dir_lib.read_settings_file(output_dir) if input_files.isdir(output_dir) else None
-    if recorded is not None:
-        differing = settings_differences(recorded, settings)
-        if differing:
-            raise InputError(
-                f"--output_dir={output_dir} holds a run with other settings ({'; '.join(differing)}). "
-                "Rerun with the same flags to resume it, or choose another --output_dir."
-            )
-        return True
-    if input_files.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
-        raise InputError(
-            f"--output_dir={output_dir} holds checkpoints but no {model_dir_lib.SETTINGS_FILE}, so they "
-            "may belong to other settings; choose another --output_dir"
-        )
-    return False
-
-
-def record_settings(output_dir: str, settings: dict) -> None:
-    output_files.makedirs(output_dir, name="--output_dir")
-    with output_files.write_atomically(os.path.join(output_dir, model_dir_lib.SETTINGS_FILE)) as f:
-        json.dump(settings, f, indent=1, sort_keys=True)
 
 
 def read_history(output_dir: str) -> list[dict]:

@@ -12,6 +12,7 @@ first.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
@@ -71,6 +72,20 @@ class TrainingConfig:
     seed: int = field(12345, help="Seed of the initialization, dropout and data order.")
     deterministic: bool = field(False, help="Enable TensorFlow op determinism (bitwise reproducible, slower).")
 
+    # The fields a resumed run may change (`run_settings.training_settings` leaves them out): how the loop is run
+    # and saved, and the devices. A job's config adds its own (where things go, evaluation batch sizes, ...).
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
+        "save_checkpoints_steps",
+        "steps_per_loop",
+        "keep_checkpoint_max",
+        "distribution_strategy",
+        "num_gpus",
+        "tpu",
+        "all_reduce_alg",
+        "deterministic",
+        "jit_compile",
+    )
+
 
 def check_training_settings(config: TrainingConfig, num_replicas: int) -> None:
     """Refuses loop settings that cannot run (a zero batch divides by zero, a zero loop never ends), naming each
@@ -89,13 +104,3 @@ def check_training_settings(config: TrainingConfig, num_replicas: int) -> None:
         )
     if problems:
         raise InputError("; ".join(problems))
-
-
-def settings_differences(recorded: dict, current: dict) -> list[str]:
-    """``--flag: <recorded> there, <current> now`` for each setting that differs between a run's recorded settings
-    and this job's: what a refusal to resume names, so the user sees which flags to change back."""
-    return [
-        f"--{k}: {recorded.get(k)!r} there, {current.get(k)!r} now"
-        for k in sorted(set(recorded) | set(current))
-        if recorded.get(k) != current.get(k)
-    ]
