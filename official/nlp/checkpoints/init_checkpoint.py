@@ -1,5 +1,5 @@
-"""`--init_checkpoint` as every script takes it: one resolver for run_classifier, run_ner, run_swag, run_squad,
-extract_features and export_model.
+"""`--init_checkpoint` as every script takes it: one resolver for run_pretraining, run_classifier, run_ner, run_swag,
+run_squad, extract_features and export_model.
 
 Accepted: a model directory (`bert_config.json`, `vocab.txt`, `do_lower_case` and a checkpoint), a checkpoint
 prefix in one, an original TF1 checkpoint, a Hugging Face folder, and a fine-tuning job's `--output_dir` (or one

@@ -26,6 +26,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
 from official.nlp.common import input_files
@@ -79,8 +80,9 @@ class PretrainingConfig(TrainingConfig):
     init_checkpoint: str | None = field(
         None,
         help=(
-            "Start from this model directory or original TF1 checkpoint (ignored when --model_dir already holds a "
-            "checkpoint, which is resumed)."
+            "Start from this model directory, original TF1 checkpoint, Hugging Face folder or fine-tuning "
+            "--output_dir, as every script takes it (ignored when --model_dir already holds a checkpoint, which is "
+            "resumed)."
         ),
     )
     vocab_file: str | None = field(None, help="vocab.txt to ship with the export (and for --dynamic_masking).")
@@ -262,7 +264,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
     recorded = check_pretraining_resume(config)
-    files = model_dir_lib.read_model_files(
+    files = init_checkpoint_lib.resolve_model_files(
         config.init_checkpoint,
         bert_config=preset_config(config),
         bert_config_file=config.bert_config_file,
