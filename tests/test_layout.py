@@ -1,5 +1,6 @@
-"""The layout rule of DESIGN.md, kept true: imports only go down the layers, there are no import circles, and no
-folder holds more than about a dozen modules. Every import counts, including those inside functions."""
+"""The layout rule of DESIGN.md, kept true: imports only go down the layers, there are no import circles, no folder
+holds more than about a dozen modules, and the library never imports the benchmarks beside it. Every import counts,
+including those inside functions."""
 
 import ast
 import pathlib
@@ -8,6 +9,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "official"
+BENCHMARKS = ROOT / "benchmarks"  # may import official; official never imports it (it is not installed)
 # Lower rank = lower layer. A package may import its own modules and any package of a lower rank.
 LAYERS = {
     "common": 0,
@@ -19,7 +21,6 @@ LAYERS = {
     "training": 3,
     "tasks": 4,
     "serving": 5,
-    "benchmarks": 6,
 }
 MAX_MODULES_PER_FOLDER = 12
 
@@ -130,6 +131,45 @@ def test_folders_stay_small():
         if len(modules) > MAX_MODULES_PER_FOLDER:
             crowded[str(folder.relative_to(ROOT))] = len(modules)
     assert not crowded, f"folders over {MAX_MODULES_PER_FOLDER} modules (split the concept): {crowded}"
+
+
+def _absolute_imports(path: pathlib.Path) -> set[str]:
+    """Every module `path` names in an absolute import (`import a.b`, `from a.b import c`), anywhere in the file."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return found
+
+
+def _benchmark_imports(paths) -> list[str]:
+    return sorted(
+        f"{path} imports {module}"
+        for path in paths
+        for module in _absolute_imports(path)
+        if module.split(".")[0] == BENCHMARKS.name
+    )
+
+
+def test_the_library_never_imports_the_benchmarks():
+    """benchmarks/ sits beside official/ and is not installed with it: an import of it from the library would fail
+    for every user of the package."""
+    assert BENCHMARKS.is_dir() and not (PACKAGE / "nlp" / "benchmarks").exists()
+    offending = _benchmark_imports(sorted(PACKAGE.rglob("*.py")))
+    assert not offending, "\n".join(offending)
+    # The benchmarks use the library as a user does.
+    assert any(module.startswith("official.") for path in BENCHMARKS.glob("*.py") for module in _absolute_imports(path))
+
+
+def test_the_benchmark_check_sees_an_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import benchmarking\nfrom official.nlp import benchmarks_like\n\n\n"
+        "def f():\n    from benchmarks import step\n\n\nimport benchmarks.timing\n"
+    )
+    assert _benchmark_imports([module]) == [f"{module} imports benchmarks", f"{module} imports benchmarks.timing"]
 
 
 @pytest.mark.parametrize("higher", ["tasks", "training"])

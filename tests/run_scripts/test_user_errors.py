@@ -282,14 +282,13 @@ def test_convert_checkpoint_reports_its_result_once_and_refuses_to_overwrite(tmp
 
 @pytest.mark.slow
 def test_run_pretraining_help_keeps_its_line_breaks():
-    for script in ("run_pretraining.py", "benchmark_pretraining.py"):
-        result = run_script(script, "--help")  # absl exits 1 after --help
-        assert "flags:" in result.stdout, result.stderr[-2000:]
-        usage = result.stdout.split("flags:")[0]
-        assert "\\\n" in usage, usage  # the example's continuation lines are still lines
-        assert not re.search(r"\S {3,}--", usage), usage  # no runs of spaces where line breaks were
-        assert "fine-tuning script" not in usage
-        assert_quiet(result)
+    result = run_script("run_pretraining.py", "--help")  # absl exits 1 after --help
+    assert "flags:" in result.stdout, result.stderr[-2000:]
+    usage = result.stdout.split("flags:")[0]
+    assert "\\\n" in usage, usage  # the example's continuation lines are still lines
+    assert not re.search(r"\S {3,}--", usage), usage  # no runs of spaces where line breaks were
+    assert "fine-tuning script" not in usage
+    assert_quiet(result)
 
 
 @pytest.mark.slow

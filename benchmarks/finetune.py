@@ -25,7 +25,7 @@ import os
 import tempfile
 import time
 
-from official.nlp.benchmarks import timing
+from benchmarks import timing
 from official.nlp.common import input_files, text_files
 
 

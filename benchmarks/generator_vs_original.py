@@ -39,7 +39,7 @@ FLAGS = (
     "--dupe_factor=5",
     "--short_seq_prob=0.1",
 )
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclasses.dataclass
@@ -175,7 +175,7 @@ def original_command(checkout: str, corpus: str, output: str, vocab_file: str) -
     return [
         sys.executable,
         "-m",
-        "official.nlp.benchmarks.original_tf1",
+        "benchmarks.original_tf1",
         script,
         f"--input_file={corpus}",
         f"--output_file={output}",

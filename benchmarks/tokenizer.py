@@ -1,6 +1,6 @@
 r"""Tokenizer throughput: our in-graph BertTokenizer next to stock tf-text FastBertTokenizer on the same text.
 
-  python run_scripts/benchmark_tokenizer.py \
+  python -m benchmarks.tokenizer \
       --text_file=../shared/data/pretraining_golden/squad_contexts.txt \
       --vocab_file=../shared/data/vocab/bert-base-uncased-vocab.txt --do_lower_case=True --batch_size=256
 
@@ -53,7 +53,7 @@ def main(_):
     import tensorflow as tf
     import tensorflow_text as tf_text
 
-    from official.nlp.benchmarks import timing
+    from benchmarks import timing
     from official.nlp.common import text_files
     from official.nlp.tokenizers import text_layers, tokenization
 

@@ -1,7 +1,7 @@
 """`--what=serve`: raw-text requests/s of the exported classifier at batch 1 and 32, ours against keras-hub.
 
 Both are SavedModels with one signature, strings in and logits out, timed the same way by
-`serving.benchmark.run_fresh` (a fresh interpreter that imports only TensorFlow): ours is
+`serving_rate.run_fresh` (a fresh interpreter that imports only TensorFlow): ours is
 `serving.exporter.build_export("classifier", ...)` around `BertClassifier` on the all-MiniLM-L6-v2 weights;
 keras-hub's is its `BertTextClassifierPreprocessor` + `BertTextClassifier` (same sizes, same vocabulary,
 `sequence_length` the same) in a `tf.Module`. The requests are real SST-2 sentences.
@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 
-from official.nlp.benchmarks import finetune, timing
+from benchmarks import finetune, timing
 from official.nlp.common import text_files
 
 
@@ -78,14 +78,14 @@ def _export_keras_hub(config: ServeConfig, target: str) -> str:
 
 
 def run(config: ServeConfig) -> dict[str, timing.Rate]:
-    from official.nlp.serving import benchmark as serving_benchmark
+    from benchmarks import serving_rate
 
     sentences, _ = finetune.read_sst2(config.data_dir, config.num_requests)
     measured = {}
     with tempfile.TemporaryDirectory() as work:
         for name, export in (("ours", _export_ours), ("keras-hub", _export_keras_hub)):
             path = export(config, os.path.join(work, name))
-            measured[name] = serving_benchmark.run_fresh(
+            measured[name] = serving_rate.run_fresh(
                 path, sentences, batch_sizes=config.batch_sizes, seconds=config.seconds
             )
     results = {}
