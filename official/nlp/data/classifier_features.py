@@ -34,7 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import length_buckets
+from official.nlp.data import feature_cache, length_buckets
 from official.nlp.data.glue import InputExample
 from official.nlp.data.pretraining.instances import removal_counts
 from official.nlp.data.squad import doc_windows  # the one home of the document-window rule
@@ -171,7 +171,7 @@ def make_dataset(
     is_training: bool,
     seed: int | None = None,
     input_context: tf.distribute.InputContext | None = None,
-    shuffle_buffer_size: int = 10000,
+    shuffle_buffer_size: int = feature_cache.SHUFFLE_BUFFER_SIZE,
     buckets: Sequence[int] | None = None,
 ) -> tf.data.Dataset:
     """The input pipeline of classification records (see the module docstring).
@@ -180,12 +180,6 @@ def make_dataset(
     with the remainder dropped. Evaluation/prediction: every record once, in order, the last batch smaller.
     `buckets`: sequence lengths to cut batches to (None: all batches `max_seq_length` long).
     """
-    dataset = tf.data.TFRecordDataset(input_file)
-    if is_training:
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True).repeat()
-    dataset = dataset.batch(batch_size, drop_remainder=is_training)
     spec = record_spec(max_seq_length, regression)
 
     def to_inputs(records):
@@ -202,11 +196,23 @@ def make_dataset(
         }
         return x, y
 
-    dataset = dataset.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE)
-    if buckets and is_training:
+    if is_training:
+        dataset = feature_cache.training_batches(
+            input_file,
+            batch_size,
+            parse=to_inputs,
+            seed=seed,
+            input_context=input_context,
+            shuffle_buffer_size=shuffle_buffer_size,
+        )
+        if not buckets:
+            return dataset
         # Records are parsed a batch at a time (cheaper), then regrouped by length.
         dataset = length_buckets.group_by_length(dataset.unbatch(), buckets, batch_size, drop_remainder=True)
-    elif buckets:
+        return dataset.prefetch(tf.data.AUTOTUNE)
+    dataset = tf.data.TFRecordDataset(input_file).batch(batch_size)
+    dataset = dataset.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE)
+    if buckets:
         dataset = length_buckets.trim_batches(dataset, buckets)
     return dataset.prefetch(tf.data.AUTOTUNE)
 

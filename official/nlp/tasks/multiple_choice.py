@@ -137,20 +137,18 @@ class MultipleChoiceTask:
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         self.num_train_examples()
         shapes = {record: [swag.NUM_CHOICES, self.max_seq_length] for record in _RECORD_NAMES.values()}
-        shapes["label_ids"] = [1]
-        dataset = feature_cache.read_records(os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), shapes)
-        if input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        parse = feature_cache.int_parser({**shapes, "label_ids": [1]})
 
-        def to_xy(record):
-            return ({name: record[r] for name, r in _RECORD_NAMES.items()}, {"label": record["label_ids"][0]})
+        def to_xy(records):
+            record = parse(records)
+            return ({name: record[r] for name, r in _RECORD_NAMES.items()}, {"label": record["label_ids"][:, 0]})
 
-        return (
-            dataset.map(to_xy)
-            .shuffle(10000, seed=seed)
-            .repeat()
-            .batch(batch_size, drop_remainder=True)
-            .prefetch(tf.data.AUTOTUNE)
+        return feature_cache.training_batches(
+            os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS),
+            batch_size,
+            parse=to_xy,
+            seed=seed,
+            input_context=input_context,
         )
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:

@@ -35,7 +35,7 @@ from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll, feature_cache
 from official.nlp.metrics import conlleval
-from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.encoder import INPUT_NAMES, BertEncoder
 from official.nlp.modeling.feature_tagger import COMBINE, BertFeatureTagger
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 from official.nlp.modeling.models import BertTokenClassifier
@@ -232,21 +232,19 @@ class TaggingTask:
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         self.num_train_examples()
-        shapes = {record: [self.max_seq_length] for record in _RECORD_NAMES.values()}
-        dataset = feature_cache.read_records(os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), shapes)
-        if input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        parse = feature_cache.int_parser({record: [self.max_seq_length] for record in _RECORD_NAMES.values()})
 
-        def to_xy(record):
-            x = {name: record[_RECORD_NAMES[name]] for name in ("input_word_ids", "input_mask", "input_type_ids")}
+        def to_xy(records):
+            record = parse(records)
+            x = {name: record[_RECORD_NAMES[name]] for name in INPUT_NAMES}
             return x, {"label_ids": record["label_ids"]}
 
-        return (
-            dataset.map(to_xy)
-            .shuffle(10000, seed=seed)
-            .repeat()
-            .batch(batch_size, drop_remainder=True)
-            .prefetch(tf.data.AUTOTUNE)
+        return feature_cache.training_batches(
+            os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS),
+            batch_size,
+            parse=to_xy,
+            seed=seed,
+            input_context=input_context,
         )
 
     # ---- model ----------------------------------------------------------------------------------------------
