@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Protocol
 
@@ -56,7 +55,7 @@ from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.tasks import finetuning_outputs as outputs
-from official.nlp.training import distribution, optimization, run_settings, summaries
+from official.nlp.training import distribution, optimization, run_settings
 from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
@@ -381,23 +380,93 @@ def run_finetuning(
     warn_if_other_task(config.init_checkpoint, task)
     model = build_model(config, files, task, strategy)
     if not do_train:
-        plan.apply(model)
-        history = outputs.read_history(config.output_dir)
-        if do_eval:
-            history = history + [
-                {
-                    "epoch": None,
-                    "step": _checkpoint_step(plan),
-                    **{k: float(v) for k, v in task.evaluate(model).items()},
-                }
-            ]
-            if distribution.worker_info(strategy).is_chief:
-                outputs.write_eval_results(config.output_dir, history)
-        return FineTuningResult(model, files, 0, {}, history, None)
+        return _evaluate_without_training(config, task, model, files, plan, do_eval=do_eval, strategy=strategy)
 
+    trainer, settings, schedule = _set_up_trainer(config, task, model, files, plan, strategy)
+    train_steps, warmup_steps, per_epoch = schedule
+    per_replica = config.train_batch_size // strategy.num_replicas_in_sync
+
+    def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
+        return task.train_dataset(ctx, per_replica, config.seed)
+
+    best = outputs.BestModelKeeper(
+        config.output_dir,
+        task,
+        model,
+        files,
+        head=head.kind,
+        settings=settings,
+        is_chief=distribution.worker_info(strategy).is_chief,
+        do_eval=do_eval,
+    )
+    done = {entry["step"] for entry in best.history}
+    logging.info(
+        "Fine-tuning %s: %d steps (%d per epoch, %d warming up), global batch %d",
+        task.name,
+        train_steps,
+        per_epoch,
+        warmup_steps,
+        config.train_batch_size,
+    )
+    result = None
+    for epoch, point in enumerate(eval_points(train_steps, per_epoch), start=1):
+        result = trainer.train(dataset_fn, stop_at_step=point)
+        if do_eval and point not in done:
+            best.after_epoch(epoch, point)
+    evaluation = outputs.restore_best(model, best.directory, result.step)
+    return FineTuningResult(
+        model,
+        files,
+        result.step,
+        result.metrics,
+        best.history,
+        best.directory if input_files.exists(best.directory) else None,
+        evaluation,
+    )
+
+
+def _evaluate_without_training(
+    config: FineTuningConfig,
+    task: FineTuningTask,
+    model: keras.Model,
+    files: model_dir_lib.ModelFiles,
+    plan: restore_plan.RestorePlan,
+    *,
+    do_eval: bool,
+    strategy: tf.distribute.Strategy,
+) -> FineTuningResult:
+    """`run_finetuning` without `do_train`: the planned weights, and with `do_eval` one evaluation appended to the
+    run's history (`epoch` None) and written to `eval_results.txt`."""
+    plan.apply(model)
+    history = outputs.read_history(config.output_dir)
+    if do_eval:
+        history = history + [
+            {
+                "epoch": None,
+                "step": _checkpoint_step(plan),
+                **{k: float(v) for k, v in task.evaluate(model).items()},
+            }
+        ]
+        if distribution.worker_info(strategy).is_chief:
+            outputs.write_eval_results(config.output_dir, history)
+    return FineTuningResult(model, files, 0, {}, history, None)
+
+
+def _set_up_trainer(
+    config: FineTuningConfig,
+    task: FineTuningTask,
+    model: keras.Model,
+    files: model_dir_lib.ModelFiles,
+    plan: restore_plan.RestorePlan,
+    strategy: tf.distribute.Strategy,
+) -> tuple[Trainer, dict, tuple[int, int, int]]:
+    """The training loop of a run: `(trainer, settings, (train steps, warmup steps, steps per epoch))`.
+
+    Refuses to resume `output_dir` with other settings, sizes the schedule from the training examples, records the
+    settings (once the training data is ready: a run refused for its data has trained nothing) and builds the
+    optimizer; the trainer starts from `plan` unless it resumes its own checkpoint."""
     settings = finetuning_settings(config, files, task)
     recorded = run_settings.check_resume(config.output_dir, model_dir_lib.SETTINGS_FILE, settings, flag="--output_dir")
-    # Settings are recorded once the training data is ready: a run refused for its data has trained nothing.
     train_steps, warmup_steps, per_epoch = num_train_steps(task.num_train_examples(), config)
     if not recorded and distribution.worker_info(strategy).is_chief:
         run_settings.record_settings(config.output_dir, model_dir_lib.SETTINGS_FILE, settings, flag="--output_dir")
@@ -420,72 +489,4 @@ def run_finetuning(
         global_batch_size=config.train_batch_size,
         init_fn=lambda: plan.apply(model),
     )
-    per_replica = config.train_batch_size // strategy.num_replicas_in_sync
-
-    def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
-        return task.train_dataset(ctx, per_replica, config.seed)
-
-    is_chief = distribution.worker_info(strategy).is_chief
-    history = outputs.read_history(config.output_dir)
-    done = {entry["step"] for entry in history}
-    best_dir = os.path.join(config.output_dir, model_dir_lib.BEST_MODEL_DIR)
-    eval_writer = summaries.summary_writer(
-        os.path.join(config.output_dir, "summaries", "eval") if do_eval and is_chief else None
-    )
-    logging.info(
-        "Fine-tuning %s: %d steps (%d per epoch, %d warming up), global batch %d",
-        task.name,
-        train_steps,
-        per_epoch,
-        warmup_steps,
-        config.train_batch_size,
-    )
-    result = None
-    for epoch, point in enumerate(eval_points(train_steps, per_epoch), start=1):
-        result = trainer.train(dataset_fn, stop_at_step=point)
-        if not do_eval or point in done:
-            continue
-        metrics = task.evaluate(model)
-        if task.metric_name not in metrics:
-            raise KeyError(f"{type(task).__name__}.evaluate returned no {task.metric_name!r}: {sorted(metrics)}")
-        entry = {"epoch": epoch, "step": point, **{k: float(v) for k, v in metrics.items()}}
-        logging.info(
-            "Evaluation after epoch %d (step %d): %s",
-            epoch,
-            point,
-            ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()),
-        )
-        best = max((e[task.metric_name] for e in history), default=-math.inf)
-        history.append(entry)
-        if is_chief:
-            summaries.write_scalars(eval_writer, point, metrics)
-            eval_writer.flush()
-            if entry[task.metric_name] > best or not input_files.exists(best_dir):
-                outputs.save_fine_tuned(
-                    model,
-                    best_dir,
-                    files,
-                    task_name=task.name,
-                    head=head.kind,
-                    labels=task.labels,
-                    metric=task.metric_name,
-                    evaluation=entry,
-                    settings=outputs.serving_settings(settings, task),
-                )
-                logging.info(
-                    "Best %s so far (%.4f): kept as the model directory %s",
-                    task.metric_name,
-                    entry[task.metric_name],
-                    best_dir,
-                )
-            outputs.write_eval(config.output_dir, history)
-    evaluation = outputs.restore_best(model, best_dir, result.step)
-    return FineTuningResult(
-        model,
-        files,
-        result.step,
-        result.metrics,
-        history,
-        best_dir if input_files.exists(best_dir) else None,
-        evaluation,
-    )
+    return trainer, settings, (train_steps, warmup_steps, per_epoch)
