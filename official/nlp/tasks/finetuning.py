@@ -477,15 +477,7 @@ def _set_up_trainer(
         optimizer,
         task.objective(),
         strategy,
-        TrainerConfig(
-            model_dir=config.output_dir,
-            num_train_steps=train_steps,
-            steps_per_loop=config.steps_per_loop,
-            save_checkpoints_steps=config.save_checkpoints_steps,
-            max_checkpoints_to_keep=config.keep_checkpoint_max,
-            gradient_accumulation_steps=config.gradient_accumulation_steps,
-            jit_compile=config.jit_compile,
-        ),
+        TrainerConfig.from_training_config(config, model_dir=config.output_dir, num_train_steps=train_steps),
         global_batch_size=config.train_batch_size,
         init_fn=lambda: plan.apply(model),
     )

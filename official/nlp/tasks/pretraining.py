@@ -190,14 +190,10 @@ def build_model_and_optimizer(
 
 def trainer_config(config: PretrainingConfig) -> TrainerConfig:
     """The training-loop settings of `config`."""
-    return TrainerConfig(
+    return TrainerConfig.from_training_config(
+        config,
         model_dir=config.model_dir,
         num_train_steps=config.num_train_steps,
-        steps_per_loop=config.steps_per_loop,
-        save_checkpoints_steps=config.save_checkpoints_steps,
-        max_checkpoints_to_keep=config.keep_checkpoint_max,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        jit_compile=config.jit_compile,
         checkpoint_input=config.checkpoint_input,
     )
 
