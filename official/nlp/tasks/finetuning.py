@@ -313,27 +313,6 @@ def build_model(
         return task.build_model(encoder)
 
 
-def build_optimizer(config: FineTuningConfig, train_steps: int, warmup_steps: int) -> keras.optimizers.Optimizer:
-    """The paper's AdamW (or LAMB) with linear warmup and decay, from `config`."""
-    return optimization.create_optimizer(
-        config.optimizer,
-        learning_rate=config.learning_rate,
-        num_train_steps=train_steps,
-        num_warmup_steps=warmup_steps,
-        weight_decay=config.weight_decay,
-        clip_norm=config.clip_norm,
-        adam_bias_correction=config.adam_bias_correction,
-        epsilon=config.adam_epsilon,
-        mixed_precision=config.mixed_precision,
-    )
-
-
-def make_strategy(config: FineTuningConfig) -> tf.distribute.Strategy:
-    return distribution.get_distribution_strategy(
-        config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu, all_reduce_alg=config.all_reduce_alg
-    )
-
-
 def eval_points(train_steps: int, steps_per_epoch: int) -> list[int]:
     """The steps after which to evaluate: the end of each epoch, the last one at the last step.
 
@@ -367,7 +346,7 @@ def run_finetuning(
     `--init_checkpoint` that holds a fine-tuned head for the task's labels. `files`: the resolved
     `--init_checkpoint` when the caller has it already.
     """
-    strategy = strategy or make_strategy(config)
+    strategy = strategy or config.make_strategy()
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
@@ -471,7 +450,7 @@ def _set_up_trainer(
     if not recorded and distribution.worker_info(strategy).is_chief:
         run_settings.record_settings(config.output_dir, model_dir_lib.SETTINGS_FILE, settings, flag="--output_dir")
     with strategy.scope():
-        optimizer = build_optimizer(config, train_steps, warmup_steps)
+        optimizer = config.build_optimizer(train_steps, warmup_steps)
     trainer = Trainer(
         model,
         optimizer,

@@ -172,18 +172,11 @@ def build_model_and_optimizer(
         model = build_pretrainer(
             bert_config, use_next_sentence_label=config.use_next_sentence_label, mixed_precision=config.mixed_precision
         )
-        optimizer = optimization.create_optimizer(
-            config.optimizer,
-            learning_rate=config.learning_rate,
-            num_train_steps=config.num_train_steps,
-            num_warmup_steps=config.num_warmup_steps,
+        optimizer = config.build_optimizer(
+            config.num_train_steps,
+            config.num_warmup_steps,
             end_learning_rate=config.end_learning_rate,
             poly_power=config.poly_power,
-            weight_decay=config.weight_decay,
-            clip_norm=config.clip_norm,
-            adam_bias_correction=config.adam_bias_correction,
-            epsilon=config.adam_epsilon,
-            mixed_precision=config.mixed_precision,
         )
     return model, optimizer
 
@@ -252,9 +245,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     """Pretrains (or resumes pretraining) and exports the final model directory. See the module docstring."""
     if strategy is None:
         # First: multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it.
-        strategy = distribution.get_distribution_strategy(
-            config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu, all_reduce_alg=config.all_reduce_alg
-        )
+        strategy = config.make_strategy()
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)

@@ -14,6 +14,9 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+import keras
+import tensorflow as tf
+
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.training import distribution, optimization
@@ -85,6 +88,31 @@ class TrainingConfig:
         "deterministic",
         "jit_compile",
     )
+
+    def make_strategy(self) -> tf.distribute.Strategy:
+        """The strategy of `--distribution_strategy`, `--num_gpus`, `--tpu` and `--all_reduce_alg` (made first:
+        multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it)."""
+        return distribution.get_distribution_strategy(
+            self.distribution_strategy, num_gpus=self.num_gpus, tpu=self.tpu, all_reduce_alg=self.all_reduce_alg
+        )
+
+    def build_optimizer(self, num_train_steps: int, num_warmup_steps: int, **schedule) -> keras.optimizers.Optimizer:
+        """`optimization.create_optimizer` with this job's `--optimizer`, `--learning_rate`, `--weight_decay`,
+        `--clip_norm`, `--adam_bias_correction`, `--adam_epsilon` and `--mixed_precision`, for `num_train_steps`
+        steps of which `num_warmup_steps` warm up; `schedule` gives the rest (pretraining's `end_learning_rate` and
+        `poly_power`). Call it inside the strategy's scope."""
+        return optimization.create_optimizer(
+            self.optimizer,
+            learning_rate=self.learning_rate,
+            num_train_steps=num_train_steps,
+            num_warmup_steps=num_warmup_steps,
+            weight_decay=self.weight_decay,
+            clip_norm=self.clip_norm,
+            adam_bias_correction=self.adam_bias_correction,
+            epsilon=self.adam_epsilon,
+            mixed_precision=self.mixed_precision,
+            **schedule,
+        )
 
 
 def check_training_settings(config: TrainingConfig, num_replicas: int) -> None:

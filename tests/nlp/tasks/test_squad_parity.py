@@ -86,7 +86,7 @@ def _ours(package_dir, batches, tmp_path, head, **optimizer_settings):
     files.restore(model)
     model.span_logits.kernel.assign(head[0])
     model.span_logits.bias.assign(head[1])
-    optimizer = finetuning.build_optimizer(config, TOTAL_STEPS, WARMUP)
+    optimizer = config.build_optimizer(TOTAL_STEPS, WARMUP)
     trainer = Trainer(
         model,
         optimizer,

@@ -50,3 +50,17 @@ def test_several_problems_are_named_together():
 def test_the_defaults_pass():
     check_training_settings(FineTuningConfig(output_dir="/tmp/unused"), num_replicas=1)
     check_training_settings(PretrainingConfig(input_file="x", model_dir="/tmp/unused"), num_replicas=2)
+
+
+def test_a_jobs_optimizer_and_strategy_come_from_its_flags():
+    """Pretraining and fine-tuning build their optimizer and strategy from the shared flags in one place."""
+    from official.nlp.training.config import TrainingConfig
+
+    config = TrainingConfig(optimizer="lamb", learning_rate=1e-3, weight_decay=0.02, adam_epsilon=1e-7, clip_norm=0.5)
+    optimizer = config.build_optimizer(10, 2, end_learning_rate=1e-4)
+    assert type(optimizer).__name__ == "BertLamb"
+    assert (optimizer.epsilon, optimizer.weight_decay, optimizer.global_clipnorm) == (1e-7, 0.02, 0.5)
+    # BERT's schedule: linear decay from --learning_rate to end_learning_rate at step 10, warmup below step 2.
+    schedule = optimizer._learning_rate
+    assert float(schedule(2)) == pytest.approx(1e-3 * 0.82, rel=1e-5) and float(schedule(10)) == pytest.approx(1e-4)
+    assert type(config.make_strategy()).__name__ == "OneDeviceStrategy"
