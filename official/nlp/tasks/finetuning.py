@@ -445,7 +445,13 @@ def _set_up_trainer(
     settings (once the training data is ready: a run refused for its data has trained nothing) and builds the
     optimizer; the trainer starts from `plan` unless it resumes its own checkpoint."""
     settings = finetuning_settings(config, files, task)
-    recorded = run_settings.check_resume(config.output_dir, model_dir_lib.SETTINGS_FILE, settings, flag="--output_dir")
+    recorded = run_settings.check_resume(
+        config.output_dir,
+        model_dir_lib.SETTINGS_FILE,
+        settings,
+        flag="--output_dir",
+        defaults=run_settings.field_defaults(config),
+    )
     train_steps, warmup_steps, per_epoch = num_train_steps(task.num_train_examples(), config)
     if not recorded and distribution.worker_info(strategy).is_chief:
         run_settings.record_settings(config.output_dir, model_dir_lib.SETTINGS_FILE, settings, flag="--output_dir")

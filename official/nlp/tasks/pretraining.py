@@ -134,6 +134,7 @@ def check_pretraining_resume(config: PretrainingConfig) -> bool:
         flag="--model_dir",
         hint=f" (with --init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)",
         unrecorded="warn",
+        defaults=run_settings.field_defaults(config),
     )
 
 

@@ -36,6 +36,14 @@ def training_settings(config) -> dict:
     return json.loads(json.dumps({name: getattr(config, name) for name in fields}))
 
 
+def field_defaults(config) -> dict:
+    """The JSON-able defaults of `config`'s fields that have one: what a setting recorded before its flag existed
+    stands for (`check_resume`'s `defaults`)."""
+    return json.loads(
+        json.dumps({f.name: f.default for f in dataclasses.fields(config) if f.default is not dataclasses.MISSING})
+    )
+
+
 def settings_differences(recorded: dict, current: dict) -> list[str]:
     """``--flag: <recorded> there, <current> now`` for each setting that differs between a run's recorded settings
     and this job's: what a refusal to resume names, so the user sees which flags to change back."""
@@ -54,6 +62,7 @@ def check_resume(
     flag: str,
     hint: str = "",
     unrecorded: str = "refuse",
+    defaults: dict | None = None,
 ) -> bool:
     """Refuses to resume `directory` when its checkpoints were trained with other `settings` (as recorded in its
     `settings_file`), naming the flags that differ; returns whether it records them already (else the job calls
@@ -63,7 +72,8 @@ def check_resume(
     run's settings replace any recorded there. Checkpoints without `settings_file` are refused
     (`unrecorded="refuse"`: they may belong to anything), or resumed with a warning (`unrecorded="warn"`: a
     directory an older version wrote without the file). `flag` names the directory in messages (`--model_dir`) and
-    `hint` is added to the refusal (where else the user may start from).
+    `hint` is added to the refusal (where else the user may start from). A setting the record lacks is a flag added
+    after the version that wrote it, which worked as its default in `defaults` (`field_defaults`) does.
     """
     if not (input_files.isdir(directory) and tf.train.latest_checkpoint(directory)):
         return False
@@ -81,7 +91,9 @@ def check_resume(
             f"{flag}={directory} holds checkpoints but no {settings_file}, so they may belong to other settings; "
             f"choose another {flag}"
         )
-    differing = settings_differences(json.loads(text_files.read_text(path)), settings)
+    recorded = json.loads(text_files.read_text(path))
+    recorded.update({name: defaults[name] for name in settings.keys() - recorded.keys() if name in (defaults or {})})
+    differing = settings_differences(recorded, settings)
     if differing:
         raise InputError(
             f"{flag}={directory} holds a run with other settings ({'; '.join(differing)}). Rerun with the same "

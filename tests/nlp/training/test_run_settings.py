@@ -45,3 +45,21 @@ def test_checkpoints_without_settings_are_refused_or_resumed_with_a_warning(tmp_
     with caplog.at_level("WARNING"):
         assert not run_settings.check_resume(str(tmp_path), SETTINGS_FILE, {}, flag="--model_dir", unrecorded="warn")
     assert "holds checkpoints but no settings.json (written by an older version)" in caplog.text
+
+
+def test_a_setting_recorded_before_its_flag_existed_counts_as_its_default(tmp_path):
+    """A flag added after a run was recorded: that run worked as the flag's default does, so a resume at the
+    default goes on and one with another value is refused, naming the flag."""
+    config = TrainingConfig()
+    settings = run_settings.training_settings(config)
+    older = {k: v for k, v in settings.items() if k != "weight_decay"}  # as if --weight_decay came later
+    run_settings.record_settings(str(tmp_path), SETTINGS_FILE, older, flag="--model_dir")
+    _commit_a_checkpoint(tmp_path)
+    defaults = run_settings.field_defaults(config)
+    assert run_settings.check_resume(str(tmp_path), SETTINGS_FILE, settings, flag="--model_dir", defaults=defaults)
+    with pytest.raises(InputError, match=r"--weight_decay: 0.01 there, 0.02 now"):
+        run_settings.check_resume(
+            str(tmp_path), SETTINGS_FILE, {**settings, "weight_decay": 0.02}, flag="--model_dir", defaults=defaults
+        )
+    with pytest.raises(InputError, match=r"--weight_decay: None there, 0.01 now"):
+        run_settings.check_resume(str(tmp_path), SETTINGS_FILE, settings, flag="--model_dir")
