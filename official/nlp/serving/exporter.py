@@ -33,7 +33,7 @@ from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
 _SINGLE_TEXT_TASKS = ("cola", "sst-2")  # GLUE's one-sentence tasks (names of official.nlp.data.glue)
-_SQUAD_SETTINGS = (
+SQUAD_SETTINGS = (  # the answer post-processing settings a SQuAD export records
     "doc_stride",
     "max_query_length",
     "n_best_size",
@@ -172,7 +172,7 @@ def export_model(
             bool(record.get("text_b_column")) if name == "generic" else bool(name) and (name not in _SINGLE_TEXT_TASKS)
         )
     max_seq_length = int(max_seq_length or record.get("max_seq_length") or 128)
-    settings = {key: record[key] for key in _SQUAD_SETTINGS if key in record}
+    settings = {key: record[key] for key in SQUAD_SETTINGS if key in record}
     settings.update(squad_settings or {})
     export = build_export(
         task,
