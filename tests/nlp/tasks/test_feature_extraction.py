@@ -167,7 +167,7 @@ def test_a_rerun_removes_what_a_killed_run_left(tiny_encoder, tmp_path):
     notes = tmp_path / "features.jsonl.tmp-notes.txt"
     notes.write_text("the user's")
 
-    examples = [fe.InputExample(0, "a b c")]
+    examples = [fe.ExtractionExample(0, "a b c")]
     results = fe.extract(tiny_encoder, _WhitespaceTokenizer(), examples, layers=[-1], max_seq_length=8)
     assert fe.write_jsonl(str(output), results, layers=[-1]) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([output.name, live.name, notes.name])
