@@ -17,7 +17,6 @@ from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see 
 from absl import flags, logging
 
 from official.nlp.common import config_flags
-from official.nlp.common.errors import InputError
 from official.nlp.tasks.classification import ClassifierConfig, run_classifier
 
 FLAGS = flags.FLAGS
@@ -25,8 +24,7 @@ config_flags.define_flags(FLAGS, ClassifierConfig)
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise InputError(f"unexpected arguments: {argv[1:]}")
+    del argv
     result = run_classifier(config_flags.config_from_flags(FLAGS, ClassifierConfig))
     for entry in result.eval_history[-1:]:
         logging.info("Evaluation: %s", ", ".join(f"{k}={v}" for k, v in entry.items()))

@@ -150,7 +150,7 @@ def test_pretrained_checkpoint_restores_and_learned(quickstart):
     from official.nlp.modeling.models import BertPretrainer
 
     out, result = quickstart
-    files = model_dir.resolve_model_files(str(out / "pretraining" / "export"))
+    files = model_dir.read_model_files(str(out / "pretraining" / "export"))
     vocab_size = len((out / "vocab.txt").read_text().splitlines())
     assert files.config.vocab_size == vocab_size and files.config.num_hidden_layers == 2
     pretrainer = BertPretrainer(files.build_encoder())
@@ -186,7 +186,7 @@ def test_served_answers_match_the_fine_tuned_checkpoint(quickstart):
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["saved_model"] == str(out / "export" / "1")
-    files = model_dir.resolve_model_files(str(out / f"classifier_{summary['exported']}" / "best_model"))
+    files = model_dir.read_model_files(str(out / f"classifier_{summary['exported']}" / "best_model"))
     model = BertClassifier(files.build_encoder(), num_classes=2)
     tf_checkpoints.restore_checkpoint(model, files.checkpoint)
     tokenizer, seq = files.tokenizer(), 32

@@ -13,14 +13,14 @@ A fine-tuning job's output directory is a model directory too (its checkpoints h
 `finetuning_settings.json` (the settings it was trained with, SETTINGS_FILE) and `best_model/` (the best checkpoint
 as a fine-tuned model directory, BEST_MODEL_DIR).
 
-Every script's `--init_checkpoint` goes through `resolve_model_files`, which accepts a model directory, an
-original TF1 checkpoint prefix (with `bert_config.json`/`vocab.txt` looked up next to it, as in Google's released
-zips) or one of our checkpoint prefixes, fills in what the flags did not give and refuses contradictions at
-start-up.
+`read_model_files` reads a model directory, an original TF1 checkpoint prefix (with `bert_config.json`/`vocab.txt`
+looked up next to it, as in Google's released zips), one of our checkpoint prefixes or a Hugging Face folder, fills
+in what the flags did not give and refuses contradictions at start-up. A script's `--init_checkpoint` goes through
+`init_checkpoint.resolve_model_files`, which also takes a fine-tuning job's output directory and then calls this.
 
 Example:
 
-    files = resolve_model_files("/models/uncased_L-12_H-768_A-12/bert_model.ckpt")
+    files = read_model_files("/models/uncased_L-12_H-768_A-12/bert_model.ckpt")
     encoder = files.build_encoder()            # weights restored
     tokenizer = files.tokenizer()              # FullTokenizer(vocab.txt, do_lower_case)
 """
@@ -38,7 +38,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import hf_weights, tf_checkpoints
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.common.output_files import check_target
 from official.nlp.modeling.configs import BertConfig
@@ -106,6 +106,16 @@ class ModelFiles:
             self.checkpoint_format,
         )
 
+    def check_text_pairs(self, inputs: str) -> None:
+        """Refuses text pairs (`inputs` names them) for a model with one token type: the second text's segment id
+        1 is past its `token_type_embeddings`, which fails inside the first step (or, on a GPU, reads garbage)."""
+        if self.config.type_vocab_size < 2:
+            raise InputError(
+                f"{inputs} are text pairs, whose second text has token type (segment id) 1, but the model's "
+                f"bert_config.json has type_vocab_size={self.config.type_vocab_size}: it reads single texts only. "
+                "Use a model with type_vocab_size=2 (BERT's), or single-text inputs"
+            )
+
     def tokenizer(self):
         """The pure-Python `FullTokenizer` for this vocabulary and case."""
         from official.nlp.tokenizers.tokenization import FullTokenizer
@@ -121,8 +131,8 @@ class ModelFiles:
 def has_masked_lm_head(checkpoint: str, checkpoint_format: str) -> bool:
     """Whether a checkpoint of any format holds the masked-LM head (public encoder-only ones do not)."""
     if checkpoint_format == "hf":
-        return hf_weights.has_masked_lm_head(checkpoint)
-    return tf_checkpoints.has_masked_lm_head(checkpoint)
+        return hf_weights.hf_has_masked_lm_head(checkpoint)
+    return tf_checkpoints.checkpoint_has_masked_lm_head(checkpoint)
 
 
 def restore_weights(model, checkpoint: str, checkpoint_format: str, *, whole_model: bool) -> None:
@@ -170,8 +180,8 @@ def save_model_dir(
 
     Our checkpoint is `ckpt-<checkpoint_number>` (default `ckpt-1`), e.g. the training step of an export.
     `checkpoint_format="tf1"` writes `bert_model.ckpt` with the original variable names (encoder, plus the
-    pretraining heads of a `BertPretrainer`) instead of our checkpoint. Refuses a directory that already holds
-    a checkpoint.
+    pretraining heads of a `BertPretrainer`) instead of our checkpoint; it refuses a left-to-right model, which
+    the original code cannot express. Refuses a directory that already holds a checkpoint.
     """
     if checkpoint_format not in ("ours", "tf1"):
         raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
@@ -180,6 +190,12 @@ def save_model_dir(
     ):
         raise OutputExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
     config = model.config if isinstance(model, BertEncoder) else model.encoder.config
+    if checkpoint_format == "tf1" and config.left_to_right:
+        # The original code reads bert_config.json into its own fields and would drop `attention` unseen.
+        raise InputError(
+            f"{model_dir}: a left-to-right model (attention=left_to_right) has no TF1 form: the original BERT "
+            "code has no causal attention and would run it bidirectionally; keep --output_format=ours"
+        )
     write_model_files(model_dir, config, vocab_file, do_lower_case)
     if checkpoint_format == "tf1":
         if config.hidden_act not in ("gelu", "relu", "tanh", "linear"):
@@ -232,7 +248,7 @@ def read_settings_file(path: str | None) -> dict | None:
 
 
 def read_do_lower_case(path: str) -> bool:
-    text = input_files.read_text(path).strip().lower()
+    text = text_files.read_text(path).strip().lower()
     if text in ("true", "1", "yes"):
         return True
     if text in ("false", "0", "no"):
@@ -352,7 +368,7 @@ def _merge_case(do_lower_case: bool | None, stored: bool | None, source: str) ->
     return stored if do_lower_case is None else do_lower_case
 
 
-def resolve_model_files(
+def read_model_files(
     init_checkpoint: str | None = None,
     *,
     bert_config: BertConfig | None = None,
@@ -361,7 +377,9 @@ def resolve_model_files(
     do_lower_case: bool | None = None,
     require_vocab: bool = True,
 ) -> ModelFiles:
-    """Resolves a script's `--init_checkpoint`, `--bert_config_file`, `--vocab_file`, `--do_lower_case`.
+    """The `ModelFiles` of a model directory, a checkpoint prefix or a Hugging Face folder (`init_checkpoint`),
+    with `--bert_config_file`, `--vocab_file` and `--do_lower_case` (a script's flags go through
+    `init_checkpoint.resolve_model_files`, which also takes a fine-tuning output directory).
 
     Arguments left as None come from the model directory (or, for a checkpoint prefix, its folder): the config
     from `bert_config.json`, the vocabulary from `vocab.txt`, the case from `do_lower_case`, else from Google's
@@ -434,7 +452,7 @@ def resolve_model_files(
 def _hf_do_lower_case(directory: str) -> bool | None:
     path = os.path.join(directory, "tokenizer_config.json")
     if input_files.exists(path):
-        value = json.loads(input_files.read_text(path)).get("do_lower_case")
+        value = json.loads(text_files.read_text(path)).get("do_lower_case")
         if isinstance(value, bool):
             return value
     return None
@@ -504,7 +522,7 @@ def load_model(
         return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
     if input_format not in ("tf1", "ours"):
         raise InputError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
-    files = resolve_model_files(
+    files = read_model_files(
         path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
     )
     if files.checkpoint_format != input_format:

@@ -30,7 +30,7 @@ import stat
 from collections.abc import Iterator
 from typing import IO
 
-from official.nlp.common import input_files
+from official.nlp.common import input_files, owners
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import is_remote as _is_remote
 from official.nlp.common.input_files import user_path
@@ -95,20 +95,19 @@ def check_target(path: str, *, folder: bool = False, name: str | None = None) ->
 
 def temporary_name(path: str) -> str:
     """The name `path` is written under until it is complete: in the same folder, so that the rename stays on one
-    filesystem."""
-    return f"{path}.tmp-{os.getpid()}"
+    filesystem, and tagged with this process and host (`owners`), so that two jobs writing one output never share
+    it and a later job can tell a dead job's leftover from a live job's file."""
+    return owners.tagged(path, "tmp")
 
 
 def remove_leftovers(paths) -> None:
-    """Deletes the temporary files of `paths` that a job killed before its commit left behind (one listing per
-    folder): on a bucket a leftover ``train.tfrecord-00000-of-00002.tmp-123`` would match a glob of the records."""
-    wanted = {os.fspath(p) for p in paths}
-    for folder in sorted({os.path.dirname(p) for p in wanted}):
-        if not input_files.isdir(folder):
-            continue
-        for leftover in input_files.glob(os.path.join(folder, "*.tmp-*")):
-            if leftover.rsplit(".tmp-", 1)[0] in wanted:
-                remove(leftover)
+    """Deletes the temporary files of `paths` that a killed job left (one listing per folder): only those whose
+    writer is proven gone (`owners.Leftover.stale`); another live job's are left alone. On a bucket a leftover
+    ``train.tfrecord-00000-of-00002.tmp-123-host`` would match a glob of the records; on a disk it takes space."""
+    for leftover in owners.leftovers([os.fspath(p) for p in paths], "tmp"):
+        if leftover.stale:
+            with contextlib.suppress(OSError, InputError):  # another job removed it first
+                (rmtree if input_files.isdir(leftover.path) else remove)(leftover.path)
 
 
 def commit(tmp: str, path: str, *, name: str | None = None) -> None:
@@ -142,6 +141,7 @@ def write_atomically(path: str, mode: str = "w", *, name: str | None = None) -> 
     """
     path = os.fspath(path)
     check_target(path, name=name)
+    remove_leftovers([path])
     tmp = temporary_name(path)
     try:
         with user_path(path):

@@ -18,6 +18,8 @@ import contextlib
 import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
 
+from official.nlp.common import interruption
+
 IN_FLIGHT_PER_WORKER = 2  # one unit computing, one waiting, per worker: enough to keep every core busy
 
 
@@ -40,7 +42,8 @@ def ordered_results(
             initializer(*initargs)
         yield (function(*task) for task in tasks)
         return
-    pool = multiprocessing.get_context("spawn").Pool(num_workers, initializer=initializer, initargs=initargs)
+    with interruption.children_ignore_ctrl_c():  # a Ctrl-C is the parent's to report, once
+        pool = multiprocessing.get_context("spawn").Pool(num_workers, initializer=initializer, initargs=initargs)
     try:
         yield _windowed(pool, function, tasks, IN_FLIGHT_PER_WORKER * num_workers)
     finally:

@@ -33,14 +33,13 @@ from collections.abc import Mapping, Sequence
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.errors import InputError
-from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.encoder import INPUT_NAMES, BertEncoder
 from official.nlp.tokenizers import text_layers
 
 TOKEN_IDS_DIR = "token_ids"
 SAVED_MODEL_MARKER = "saved_model.pb"  # what TF Serving and every loader read first: written last
-INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 _ASSET_NAMES = ("vocab.txt", "bert_config.json", "do_lower_case", "label_names.txt", "max_seq_length")
 
 
@@ -404,7 +403,7 @@ def read_assets(saved_model_dir: str) -> dict:
     assets = os.path.join(saved_model_dir, "assets")
 
     def text(name):
-        return input_files.read_text(os.path.join(assets, name))
+        return text_files.read_text(os.path.join(assets, name))
 
     return {
         "bert_config": json.loads(text("bert_config.json")),

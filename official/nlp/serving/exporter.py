@@ -33,7 +33,7 @@ from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
 _SINGLE_TEXT_TASKS = ("cola", "sst-2")  # GLUE's one-sentence tasks (names of official.nlp.data.glue)
-_SQUAD_SETTINGS = (
+SQUAD_SETTINGS = (  # the answer post-processing settings a SQuAD export records
     "doc_stride",
     "max_query_length",
     "n_best_size",
@@ -65,6 +65,11 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
             raise InputError(
                 f"--init_checkpoint={init_checkpoint} holds no masked-LM head; --task=pretrainer needs "
                 "a pretraining checkpoint (run_pretraining.py's export, or a converted one with heads)"
+            )
+        if model.objective != "mlm":
+            raise InputError(
+                f"--init_checkpoint={init_checkpoint} is a left-to-right LM; --task=pretrainer serves the masked LM "
+                "(it fills in [MASK]s): export --task=encoder, or a model fine-tuned from it"
             )
         return model
     encoder = models.BertEncoder.from_bert_config(files.config)
@@ -137,7 +142,7 @@ def recorded_settings(task: str, record: dict) -> dict:
         "long_text": record.get("long_text") or "truncate",
         "doc_stride": record.get("doc_stride"),
         "window_stride": record.get("window_stride"),
-        "squad_settings": {key: record[key] for key in _SQUAD_SETTINGS if key in record},
+        "squad_settings": {key: record[key] for key in SQUAD_SETTINGS if key in record},
     }
 
 

@@ -109,7 +109,7 @@ class ClassifierExport(_TextSegments):
                 f"{model.num_classes} classes; pass one name per class in the order of the training labels"
             )
         super().__init__(model, label_names=label_names, **kwargs)
-        classifier_features.check_settings(self.seq_length, long_text, doc_stride)
+        classifier_features.check_long_text_settings(self.seq_length, long_text, doc_stride)
         self.regression = regression
         self.buckets = length_buckets.bucket_lengths(self.seq_length)
         self.windows = long_text == "sliding_window"

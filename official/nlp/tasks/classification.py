@@ -46,7 +46,7 @@ class ClassifierConfig(finetuning.FineTuningConfig):
         "", help="cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, ax, or generic (with the column flags)."
     )
     data_dir: str | None = field(
-        None, help="The folder with the task's files (GLUE layout: train.tsv, dev.tsv, test.tsv, ...)."
+        None, path="path", help="The folder with the task's files (GLUE layout: train.tsv, dev.tsv, test.tsv, ...)."
     )
     do_train: bool = field(False, help="Fine-tune (resuming a run in --output_dir).")
     do_eval: bool = field(
@@ -58,7 +58,9 @@ class ClassifierConfig(finetuning.FineTuningConfig):
         "truncate", help="truncate (the original) or sliding_window (windows over the longer text, logits averaged)."
     )
     doc_stride: int | None = field(
-        None, help="Tokens between the starts of two windows (--long_text=sliding_window; default: half a window)."
+        None,
+        minimum=1,
+        help="Tokens between the starts of two windows (--long_text=sliding_window; default: half a window).",
     )
     group_by_length: bool = field(
         True,
@@ -69,11 +71,13 @@ class ClassifierConfig(finetuning.FineTuningConfig):
     skip_bad_rows: bool = field(
         False, help="Skip (and count) rows with too few columns, an unknown label or an empty first text."
     )
-    max_train_examples: int | None = field(None, help="Use only the first N training examples.")
+    max_train_examples: int | None = field(
+        None, minimum=1, help="Use only the first N training examples (default: all of them)."
+    )
     tfds_name: str | None = field(
         None, help="Read GLUE from tensorflow-datasets instead of --data_dir, e.g. glue/mrpc (must be prepared)."
     )
-    tfds_data_dir: str | None = field(None, help="tensorflow-datasets data folder.")
+    tfds_data_dir: str | None = field(None, path="path", help="tensorflow-datasets data folder.")
     # task_name=generic:
     text_a_column: str | None = field(None, help="generic: column (or JSON key) of the first text.")
     text_b_column: str | None = field(None, help="generic: column of the second text, for pairs.")
@@ -147,7 +151,7 @@ class ClassificationTask:
         self.processor = processor or make_processor(config)
         if not config.tfds_name and not config.data_dir:
             raise InputError("--data_dir is required (the folder with the task's files), or --tfds_name")
-        classifier_features.check_settings(config.max_seq_length, config.long_text, config.doc_stride)
+        classifier_features.check_long_text_settings(config.max_seq_length, config.long_text, config.doc_stride)
         if config.max_seq_length > files.config.max_position_embeddings:
             raise InputError(
                 f"--max_seq_length={config.max_seq_length} is longer than the model's "
@@ -157,12 +161,13 @@ class ClassificationTask:
         if isinstance(self.processor, glue.GenericProcessor) and self.splits[glue.TRAIN]:
             train = self.splits[glue.TRAIN][0].file
             if input_files.exists(train):
-                self.processor.infer_labels(train)
+                self.processor.infer_labels(train, skip_bad_rows=config.skip_bad_rows)
         self.regression = self.processor.is_regression
         self.name = self.processor.name
         self.labels = list(self.processor.labels or [])
         self.metric_name = self.processor.metrics[0]
         self.bad_rows: dict[str, int] = {}
+        self._examples: dict[tuple[str, str], list[glue.InputExample]] = {}
         self._tokenizer = None
         self._train_count = None
 
@@ -176,11 +181,28 @@ class ClassificationTask:
     def _source(self, eval_set: glue.EvalSet) -> str:
         return eval_set.file
 
+    def check_inputs(self) -> None:
+        """Reads every dev and test file the jobs ask for, so that a bad row there (a label the training file does
+        not have) stops the job before training rather than after its first epoch (`finetuning.run_task`)."""
+        for job, split in (("do_eval", glue.DEV), ("do_predict", glue.TEST)):
+            if getattr(self.config, job):
+                for eval_set in self.splits[split]:
+                    self.read(split, eval_set)
+
     def read(self, split: str, eval_set: glue.EvalSet) -> list[glue.InputExample]:
+        """The examples of one file (read once: `check_inputs` reads them before training)."""
+        key = (split, eval_set.file)
+        if key not in self._examples:
+            self._examples[key] = self._read(split, eval_set)
+        return self._examples[key]
+
+    def _read(self, split: str, eval_set: glue.EvalSet) -> list[glue.InputExample]:
         result = self.processor.read(eval_set.file, split, skip_bad_rows=self.config.skip_bad_rows)
         if result.bad_rows:
             self.bad_rows[f"{split}{eval_set.suffix}"] = result.bad_rows
         examples = result.examples
+        if any(e.text_b and e.text_b.strip() for e in examples):
+            self.files.check_text_pairs(f"the examples of {eval_set.file}")
         if split == glue.TRAIN and self.config.max_train_examples:
             examples = examples[: self.config.max_train_examples]
         if not examples:

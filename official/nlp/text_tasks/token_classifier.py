@@ -126,7 +126,7 @@ class TokenClassifier(TextTask):
         files, record = model_files(path)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
         if label_names is None:
-            found = init_checkpoint.read_task_file(path) or {}
+            found = init_checkpoint.fine_tuned_head(path) or {}
             if found.get("head") not in (None, "token_classifier"):
                 raise InputError(
                     f"{path} holds a fine-tuned {found['head']} head, not a token classifier; pass label_names for "

@@ -124,9 +124,7 @@ def test_trains_evaluates_each_epoch_and_keeps_the_best(trained):
     best = json.loads((out / "best_model" / model_dir.TASK_FILE).read_text())
     assert best["labels"] == ["no", "yes"]
     assert best["evaluation"]["accuracy"] == max(e["accuracy"] for e in result.eval_history)
-    assert model_dir.resolve_model_files(str(out / "best_model")).checkpoint.endswith(
-        f"ckpt-{best['evaluation']['step']}"
-    )
+    assert model_dir.read_model_files(str(out / "best_model")).checkpoint.endswith(f"ckpt-{best['evaluation']['step']}")
     events = tf.io.gfile.glob(str(out / "summaries" / "eval" / "events*"))
     assert events
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from official.nlp.common.config_flags import field
+from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.data.corpus.units import FORMATS
 
 
 @dataclasses.dataclass
-class CorpusConfig:
+class CorpusConfig(CheckedConfig):
     """Flags of `prepare_corpus`: raw text (WikiExtractor output or plain text) in, BERT's pretraining format out.
 
     ``output_file`` is one file, a comma-separated list of shards, or ``PATH@N`` for the N shards
@@ -19,13 +19,15 @@ class CorpusConfig:
     """
 
     input_file: str | Sequence[str] = field(
-        help="Raw text files: a comma-separated list of paths and glob patterns (WikiExtractor writes text/*/wiki_*)."
+        path="patterns",
+        help="Raw text files: a comma-separated list of paths and glob patterns (WikiExtractor writes text/*/wiki_*).",
     )
     output_file: str | Sequence[str] = field(
+        path="paths",
         help=(
             "The corpus in BERT's format (one sentence per line, a blank line between documents): a file, a "
             "comma-separated list of shards, or PATH@N for N shards PATH-0000i-of-0000N."
-        )
+        ),
     )
     input_format: str = field(
         "auto",
@@ -42,9 +44,10 @@ class CorpusConfig:
             "default, as the paper keeps only text passages)."
         ),
     )
-    num_workers: int = field(0, help="Worker processes (0: all cores). The output does not depend on it.")
+    num_workers: int = field(0, minimum=0, help="Worker processes (0: all cores). The output does not depend on it.")
     unit_mb: float = field(
         4.0,
+        exclusive_minimum=0,
         help=(
             "Size of the work units a worker holds in memory, cut at document boundaries. A single output file does "
             "not depend on it; shards end at unit boundaries."
@@ -52,14 +55,10 @@ class CorpusConfig:
     )
 
 
-def validate_config(config: CorpusConfig) -> None:
+def validate_corpus_config(config: CorpusConfig) -> None:
     """Refuses flags that cannot work, naming each; runs before any file or folder is made."""
     problems = []
     if config.input_format not in FORMATS:
         problems.append(f"--input_format={config.input_format}: must be one of {', '.join(FORMATS)}")
-    if not config.unit_mb > 0:
-        problems.append(f"--unit_mb={config.unit_mb}: must be positive (the size of a work unit in MB)")
-    if config.num_workers < 0:
-        problems.append(f"--num_workers={config.num_workers}: must be >= 0 (0: all cores)")
     if problems:
         raise InputError("; ".join(problems))

@@ -20,6 +20,7 @@ from official.nlp.data.pretraining import generator as pretraining_data
 from official.nlp.data.pretraining import masking
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.tasks import pretraining
+from official.nlp.training import run_settings
 from tests.pretraining_records import parse_records
 
 MASK_ID = 103  # [MASK] in bert-base-uncased's vocab.txt
@@ -178,9 +179,9 @@ def test_default_rates_draw_the_original_thresholds():
 @pytest.mark.parametrize(
     "mask, rnd, message",
     [
-        (-0.1, 0.1, r"^--mask_token_prob=-0.1: must be a probability in \[0, 1\]$"),
-        (0.8, float("nan"), r"^--random_token_prob=nan: must be a probability in \[0, 1\]$"),
-        (1.5, 0.0, r"^--mask_token_prob=1.5: must be a probability"),
+        (-0.1, 0.1, r"^--mask_token_prob=-0.1: must be in \[0, 1\]$"),
+        (0.8, float("nan"), r"^--random_token_prob=nan: must be a finite number$"),
+        (1.5, 0.0, r"^--mask_token_prob=1.5: must be in \[0, 1\]$"),
         (0.8, 0.3, r"^--mask_token_prob=0.8 and --random_token_prob=0.3 add up to more than 1 .*lower one of them$"),
     ],
 )
@@ -191,10 +192,10 @@ def test_bad_rates_are_refused_naming_the_flag(shared_data, tmp_path, mask, rnd,
             _config(shared_data, out, "x", mask_token_prob=mask, random_token_prob=rnd)
         )
     assert not out.exists()
-    config = pretraining.PretrainingConfig(
-        input_file="x", model_dir=str(out), dynamic_masking=True, mask_token_prob=mask, random_token_prob=rnd
-    )
-    with pytest.raises(InputError, match=message):
+    with pytest.raises(InputError, match=message):  # a rate out of range is refused when the config is made
+        config = pretraining.PretrainingConfig(
+            input_file="x", model_dir=str(out), dynamic_masking=True, mask_token_prob=mask, random_token_prob=rnd
+        )
         pretraining.check_masking_rates(config)
 
 
@@ -230,12 +231,17 @@ def test_outputs_of_a_version_without_the_rates_still_count_as_written_with_the_
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     config = pretraining.PretrainingConfig(input_file="x", model_dir=str(model_dir), dynamic_masking=True)
-    pretraining.record_settings(config)
+    run_settings.record_settings(
+        config.model_dir,
+        pretraining.PRETRAINING_SETTINGS_FILE,
+        run_settings.training_settings(config),
+        flag="--model_dir",
+    )
     tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(model_dir), 1).save()
-    settings = json.loads((model_dir / pretraining.SETTINGS_FILE).read_text())
+    settings = json.loads((model_dir / pretraining.PRETRAINING_SETTINGS_FILE).read_text())
     for name in TABLE_8_FLAGS:
         del settings[name]
-    (model_dir / pretraining.SETTINGS_FILE).write_text(json.dumps(settings))
-    assert pretraining.check_settings(config) is True
+    (model_dir / pretraining.PRETRAINING_SETTINGS_FILE).write_text(json.dumps(settings))
+    assert pretraining.check_pretraining_resume(config) is True
     with pytest.raises(InputError, match=r"--random_token_prob: 0.1 there, 0.2 now"):
-        pretraining.check_settings(dataclasses.replace(config, random_token_prob=0.2))
+        pretraining.check_pretraining_resume(dataclasses.replace(config, random_token_prob=0.2))
