@@ -147,7 +147,7 @@ class BertFeatureTagger(_BertTask):
     >>> import numpy as np
     >>> from official.nlp.modeling.configs import BertConfig
     >>> encoder = BertEncoder.from_bert_config(BertConfig.preset("tiny", vocab_size=100))
-    >>> model = BertFeatureTagger(encoder, num_classes=5, lstm_units=8)
+    >>> model = BertFeatureTagger(encoder, num_classes=5, layers=(-1, -2), lstm_units=8)  # tiny has 2 layers
     >>> x = {k: np.ones((2, 6), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
     >>> model.predict(x, verbose=0).shape
     (2, 6, 5)

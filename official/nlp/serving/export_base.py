@@ -265,21 +265,26 @@ class ServingModule(tf.Module):
 
     def text_function(self) -> tf.types.experimental.GenericFunction:
         """`checked_text` as the `tf.function` of `serving_default`, for raw-text batches of any size; one per module,
-        so that a text task's `predict` and `save` trace it once."""
+        so that a text task's `predict` and `save` trace it once.
+
+        The signatures trace without autograph, as Keras' own export does: the serving code branches on tensors only
+        through explicit `tf.cond` / `tf.while_loop`, and autograph's conversion more than doubled the tracing time
+        (NER's packing: 9.4 s against 3.9 s)."""
         if not hasattr(self, "_traced"):  # a plain namespace: tracked, the function would be saved as an object
-            function = tf.function(self.checked_text, input_signature=[any_shape(self.text_spec())])
+            function = tf.function(self.checked_text, input_signature=[any_shape(self.text_spec())], autograph=False)
             self._traced = types.SimpleNamespace(text=function)
         return self._traced.text
 
     def signature_functions(self) -> dict[str, tf.types.experimental.ConcreteFunction]:
         example_spec = {"examples": string_spec("examples")}
         text = self.text_function()
-        ids = tf.function(self.checked_token_ids, input_signature=[any_shape(self.token_id_spec())])
+        ids = tf.function(self.checked_token_ids, input_signature=[any_shape(self.token_id_spec())], autograph=False)
         examples = tf.function(
             lambda examples: self.serve_examples(
                 check_ranks("serve_examples", {"examples": examples}, example_spec)["examples"], text
             ),
             input_signature=[any_shape(example_spec)["examples"]],
+            autograph=False,
         )
         return {
             "serving_default": text.get_concrete_function(),
@@ -364,7 +369,7 @@ class _TokenIdModule(tf.Module):
         self.label_names = parent.label_names
         self.task_name = parent.task_name
         self.assets = parent.assets
-        fn = tf.function(parent.checked_token_ids, input_signature=[any_shape(parent.token_id_spec())])
+        fn = tf.function(parent.checked_token_ids, input_signature=[any_shape(parent.token_id_spec())], autograph=False)
         self.signatures_to_save = {
             "serving_default": fn.get_concrete_function(),
             "serve_token_ids": fn.get_concrete_function(),

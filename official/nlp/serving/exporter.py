@@ -135,6 +135,7 @@ def recorded_settings(task: str, record: dict) -> dict:
     name = str(record.get("task", "")).lower()
     pair_task = bool(name) and name not in _SINGLE_TEXT_TASKS
     text_pair = bool(record.get("text_b_column")) if name == "generic" else pair_task
+    text_pair = bool(record.get("text_pair", text_pair))  # said outright by a text task's save_model_dir
     return {
         "label_names": [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else [],
         "text_pair": text_pair,

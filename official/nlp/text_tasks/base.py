@@ -21,16 +21,19 @@ Inputs: Python lists or NumPy arrays of strings (each task says how pairs, words
 from __future__ import annotations
 
 import os
+import tempfile
 import types
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.checkpoints import init_checkpoint
+from official.nlp.checkpoints import init_checkpoint, model_dir
+from official.nlp.common import output_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import encoder_inputs
 from official.nlp.serving import exporter
+from official.nlp.tasks import finetuning_outputs
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 DEFAULT_BATCH_SIZE = 32
@@ -69,6 +72,12 @@ def string_column(values, what: str) -> np.ndarray:
         if not isinstance(value, (str, bytes)):
             raise InputError(f"{what}[{i}] is {type(value).__name__}, not a string")
     return array
+
+
+def _unconverted(function):
+    """`function` for `Dataset.map` without autograph's conversion, as the export traces it: the packing branches on
+    tensors only through explicit `tf.cond` / `tf.while_loop`, and the conversion doubled its tracing time."""
+    return tf.autograph.experimental.do_not_convert(function)
 
 
 class TextTask(keras.Model):
@@ -161,16 +170,16 @@ class TextTask(keras.Model):
                     "fit/evaluate take a dataset of (texts, labels) elements (no sample weights); for predict, "
                     "pass texts alone"
                 )
-            ds = x.map(lambda texts, labels: (self.tensor_texts(texts), labels))
+            ds = x.map(_unconverted(lambda texts, labels: (self.tensor_texts(texts), labels)))
             first = ds.element_spec[0]
         else:  # a tuple element (a text pair) reaches map's function as several arguments
-            ds = x.map(lambda *element: self.tensor_texts(element[0] if len(element) == 1 else element))
+            ds = x.map(_unconverted(lambda *element: self.tensor_texts(element[0] if len(element) == 1 else element)))
             first = ds.element_spec
         if next(iter(first.values())).shape.rank == 0:  # one example per element
             ds = ds.ragged_batch(batch_size or DEFAULT_BATCH_SIZE)
         elif batch_size is not None:
             raise InputError("the dataset is batched already; leave batch_size out")
-        return ds.map(lambda texts, labels: (texts, self.tensor_labels(labels))) if labelled else ds
+        return ds.map(_unconverted(lambda texts, labels: (texts, self.tensor_labels(labels)))) if labelled else ds
 
     def _python_examples(self, x, y) -> tuple[tf.data.Dataset, int]:
         """Unbatched `(texts, labels)` (or `texts` when `y` is None) from Python values, and how many."""
@@ -193,15 +202,17 @@ class TextTask(keras.Model):
             if y is not None:
                 raise InputError("fit/evaluate on a tf.data.Dataset: its elements hold the labels; do not pass y")
             ds = self._dataset_batches(x, batch_size, labelled=True)
-            return ds.map(self.training_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+            return ds.map(_unconverted(self.training_batch), num_parallel_calls=tf.data.AUTOTUNE).prefetch(
+                tf.data.AUTOTUNE
+            )
         if y is None:
             raise InputError("fit/evaluate need labels: pass y (one per example), or a dataset of (texts, labels)")
         examples, count = self._python_examples(x, y)
         batch_size = batch_size or DEFAULT_BATCH_SIZE
-        packed = examples.batch(batch_size).map(lambda texts, labels: (texts, self.tensor_labels(labels)))
+        packed = examples.batch(batch_size).map(_unconverted(lambda texts, labels: (texts, self.tensor_labels(labels))))
         # Python values are in memory, and so are their packed features: every new iterator of a pipeline with
         # the tokenizer takes seconds to start (TensorFlow instantiates its graph again), which each epoch paid.
-        ds = packed.map(self.training_batch, num_parallel_calls=tf.data.AUTOTUNE).unbatch().cache()
+        ds = packed.map(_unconverted(self.training_batch), num_parallel_calls=tf.data.AUTOTUNE).unbatch().cache()
         rows = int(ds.reduce(np.int64(0), lambda n, *_: n + 1))  # the one pass that packs, filling the cache
         ds = ds.apply(tf.data.experimental.assert_cardinality(rows))  # so Keras knows an epoch's length
         if shuffle:  # as Keras shuffles arrays: every epoch
@@ -251,6 +262,31 @@ class TextTask(keras.Model):
         if not batches:
             raise InputError("predict got no texts")
         return self.collect(batches)
+
+    def model_dir_record(self) -> dict:
+        """What `save_model_dir` records: `task`, `head`, `labels` (`finetuning.json`) and `settings`."""
+        raise NotImplementedError(f"{type(self).__name__} has no model-directory form; save it as .keras")
+
+    def save_model_dir(self, path: str) -> str:
+        """Writes the model as a fine-tuned model directory (checkpoint, `bert_config.json`, `vocab.txt`,
+        `do_lower_case`, and the head, labels and sequence settings): what the scripts take as `--init_checkpoint`
+        (`export_model.py`, `--do_predict`, further fine-tuning) and `from_model_dir` loads back. Returns `path`."""
+        record = self.model_dir_record()
+        with tempfile.TemporaryDirectory() as folder:  # the vocabulary may exist only in the tokenizer
+            vocab_file = os.path.join(folder, "vocab.txt")
+            output_files.write_text(vocab_file, "".join(f"{token}\n" for token in self.tokenizer.vocabulary))
+            files = model_dir.ModelFiles(
+                config=self.model.encoder.config, vocab_file=vocab_file, do_lower_case=self.tokenizer.do_lower_case
+            )
+            return finetuning_outputs.save_fine_tuned(
+                self.model,
+                path,
+                files,
+                task_name=record["task"],
+                head=record["head"],
+                labels=record["labels"],
+                settings={"max_seq_length": self.seq_length, **record["settings"]},
+            )
 
     def export(self, export_dir: str, version: int | None = None) -> dict:
         """Writes the task as `export_model.py` does: the SavedModel `export_dir/<version>/` (raw text in, answers

@@ -32,6 +32,7 @@ from official.nlp.checkpoints import init_checkpoint
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.models import BertClassifier
 from official.nlp.serving import exporter
+from official.nlp.tasks.classification import ClassificationTask
 from official.nlp.text_tasks.base import TextTask, model_files, string_column
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
@@ -156,6 +157,14 @@ class TextClassifier(TextTask):
             "text_pair": self.text_pair,
             "long_text": self.long_text,
             "doc_stride": self.doc_stride,
+        }
+
+    def model_dir_record(self) -> dict:
+        return {
+            "task": "generic",
+            "head": ClassificationTask.head,
+            "labels": list(self.label_names),
+            "settings": {"text_pair": self.text_pair, "long_text": self.long_text, "doc_stride": self.doc_stride},
         }
 
     def serving_settings(self) -> dict:

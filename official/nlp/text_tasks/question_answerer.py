@@ -10,7 +10,8 @@ Example (a tiny random model, so the answer is any span; `from_model_dir` loads 
 >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "lives", "in", "paris", "john", "?", "."]
 >>> keras.utils.set_random_seed(0)
 >>> encoder = BertEncoder.from_bert_config(BertConfig.preset("tiny", vocab_size=len(vocab)))
->>> reader = QuestionAnswerer(BertSpanLabeler(encoder), BertTokenizer(vocab), seq_length=16)
+>>> reader = QuestionAnswerer(BertSpanLabeler(encoder), BertTokenizer(vocab), seq_length=16, max_query_length=8,
+...                           doc_stride=4)
 >>> answers = reader.predict((["Who lives in Paris?"], ["John lives in Paris."]))
 >>> sorted(answers)
 ['answer_end', 'answer_start', 'answer_text', 'score']

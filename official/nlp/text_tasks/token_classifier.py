@@ -35,6 +35,7 @@ from official.nlp.data.conll import IGNORE
 from official.nlp.metrics import conlleval
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.serving import exporter
+from official.nlp.tasks.tagging import TaggingTask
 from official.nlp.text_tasks.base import TextTask, as_strings, model_files, string_column
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
@@ -157,6 +158,14 @@ class TokenClassifier(TextTask):
 
     def task_settings(self) -> dict:
         return {"label_names": list(self.label_names), "window_stride": self.window_stride}
+
+    def model_dir_record(self) -> dict:
+        return {
+            "task": TaggingTask.name,
+            "head": TaggingTask.head,
+            "labels": list(self.label_names),
+            "settings": {"window_stride": self.window_stride},
+        }
 
     def serving_settings(self) -> dict:
         return {"label_names": self.label_names, "window_stride": self.window_stride}

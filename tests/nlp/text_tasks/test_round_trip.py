@@ -1,12 +1,11 @@
-"""A text task saved as `.keras` and exported in one call answers, in a fresh process, what it answers in memory.
+"""A text classifier saved as `.keras` and exported in one call answers, in a fresh process, what it answers in memory.
 
-A classifier from a model directory, fit on real review sentences; a token classifier and a question answerer on
-the tiny encoder (random heads: the round trip does not care what was learnt). Each is saved as `.keras` and loaded
-in ONE fresh process with Keras' safe_mode on (`keras_process.py`), and exported with `export()`; the classifier
-is also written as a fine-tuned model directory and exported by `export_model` (what `export_model.py` runs). The
-SavedModels are served in ONE fresh process that imports only TensorFlow and tensorflow_text (`fresh.serve`).
-Predictions in memory, from the `.keras` file, from `export()` and from `export_model` agree to 1e-6; labels,
-words and answers are equal.
+A classifier from a model directory, fit on real review sentences, is saved as `.keras` and loaded in a fresh
+process with Keras' safe_mode on (`keras_process.py`), and exported with `export()`; it is also written with
+`save_model_dir` and exported by `export_model` (what `export_model.py` runs) from there. Both SavedModels are
+served in ONE fresh process that imports only TensorFlow and tensorflow_text (`fresh.serve`). Probabilities and
+logits in memory, from the `.keras` file and from both exports agree to 1e-6; label names are equal. The token
+classifier and the question answerer keep their settings, vocabulary and weights in their `.keras` files.
 """
 
 import csv
@@ -15,14 +14,12 @@ import pathlib
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import init_checkpoint
-from official.nlp.data import conll, squad
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.serving import exporter
-from official.nlp.tasks import classification
 from official.nlp.text_tasks.classifier import TextClassifier
 from official.nlp.text_tasks.question_answerer import QuestionAnswerer
 from official.nlp.text_tasks.token_classifier import TokenClassifier
@@ -56,62 +53,38 @@ def _keras_in_fresh_process(folder, jobs):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, tiny_model_dir, uncased_tokenizer, shared_data):
+def runs(tmp_path_factory, tiny_model_dir):
     root = tmp_path_factory.mktemp("text_tasks")
     texts, labels = _reviews("train.tsv", 16)
     classifier = TextClassifier.from_model_dir(tiny_model_dir, label_names=LABELS, seq_length=32)
     history = classifier.fit(texts, labels, batch_size=8, epochs=1, verbose=0)
     reviews = _reviews("dev.tsv", 6)[0] + ["Déjà vu: ½ price — naïve café, " * 6]  # the last one is truncated
+    memory = classifier.predict(reviews)
+    classifier.save(str(root / "classifier.keras"))
+    exported = classifier.export(str(root / "export"))["saved_model"]
 
-    sentences = conll.read_conll(str(shared_data / "conll2003/iob2/valid.txt")).sentences[:40]
-    tagged = [" ".join(s.words) for s in sentences[:3]] + [" ".join(w for s in sentences[3:9] for w in s.words)]
-    tagger = TokenClassifier.from_model_dir(tiny_model_dir, label_names=conll.label_list(sentences), seq_length=16)
+    # The same classifier as a fine-tuned model directory, exported by export_model.py's library call with the
+    # settings the directory recorded, and loaded back.
+    fine_tuned = classifier.save_model_dir(str(root / "fine_tuned"))
+    scripted = exporter.export_model("classifier", fine_tuned, str(root / "scripted"))
+    reloaded = TextClassifier.from_model_dir(fine_tuned, compile=False)
 
-    paragraph = squad.read_squad_examples(str(shared_data / "squad/dev-v1.1.json"), is_training=False)[0][:2]
-    questions = ([e.question_text for e in paragraph], [" ".join(e.doc_tokens) for e in paragraph])
-    reader = QuestionAnswerer(
-        BertSpanLabeler(tiny_encoder(seed=1)), uncased_tokenizer, seq_length=48, max_query_length=16, doc_stride=16
-    )
-
-    cases = {"classifier": (classifier, reviews), "ner": (tagger, tagged), "squad": (reader, questions)}
-    memory, exports = {}, {}
-    for name, (task, x) in cases.items():
-        memory[name] = task.predict(x)
-        task.save(str(root / f"{name}.keras"))
-        exports[name] = task.export(str(root / f"{name}_export"))["saved_model"]
-
-    # The same classifier as a fine-tuned model directory, exported by export_model.py's library call.
-    files = init_checkpoint.resolve_model_files(tiny_model_dir)
-    fine_tuned = str(root / "fine_tuned")
-    classification.save_classifier(classifier.model, fine_tuned, files, task_name="sst-2", labels=LABELS)
-    scripted = exporter.export_model("classifier", fine_tuned, str(root / "scripted"), max_seq_length=32)
-    reloaded = TextClassifier.from_model_dir(fine_tuned, seq_length=32, compile=False)
-
-    keras_jobs = [
-        {"name": name, "path": str(root / f"{name}.keras"), "x": x, "pair": isinstance(x, tuple)}
-        for name, (_, x) in cases.items()
-    ]
-    inputs = {
-        "classifier": {"text_a": reviews},
-        "ner": {"text_a": tagged},
-        "squad": {"question": questions[0], "context": questions[1]},
-    }
-    inputs["scripted"] = inputs["classifier"]
+    keras_job = {"name": "classifier", "path": str(root / "classifier.keras"), "x": reviews}
     serve_jobs = [
         {
             "name": name,
             "path": path,
             "signature": "serving_default",
-            "inputs": {k: {"dtype": "string", "value": v} for k, v in inputs[name].items()},
+            "inputs": {"text_a": {"dtype": "string", "value": reviews}},
         }
-        for name, path in [*exports.items(), ("scripted", scripted["saved_model"])]
+        for name, path in (("export", exported), ("scripted", scripted["saved_model"]))
     ]
     return dict(
         history=history.history,
         memory=memory,
         reloaded=reloaded,
         trained=classifier,
-        keras=_keras_in_fresh_process(root, keras_jobs),
+        keras=_keras_in_fresh_process(root, [keras_job])["classifier"],
         served=fresh.serve(root, serve_jobs),
     )
 
@@ -120,42 +93,45 @@ def _close(a, b):
     np.testing.assert_allclose(np.asarray(a, "float64"), np.asarray(b, "float64"), rtol=0, atol=1e-6)
 
 
-def test_classifier_keras_file_and_both_exports_answer_as_in_memory(runs):
-    memory, loaded, served = runs["memory"]["classifier"], runs["keras"]["classifier"], runs["served"]
+def test_the_keras_file_and_both_exports_answer_as_the_classifier_in_memory(runs):
+    memory, loaded, served = runs["memory"], runs["keras"], runs["served"]
     assert np.isfinite(runs["history"]["loss"]).all()
     _close(loaded["probabilities"], memory["probabilities"])
+    _close(loaded["logits"], memory["logits"])
     assert list(loaded["label_name"]) == list(memory["label_name"])
-    for name in ("classifier", "scripted"):  # export() and export_model.py write the same model
+    for name in ("export", "scripted"):  # export() and export_model.py write the same model
         _close(served[f"{name}/probabilities"], memory["probabilities"])
         _close(served[f"{name}/logits"], memory["logits"])
         assert list(served[f"{name}/label_name"]) == list(memory["label_name"])
         assert list(served[f"{name}/var:label_names"]) == LABELS
+        assert int(served[f"{name}/var:max_seq_length"]) == 32
 
 
-def test_token_classifier_keras_file_and_export_answer_as_in_memory(runs):
-    memory, loaded, served = runs["memory"]["ner"], runs["keras"]["ner"], runs["served"]
-    assert max(memory["num_words"]) > 14  # the long text takes several windows of 16 sub-tokens
-    assert loaded["words"] == memory["words"] and loaded["word_labels"] == memory["word_labels"]
-    assert loaded["entities"] == json.loads(json.dumps(memory["entities"]))
-    for row, count in enumerate(memory["num_words"]):
-        assert list(served["ner/words"][row, :count]) == memory["words"][row]
-        assert list(served["ner/word_labels"][row, :count]) == memory["word_labels"][row]
-        _close(served["ner/word_probabilities"][row, :count], memory["word_probabilities"][row])
-        _close(loaded["word_probabilities"][row], memory["word_probabilities"][row])
-
-
-def test_question_answerer_keras_file_and_export_answer_as_in_memory(runs):
-    memory, loaded, served = runs["memory"]["squad"], runs["keras"]["squad"], runs["served"]
-    assert list(loaded["answer_text"]) == list(memory["answer_text"]) == list(served["squad/answer_text"])
-    for key in ("answer_start", "answer_end"):
-        assert list(loaded[key]) == list(memory[key]) == list(served[f"squad/{key}"])
-    _close(loaded["score"], memory["score"])
-    _close(served["squad/score"], memory["score"])
-
-
-def test_a_fine_tuned_model_directory_loads_as_the_classifier_it_holds(runs):
-    """`from_model_dir` on what `save_classifier` (and run_classifier) write: the head, labels and weights."""
+def test_a_saved_model_directory_loads_as_the_classifier_it_holds(runs):
+    """`from_model_dir` on what `save_model_dir` writes (as run_classifier's best_model/): head, labels, length."""
     reloaded, trained = runs["reloaded"], runs["trained"]
-    assert reloaded.label_names == LABELS and not reloaded.text_pair
+    assert reloaded.label_names == LABELS and not reloaded.text_pair and reloaded.seq_length == 32
     for got, expected in zip(reloaded.model.get_weights(), trained.model.get_weights(), strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("kind", ["ner", "squad"])
+def test_the_other_tasks_keep_settings_vocabulary_and_weights_in_their_keras_file(
+    kind, tmp_path, tiny_model_dir, uncased_tokenizer
+):
+    """Their predictions are the classifier's mechanism (the serving module of the task, rebuilt from the same
+    settings, vocabulary and weights); what differs per task is what the config keeps, checked here in memory."""
+    if kind == "ner":
+        task = TokenClassifier.from_model_dir(
+            tiny_model_dir, label_names=["O", "B-PER", "I-PER"], seq_length=16, window_stride=5
+        )
+    else:
+        task = QuestionAnswerer(
+            BertSpanLabeler(tiny_encoder(seed=1)), uncased_tokenizer, seq_length=48, max_query_length=16, doc_stride=16
+        )
+    task.save(str(tmp_path / "task.keras"))
+    loaded = keras.saving.load_model(str(tmp_path / "task.keras"), safe_mode=True)
+    assert type(loaded) is type(task) and loaded.get_config() == task.get_config()
+    assert loaded.tokenizer.vocabulary == task.tokenizer.vocabulary
+    for got, expected in zip(loaded.model.get_weights(), task.model.get_weights(), strict=True):
         np.testing.assert_array_equal(got, expected)
