@@ -31,6 +31,7 @@ PAGES = [
     "data",
     "quickstart",
     "notebook",
+    "python",
     "checkpoints",
     "tokenizers",
     "pretraining_data",

@@ -11,8 +11,8 @@ in-graph `BertTokenizer` (its `tokenizer`). The raw-text path is the export's: t
 - `export` saves that module: the SavedModel of `export_model.py`.
 
 `save("x.keras")` writes the whole task: the model, the task's settings in the config, and the vocabulary as an
-asset of the tokenizer; `keras.saving.load_model("x.keras")` (after `import official.nlp`) gives it back with
-Keras' `safe_mode` on.
+asset of the tokenizer; `keras.saving.load_model("x.keras")` (after `from official import bert`, which registers the
+classes) gives it back with Keras' `safe_mode` on.
 
 Inputs: Python lists or NumPy arrays of strings (each task says how pairs, words or questions are given), or a
 `tf.data.Dataset` whose elements are such strings (and labels for `fit`/`evaluate`), batched or not.
@@ -37,7 +37,7 @@ from official.nlp.tasks import finetuning_outputs
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 DEFAULT_BATCH_SIZE = 32
-DEFAULT_LEARNING_RATE = 5e-5  # the paper's smallest fine-tuning rate; compile() takes any optimizer
+DEFAULT_LEARNING_RATE = 5e-5  # the first of the paper's fine-tuning rates, keras-hub's default too
 
 
 def as_strings(array) -> np.ndarray:
@@ -251,9 +251,10 @@ class TextTask(keras.Model):
             return super().evaluate(x, y, batch_size=batch_size, **kwargs)
         return super().evaluate(self.training_data(x, y, batch_size), **kwargs)
 
-    def predict(self, x, batch_size=None, verbose="auto", **kwargs):
-        """The answers of the exported model for raw text `x` (see the task for the keys), batch by batch."""
-        del verbose, kwargs  # Keras' progress bar and callbacks: this loop has neither
+    def predict(self, x, batch_size=None, verbose="auto"):
+        """The answers of the exported model for raw text `x` (see the task for the keys), batch by batch. No
+        progress bar (`verbose` is taken for Keras' signature) and no callbacks."""
+        del verbose
         serve, names = self._serving_function(), self.serving_module().text_spec()
         batches = [
             {key: value.numpy() for key, value in serve({name: texts[name] for name in names}).items()}
