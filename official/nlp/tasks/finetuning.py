@@ -51,7 +51,7 @@ from absl import logging
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files
+from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
@@ -407,6 +407,9 @@ def run_finetuning(
 
     settings = training_settings(config, files, task)
     recorded = outputs.check_settings(config.output_dir, settings)
+    best_dir = os.path.join(config.output_dir, model_dir_lib.BEST_MODEL_DIR)
+    if do_eval:  # before any training: a best_model/ that is not this run's would be replaced at the first evaluation
+        output_folders.check_export(best_dir, flag="best model folder", owner=config.output_dir)
     # Settings are recorded once the training data is ready: a run refused for its data has trained nothing.
     train_steps, warmup_steps, per_epoch = num_train_steps(task.num_train_examples(), config)
     if not recorded and distribution.worker_info(strategy).is_chief:
@@ -438,7 +441,6 @@ def run_finetuning(
     is_chief = distribution.worker_info(strategy).is_chief
     history = outputs.read_history(config.output_dir)
     done = {entry["step"] for entry in history}
-    best_dir = os.path.join(config.output_dir, model_dir_lib.BEST_MODEL_DIR)
     eval_writer = summaries.summary_writer(
         os.path.join(config.output_dir, "summaries", "eval") if do_eval and is_chief else None
     )
@@ -481,6 +483,7 @@ def run_finetuning(
                     metric=task.metric_name,
                     evaluation=entry,
                     settings=outputs.serving_settings(settings, task),
+                    owner=config.output_dir,
                 )
                 logging.info(
                     "Best %s so far (%.4f): kept as the model directory %s",
