@@ -285,7 +285,7 @@ def test_convert_checkpoint_reports_its_result_once_and_refuses_to_overwrite(tmp
     assert len(written) == 1 and f"to {tmp_path / 'out'}" in written[0], first.stderr  # logged once, not printed too
     assert_quiet(first)
     again = run_script("convert_checkpoint.py", f"--input={encoder_dir}", f"--output_dir={tmp_path / 'out'}")
-    assert_user_error(again, str(tmp_path / "out"), "already holds a checkpoint")
+    assert_user_error(again, str(tmp_path / "out"), "already holds files")
 
 
 # ---- run_pretraining -------------------------------------------------------------------------------------------

@@ -27,20 +27,19 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 
 import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import hf_weights, tf_checkpoints
-from official.nlp.common import input_files, output_files, text_files
+from official.nlp.common import input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
-from official.nlp.common.output_files import check_target
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
@@ -550,6 +549,10 @@ def convert_checkpoint(
     The model keeps the source's activation (`hidden_act`), its pretraining heads when present, and travels
     with its config, vocabulary and case. Returns the written directory's `ModelFiles`.
     """
+    if output_format not in ("ours", "tf1"):
+        raise InputError(f"--output_format must be 'ours' or 'tf1', got {output_format!r}")
+    inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
+    output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
     model, files = load_model(
         input_path,
         input_format=input_format,
@@ -557,11 +560,20 @@ def convert_checkpoint(
         vocab_file=vocab_file,
         do_lower_case=do_lower_case,
     )
-    written = save_model_dir(
-        output_dir,
+    export_model_dir(
         model,
+        output_dir,
         vocab_file=files.vocab_file,
         do_lower_case=files.do_lower_case,
+        checkpoint_format=output_format,
+        flag="--output_dir",
+    )
+    prefix = f"{CHECKPOINT_NAME}-1" if output_format == "ours" else TF1_CHECKPOINT_NAME
+    written = ModelFiles(
+        config=files.config,
+        vocab_file=os.path.join(output_dir, VOCAB_FILE) if files.vocab_file else None,
+        do_lower_case=files.do_lower_case,
+        checkpoint=os.path.join(output_dir, prefix),
         checkpoint_format=output_format,
     )
     logging.info(
@@ -582,30 +594,48 @@ def export_model_dir(
     do_lower_case: bool | None,
     step: int | None = None,
     json_files: Mapping[str, Mapping] | None = None,
+    owner: str | None = None,
+    checkpoint_format: str = "ours",
+    flag: str = "export_dir",
 ) -> str:
-    """Writes a trained model (weights only) as a model directory, replacing an earlier export.
+    """Writes a trained model (weights only) as the model directory `export_dir`.
 
-    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). `json_files`
-    (`{file name: content}`, e.g. a fine-tuned head's `finetuning.json`) are written into it too. Everything is
-    written where no reader looks first (beside a local `export_dir`; a local temporary folder for one in a
-    bucket) and put in place by `output_files.commit_folder` with the `checkpoint` state file last (the file that
-    makes a model directory count), so a job killed while exporting leaves the previous export, or a folder
-    without `checkpoint`, never half of one that looks complete.
+    `owner` is the folder of the run that exports (run_pretraining's `--model_dir`, a fine-tuning `--output_dir`):
+    an earlier export of that same run is replaced, since its `output_folders.OWNER_FILE` names the run; anything
+    else in `export_dir` is refused. Without `owner`, `export_dir` must be new or empty (a converted checkpoint,
+    `save_classifier`), and it is claimed, so that a second job writing it at the same time is refused.
+
+    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back); `checkpoint_format`
+    "tf1" writes `bert_model.ckpt` instead. `json_files` (`{file name: content}`, e.g. a fine-tuned head's
+    `finetuning.json`) are written into it too. Everything is written where no reader looks (a hidden folder of
+    this job beside a local `export_dir`; a local temporary folder for one in a bucket) and put in place by
+    `output_files.commit_folder` with the checkpoint's marker last, so a job killed while exporting leaves the
+    previous export, or a folder without that marker, never half of one that looks complete.
     """
-    check_target(export_dir, folder=True)
-    if input_files.is_remote(export_dir):
-        staging = tempfile.mkdtemp(prefix="bert-model-dir-")  # library-created local folder
+    if owner is None:
+        output_folders.check_new_folder(export_dir, flag=flag)
+        parent, name = output_folders.split(export_dir)
+        claim = output_folders.claim(parent, name, what=export_dir)
     else:
-        staging = export_dir.rstrip("/") + ".partial"
-        output_files.rmtree(staging)
-    try:
-        save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint_number=step)
+        output_folders.check_export(export_dir, flag=flag, owner=owner)
+        claim = contextlib.nullcontext()
+    with claim, output_folders.staging_folder(export_dir) as staging:
+        save_model_dir(
+            staging,
+            model,
+            vocab_file=vocab_file,
+            do_lower_case=do_lower_case,
+            checkpoint_format=checkpoint_format,
+            checkpoint_number=step,
+        )
         for name, content in (json_files or {}).items():
             output_files.write_text(os.path.join(staging, name), json.dumps(dict(content), indent=1, sort_keys=True))
+        if owner is not None:
+            record = output_folders.owner_record(export_dir, owner, output_files.files_under(staging))
+            output_files.write_text(os.path.join(staging, output_folders.OWNER_FILE), record)
         # The checkpoint state file holds relative paths, so the folder can move.
-        output_files.commit_folder(staging, export_dir, marker=CHECKPOINT_STATE_FILE)
-    finally:
-        output_files.rmtree(staging)
+        marker = CHECKPOINT_STATE_FILE if checkpoint_format == "ours" else TF1_CHECKPOINT_NAME + ".index"
+        output_folders.commit_export(staging, export_dir, marker=marker, replace=owner is not None)
     logging.info("Exported the model directory %s", export_dir)
     return export_dir
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Protocol
 
@@ -50,7 +51,7 @@ from absl import logging
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files, interruption
+from official.nlp.common import input_files, interruption, output_folders
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
@@ -356,6 +357,12 @@ def run_finetuning(
     if not do_train:
         return _evaluate_without_training(config, task, model, files, plan, do_eval=do_eval, strategy=strategy)
 
+    if do_eval:  # before any training: a best_model/ that is not this run's would be replaced at the first evaluation
+        output_folders.check_export(
+            os.path.join(config.output_dir, model_dir_lib.BEST_MODEL_DIR),
+            flag="best model folder",
+            owner=config.output_dir,
+        )
     trainer, settings, schedule = _set_up_trainer(config, task, model, files, plan, strategy)
     train_steps, warmup_steps, per_epoch = schedule
     per_replica = config.train_batch_size // strategy.num_replicas_in_sync

@@ -90,11 +90,15 @@ def save_fine_tuned(
     metric: str | None = None,
     evaluation: Mapping | None = None,
     settings: Mapping | None = None,
+    owner: str | None = None,
 ) -> str:
-    """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation),
-    replacing an earlier one. Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels
-    it restores the head too; another label set is refused. `settings` (the job's, see `serving_settings`) go to
-    its `finetuning_settings.json`, so that the directory alone says how to serve it (`max_seq_length`, ...)."""
+    """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation).
+    Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels it restores the head too;
+    another label set is refused. `settings` (the job's, see `serving_settings`) go to its
+    `finetuning_settings.json`, so that the directory alone says how to serve it (`max_seq_length`, ...).
+
+    `owner`: the run's `--output_dir`, whose earlier `best_model/` this replaces; without it, `directory` must be
+    new or empty (see `model_dir.export_model_dir`)."""
     step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
     task_file = {
         "task": task_name,
@@ -115,6 +119,7 @@ def save_fine_tuned(
         do_lower_case=files.do_lower_case,
         step=step,
         json_files=json_files,
+        owner=owner,
     )
     return directory
 
@@ -188,6 +193,7 @@ class BestModelKeeper:
                 metric=task.metric_name,
                 evaluation=entry,
                 settings=serving_settings(self.settings, task),
+                owner=self.output_dir,
             )
             logging.info(
                 "Best %s so far (%.4f): kept as the model directory %s",

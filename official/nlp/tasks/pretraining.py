@@ -28,7 +28,7 @@ from absl import logging
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files, interruption
+from official.nlp.common import input_files, interruption, output_folders
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
@@ -70,7 +70,12 @@ class PretrainingConfig(TrainingConfig):
     )
     do_lower_case: bool | None = field(None, help="Recorded in the export for the fine-tuning tokenizer.")
     export_dir: str | None = field(
-        None, path="path", help="Where the final model directory goes (default: --model_dir/export)."
+        None,
+        path="path",
+        help=(
+            "Where the final model directory goes (default: --model_dir/export): a new or empty folder of its own, or "
+            "this run's earlier export, which it replaces."
+        ),
     )
     max_seq_length: int = field(128, minimum=5, help="Sequence length of the records ([CLS] A [SEP] B [SEP] at least).")
     max_predictions_per_seq: int = field(20, minimum=1, help="Masked LM predictions per sequence in the records.")
@@ -317,6 +322,22 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
     )
 
 
+def check_pretraining_export_dir(config: PretrainingConfig) -> str:
+    """The export folder of `config`, refused before any training if it is not a folder of its own for this run's
+    export: the working folder, `--model_dir` or a folder holding it or an input, or one that holds anything but
+    this run's earlier export (see `output_folders`)."""
+    export_dir = config.export_dir or os.path.join(config.model_dir, "export")
+    related = {
+        "--model_dir": config.model_dir,
+        "--input_file": config.input_file,
+        "--init_checkpoint": config.init_checkpoint,
+        "--vocab_file": config.vocab_file,
+        "--bert_config_file": config.bert_config_file,
+    }
+    output_folders.check_export(export_dir, flag="--export_dir", owner=config.model_dir, related=related)
+    return export_dir
+
+
 def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strategy | None = None) -> PretrainingResult:
     """Pretrains (or resumes pretraining) and exports the final model directory. See the module docstring."""
     if strategy is None:
@@ -326,6 +347,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
+    export_dir = check_pretraining_export_dir(config)
     recorded = check_pretraining_resume(config)
     files = init_checkpoint_lib.resolve_model_files(
         config.init_checkpoint,
@@ -339,7 +361,6 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning needs")
     bert_config = model_config(config, files)
     loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
-    export_dir = config.export_dir or os.path.join(config.model_dir, "export")
     is_chief = distribution.worker_info(strategy).is_chief
     existing = os.path.join(config.model_dir, model_dir_lib.CONFIG_FILE)
     if input_files.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
@@ -384,7 +405,13 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
             )
             with interruption.resumable(note):
                 exported = model_dir_lib.export_model_dir(
-                    model, export_dir, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, step=result.step
+                    model,
+                    export_dir,
+                    vocab_file=files.vocab_file,
+                    do_lower_case=files.do_lower_case,
+                    step=result.step,
+                    owner=config.model_dir,
+                    flag="--export_dir",
                 )
         else:
             # A finished job run again (e.g. a relaunched two-phase script): nothing trained, nothing to rewrite.
