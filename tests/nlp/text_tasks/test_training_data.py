@@ -64,6 +64,26 @@ def test_classifier_windows_and_labels_are_run_classifiers(uncased_tokenizer, un
 
 
 @pytest.mark.slow
+def test_pair_regression_truncation_and_scores_are_run_classifiers(uncased_tokenizer, uncased_vocab, shared_data):
+    """STS-B pairs at 16 tokens: the original pair truncation, and the scores as float labels of the one output."""
+    with open(shared_data / "glue/STS-B/dev.tsv", encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:25]
+    text_a, text_b, scores = [r[7] for r in rows], [r[8] for r in rows], [float(r[9]) for r in rows]
+    regression = TextClassifier(BertClassifier(tiny_encoder(), 1), uncased_tokenizer, seq_length=16, text_pair=True)
+    features, (y,) = _stack(regression.training_data({"text_a": text_a, "text_b": text_b}, scores, batch_size=8))
+    examples = [InputExample(str(i), a, b, score) for i, (a, b, score) in enumerate(zip(text_a, text_b, scores))]
+    reference = list(
+        classifier_features.convert_examples(
+            examples, FullTokenizer(str(uncased_vocab), do_lower_case=True), labels=None, max_seq_length=16
+        )
+    )
+    assert len(reference) == len(examples) and max(sum(r["input_mask"]) for r in reference) == 16  # truncated
+    for name, key in (("input_word_ids", "input_ids"), ("input_mask", "input_mask"), ("input_type_ids", "segment_ids")):
+        np.testing.assert_array_equal(features[name], [r[key] for r in reference])
+    np.testing.assert_allclose(y[:, 0], scores, rtol=0, atol=1e-6)
+
+
+@pytest.mark.slow
 def test_token_classifier_windows_and_labels_are_run_ners(uncased_tokenizer, uncased_vocab, shared_data):
     python = FullTokenizer(str(uncased_vocab), do_lower_case=True)
     sentences = conll.read_conll(str(shared_data / "conll2003/iob2/valid.txt")).sentences[:60]
