@@ -20,6 +20,7 @@ LAYERS = {
     "tasks": 4,
     "serving": 5,
     "benchmarks": 6,
+    "paper": 6,
 }
 MAX_MODULES_PER_FOLDER = 12
 
