@@ -189,7 +189,7 @@ class Workspace:
         return self.path("data", "vocab.txt")
 
     def records(self, name: str) -> str:
-        """The TFRecords of `name` ("records", "heldout", "records-mask100-0-0", ...)."""
+        """The TFRecords of `name` ("records", "records-heldout", "records-mask100-0-0", ...)."""
         return self.path("data", name, "train.tfrecord")
 
     def task_dir(self, task: str) -> str:

@@ -18,7 +18,7 @@ from official.nlp.common import input_files, output_files
 from official.nlp.paper import splits
 from official.nlp.paper.budgets import Budget
 from official.nlp.paper.config import PaperConfig, Workspace
-from official.nlp.paper.grid import MASKING_VARIANTS, SHARED_RECORDS, Stage
+from official.nlp.paper.grid import HELDOUT_RECORDS, MASKING_VARIANTS, SHARED_RECORDS, Stage
 
 RECORDS_SEED = 12345  # the original script's default --random_seed
 
@@ -68,7 +68,7 @@ def create_records(stage: Stage, config: PaperConfig, budget: Budget, space: Wor
 
     name = stage.records
     settings = {}
-    if name == "heldout":
+    if name == HELDOUT_RECORDS:
         source, dupe_factor = space.heldout_corpus, 1  # one masking of each held-out instance
     else:
         source, dupe_factor = space.train_corpus, budget.dupe_factor

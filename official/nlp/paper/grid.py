@@ -20,6 +20,7 @@ from official.nlp.paper.budgets import Budget
 
 # Which data a pretraining variant reads: the shared records, or its own masking rates' records.
 SHARED_RECORDS = "records"
+HELDOUT_RECORDS = "records-heldout"  # the held-out documents' records, for the perplexity
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,7 +179,15 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
     )
     needs_heldout = "6" in tables or masking
     if needs_heldout:
-        add(Stage("data/records-heldout", "records", "Held-out records", records="heldout", depends=("data/vocab",)))
+        add(
+            Stage(
+                f"data/{HELDOUT_RECORDS}",
+                "records",
+                "Held-out records",
+                records=HELDOUT_RECORDS,
+                depends=("data/vocab",),
+            )
+        )
     for task in tasks:
         add(Stage(f"data/{task}", "task_data", f"The {task} data (splits and slices)", task=task))
 
@@ -238,7 +247,7 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
                     f"Held-out MLM perplexity of {variant.label}, {size}",
                     variant=variant.name,
                     size=size,
-                    depends=(pretrain_id(variant.name, size), "data/records-heldout"),
+                    depends=(pretrain_id(variant.name, size), f"data/{HELDOUT_RECORDS}"),
                 )
             )
 

@@ -22,7 +22,8 @@ import os
 from collections.abc import Callable
 
 from official.nlp.common import input_files, output_files
-from official.nlp.paper import budgets, data_jobs, grid, plots, report, stages, training_jobs
+from official.nlp.common.errors import MissingInputError
+from official.nlp.paper import budgets, data_jobs, grid, plots, report, splits, stages, training_jobs
 from official.nlp.paper.config import PaperConfig, Workspace, check_resume, command_line, resolved_budget, validate
 from official.nlp.paper.results import Row, describe_machine, select, write_csv
 
@@ -108,6 +109,11 @@ def reproduce_paper(config: PaperConfig, *, echo: Callable[[str], None] = print)
     budget = resolved_budget(config)
     if config.plots:
         plots.pyplot()  # before hours of work, not after
+    input_files.expand_input_files(config.input_file)
+    if config.vocab_file and not input_files.isfile(config.vocab_file):
+        raise MissingInputError(f"--vocab_file={config.vocab_file} does not exist or is not a file")
+    for task in config.tasks:
+        splits.check_files(task, config.glue_dir, config.squad_file, config.conll_dir)
     check_resume(config)
     space = Workspace(config.output_dir)
     machine = describe_machine()

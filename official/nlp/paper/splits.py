@@ -39,6 +39,23 @@ def _require(path: str, what: str, flag: str) -> None:
         raise MissingInputError(f"{flag}: {path} ({what}) does not exist or is not a file; see docs/data.md")
 
 
+def required_files(task: str, glue_dir: str, squad_file: str, conll_dir: str) -> list[tuple[str, str, str]]:
+    """`(flag, path, what)` of every file a task's data stage reads."""
+    if task == "squad":
+        return [("--squad_file", squad_file, "SQuAD v1.1 dev set")]
+    if task == "ner":
+        return [("--conll_dir", os.path.join(conll_dir, f), f"CoNLL-2003 {f}") for f in ("train.txt", "valid.txt")]
+    folder = GLUE_FOLDERS[task]
+    splits = ("dev",) if task == "qnli" else ("train", "dev")
+    return [("--glue_dir", os.path.join(glue_dir, folder, f"{s}.tsv"), f"GLUE {folder} {s} set") for s in splits]
+
+
+def check_files(task: str, glue_dir: str, squad_file: str, conll_dir: str) -> None:
+    """Refuses a task whose data is not there, naming the flag and the file, before hours of pretraining."""
+    for flag, path, what in required_files(task, glue_dir, squad_file, conll_dir):
+        _require(path, what, flag)
+
+
 def _read_lines(path: str) -> list[str]:
     with input_files.open_file(path, "rb") as f:
         raw = f.read()

@@ -115,7 +115,7 @@ def perplexity(stage: Stage, config: PaperConfig, budget: Budget, space: Workspa
     model, files = model_dir_lib.load_model(pretrained_model(space, stage.variant, stage.size))
     loader = PretrainDataLoader(
         PretrainDataConfig(
-            input_patterns=space.records("heldout"),
+            input_patterns=space.records(grid.HELDOUT_RECORDS),
             seq_length=budget.max_seq_length,
             max_predictions_per_seq=budget.max_predictions_per_seq,
             global_batch_size=PERPLEXITY_BATCH,
