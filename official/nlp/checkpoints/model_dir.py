@@ -180,8 +180,8 @@ def save_model_dir(
 
     Our checkpoint is `ckpt-<checkpoint_number>` (default `ckpt-1`), e.g. the training step of an export.
     `checkpoint_format="tf1"` writes `bert_model.ckpt` with the original variable names (encoder, plus the
-    pretraining heads of a `BertPretrainer`) instead of our checkpoint. Refuses a directory that already holds
-    a checkpoint.
+    pretraining heads of a `BertPretrainer`) instead of our checkpoint; it refuses a left-to-right model, which
+    the original code cannot express. Refuses a directory that already holds a checkpoint.
     """
     if checkpoint_format not in ("ours", "tf1"):
         raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
@@ -190,6 +190,12 @@ def save_model_dir(
     ):
         raise OutputExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
     config = model.config if isinstance(model, BertEncoder) else model.encoder.config
+    if checkpoint_format == "tf1" and config.left_to_right:
+        # The original code reads bert_config.json into its own fields and would drop `attention` unseen.
+        raise InputError(
+            f"{model_dir}: a left-to-right model (attention=left_to_right) has no TF1 form: the original BERT "
+            "code has no causal attention and would run it bidirectionally; keep --output_format=ours"
+        )
     write_model_files(model_dir, config, vocab_file, do_lower_case)
     if checkpoint_format == "tf1":
         if config.hidden_act not in ("gelu", "relu", "tanh", "linear"):

@@ -51,9 +51,13 @@ def _initializer_range(encoder: BertEncoder, value: float | None) -> float:
     return encoder.config.initializer_range if value is None else value
 
 
+OBJECTIVES = ("mlm", "ltr")
+
+
 @keras.saving.register_keras_serializable(package="bert")
 class BertPretrainer(_BertTask):
-    """BERT pretraining: the masked-LM head (tied to the word embeddings) and, optionally, next-sentence prediction.
+    """BERT pretraining: the masked-LM head (tied to the word embeddings) and, optionally, next-sentence prediction;
+    or, with `objective="ltr"`, the paper's left-to-right LM baseline.
 
     Inputs: the encoder inputs plus `masked_lm_positions` int32 `[batch, P]`. Outputs: a dict with float32
     `mlm_logits` `[batch, P, vocab_size]` and, when `use_next_sentence_label`, `nsp_logits` `[batch, 2]`.
@@ -62,6 +66,12 @@ class BertPretrainer(_BertTask):
     `compile(optimizer=...)` on a dataset of `(x, y)` where `y` holds `masked_lm_ids`, `masked_lm_weights` and
     `next_sentence_labels`. `fit` reports `loss`, `mlm_loss`, `mlm_accuracy` (over real predictions) and, with
     NSP, `nsp_loss` and `nsp_accuracy`.
+
+    `use_next_sentence_label` defaults to True for the masked LM.
+    `objective="ltr"` (the default for an encoder whose config has `attention="left_to_right"`, and only for one)
+    predicts the next token at every position with the same head: inputs are the encoder inputs alone, the output
+    is `ltr_logits` `[batch, seq, vocab_size]`, `y` is `losses.next_token_labels(...)` (`next_token_ids`,
+    `next_token_weights`), `fit` reports `loss`, `ltr_loss` and `ltr_accuracy`, and there is no NSP head.
 
     Example:
 
@@ -82,16 +92,30 @@ class BertPretrainer(_BertTask):
     def __init__(
         self,
         encoder: BertEncoder,
-        use_next_sentence_label: bool = True,
+        use_next_sentence_label: bool | None = None,
         mlm_activation: str | None = None,
         initializer_range: float | None = None,
+        objective: str | None = None,
         **kwargs,
     ):
         config = encoder.config
+        objective = ("ltr" if config.left_to_right else "mlm") if objective is None else objective
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        if (objective == "ltr") != config.left_to_right:
+            raise ValueError(
+                f"objective={objective!r} needs a {'left_to_right' if objective == 'ltr' else 'bidirectional'} "
+                f"encoder; this one's attention is {config.attention!r}"
+            )
+        if objective == "ltr" and use_next_sentence_label:
+            raise ValueError("the left-to-right LM (objective='ltr') has no next-sentence head")
+        # Default: NSP with the masked LM, as the original.
+        use_next_sentence_label = objective == "mlm" if use_next_sentence_label is None else use_next_sentence_label
         mlm_activation = config.hidden_act if mlm_activation is None else mlm_activation
         initializer_range = _initializer_range(encoder, initializer_range)
 
         # === Layers ===
+        # The LTR model uses the same head (and so the same checkpoint names): transform, tied decoder, bias.
         masked_lm = MaskedLMHead(
             vocab_size=config.vocab_size,
             hidden_act=mlm_activation,
@@ -105,9 +129,14 @@ class BertPretrainer(_BertTask):
 
         # === Functional model ===
         inputs = encoder_inputs()
-        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
-        encoder_outputs = encoder({key: inputs[key] for key in ("input_word_ids", "input_mask", "input_type_ids")})
-        outputs = {"mlm_logits": masked_lm(encoder_outputs["sequence_output"], inputs["masked_lm_positions"])}
+        encoder_input_names = tuple(inputs)
+        if objective == "mlm":
+            inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
+        encoder_outputs = encoder({key: inputs[key] for key in encoder_input_names})
+        if objective == "ltr":
+            outputs = {"ltr_logits": masked_lm(encoder_outputs["sequence_output"])}
+        else:
+            outputs = {"mlm_logits": masked_lm(encoder_outputs["sequence_output"], inputs["masked_lm_positions"])}
         if next_sentence is not None:
             outputs["nsp_logits"] = next_sentence(encoder_outputs["pooled_output"])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -118,12 +147,15 @@ class BertPretrainer(_BertTask):
             use_next_sentence_label=use_next_sentence_label,
             mlm_activation=mlm_activation,
             initializer_range=initializer_range,
+            objective=objective,
         )
+        self.objective = objective
         self.use_next_sentence_label = use_next_sentence_label
         self.masked_lm = masked_lm
         self.next_sentence = next_sentence
-        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        prefix = "ltr" if objective == "ltr" else "mlm"
+        self.lm_loss_tracker = keras.metrics.Mean(name=f"{prefix}_loss")
+        self.lm_accuracy = keras.metrics.SparseCategoricalAccuracy(name=f"{prefix}_accuracy")
         if use_next_sentence_label:
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
@@ -145,17 +177,21 @@ class BertPretrainer(_BertTask):
             self.optimizer.build(self.trainable_variables)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        needed = losses.LTR_LABELS if self.objective == "ltr" else losses.PRETRAINING_LABELS
         if y is None:
-            raise ValueError(
-                "BertPretrainer needs labels: fit/evaluate on (x, y) with y = "
-                f"{{{', '.join(losses.PRETRAINING_LABELS)}}}"
-            )
+            raise ValueError(f"BertPretrainer needs labels: fit/evaluate on (x, y) with y = {{{', '.join(needed)}}}")
         if sample_weight is not None:
-            raise ValueError("BertPretrainer weighs predictions by y['masked_lm_weights']; do not pass sample_weight")
-        terms = losses.pretraining_losses(y, y_pred, self.use_next_sentence_label)
-        self.mlm_loss_tracker.update_state(
-            terms["mlm_loss"], sample_weight=ops.sum(ops.cast(y["masked_lm_weights"], "float32"))
-        )
+            raise ValueError(f"BertPretrainer weighs predictions by y['{needed[1]}']; do not pass sample_weight")
+        if self.objective == "ltr":
+            terms = losses.ltr_losses(y, y_pred)
+            self.lm_loss_tracker.update_state(
+                terms["ltr_loss"], sample_weight=ops.sum(ops.cast(y["next_token_weights"], "float32"))
+            )
+        else:
+            terms = losses.pretraining_losses(y, y_pred, self.use_next_sentence_label)
+            self.lm_loss_tracker.update_state(
+                terms["mlm_loss"], sample_weight=ops.sum(ops.cast(y["masked_lm_weights"], "float32"))
+            )
         if self.use_next_sentence_label:
             self.nsp_loss_tracker.update_state(terms["nsp_loss"])
         loss = terms["loss"]
@@ -168,7 +204,12 @@ class BertPretrainer(_BertTask):
         return loss / replicas if replicas > 1 else loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        self.mlm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"], sample_weight=y["masked_lm_weights"])
+        if self.objective == "ltr":
+            self.lm_accuracy.update_state(
+                y["next_token_ids"], y_pred["ltr_logits"], sample_weight=y["next_token_weights"]
+            )
+            return self.get_metrics_result()
+        self.lm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"], sample_weight=y["masked_lm_weights"])
         if self.use_next_sentence_label:
             self.nsp_accuracy.update_state(ops.reshape(y["next_sentence_labels"], (-1,)), y_pred["nsp_logits"])
         return self.get_metrics_result()

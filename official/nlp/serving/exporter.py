@@ -66,6 +66,11 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
                 f"--init_checkpoint={init_checkpoint} holds no masked-LM head; --task=pretrainer needs "
                 "a pretraining checkpoint (run_pretraining.py's export, or a converted one with heads)"
             )
+        if model.objective != "mlm":
+            raise InputError(
+                f"--init_checkpoint={init_checkpoint} is a left-to-right LM; --task=pretrainer serves the masked LM "
+                "(it fills in [MASK]s): export --task=encoder, or a model fine-tuned from it"
+            )
         return model
     encoder = models.BertEncoder.from_bert_config(files.config)
     if task == "squad":

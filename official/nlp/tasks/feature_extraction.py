@@ -343,7 +343,10 @@ class FeatureExtractionConfig(CheckedConfig):
     sentence_pooling: str = field(
         "pooled",
         enum=["pooled", "mean"],
-        help=("pooled: the tanh pooler on [CLS]; mean: mean over tokens of the chosen layers concatenated."),
+        help=(
+            "pooled: the tanh pooler on [CLS] (on the last token for a left-to-right model); mean: mean over tokens "
+            "of the chosen layers concatenated."
+        ),
     )
 
 

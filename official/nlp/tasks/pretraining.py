@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping
 
 import keras
 import tensorflow as tf
@@ -33,34 +32,13 @@ from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
 from official.nlp.data.pretraining.masking import action_rate_problems
-from official.nlp.modeling import losses as bert_losses
-from official.nlp.modeling.configs import PRESETS, BertConfig
+from official.nlp.modeling.configs import LEFT_TO_RIGHT, PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.models import BertPretrainer
+from official.nlp.modeling.models import OBJECTIVES, BertPretrainer
 from official.nlp.training import distribution, optimization
 from official.nlp.training.config import TrainingConfig, check_training_settings, settings_differences
+from official.nlp.training.objectives import PretrainingObjective
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
-
-
-class PretrainingObjective:
-    """The original objective for the training loop: masked-LM loss (weighted mean over real predictions) plus
-    next-sentence loss, with MLM and NSP accuracy.
-
-    The terms are `official.nlp.modeling.losses`' per-element losses and weights, so the loop's loss equals
-    `losses.pretraining_losses` on the same global batch (what `BertPretrainer.fit` minimizes).
-    """
-
-    def __init__(self, use_next_sentence_label: bool = True):
-        self.use_next_sentence_label = use_next_sentence_label
-
-    def loss_weights(self, labels: Mapping) -> dict:
-        return bert_losses.pretraining_loss_weights(labels, self.use_next_sentence_label)
-
-    def losses(self, labels: Mapping, outputs: Mapping) -> dict:
-        return bert_losses.pretraining_element_losses(labels, outputs, self.use_next_sentence_label)
-
-    def metrics(self, labels: Mapping, outputs: Mapping) -> dict:
-        return bert_losses.pretraining_metrics(labels, outputs, self.use_next_sentence_label)
 
 
 @dataclasses.dataclass
@@ -99,6 +77,15 @@ class PretrainingConfig(TrainingConfig):
     end_learning_rate: float = field(0.0, minimum=0, help="Learning rate at --num_train_steps.")
     poly_power: float = field(1.0, minimum=0, help="Power of the polynomial decay (1 = linear).")
     use_next_sentence_label: bool = field(True, help="Train next sentence prediction.")
+    objective: str = field(
+        "mlm",
+        enum=OBJECTIVES,
+        help=(
+            "mlm: masked LM (BERT). ltr: a left-to-right LM (the paper's LTR baseline): a causal encoder "
+            "(attention=left_to_right in bert_config.json) predicts the next token at every position; needs "
+            "--use_next_sentence_label=false."
+        ),
+    )
     dynamic_masking: bool = field(
         False, help="Draw new masks on every pass (records masked offline are unmasked first); needs --vocab_file."
     )
@@ -216,6 +203,16 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
         weight_decay=config.weight_decay,
         clip_norm=config.clip_norm,
     )
+    if config.objective == "ltr" and config.use_next_sentence_label:
+        raise InputError(
+            "--objective=ltr trains a left-to-right LM without next sentence prediction; add "
+            "--use_next_sentence_label=false"
+        )
+    if config.objective == "ltr" and config.dynamic_masking:
+        raise InputError(
+            "--dynamic_masking draws masks for --objective=mlm; the left-to-right LM reads the original tokens: "
+            "drop --dynamic_masking"
+        )
 
 
 def check_masking_rates(config: PretrainingConfig) -> None:
@@ -236,9 +233,39 @@ def check_masking_rates(config: PretrainingConfig) -> None:
 def build_pretrainer(
     bert_config: BertConfig, *, use_next_sentence_label: bool = True, mixed_precision: str = "float32"
 ) -> BertPretrainer:
-    """A `BertPretrainer` with fresh weights, computing in `mixed_precision` (variables stay float32)."""
+    """A `BertPretrainer` with fresh weights, computing in `mixed_precision` (variables stay float32); the
+    left-to-right LM for a config with `attention="left_to_right"` (which has no NSP)."""
     encoder = BertEncoder.from_bert_config(bert_config, dtype=optimization.dtype_policy(mixed_precision))
-    return BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label)
+    return BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label and not bert_config.left_to_right)
+
+
+def model_config(config: PretrainingConfig, files: model_dir_lib.ModelFiles) -> BertConfig:
+    """The model config of the run: `files.config`, made left-to-right for `--objective=ltr` from scratch.
+
+    A model that is started from `--init_checkpoint` keeps its attention, so it must be the objective's own.
+    """
+    bert_config = files.config
+    ltr = config.objective == "ltr"
+    if bert_config.left_to_right == ltr:
+        return bert_config
+    if files.checkpoint is not None:
+        kind = "left-to-right" if bert_config.left_to_right else "bidirectional"
+        fix = (
+            "pass --objective=ltr to continue it, or start from a bidirectional model directory"
+            if bert_config.left_to_right
+            else "start from scratch or from a left-to-right model directory"
+        )
+        raise InputError(
+            f"--objective={config.objective} cannot start from --init_checkpoint={config.init_checkpoint}, a {kind} "
+            f"model (its config's attention is {bert_config.attention!r}); {fix}"
+        )
+    if not ltr:
+        source = f"--bert_config_file={config.bert_config_file}" if config.bert_config_file else "the model config"
+        raise InputError(
+            f"--objective=mlm trains a bidirectional model, but {source} says attention=left_to_right; pass "
+            "--objective=ltr or a bidirectional config"
+        )
+    return dataclasses.replace(bert_config, attention=LEFT_TO_RIGHT)
 
 
 def build_model_and_optimizer(
@@ -328,6 +355,7 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
             type_vocab_size=bert_config.type_vocab_size,
             dynamic_masking=masking_config,
             dynamic_masking_seed=config.seed,
+            objective=config.objective,
         )
     )
 
@@ -354,7 +382,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     )
     if files.vocab_file is None:
         logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning needs")
-    bert_config = files.config
+    bert_config = model_config(config, files)
     loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
     export_dir = config.export_dir or os.path.join(config.model_dir, "export")
     is_chief = distribution.worker_info(strategy).is_chief
@@ -378,7 +406,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     trainer = Trainer(
         model,
         optimizer,
-        PretrainingObjective(config.use_next_sentence_label),
+        PretrainingObjective(config.use_next_sentence_label, config.objective),
         strategy,
         trainer_config(config),
         global_batch_size=config.train_batch_size,

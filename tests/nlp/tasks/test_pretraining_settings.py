@@ -4,6 +4,7 @@ shape traceback it replaces, is in tests/run_scripts/test_bad_input.py)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -48,3 +49,17 @@ def test_an_older_model_dir_without_settings_is_resumed_with_a_warning(tmp_path,
     with caplog.at_level("WARNING"):
         assert pretraining.check_settings(_config(tmp_path)) is False
     assert "holds checkpoints but no pretraining_settings.json" in caplog.text
+
+
+def test_a_run_recorded_before_a_setting_existed_resumes_with_its_default(tmp_path):
+    """A settings file without `objective` (written before the flag existed) was an MLM run: it resumes with the
+    default, and is refused for --objective=ltr."""
+    pretraining.record_settings(_config(tmp_path))
+    path = tmp_path / pretraining.SETTINGS_FILE
+    recorded = json.loads(path.read_text())
+    del recorded["objective"]
+    path.write_text(json.dumps(recorded))
+    _commit_a_checkpoint(tmp_path)
+    assert pretraining.check_settings(_config(tmp_path)) is True
+    with pytest.raises(InputError, match="--objective: 'mlm' there, 'ltr' now"):
+        pretraining.check_settings(_config(tmp_path, objective="ltr", use_next_sentence_label=False))

@@ -13,7 +13,9 @@ reads garbage silently); a batch that fails is traced back to its file by `diagn
 
 Elements are `(x, y)` pairs: `x` = {input_word_ids, input_mask, input_type_ids, masked_lm_positions} and
 `y` = {masked_lm_ids, masked_lm_weights, next_sentence_labels}, all int32 but `masked_lm_weights` (float32),
-which is what `BertPretrainer` takes in `fit` and what the training loop feeds it.
+which is what `BertPretrainer` takes in `fit` and what the training loop feeds it. With `objective="ltr"` (the
+left-to-right LM) `x` holds the encoder inputs with the original tokens (masked records are unmasked, unmasked ones
+read as they are) and `y` the next-token labels of `losses.next_token_labels`.
 
 Example (a notebook):
 
@@ -38,6 +40,7 @@ from official.nlp.data import tfrecord_io
 from official.nlp.data.pretraining import masking
 from official.nlp.data.pretraining.masking import MaskingConfig
 from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATURES, SEQUENCE_FEATURES, feature_spec
+from official.nlp.modeling.losses import next_token_labels
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ID_FEATURES = ("input_ids", "masked_lm_ids")
@@ -61,6 +64,9 @@ class PretrainDataConfig:
       global_batch_size: examples per step over all replicas (for `fit`: the batch size).
       is_training: shuffle and repeat forever; otherwise one pass in file order.
       use_next_sentence_label: keep `next_sentence_labels` in `y`.
+      objective: "mlm" (masked LM, the records' own or `dynamic_masking`'s predictions) or "ltr" (left-to-right LM:
+        the original tokens and next-token labels; records with or without `masked_lm_*` features, which are
+        put back; `max_predictions_per_seq` is not used).
       shuffle_buffer_size: records in the shuffle buffer (0 turns record shuffling off). The buffer is part of
         every input checkpoint, so it is kept moderate.
       cycle_length: files read at once (default: min(8, files per worker)).
@@ -83,6 +89,7 @@ class PretrainDataConfig:
     global_batch_size: int
     is_training: bool = True
     use_next_sentence_label: bool = True
+    objective: str = "mlm"
     shuffle_buffer_size: int = 1000
     cycle_length: int | None = None
     seed: int | None = 12345
@@ -285,6 +292,13 @@ class PretrainDataLoader:
                 f"input files mix gzip ({gz}) and uncompressed ({plain}) TFRecords; pass one kind per run"
             )
         self.compression = kinds.pop()
+        if config.objective not in ("mlm", "ltr"):
+            raise InputError(f"objective must be 'mlm' or 'ltr', got {config.objective!r}")
+        if config.objective == "ltr" and (config.dynamic_masking is not None or config.use_next_sentence_label):
+            raise InputError(
+                "the left-to-right LM reads the original tokens and no next-sentence labels: it takes neither "
+                "dynamic masking nor use_next_sentence_label"
+            )
         if config.dynamic_masking is not None and (
             config.dynamic_masking.max_predictions_per_seq != config.max_predictions_per_seq
         ):
@@ -310,7 +324,9 @@ class PretrainDataLoader:
             _check_ids(path, records, limits)
             required = list(SEQUENCE_FEATURES) + ([NSP_FEATURE] if cfg.use_next_sentence_label else [])
             has_predictions = all(name in lengths for name in prediction_names)
-            if cfg.dynamic_masking is None:
+            # Masks drawn here, or none at all (LTR): the records' own predictions may be missing or of any length.
+            own_predictions = cfg.dynamic_masking is None and cfg.objective == "mlm"
+            if own_predictions:
                 required += list(prediction_names)
             missing = [name for name in required if name not in lengths]
             if missing:
@@ -324,7 +340,7 @@ class PretrainDataLoader:
                         f"records in {path} have {name} of length {lengths[name]} but max_seq_length={want}; "
                         f"pass --max_seq_length={lengths[name]} or use records written with {want}"
                     )
-            if has_predictions and cfg.dynamic_masking is None:
+            if has_predictions and own_predictions:
                 for name in prediction_names:
                     if lengths[name] != cfg.max_predictions_per_seq:
                         raise PretrainDataError(
@@ -359,7 +375,8 @@ class PretrainDataLoader:
         features = {
             name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in parsed.items()
         }
-        if self.config.dynamic_masking is not None and "masked_lm_ids" in features:
+        unmasked = self.config.dynamic_masking is not None or self.config.objective == "ltr"
+        if unmasked and "masked_lm_ids" in features:
             features["input_ids"] = _unmask(features)
             for name in PREDICTION_FEATURES:
                 del features[name]
@@ -370,8 +387,10 @@ class PretrainDataLoader:
             "input_word_ids": features["input_ids"],
             "input_mask": features["input_mask"],
             "input_type_ids": features["segment_ids"],
-            "masked_lm_positions": features["masked_lm_positions"],
         }
+        if self.config.objective == "ltr":
+            return x, next_token_labels(features["input_ids"], features["input_mask"])
+        x["masked_lm_positions"] = features["masked_lm_positions"]
         # Already int32 / float32: `_parse` casts the records' int64, and dynamic masking keeps the ids' dtype.
         y = {"masked_lm_ids": features["masked_lm_ids"], "masked_lm_weights": features["masked_lm_weights"]}
         if self.config.use_next_sentence_label:

@@ -137,6 +137,13 @@ def _read_record(path: str) -> dict | None:
     return json.loads(input_files.read_text(record_path)) if input_files.exists(record_path) else None
 
 
+def _with_later_defaults(recorded: dict, wanted: dict) -> dict:
+    """`recorded` with the settings it lacks at their defaults: a setting the record lacks came after the version
+    that wrote it, which worked as the setting's default does."""
+    later = {name: setting_default(name) for name in wanted.keys() - recorded.keys()}
+    return {**recorded, **{name: value for name, value in later.items() if value is not dataclasses.MISSING}}
+
+
 def _check_settings(path: str, recorded: dict | None, settings: dict, shard_index: int) -> None:
     record_path = stats_path(path)
     how = (
@@ -149,10 +156,7 @@ def _check_settings(path: str, recorded: dict | None, settings: dict, shard_inde
             f"written with (an older version wrote it), so it may not fit this run. {how}"
         )
     wanted = shard_record(settings, shard_index)["settings"]
-    # A setting the record lacks came after the version that wrote it, which worked as the setting's default does.
-    for name in wanted.keys() - recorded.keys():
-        if setting_default(name) is not dataclasses.MISSING:
-            recorded[name] = setting_default(name)
+    recorded = _with_later_defaults(recorded, wanted)
     differing = [
         f"{_SETTING_NAMES.get(k, '--' + k)}: {recorded.get(k)!r} there, {wanted.get(k)!r} now"
         for k in sorted(set(recorded) | set(wanted))
@@ -206,9 +210,10 @@ def check_written(paths: Sequence[str], settings: dict) -> None:
     for s, path in enumerate(paths):
         record = _read_record(path)
         content = (record or {}).get("content")
+        wanted = shard_record(settings, s)["settings"]
         if (
             record is None
-            or record.get("settings") != shard_record(settings, s)["settings"]
+            or _with_later_defaults(record.get("settings") or {}, wanted) != wanted
             or not input_files.exists(path)
             or content is None
             or input_files.getsize(path) != content["bytes"]
