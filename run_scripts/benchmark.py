@@ -43,9 +43,7 @@ flags.DEFINE_integer("num_layers", 4, "step and breakdown: Transformer layers.")
 flags.DEFINE_integer("hidden_size", 256, "step and breakdown: hidden size.")
 flags.DEFINE_integer("num_heads", 4, "step and breakdown: attention heads.")
 flags.DEFINE_integer("batch_size", 32, "step, pretrain, breakdown and finetune: batch size.")
-flags.DEFINE_integer(
-    "max_seq_length", 128, "step, pretrain and breakdown: sequence length; finetune: max_seq_length."
-)
+flags.DEFINE_integer("max_seq_length", 128, "step, pretrain and breakdown: sequence length; finetune: max_seq_length.")
 flags.DEFINE_list(
     "pretrain_sizes",
     ["tiny", "mini", "base"],
