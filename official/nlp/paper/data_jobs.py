@@ -3,8 +3,9 @@
 - corpus: `prepare_corpus` on `--input_file` (WikiExtractor output or plain text), then the held-out split of
   `splits.hold_out_documents` (and the budget's slice of the corpus);
 - vocab: `build_vocab` on the training text (the budget's size, from its first lines), or a given `--vocab_file`;
-- records: `create_pretraining_data` once for every variant that reads the original masking (and once per masking
-  rate of the optional group), and once on the held-out text for the perplexity;
+- records: `create_pretraining_data` once for the variants with NSP (MLM + NSP at every size), once without random
+  next segments for the variants without NSP (MLM only, LTR), once per masking rate of the optional group, and
+  once on the held-out text for the perplexity;
 - task data: the splits and slices of `splits`.
 
 Each returns its counts as `(task, metric, value)` triples, which become rows of results.csv.
@@ -18,7 +19,7 @@ from official.nlp.common import input_files, output_files
 from official.nlp.paper import splits
 from official.nlp.paper.budgets import Budget
 from official.nlp.paper.config import PaperConfig, Workspace
-from official.nlp.paper.grid import HELDOUT_RECORDS, MASKING_VARIANTS, SHARED_RECORDS, Stage
+from official.nlp.paper.grid import HELDOUT_RECORDS, MASKING_VARIANTS, NO_NSP_RECORDS, Stage
 
 RECORDS_SEED = 12345  # the original script's default --random_seed
 
@@ -72,7 +73,9 @@ def create_records(stage: Stage, config: PaperConfig, budget: Budget, space: Wor
         source, dupe_factor = space.heldout_corpus, 1  # one masking of each held-out instance
     else:
         source, dupe_factor = space.train_corpus, budget.dupe_factor
-        if name != SHARED_RECORDS:
+        if name == NO_NSP_RECORDS:
+            settings = dict(use_next_sentence_label=False)
+        elif name.startswith("records-mask"):
             variant = next(v for v in MASKING_VARIANTS if v.records == name)
             settings = dict(mask_token_prob=variant.mask_rates[0], random_token_prob=variant.mask_rates[1])
     stats = generator.create_pretraining_data(

@@ -20,6 +20,9 @@ from official.nlp.paper.budgets import Budget
 
 # Which data a pretraining variant reads: the shared records, or its own masking rates' records.
 SHARED_RECORDS = "records"
+# The variants without NSP read records of contiguous text (B always continues A): in NSP records half of the B
+# segments come from a random document, a next token that no left context predicts (docs/pretraining.md).
+NO_NSP_RECORDS = "records-nonsp"
 HELDOUT_RECORDS = "records-heldout"  # the held-out documents' records, for the perplexity
 
 
@@ -35,10 +38,12 @@ class Variant:
     mask_rates: tuple[float, float] | None = None
 
     @property
-    def records(self) -> str:
-        if self.mask_rates is None:
-            return SHARED_RECORDS
-        return f"records-{self.name}"
+    def records(self) -> str | None:
+        if self.objective is None:
+            return None
+        if self.mask_rates is not None:
+            return f"records-{self.name}"
+        return SHARED_RECORDS if self.nsp else NO_NSP_RECORDS
 
 
 MLM_NSP = Variant("mlm_nsp", "MLM + NSP (BERT)", "mlm", True)
@@ -123,14 +128,17 @@ def finetune_id(variant: str, size: str, task: str, head: str | None, seed: int)
     return f"finetune/{variant}/{size}/{task}{suffix}/seed{seed}"
 
 
-# ---- the cost model (seconds on a quiet 2-core CPU; measured, see docs/paper.md) --------------------------------
-# Effective multiply-adds per second of a training step on this class of machine, and the fixed cost of a run
-# (building the model, tracing the step and the evaluation, writing checkpoints): the ETA rescales both by what
-# the finished stages of the same kind took.
-TRAIN_MACS_PER_SECOND = 4.0e9
-RUN_OVERHEAD_SECONDS = {"pretrain": 10.0, "finetune": 8.0, "perplexity": 5.0}
-# Tokens of an average example at fine-tuning length (GLUE pairs and sentences are short; windows are full).
-AVERAGE_TOKENS = {"mrpc": 55, "sst-2": 25, "qnli": 50, "squad": None, "ner": 30}
+# ---- the cost model (CPU seconds on the project's 2-core machine, measured: see docs/paper.md) --------------------
+# A run's CPU time is at most its wall time on a quiet 2-core machine (TensorFlow uses both cores for part of it).
+# Pretraining: multiply-adds of the step (forward and backward) at the measured rate. Fine-tuning: a fixed cost
+# (building the model, tracing the step and the evaluation, writing checkpoints) plus a per-task cost of one example
+# for one epoch at the `tiny` size (its evaluation included), scaled by the encoder's size. The ETA rescales every
+# kind by what its finished stages took.
+TRAIN_MACS_PER_SECOND = 3.0e10
+RUN_OVERHEAD_SECONDS = {"pretrain": 15.0, "finetune": 8.0, "perplexity": 5.0}
+DATA_SECONDS = {"corpus": 15.0, "vocab": 140.0, "records": 20.0, "task_data": 1.0}
+TINY_EXAMPLE_EPOCH_SECONDS = {"mrpc": 4.1e-3, "sst-2": 1.4e-3, "qnli": 3.9e-3, "squad": 1.8e-2, "ner": 7.0e-3}
+FEATURE_BASED_SHARE = 0.6  # a feature-based run: the frozen encoder's forward pass and a small BiLSTM
 
 
 def _step_macs(size: budgets.Size, tokens: int, vocab_size: int, predictions: int) -> float:
@@ -140,9 +148,9 @@ def _step_macs(size: budgets.Size, tokens: int, vocab_size: int, predictions: in
 
 
 def estimate(stage: Stage, budget: Budget, vocab_size: int) -> float:
-    """The stage's cost in seconds on a quiet 2-core CPU, from its work and the measured rates above."""
-    if stage.kind in ("corpus", "vocab", "records", "task_data"):
-        return {"corpus": 20.0, "vocab": 90.0, "records": 30.0, "task_data": 2.0}[stage.kind]
+    """The stage's cost in CPU seconds on the project's 2-core machine, from its work and the measured rates."""
+    if stage.kind in DATA_SECONDS:
+        return DATA_SECONDS[stage.kind]
     size = budgets.parse_size(stage.size)
     overhead = RUN_OVERHEAD_SECONDS[stage.kind]
     if stage.kind == "pretrain":
@@ -150,12 +158,16 @@ def estimate(stage: Stage, budget: Budget, vocab_size: int) -> float:
         macs = _step_macs(size, budget.max_seq_length, vocab_size, predictions) * budget.pretrain_batch_size
         return overhead + budget.pretrain_steps * macs / TRAIN_MACS_PER_SECOND
     if stage.kind == "perplexity":
-        return overhead + 2000 * _step_macs(size, budget.max_seq_length, vocab_size, 20) / 3 / TRAIN_MACS_PER_SECOND
+        return overhead + 3000 * _step_macs(size, budget.max_seq_length, vocab_size, 20) / 3 / TRAIN_MACS_PER_SECOND
     task = budget.tasks[stage.task]
-    tokens = AVERAGE_TOKENS[stage.task] or budget.finetune_seq_length
-    train = (task.train_examples or 4000) * task.epochs * _step_macs(size, tokens, 0, 0)
-    evaluation = (task.eval_examples or 1000) * _step_macs(size, tokens, 0, 0) / 3
-    return overhead + (train + evaluation) / TRAIN_MACS_PER_SECOND
+    tiny = budgets.parse_size("tiny").encoder_flops_per_token()
+    scale = 0.2 + 0.8 * size.encoder_flops_per_token() / tiny
+    if stage.feature_choice:
+        scale *= FEATURE_BASED_SHARE
+    examples = (
+        task.train_examples or {"mrpc": 3668, "sst-2": 67349, "qnli": 4349, "squad": 9236, "ner": 14041}[stage.task]
+    )
+    return overhead + scale * examples * task.epochs * TINY_EXAMPLE_EPOCH_SECONDS[stage.task]
 
 
 def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], masking: bool) -> list[Stage]:
@@ -217,12 +229,13 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
             wants(variant, main, ("qnli", "ner"), budget.masking_seeds)
 
     for variant, size in plan:
-        if variant.mask_rates is not None:
+        if variant.records not in (None, SHARED_RECORDS):
+            what = "without random next segments" if variant.records == NO_NSP_RECORDS else f"masked {variant.name[4:]}"
             add(
                 Stage(
                     f"data/{variant.records}",
                     "records",
-                    f"Pretraining records masked {variant.name[4:]}",
+                    f"Pretraining records {what}",
                     records=variant.records,
                     depends=("data/vocab",),
                 )

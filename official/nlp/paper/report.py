@@ -233,7 +233,11 @@ def table8(rows: list[Row], budget: Budget) -> list[str]:
 
 
 def pretraining_table(rows: list[Row]) -> list[str]:
-    runs = sorted({(r.variant, r.size) for r in select(rows, task="pretraining")}, key=lambda p: (p[1], p[0]))
+    order = list(grid.VARIANTS)
+    runs = sorted(
+        {(r.variant, r.size) for r in select(rows, task="pretraining")},
+        key=lambda p: (budgets.parse_size(p[1]).encoder_flops_per_token(), order.index(p[0])),
+    )
     lines = [
         "## Pretraining runs",
         "",

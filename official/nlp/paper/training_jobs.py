@@ -207,6 +207,7 @@ def finetune(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
                 feature_layers=grid.feature_layers(choice, num_layers),
                 feature_combine=grid.FEATURE_CHOICES[choice][2],
                 lstm_units=budget.feature_lstm_units,
+                num_lstm_layers=budget.feature_lstm_layers,
             )
         result = run_ner(
             TaggingConfig(

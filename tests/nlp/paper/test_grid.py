@@ -23,14 +23,20 @@ def test_the_default_grid_counted_by_hand():
         "pretrain/mlm_nsp/tiny",
         "pretrain/mlm/tiny",
         "pretrain/ltr/tiny",
-        "pretrain/mlm_nsp/mini",
+        "pretrain/mlm_nsp/L4-H128-A2",
     ]
-    assert _ids(stages, "perplexity") == ["perplexity/mlm_nsp/tiny", "perplexity/mlm/tiny", "perplexity/mlm_nsp/mini"]
+    assert _ids(stages, "perplexity") == [
+        "perplexity/mlm_nsp/tiny",
+        "perplexity/mlm/tiny",
+        "perplexity/mlm_nsp/L4-H128-A2",
+    ]
     seeds = {task: b.seeds for task, b in budget.tasks.items()}
     per_variant = sum(seeds.values())
     # Table 5: 4 variants at tiny + LTR's BiLSTM on SQuAD; Table 6 adds mini; Table 7: 6 choices on mini's NER.
     expected = 4 * per_variant + seeds["squad"] + per_variant + 6 * seeds["ner"]
     assert len(_ids(stages, "finetune")) == expected
+    reads = {s.variant: s.records for s in stages if s.kind == "pretrain"}
+    assert reads == {"mlm_nsp": "records", "mlm": "records-nonsp", "ltr": "records-nonsp"}
     random = [s for s in stages if s.variant == "random"]
     assert random and all(s.kind == "finetune" and "data/vocab" in s.depends for s in random)
 
@@ -48,7 +54,7 @@ def test_the_masking_group_pretrains_on_records_of_its_rates():
     budget = BUDGETS["smoke"]
     stages = grid.build_grid(budget, budgets.TASKS, ("5",), masking=True)
     records = [s for s in stages if s.kind == "records"]
-    assert {s.records for s in records} == {"records", "records-heldout"} | {
+    assert {s.records for s in records} == {"records", "records-nonsp", "records-heldout"} | {
         f"records-{v.name}" for v in grid.MASKING_VARIANTS
     }
     assert [v.mask_rates for v in grid.MASKING_VARIANTS] == [(1.0, 0.0), (0.8, 0.2), (0.8, 0.0), (0.0, 0.8), (0.0, 1.0)]
@@ -58,7 +64,7 @@ def test_the_masking_group_pretrains_on_records_of_its_rates():
 
 def test_a_selection_only_adds_what_it_needs():
     stages = grid.build_grid(BUDGETS["default"], ("ner",), ("7",), masking=False)
-    assert _ids(stages, "pretrain") == ["pretrain/mlm_nsp/mini"]
+    assert _ids(stages, "pretrain") == ["pretrain/mlm_nsp/L4-H128-A2"]
     assert not _ids(stages, "perplexity")
     assert {s.head for s in stages if s.kind == "finetune"} == {None} | {f"features:{c}" for c in grid.FEATURE_CHOICES}
 
