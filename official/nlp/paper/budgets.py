@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import PRESETS, BertConfig
 
-TASKS = ("mrpc", "sst-2", "qnli", "squad", "ner")
+FINE_TUNING_TASKS = ("mrpc", "sst-2", "qnli", "squad", "ner")
 
 
 @dataclasses.dataclass(frozen=True)

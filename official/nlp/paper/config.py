@@ -22,7 +22,7 @@ from official.nlp.training import optimization
 from official.nlp.training.config import settings_differences
 
 TABLES = ("5", "6", "7")
-SETTINGS_FILE = "paper_settings.json"
+PAPER_SETTINGS_FILE = "paper_settings.json"
 # May change between sittings of one rerun (see the module docstring).
 SELECTION_FIELDS = ("tasks", "tables", "masking_rates", "plots")
 
@@ -63,7 +63,9 @@ class PaperConfig(CheckedConfig):
     conll_dir: str = field(
         "datasets/conll2003", path="path", help="CoNLL-2003 with train.txt and valid.txt (IOB1 or IOB2)."
     )
-    tasks: Sequence[str] = field(list(budgets.TASKS), help=f"Fine-tuning tasks to run: {', '.join(budgets.TASKS)}.")
+    tasks: Sequence[str] = field(
+        list(budgets.FINE_TUNING_TASKS), help=f"Fine-tuning tasks to run: {', '.join(budgets.FINE_TUNING_TASKS)}."
+    )
     tables: Sequence[str] = field(list(TABLES), help="The paper's tables to rerun: 5, 6, 7.")
     masking_rates: bool = field(
         False, help="Also pretrain with the other masking rates of the paper's appendix (Table 8) and fine-tune them."
@@ -110,9 +112,9 @@ def resolved_budget(config: PaperConfig) -> budgets.Budget:
 def validate(config: PaperConfig) -> None:
     """Refuses flags that cannot work, naming each, before anything is read or written."""
     problems = []
-    unknown = sorted(set(config.tasks) - set(budgets.TASKS))
+    unknown = sorted(set(config.tasks) - set(budgets.FINE_TUNING_TASKS))
     if unknown or not config.tasks:
-        problems.append(f"--tasks={','.join(config.tasks)}: choose from {', '.join(budgets.TASKS)}")
+        problems.append(f"--tasks={','.join(config.tasks)}: choose from {', '.join(budgets.FINE_TUNING_TASKS)}")
     unknown = sorted(set(config.tables) - set(TABLES))
     if unknown or not config.tables:
         problems.append(f"--tables={','.join(config.tables)}: choose from {', '.join(TABLES)}")
@@ -149,7 +151,7 @@ def recorded_settings(config: PaperConfig) -> dict:
 
 def check_resume(config: PaperConfig) -> None:
     """Refuses a rerun into `output_dir` with other settings, naming the flags; records them on the first sitting."""
-    path = os.path.join(config.output_dir, SETTINGS_FILE)
+    path = os.path.join(config.output_dir, PAPER_SETTINGS_FILE)
     settings = recorded_settings(config)
     if input_files.exists(path):
         differing = settings_differences(json.loads(input_files.read_text(path)), settings)

@@ -24,7 +24,7 @@ from official.nlp.paper.grid import HELDOUT_RECORDS, MASKING_VARIANTS, NO_NSP_RE
 RECORDS_SEED = 12345  # the original script's default --random_seed
 
 
-def prepare_corpus(config: PaperConfig, budget: Budget, space: Workspace) -> list[tuple[str, str, float]]:
+def corpus_stage(config: PaperConfig, budget: Budget, space: Workspace) -> list[tuple[str, str, float]]:
     from official.nlp.data.corpus.preparation import prepare_corpus as prepare
     from official.nlp.data.corpus.settings import CorpusConfig
 
@@ -43,7 +43,7 @@ def prepare_corpus(config: PaperConfig, budget: Budget, space: Workspace) -> lis
     return [("corpus", name, value) for name, value in counts.items()]
 
 
-def build_vocab(config: PaperConfig, budget: Budget, space: Workspace) -> list[tuple[str, str, float]]:
+def vocab_stage(config: PaperConfig, budget: Budget, space: Workspace) -> list[tuple[str, str, float]]:
     from official.nlp.tokenizers import tokenization
     from official.nlp.tokenizers.wordpiece_vocab import VocabConfig, build_vocab_file
 
@@ -64,7 +64,7 @@ def build_vocab(config: PaperConfig, budget: Budget, space: Workspace) -> list[t
     return [("vocab", "tokens", len(vocab))]
 
 
-def create_records(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace) -> list[tuple[str, str, float]]:
+def records_stage(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace) -> list[tuple[str, str, float]]:
     from official.nlp.data.pretraining import generator
 
     name = stage.records
@@ -94,7 +94,7 @@ def create_records(stage: Stage, config: PaperConfig, budget: Budget, space: Wor
     return [(name, "instances", stats.instances)]
 
 
-def write_task_data(
+def task_data_stage(
     stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
 ) -> list[tuple[str, str, float]]:
     task = budget.tasks[stage.task]
@@ -110,9 +110,9 @@ def write_task_data(
 
 def run_data_stage(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace) -> list[tuple[str, str, float]]:
     if stage.kind == "corpus":
-        return prepare_corpus(config, budget, space)
+        return corpus_stage(config, budget, space)
     if stage.kind == "vocab":
-        return build_vocab(config, budget, space)
+        return vocab_stage(config, budget, space)
     if stage.kind == "records":
-        return create_records(stage, config, budget, space)
-    return write_task_data(stage, config, budget, space)
+        return records_stage(stage, config, budget, space)
+    return task_data_stage(stage, config, budget, space)

@@ -84,7 +84,7 @@ FEATURE_CHOICES = {
 MASKING_FEATURES = "concat_last_four"
 
 
-def feature_layers(choice: str, num_layers: int) -> tuple[str, ...]:
+def layers_of_choice(choice: str, num_layers: int) -> tuple[str, ...]:
     """The layers of a feature choice on a model of `num_layers` layers: the "last four" are the last
     min(4, num_layers), and a choice that needs more layers than the model has takes the first (the report says so)."""
     layers = FEATURE_CHOICES[choice][1]
@@ -218,10 +218,10 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
 
     if "5" in tables:
         for variant in TABLE5_VARIANTS:
-            wants(variant, main, budgets.TASKS)
+            wants(variant, main, budgets.FINE_TUNING_TASKS)
     if "6" in tables:
         for size in budget.sizes:
-            wants(MLM_NSP, size, budgets.TASKS)
+            wants(MLM_NSP, size, budgets.FINE_TUNING_TASKS)
     if "7" in tables:
         wants(MLM_NSP, largest, ("ner",))
     if masking:
@@ -287,7 +287,7 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
             )
 
     for (variant, size), wanted in plan.items():
-        for task in budgets.TASKS:
+        for task in budgets.FINE_TUNING_TASKS:
             if task in wanted:
                 finetune(variant, size, task, None, wanted[task] or budget.tasks[task].seeds)
         if variant is LTR:

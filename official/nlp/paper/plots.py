@@ -70,7 +70,7 @@ def loss_curves(stages: Sequence[grid.Stage], run_dir, path: str) -> None:
 def task_bars(rows: Sequence[Row], stages: Sequence[grid.Stage], path: str) -> None:
     """One panel per task: a bar per (variant, size, head) at the median over seeds, its whisker the range."""
     plt = pyplot()
-    tasks = [t for t in budgets.TASKS if any(s.task == t for s in stages)]
+    tasks = [t for t in budgets.FINE_TUNING_TASKS if any(s.task == t for s in stages)]
     figure, axes = plt.subplots(1, max(1, len(tasks)), figsize=(4 * max(1, len(tasks)), 4.5), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         runs = sorted({(s.variant, s.size, s.head or "") for s in stages if s.kind == "finetune" and s.task == task})

@@ -169,7 +169,7 @@ def table7(rows: list[Row], budget: Budget) -> list[str]:
     clipped = [
         tables_name
         for choice, (tables_name, wanted, _) in grid.FEATURE_CHOICES.items()
-        if grid.feature_layers(choice, layers) != wanted
+        if grid.layers_of_choice(choice, layers) != wanted
     ]
     if clipped:
         lines += [

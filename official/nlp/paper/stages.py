@@ -50,7 +50,7 @@ def read_marker(space: Workspace, stage: Stage) -> dict | None:
     return json.loads(input_files.read_text(path)) if input_files.exists(path) else None
 
 
-class Progress:
+class Forecast:
     """The estimates of the stages, rescaled per kind by what the finished ones took."""
 
     def __init__(self, stages: Sequence[Stage]):
@@ -93,7 +93,7 @@ def run_stages(
     `execute(stage)` runs the stage and returns its rows and a few words on its result (for the progress line);
     `after(stage)` tidies up once the marker is written (also for a stage found done, in case a stop came between).
     """
-    progress = Progress(stages)
+    progress = Forecast(stages)
     markers = {stage.id: read_marker(space, stage) for stage in stages}
     for stage in stages:
         if markers[stage.id]:

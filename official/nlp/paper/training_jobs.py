@@ -33,8 +33,6 @@ PERPLEXITY_BATCH = 64
 _DISPOSABLE = ("best_model", "input_state")
 _DISPOSABLE_PREFIXES = ("ckpt-", "checkpoint", "train.tf_record", "eval.tf_record", "predict.tf_record")
 
-VARIANTS = grid.VARIANTS
-
 
 @dataclasses.dataclass
 class StageResult:
@@ -62,7 +60,7 @@ def _loop_steps(steps: int) -> tuple[int, int]:
 def pretrain(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace) -> StageResult:
     from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
 
-    variant = VARIANTS[stage.variant]
+    variant = grid.VARIANTS[stage.variant]
     size = budgets.parse_size(stage.size)
     per_loop, save = _loop_steps(budget.pretrain_steps)
     objective = {"objective": "ltr"} if variant.objective == "ltr" else {}
@@ -151,7 +149,7 @@ def _random_init_files(space: Workspace, size: str) -> str:
 
 
 def finetune(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace) -> StageResult:
-    variant = VARIANTS[stage.variant]
+    variant = grid.VARIANTS[stage.variant]
     task_budget = budget.tasks[stage.task]
     choice = stage.feature_choice
     per_loop = 50
@@ -204,7 +202,7 @@ def finetune(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
             num_layers = budgets.parse_size(stage.size).layers
             features = dict(
                 feature_based=True,
-                feature_layers=grid.feature_layers(choice, num_layers),
+                feature_layers=grid.layers_of_choice(choice, num_layers),
                 feature_combine=grid.FEATURE_CHOICES[choice][2],
                 lstm_units=budget.feature_lstm_units,
                 num_lstm_layers=budget.feature_lstm_layers,

@@ -17,7 +17,7 @@ def _ids(stages, kind):
 
 def test_the_default_grid_counted_by_hand():
     budget = BUDGETS["default"]
-    stages = grid.build_grid(budget, budgets.TASKS, ("5", "6", "7"), masking=False)
+    stages = grid.build_grid(budget, budgets.FINE_TUNING_TASKS, ("5", "6", "7"), masking=False)
     assert len({s.id for s in stages}) == len(stages)
     assert _ids(stages, "pretrain") == [
         "pretrain/mlm_nsp/tiny",
@@ -43,7 +43,7 @@ def test_the_default_grid_counted_by_hand():
 
 def test_every_stage_comes_after_what_it_reads():
     for masking in (False, True):
-        stages = grid.build_grid(BUDGETS["smoke"], budgets.TASKS, ("5", "6", "7"), masking=masking)
+        stages = grid.build_grid(BUDGETS["smoke"], budgets.FINE_TUNING_TASKS, ("5", "6", "7"), masking=masking)
         seen = set()
         for stage in stages:
             assert set(stage.depends) <= seen, stage
@@ -52,7 +52,7 @@ def test_every_stage_comes_after_what_it_reads():
 
 def test_the_masking_group_pretrains_on_records_of_its_rates():
     budget = BUDGETS["smoke"]
-    stages = grid.build_grid(budget, budgets.TASKS, ("5",), masking=True)
+    stages = grid.build_grid(budget, budgets.FINE_TUNING_TASKS, ("5",), masking=True)
     records = [s for s in stages if s.kind == "records"]
     assert {s.records for s in records} == {"records", "records-nonsp", "records-heldout"} | {
         f"records-{v.name}" for v in grid.MASKING_VARIANTS
@@ -70,10 +70,10 @@ def test_a_selection_only_adds_what_it_needs():
 
 
 def test_feature_layers_on_shallow_models():
-    assert grid.feature_layers("concat_last_four", 4) == ("-1", "-2", "-3", "-4")
-    assert grid.feature_layers("concat_last_four", 2) == ("-1", "-2")
-    assert grid.feature_layers("second_to_last", 1) == ("-1",)
-    assert grid.feature_layers("weighted_sum_all", 2) == ("all",)
+    assert grid.layers_of_choice("concat_last_four", 4) == ("-1", "-2", "-3", "-4")
+    assert grid.layers_of_choice("concat_last_four", 2) == ("-1", "-2")
+    assert grid.layers_of_choice("second_to_last", 1) == ("-1",)
+    assert grid.layers_of_choice("weighted_sum_all", 2) == ("all",)
 
 
 def test_sizes_parse_as_presets_or_the_papers_notation():
@@ -93,5 +93,5 @@ def test_sizes_parse_as_presets_or_the_papers_notation():
 
 def test_every_budgets_main_size_is_one_of_its_sizes():
     for budget in BUDGETS.values():
-        assert budget.main_size in budget.sizes and set(budget.tasks) == set(budgets.TASKS)
+        assert budget.main_size in budget.sizes and set(budget.tasks) == set(budgets.FINE_TUNING_TASKS)
         assert all(budgets.parse_size(s) for s in budget.sizes)

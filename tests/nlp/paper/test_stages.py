@@ -64,7 +64,7 @@ def test_after_runs_for_done_stages_too(tmp_path):
 
 
 def test_the_estimate_of_a_kind_scales_with_what_its_finished_stages_took():
-    progress = stages.Progress(_grid())
+    progress = stages.Forecast(_grid())
     fine_tuning = _grid()[2:]
     assert progress.left(fine_tuning) == 40.0  # no fine-tuning finished: the estimates as they are
     progress.finished(fine_tuning[0], 60.0)  # took three times its estimate
