@@ -6,7 +6,7 @@ same process, with the command line that produced it (the logic is in `official.
       --max_seq_length=128 --mixed_precision=float32
   # The pretraining step (MLM + NSP, and MLM only) against keras-hub's BertMaskedLM, for each size, with the fraction
   # of TF's own matmul speed:
-  python run_scripts/benchmark.py --what=pretrain --pretrain_sizes=tiny,mini --vocab_size=8192 --batch_size=32
+  python run_scripts/benchmark.py --what=pretrain --pretrain_sizes=tiny,L4-H128-A2 --vocab_size=8192 --batch_size=32
   # Where our train step's time goes (the step timed with the optimizer update, dropout or backward left out):
   python run_scripts/benchmark.py --what=breakdown --num_layers=12 --hidden_size=768 --num_heads=12 --batch_size=8
   # End-to-end SST-2 fine-tuning (raw TSV -> trained model) against keras-hub and transformers:
@@ -47,7 +47,7 @@ flags.DEFINE_integer("max_seq_length", 128, "step, pretrain and breakdown: seque
 flags.DEFINE_list(
     "pretrain_sizes",
     ["tiny", "mini", "base"],
-    "pretrain: model sizes, presets or L<layers>-H<hidden>-A<heads> (the rerun of the paper uses tiny and mini).",
+    "pretrain: model sizes, presets or L<layers>-H<hidden>-A<heads> (the rerun of the paper uses tiny, L4-H128-A2).",
 )
 flags.DEFINE_integer("max_predictions_per_seq", 20, "pretrain: masked positions per sequence.")
 flags.DEFINE_integer(

@@ -118,7 +118,7 @@ def reproduce_paper(config: PaperConfig, *, echo: Callable[[str], None] = print)
     space = Workspace(config.output_dir)
     machine = describe_machine()
     sittings = _record_sitting(config, machine)
-    vocab_size = budget.vocab_size if not config.vocab_file else 30522
+    vocab_size = len(input_files.read_text(config.vocab_file).splitlines()) if config.vocab_file else budget.vocab_size
     grid_stages = [
         dataclasses.replace(s, cost=grid.estimate(s, budget, vocab_size))
         for s in grid.build_grid(budget, tuple(config.tasks), tuple(config.tables), config.masking_rates)

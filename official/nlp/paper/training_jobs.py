@@ -83,6 +83,7 @@ def pretrain(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
             use_next_sentence_label=variant.nsp,
             steps_per_loop=per_loop,
             save_checkpoints_steps=save,
+            keep_checkpoint_max=1,  # a rerun resumes from the last one
             mixed_precision=config.mixed_precision,
             seed=PRETRAINING_SEED,
             **objective,

@@ -74,3 +74,30 @@ def test_the_estimate_of_a_kind_scales_with_what_its_finished_stages_took():
 
 def test_hms():
     assert stages.hms(3725.4) == "1:02:05" and stages.hms(-3) == "0:00:00"
+
+
+def test_markers_splits_and_results_go_through_the_file_layer():
+    """On ``ram://`` (TensorFlow's in-memory filesystem, behind the same `tf.io.gfile` layer as ``gs://``): the stage
+    markers, a task's split, results.csv and a plot are written and read back there, nothing on local disk."""
+    import tensorflow as tf
+
+    from official.nlp.paper import plots, results, splits
+
+    root = "ram://paper_file_layer"
+    space = Workspace(root)
+    rows = stages.run_stages(_grid(), space, lambda s: ([_row(s)], "ok"), echo=lambda line: None)
+    assert tf.io.gfile.exists(f"{root}/stages/finetune/x/tiny/mrpc/seed2.json")
+    assert stages.run_stages(_grid(), space, lambda s: pytest.fail("ran"), echo=lambda line: None) == rows
+    results.write_csv(space.path("results.csv"), rows)
+    assert results.read_csv(space.path("results.csv")) == rows
+    source = f"{root}/glue/MRPC"
+    tf.io.gfile.makedirs(source)
+    for split in ("train", "dev"):
+        with tf.io.gfile.GFile(f"{source}/{split}.tsv", "w") as f:
+            f.write("\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n" + "1\t1\t2\tA b.\tC d.\n" * 5)
+    counts = splits.glue_task("mrpc", f"{root}/glue", space.task_dir("mrpc"), 3, None)
+    assert counts == {"train_examples": 3, "eval_examples": 5}
+    assert tf.io.gfile.GFile(space.task_dir("mrpc") + "/train.tsv").read().count("\n") == 4
+    figure = plots.pyplot().figure()
+    plots._save(figure, space.path("plot.png"))
+    assert tf.io.gfile.GFile(space.path("plot.png"), "rb").read()[:4] == b"\x89PNG"
