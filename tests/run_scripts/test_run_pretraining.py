@@ -105,7 +105,7 @@ def test_sigkill_while_saving_then_ctrl_c_then_same_command_resumes_bitwise(tmp_
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     # Nothing half-written is left; the export is a model directory.
-    leftovers = [n for n in os.listdir(killed_dir) if "_temp" in n or n.endswith(".partial")]
+    leftovers = [n for n in os.listdir(killed_dir) if "_temp" in n or n.endswith((".partial", ".incomplete"))]
     assert not leftovers
     assert {"bert_config.json", "vocab.txt", "do_lower_case", "checkpoint"} <= set(os.listdir(killed_dir / "export"))
 

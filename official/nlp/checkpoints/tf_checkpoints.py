@@ -473,7 +473,7 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
 
 
 @names_damage
-def has_masked_lm_head(prefix: str) -> bool:
+def checkpoint_has_masked_lm_head(prefix: str) -> bool:
     """Whether a checkpoint (ours or an original TF1 one) holds the masked-LM head; public encoder-only
     checkpoints (converted Hugging Face models, TF1 without ``cls/*``) do not."""
     reader = load_checkpoint(prefix)

@@ -42,7 +42,7 @@ from typing import NoReturn
 
 from absl import app, flags
 
-from official.nlp.common import input_files, interruption
+from official.nlp.common import interruption, text_files
 from official.nlp.common.errors import InputError
 
 USER_ERROR_EXIT = 2
@@ -281,7 +281,7 @@ def _flagfile_line(argv: list[str], text: str) -> str | None:
             continue
         seen.add(name)
         try:
-            lines = input_files.read_text(name).splitlines()
+            lines = text_files.read_text(name).splitlines()
         except (OSError, InputError):
             continue
         for number, line in enumerate(lines, 1):

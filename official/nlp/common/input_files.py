@@ -238,14 +238,9 @@ def read_bytes(path: str) -> bytes:
         return f.read()
 
 
-def read_text(path: str) -> str:
-    """The whole UTF-8 file `path` (a byte-order mark is dropped)."""
-    text = read_bytes(path).decode("utf-8")
-    return text[1:] if text.startswith("\ufeff") else text
-
-
 def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
-    """A comma-separated list (or a sequence) of paths and glob patterns -> the files, each pattern's matches sorted."""
+    """A comma-separated list (or a sequence) of paths and glob patterns -> the files, each pattern's matches sorted;
+    a path or pattern that names no file is a `MissingInputError` (a `FileNotFoundError`)."""
     patterns = input_file.split(",") if isinstance(input_file, str) else list(input_file)
     files = []
     for pattern in (os.fspath(p).strip() for p in patterns):
@@ -255,10 +250,10 @@ def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
             # On an object store the listing holds objects only (a "folder" marker ends with "/"): one call.
             matches = [p for p in glob(pattern) if (not p.endswith("/") if is_remote(p) else os.path.isfile(p))]
             if not matches:
-                raise InputError(f"--input_file pattern {pattern!r} matches no file")
+                raise MissingInputError(f"--input_file pattern {pattern!r} matches no file")
             files.extend(matches)
         elif not isfile(pattern):
-            raise InputError(f"input file {pattern!r} does not exist (or is not a file)")
+            raise MissingInputError(f"input file {pattern!r} does not exist (or is not a file)")
         else:
             files.append(pattern)
     if not files:

@@ -3,8 +3,8 @@
 Decoding with ``errors="ignore"`` (as the original BERT code does) turns Latin-1 "Café" into "caf" and random bytes
 into a vocabulary of junk, without a word. Every reader of user text (pretraining corpora, vocabulary corpora,
 `vocab.txt`, feature-extraction input) decodes with `decode_line`, or builds its message with `not_utf8` where it
-can skip such lines instead. Readers of whole data files (GLUE and other classification files, CoNLL, SWAG,
-SQuAD) read them with `read_text`, whose message also names the line.
+can skip such lines instead. Whole files (GLUE and other classification files, CoNLL, SWAG, SQuAD, and the JSON
+files of model directories, caches and runs) are read with `read_text`, whose message also names the line.
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def decode_text(raw: bytes, path: str, first_line: int = 1) -> str:
 
 
 def read_text(path: str) -> str:
-    """The whole of a user's text file (any filesystem) decoded with `decode_text`.
+    """The whole of a text file (any filesystem) decoded with `decode_text`: the one way the library reads a file
+    as text, a user's data or a JSON file it wrote itself.
 
     A missing or unreadable file is the file layer's `InputError` naming the path (`MissingInputError` when it does
     not exist). Wrap the result in `io.StringIO(text, newline=...)` to read it line by line as a file object would.

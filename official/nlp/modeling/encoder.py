@@ -9,14 +9,13 @@ from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.embeddings import BertEmbeddings
 from official.nlp.modeling.transformer import TransformerBlock
 
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")  # the inputs of TF-Hub's BERT SavedModels
+
 
 def encoder_inputs(batch_shape: tuple = (None,)) -> dict[str, keras.KerasTensor]:
     """The three symbolic model inputs (int32), with `batch_shape` dims before a dynamic sequence length."""
     shape = tuple(batch_shape[1:]) + (None,)
-    return {
-        name: keras.Input(shape=shape, dtype="int32", name=name)
-        for name in ("input_word_ids", "input_mask", "input_type_ids")
-    }
+    return {name: keras.Input(shape=shape, dtype="int32", name=name) for name in INPUT_NAMES}
 
 
 def _last_real_token(sequence, input_mask):

@@ -7,9 +7,12 @@ Every model wraps a `BertEncoder` (`model.encoder`), takes the encoder's input d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import keras
 from keras import ops
 
+from official.nlp.common.errors import InputError
 from official.nlp.modeling import losses
 from official.nlp.modeling.encoder import BertEncoder, encoder_inputs
 from official.nlp.modeling.heads import MaskedLMHead
@@ -268,6 +271,24 @@ def real_tokens_mask(input_mask):
     """
     first = ops.equal(ops.cumsum(ops.ones_like(input_mask), axis=1), 1)  # works on a symbolic (unknown) length
     return ops.logical_or(ops.not_equal(input_mask, 0), first)
+
+
+def check_label_names(label_names: Sequence[str], num_classes: int, *, head: str = "classifier") -> None:
+    """Refuses label names that do not name each output of a classification head once, in order: predictions would
+    be reported under the wrong names, or fail on an index past the list. A regression classifier (one output,
+    `num_classes=1`) has none. Every export and every saved fine-tuned model directory checks its labels here."""
+    names = [str(name) for name in label_names]
+    if head == "classifier" and num_classes == 1:
+        if names:
+            raise InputError(
+                f"{len(names)} label names ({', '.join(names)}) for a regression classifier (one output); pass none"
+            )
+        return
+    if len(names) != num_classes:
+        raise InputError(
+            f"{len(names)} label names ({', '.join(names)}) for a {head} with {num_classes} classes; pass one name "
+            "per class in the order of the training labels"
+        )
 
 
 @keras.saving.register_keras_serializable(package="bert")

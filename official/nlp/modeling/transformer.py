@@ -18,7 +18,7 @@ def _rows(layer: keras.layers.Dense, rows):
 
     That exact pair (Keras' `Dense` adds the bias with `AddV2` and runs 3-D inputs through `tensordot` reshapes)
     is what TensorFlow's CPU graph optimizer fuses, with a GELU after it, into one oneDNN kernel
-    (`benchmark.py --what=step` measures the step). Checkpoints do not change.
+    (`python -m benchmarks.compare --what=step` measures the step). Checkpoints do not change.
     """
     if layer.quantization_mode is not None:  # quantized kernels need Dense's own call
         return layer(rows)

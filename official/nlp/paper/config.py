@@ -19,7 +19,7 @@ from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.paper import budgets
 from official.nlp.training import optimization
-from official.nlp.training.config import settings_differences
+from official.nlp.training.run_settings import settings_differences
 
 TABLES = ("5", "6", "7")
 PAPER_SETTINGS_FILE = "paper_settings.json"
@@ -149,7 +149,7 @@ def recorded_settings(config: PaperConfig) -> dict:
     return json.loads(json.dumps(values))
 
 
-def check_resume(config: PaperConfig) -> None:
+def check_rerun_settings(config: PaperConfig) -> None:
     """Refuses a rerun into `output_dir` with other settings, naming the flags; records them on the first sitting."""
     path = os.path.join(config.output_dir, PAPER_SETTINGS_FILE)
     settings = recorded_settings(config)

@@ -5,7 +5,7 @@ plots) before any work, builds the grid of the budget (`grid`), runs every stage
 (`stages`; each is one library call of `data_jobs` or `training_jobs`, which resume their own work), then writes
 `results.csv` (one row per run and metric), the plots and `results.md` into `output_dir`. Run again with the same
 flags, it skips what is done and continues a stopped pretraining run where it stopped; it refuses other settings
-in the same `output_dir` (`config.check_resume`).
+in the same `output_dir` (`config.check_rerun_settings`).
 
 Example:
 
@@ -24,7 +24,14 @@ from collections.abc import Callable
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import MissingInputError
 from official.nlp.paper import budgets, data_jobs, grid, plots, report, splits, stages, training_jobs
-from official.nlp.paper.config import PaperConfig, Workspace, check_resume, command_line, resolved_budget, validate
+from official.nlp.paper.config import (
+    PaperConfig,
+    Workspace,
+    check_rerun_settings,
+    command_line,
+    resolved_budget,
+    validate,
+)
 from official.nlp.paper.results import Row, describe_machine, select, write_csv
 
 SITTINGS_FILE = "sittings.json"
@@ -114,7 +121,7 @@ def reproduce_paper(config: PaperConfig, *, echo: Callable[[str], None] = print)
         raise MissingInputError(f"--vocab_file={config.vocab_file} does not exist or is not a file")
     for task in config.tasks:
         splits.check_files(task, config.glue_dir, config.squad_file, config.conll_dir)
-    check_resume(config)
+    check_rerun_settings(config)
     space = Workspace(config.output_dir)
     machine = describe_machine()
     sittings = _record_sitting(config, machine)

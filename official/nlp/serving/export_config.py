@@ -13,15 +13,6 @@ from collections.abc import Sequence
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.serving import exporter
 
-SQUAD_SETTINGS = (
-    "doc_stride",
-    "max_query_length",
-    "n_best_size",
-    "max_answer_length",
-    "version_2_with_negative",
-    "null_score_diff_threshold",
-)
-
 
 @dataclasses.dataclass
 class ExportConfig(CheckedConfig):
@@ -58,7 +49,7 @@ class ExportConfig(CheckedConfig):
 
 def export(config: ExportConfig) -> dict:
     """`exporter.export_model` with the settings of `config`; returns the written paths by name."""
-    squad = {name: getattr(config, name) for name in SQUAD_SETTINGS if getattr(config, name) is not None}
+    squad = {name: getattr(config, name) for name in exporter.SQUAD_SETTINGS if getattr(config, name) is not None}
     return exporter.export_model(
         config.task,
         config.init_checkpoint,

@@ -26,14 +26,14 @@ from absl import logging
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
-from official.nlp.common import output_files
+from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import models
-from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
+from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
 _SINGLE_TEXT_TASKS = ("cola", "sst-2")  # GLUE's one-sentence tasks (names of official.nlp.data.glue)
-_SQUAD_SETTINGS = (
+SQUAD_SETTINGS = (  # the answer post-processing settings a SQuAD export records
     "doc_stride",
     "max_query_length",
     "n_best_size",
@@ -154,6 +154,10 @@ def export_model(
     """
     if task not in TASKS:
         raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
+    inputs = {"--init_checkpoint": init_checkpoint, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
+    versions.check_export_dir(export_dir, related=inputs)  # before any work: a folder that is not exports
+    if version is not None:
+        versions.check_version_free(export_dir, int(version))
     record = init_checkpoint_lib.read_record(init_checkpoint)
     try:
         files = init_checkpoint_lib.resolve_model_files(
@@ -172,7 +176,7 @@ def export_model(
             bool(record.get("text_b_column")) if name == "generic" else bool(name) and (name not in _SINGLE_TEXT_TASKS)
         )
     max_seq_length = int(max_seq_length or record.get("max_seq_length") or 128)
-    settings = {key: record[key] for key in _SQUAD_SETTINGS if key in record}
+    settings = {key: record[key] for key in SQUAD_SETTINGS if key in record}
     settings.update(squad_settings or {})
     export = build_export(
         task,
@@ -188,16 +192,33 @@ def export_model(
         doc_stride=record.get("doc_stride"),
         window_stride=record.get("window_stride"),
     )
-    saved = export.save(export_dir, version)
-    version = int(os.path.basename(saved))
-    paths = {"saved_model": saved, "token_ids": os.path.join(export_dir, "token_ids", str(version))}
-    if keras_file:
-        paths["keras"] = os.path.join(export_dir, "keras", f"{version}.keras")
-        output_files.makedirs(os.path.dirname(paths["keras"]))
-        model.save(paths["keras"])
-    if task == "encoder" and hub_pair:
-        paths["hub_preprocessor"], paths["hub_encoder"] = hub.save_hub_pair(
-            export, os.path.join(export_dir, "hub", str(version))
-        )
+    # The version is this job's alone from here on; its folder TF Serving watches (`save`) is put in place last.
+    with versions.claim_version(export_dir, version) as version:
+        paths = {
+            "saved_model": os.path.join(export_dir, str(version)),
+            "token_ids": os.path.join(export_dir, versions.TOKEN_IDS_DIR, str(version)),
+        }
+        if keras_file:
+            paths["keras"] = os.path.join(export_dir, versions.KERAS_DIR, f"{version}.keras")
+            save_keras_file(model, paths["keras"])
+        if task == "encoder" and hub_pair:
+            paths["hub_preprocessor"], paths["hub_encoder"] = hub.save_hub_pair(
+                export, os.path.join(export_dir, versions.HUB_DIR, str(version))
+            )
+        export.save(export_dir, version)
     logging.info("Exported %s: %s", task, paths)
     return paths
+
+
+def save_keras_file(model, path: str) -> None:
+    """`model.save(path)` that leaves a whole `.keras` file under `path` or nothing: written under a name of this
+    job in the same folder, then renamed (one object, copied whole, on a store)."""
+    folder, name = os.path.split(path)
+    output_files.makedirs(folder)
+    staging = os.path.join(folder, output_folders.staging_name(name, ".keras"))  # Keras insists on the extension
+    try:
+        with input_files.user_path(path):
+            model.save(staging)
+        output_files.commit(staging, path)
+    finally:
+        output_files.remove(staging)

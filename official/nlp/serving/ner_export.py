@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from official.nlp.modeling import models
 from official.nlp.serving import export_base
 from official.nlp.serving.export_base import ServingModule, string_spec
 
@@ -39,11 +40,7 @@ class TokenClassifierExport(ServingModule):
     def __init__(self, model, *, label_names=(), window_stride: int | None = None, **kwargs):
         if not label_names:
             label_names = [str(i) for i in range(model.num_classes)]
-        if len(label_names) != model.num_classes:
-            raise export_base.InputError(
-                f"{len(label_names)} label names for a token classifier with {model.num_classes} classes; pass "
-                "one name per class in the order of the training labels"
-            )
+        models.check_label_names(label_names, model.num_classes, head="token classifier")
         super().__init__(model, label_names=label_names, **kwargs)
         budget = self.seq_length - 2
         self.window_stride = int(window_stride or max(budget // 2, 1))

@@ -31,7 +31,7 @@ from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, feature_cache, glue, length_buckets
 from official.nlp.metrics.glue import compute_metrics
-from official.nlp.modeling.models import BertClassifier
+from official.nlp.modeling.models import BertClassifier, check_label_names
 from official.nlp.tasks import finetuning, finetuning_outputs
 from official.nlp.training.objectives import MeanSquaredErrorObjective, SparseCategoricalObjective
 
@@ -151,7 +151,7 @@ class ClassificationTask:
         self.processor = processor or make_processor(config)
         if not config.tfds_name and not config.data_dir:
             raise InputError("--data_dir is required (the folder with the task's files), or --tfds_name")
-        classifier_features.check_settings(config.max_seq_length, config.long_text, config.doc_stride)
+        classifier_features.check_long_text_settings(config.max_seq_length, config.long_text, config.doc_stride)
         if config.max_seq_length > files.config.max_position_embeddings:
             raise InputError(
                 f"--max_seq_length={config.max_seq_length} is longer than the model's "
@@ -387,9 +387,14 @@ class ClassifierResult:
 
 def save_classifier(model: keras.Model, directory: str, files, *, task_name: str, labels: Sequence[str] | None) -> str:
     """Writes a `BertClassifier` fine-tuned elsewhere (e.g. with `model.fit`) as a model directory that
-    `run_classifier --init_checkpoint` takes for evaluation or prediction (`labels` None for regression)."""
+    `run_classifier --init_checkpoint` takes for evaluation or prediction (`labels` None for regression).
+
+    `directory` must be new or empty: a folder that holds anything (a fine-tuning run, an earlier model) is
+    refused, and so are labels that do not name each of the model's classes once."""
+    labels = list(labels or [])
+    check_label_names(labels, model.num_classes)
     return finetuning_outputs.save_fine_tuned(
-        model, directory, files, task_name=task_name, head=ClassificationTask.head, labels=list(labels or [])
+        model, directory, files, task_name=task_name, head=ClassificationTask.head, labels=labels
     )
 
 

@@ -17,7 +17,7 @@ one vector per example (a copy, so the batch's token vectors are freed).
 Example:
 
     from official.nlp.checkpoints import model_dir
-    files = model_dir.resolve_model_files("models/minilm")
+    files = model_dir.read_model_files("models/minilm")
     examples = read_examples("data/sentence_pairs.txt")
     results = extract(files.build_encoder(), files.tokenizer(), examples, layers=[-1, -2, -3, -4])
     vectors = []
@@ -57,7 +57,7 @@ _LENGTH_BUCKET = 32
 
 
 @dataclasses.dataclass(frozen=True)
-class InputExample:
+class ExtractionExample:
     """One input line; `unique_id` is its 0-based line number (the original's `linex_index`)."""
 
     unique_id: int
@@ -83,7 +83,7 @@ class ExampleResult:
     pooled: np.ndarray
 
 
-def read_examples(input_file: str) -> list[InputExample]:
+def read_examples(input_file: str) -> list[ExtractionExample]:
     """Reads `text_a` or `text_a ||| text_b` lines. Blank lines are skipped but keep their line number as id."""
     examples = []
     skipped = 0
@@ -97,7 +97,7 @@ def read_examples(input_file: str) -> list[InputExample]:
             # the original then tokenized the bars as text ([CLS] | | | [SEP]), which is never what was meant.
             match = _PAIR_SEPARATOR.match(f" {line} ")
             if match is None:
-                examples.append(InputExample(line_number, line))
+                examples.append(ExtractionExample(line_number, line))
                 continue
             text_a, text_b = match.group(1).strip(), match.group(2).strip()
             if not text_a or not text_b:
@@ -106,7 +106,7 @@ def read_examples(input_file: str) -> list[InputExample]:
                     f"{input_file}, line {line_number + 1}: {line!r} has the pair separator ' ||| ' "
                     f"but no text {side}; write `text_a ||| text_b`, or `text_a` alone"
                 )
-            examples.append(InputExample(line_number, text_a, text_b))
+            examples.append(ExtractionExample(line_number, text_a, text_b))
     if not examples:
         raise InputError(f"{input_file} holds no text: write one example per line, `text_a` or `text_a ||| text_b`")
     if skipped:
@@ -125,7 +125,9 @@ def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int) -> None:
     del tokens_b[len(tokens_b) - cut_b :]
 
 
-def convert_examples_to_features(examples: Iterable[InputExample], seq_length: int, tokenizer) -> list[InputFeatures]:
+def convert_extraction_examples(
+    examples: Iterable[ExtractionExample], seq_length: int, tokenizer
+) -> list[InputFeatures]:
     """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated to `seq_length` as in the original."""
     if seq_length < 3:
         raise InputError(f"max_seq_length must be at least 3 for [CLS] A [SEP] B [SEP], got {seq_length}")
@@ -197,7 +199,7 @@ def _check_settings(
 def extract(
     encoder,
     tokenizer,
-    examples: Sequence[InputExample],
+    examples: Sequence[ExtractionExample],
     *,
     layers: Sequence[int] = (-1, -2, -3, -4),
     max_seq_length: int = 128,
@@ -216,7 +218,7 @@ def extract(
         encoder.get_config()["max_position_embeddings"],
         batch_size,
     )
-    features = convert_examples_to_features(examples, max_seq_length, tokenizer)
+    features = convert_extraction_examples(examples, max_seq_length, tokenizer)
 
     @tf.function(reduce_retracing=True)
     def run(inputs):

@@ -10,7 +10,7 @@
 
 With `fit` instead: `model = BertMultipleChoice(encoder)`, `model.compile(optimizer,
 keras.losses.SparseCategoricalCrossentropy(from_logits=True))`, `model.fit(features.model_inputs(),
-features.arrays["label"])` on `swag.convert_examples(...)`.
+features.arrays["label"])` on `swag.convert_swag_examples(...)`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ from official.nlp.modeling.models import BertMultipleChoice
 from official.nlp.tasks import finetuning
 from official.nlp.training.objectives import SparseCategoricalObjective
 
-TRAIN_RECORDS = "train.tf_record"
-PREDICTIONS_FILE = "test_results.csv"
+RESULTS_FILE = "test_results.csv"
 _RECORD_NAMES = {"input_word_ids": "input_ids", "input_mask": "input_mask", "input_type_ids": "segment_ids"}
 
 
@@ -115,7 +114,7 @@ class MultipleChoiceTask:
     def _features(self, split: str, path: str | None, flag: str, labelled: bool | None = True):
         if split not in self._loaded:
             examples = self._read(path, split, flag, labelled)
-            self._loaded[split] = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
+            self._loaded[split] = swag.convert_swag_examples(examples, self.tokenizer, self.max_seq_length)
         return self._loaded[split]
 
     # ---- training ---------------------------------------------------------------------------------------------
@@ -142,27 +141,25 @@ class MultipleChoiceTask:
             raise InputError("--do_train needs --train_file")
         if self._num_train is None:
             self._num_train = feature_cache.cached_records(
-                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records
+                os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), self._cache_key(), self._train_records
             )
         return self._num_train
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         self.num_train_examples()
         shapes = {record: [swag.NUM_CHOICES, self.max_seq_length] for record in _RECORD_NAMES.values()}
-        shapes["label_ids"] = [1]
-        dataset = feature_cache.read_records(os.path.join(self.output_dir, TRAIN_RECORDS), shapes)
-        if input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        parse = feature_cache.int_parser({**shapes, "label_ids": [1]})
 
-        def to_xy(record):
-            return ({name: record[r] for name, r in _RECORD_NAMES.items()}, {"label": record["label_ids"][0]})
+        def to_xy(records):
+            record = parse(records)
+            return ({name: record[r] for name, r in _RECORD_NAMES.items()}, {"label": record["label_ids"][:, 0]})
 
-        return (
-            dataset.map(to_xy)
-            .shuffle(10000, seed=seed)
-            .repeat()
-            .batch(batch_size, drop_remainder=True)
-            .prefetch(tf.data.AUTOTUNE)
+        return feature_cache.training_batches(
+            os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS),
+            batch_size,
+            parse=to_xy,
+            seed=seed,
+            input_context=input_context,
         )
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
@@ -198,10 +195,10 @@ class MultipleChoiceTask:
         examples = self._predict_examples or self._read(
             self.config.predict_file, "predict", "--predict_file", labelled=False
         )
-        features = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
+        features = swag.convert_swag_examples(examples, self.tokenizer, self.max_seq_length)
         logits = self._logits(model, features, self.predict_batch_size)
         probabilities = np.asarray(keras.ops.softmax(logits, axis=-1))
-        output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
+        output_file = output_file or os.path.join(self.output_dir, RESULTS_FILE)
         output_files.makedirs_for(output_file)
         with output_files.write_atomically(output_file) as f:
             writer = csv.writer(f)
@@ -222,9 +219,9 @@ class SwagResult:
     bad_rows: dict[str, int]
 
 
-def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
+def make_swag_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
     """The task of `config` with the tokenizer of `config.init_checkpoint`."""
-    files = files or finetuning.resolve_model_files(config)
+    files = files or finetuning.init_checkpoint_files(config)
     files.check_text_pairs("SWAG inputs (context, ending)")
     return MultipleChoiceTask(
         config,
@@ -241,5 +238,5 @@ def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
 def run_swag(config: MultipleChoiceConfig) -> SwagResult:
     """Trains (or resumes), evaluates after each epoch and predicts, as `config.do_train/do_eval/do_predict` say;
     see the module docstring."""
-    run = finetuning.run_task(config, lambda files: make_task(config, files))
+    run = finetuning.run_task(config, lambda files: make_swag_task(config, files))
     return SwagResult(run.result, run.result.eval_history, run.predictions, dict(run.task.bad_rows))

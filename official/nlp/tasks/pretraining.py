@@ -18,16 +18,17 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
+from typing import ClassVar
 
 import keras
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files, interruption, output_files
+from official.nlp.common import input_files, interruption, output_folders
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
@@ -35,8 +36,8 @@ from official.nlp.data.pretraining.masking import action_rate_problems
 from official.nlp.modeling.configs import LEFT_TO_RIGHT, PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import OBJECTIVES, BertPretrainer
-from official.nlp.training import distribution, optimization
-from official.nlp.training.config import TrainingConfig, check_training_settings, settings_differences
+from official.nlp.training import distribution, optimization, run_settings
+from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.objectives import PretrainingObjective
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
 
@@ -59,8 +60,9 @@ class PretrainingConfig(TrainingConfig):
         None,
         path="path",
         help=(
-            "Start from this model directory or original TF1 checkpoint (ignored when --model_dir already holds a "
-            "checkpoint, which is resumed)."
+            "Start from this model directory, original TF1 checkpoint, Hugging Face folder or fine-tuning "
+            "--output_dir, as every script takes it (ignored when --model_dir already holds a checkpoint, which is "
+            "resumed)."
         ),
     )
     vocab_file: str | None = field(
@@ -68,7 +70,12 @@ class PretrainingConfig(TrainingConfig):
     )
     do_lower_case: bool | None = field(None, help="Recorded in the export for the fine-tuning tokenizer.")
     export_dir: str | None = field(
-        None, path="path", help="Where the final model directory goes (default: --model_dir/export)."
+        None,
+        path="path",
+        help=(
+            "Where the final model directory goes (default: --model_dir/export): a new or empty folder of its own, or "
+            "this run's earlier export, which it replaces."
+        ),
     )
     max_seq_length: int = field(128, minimum=5, help="Sequence length of the records ([CLS] A [SEP] B [SEP] at least).")
     max_predictions_per_seq: int = field(20, minimum=1, help="Masked LM predictions per sequence in the records.")
@@ -112,77 +119,43 @@ class PretrainingConfig(TrainingConfig):
     )
     checkpoint_input: bool = field(True, help="Save the input position with each checkpoint.")
 
+    # The fields a resumed run may change besides the loop's: where things go and the input position. The model
+    # config is checked against `model_dir/bert_config.json`; `init_checkpoint` is ignored on resume, and the
+    # records may move (`input_file`). Every other field changes the shapes or the meaning of what is trained.
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = TrainingConfig.NOT_TRAINING_SETTINGS + (
+        "input_file",
+        "model_dir",
+        "export_dir",
+        "init_checkpoint",
+        "bert_config_file",
+        "bert_config",
+        "preset",
+        "vocab_file",
+        "do_lower_case",
+        "checkpoint_input",
+    )
+
 
 _RATES = ("mask_token_prob", "random_token_prob")
 _DEFAULT_RATES = {f.name: f.default for f in dataclasses.fields(PretrainingConfig) if f.name in _RATES}
-SETTINGS_FILE = "pretraining_settings.json"
-# The fields a resumed run may change: where things go, how the loop is run and saved, the devices. The model
-# config is checked against `model_dir/bert_config.json`; `init_checkpoint` is ignored on resume, and the records
-# may move (`input_file`). Every other field changes the shapes or the meaning of what is trained.
-NOT_TRAINING_SETTINGS = (
-    "input_file",
-    "model_dir",
-    "export_dir",
-    "init_checkpoint",
-    "bert_config_file",
-    "bert_config",
-    "preset",
-    "vocab_file",
-    "do_lower_case",
-    "save_checkpoints_steps",
-    "steps_per_loop",
-    "keep_checkpoint_max",
-    "checkpoint_input",
-    "distribution_strategy",
-    "num_gpus",
-    "tpu",
-    "all_reduce_alg",
-    "deterministic",
-    "jit_compile",
-)
 
 
-def training_settings(config: PretrainingConfig) -> dict:
-    """What a resumed run must share with the run that wrote `model_dir`, JSON-able."""
-    fields = (f.name for f in dataclasses.fields(config) if f.name not in NOT_TRAINING_SETTINGS)
-    return json.loads(json.dumps({name: getattr(config, name) for name in fields}))
+PRETRAINING_SETTINGS_FILE = "pretraining_settings.json"
 
 
-def check_settings(config: PretrainingConfig) -> bool:
-    """Refuses to resume `model_dir` when it holds checkpoints trained with other settings, naming the flags;
-    returns whether it records them already (else `record_settings` writes them once the data is checked)."""
-    path = os.path.join(config.model_dir, SETTINGS_FILE)
-    trained = input_files.isdir(config.model_dir) and tf.train.get_checkpoint_state(config.model_dir) is not None
-    if not trained:
-        return False  # nothing trained yet (a run refused for its data, say): this run's settings replace any
-    if not input_files.exists(path):
-        logging.warning(
-            "%s holds checkpoints but no %s (written by an older version): its settings cannot be checked; "
-            "they are recorded now as this run's",
-            config.model_dir,
-            SETTINGS_FILE,
-        )
-        return False
-    recorded = json.loads(input_files.read_text(path))
-    settings = training_settings(config)
-    # A setting the record lacks is a flag added after the version that wrote it, which worked as its default does.
-    defaults = {f.name: f.default for f in dataclasses.fields(config) if f.default is not dataclasses.MISSING}
-    for name in settings.keys() - recorded.keys():
-        if name in defaults:
-            recorded[name] = json.loads(json.dumps(defaults[name]))
-    differing = settings_differences(recorded, settings)
-    if differing:
-        raise InputError(
-            f"--model_dir={config.model_dir} holds a run with other settings ({'; '.join(differing)}). Rerun "
-            "with the same flags to resume it, or choose another --model_dir (with "
-            f"--init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)"
-        )
-    return True
-
-
-def record_settings(config: PretrainingConfig) -> None:
-    with output_files.write_atomically(os.path.join(config.model_dir, SETTINGS_FILE)) as f:
-        json.dump(training_settings(config), f, indent=1, sort_keys=True)
+def check_pretraining_resume(config: PretrainingConfig) -> bool:
+    """`run_settings.check_resume` for `--model_dir`: refuses to resume it with settings that change the training,
+    naming the flags; returns whether it records them already. A `--model_dir` an older version wrote without
+    `pretraining_settings.json` is resumed with a warning."""
+    return run_settings.check_resume(
+        config.model_dir,
+        PRETRAINING_SETTINGS_FILE,
+        run_settings.training_settings(config),
+        flag="--model_dir",
+        hint=f" (with --init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)",
+        unrecorded="warn",
+        defaults=run_settings.field_defaults(config),
+    )
 
 
 @dataclasses.dataclass
@@ -276,32 +249,21 @@ def build_model_and_optimizer(
         model = build_pretrainer(
             bert_config, use_next_sentence_label=config.use_next_sentence_label, mixed_precision=config.mixed_precision
         )
-        optimizer = optimization.create_optimizer(
-            config.optimizer,
-            learning_rate=config.learning_rate,
-            num_train_steps=config.num_train_steps,
-            num_warmup_steps=config.num_warmup_steps,
+        optimizer = config.build_optimizer(
+            config.num_train_steps,
+            config.num_warmup_steps,
             end_learning_rate=config.end_learning_rate,
             poly_power=config.poly_power,
-            weight_decay=config.weight_decay,
-            clip_norm=config.clip_norm,
-            adam_bias_correction=config.adam_bias_correction,
-            epsilon=config.adam_epsilon,
-            mixed_precision=config.mixed_precision,
         )
     return model, optimizer
 
 
 def trainer_config(config: PretrainingConfig) -> TrainerConfig:
     """The training-loop settings of `config`."""
-    return TrainerConfig(
+    return TrainerConfig.from_training_config(
+        config,
         model_dir=config.model_dir,
         num_train_steps=config.num_train_steps,
-        steps_per_loop=config.steps_per_loop,
-        save_checkpoints_steps=config.save_checkpoints_steps,
-        max_checkpoints_to_keep=config.keep_checkpoint_max,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        jit_compile=config.jit_compile,
         checkpoint_input=config.checkpoint_input,
     )
 
@@ -360,19 +322,34 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
     )
 
 
+def check_pretraining_export_dir(config: PretrainingConfig) -> str:
+    """The export folder of `config`, refused before any training if it is not a folder of its own for this run's
+    export: the working folder, `--model_dir` or a folder holding it or an input, or one that holds anything but
+    this run's earlier export (see `output_folders`)."""
+    export_dir = config.export_dir or os.path.join(config.model_dir, "export")
+    related = {
+        "--model_dir": config.model_dir,
+        "--input_file": config.input_file,
+        "--init_checkpoint": config.init_checkpoint,
+        "--vocab_file": config.vocab_file,
+        "--bert_config_file": config.bert_config_file,
+    }
+    output_folders.check_export(export_dir, flag="--export_dir", owner=config.model_dir, related=related)
+    return export_dir
+
+
 def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strategy | None = None) -> PretrainingResult:
     """Pretrains (or resumes pretraining) and exports the final model directory. See the module docstring."""
     if strategy is None:
         # First: multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it.
-        strategy = distribution.get_distribution_strategy(
-            config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu, all_reduce_alg=config.all_reduce_alg
-        )
+        strategy = config.make_strategy()
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
-    recorded = check_settings(config)
-    files = model_dir_lib.resolve_model_files(
+    export_dir = check_pretraining_export_dir(config)
+    recorded = check_pretraining_resume(config)
+    files = init_checkpoint_lib.resolve_model_files(
         config.init_checkpoint,
         bert_config=preset_config(config),
         bert_config_file=config.bert_config_file,
@@ -384,7 +361,6 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning needs")
     bert_config = model_config(config, files)
     loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
-    export_dir = config.export_dir or os.path.join(config.model_dir, "export")
     is_chief = distribution.worker_info(strategy).is_chief
     existing = os.path.join(config.model_dir, model_dir_lib.CONFIG_FILE)
     if input_files.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
@@ -396,7 +372,9 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
         model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
         if not recorded:
-            record_settings(config)
+            run_settings.record_settings(
+                config.model_dir, PRETRAINING_SETTINGS_FILE, run_settings.training_settings(config), flag="--model_dir"
+            )
 
     # The encoder and, from a pretraining checkpoint, the heads; or the run's own checkpoint, which the loop resumes.
     plan = restore_plan.plan_restore(
@@ -427,7 +405,13 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
             )
             with interruption.resumable(note):
                 exported = model_dir_lib.export_model_dir(
-                    model, export_dir, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, step=result.step
+                    model,
+                    export_dir,
+                    vocab_file=files.vocab_file,
+                    do_lower_case=files.do_lower_case,
+                    step=result.step,
+                    owner=config.model_dir,
+                    flag="--export_dir",
                 )
         else:
             # A finished job run again (e.g. a relaunched two-phase script): nothing trained, nothing to rewrite.

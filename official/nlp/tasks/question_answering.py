@@ -17,7 +17,7 @@
 
 From Python, `model.fit` works on the same cached features, and `answer_questions` turns strings into answers:
 
-    files = model_dir.resolve_model_files("models/minilm")
+    files = model_dir.read_model_files("models/minilm")
     model = BertSpanLabeler(files.build_encoder())         # encoder weights restored, fresh span head
     model.compile(keras.optimizers.Adam(5e-5), loss=span_losses(), loss_weights=SPAN_LOSS_WEIGHTS)
     model.fit(squad_records.training_dataset("out/train.tf_record", seq_length=384, batch_size=16),
@@ -40,7 +40,7 @@ from absl import logging
 
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, squad, squad_records
@@ -120,7 +120,7 @@ def _check_config(config: SquadConfig) -> None:
         raise InputError("--do_train needs --train_file")
     if config.do_predict and not config.predict_file:
         raise InputError("--do_predict needs --predict_file")
-    squad.check_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
+    squad.check_window_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
 
 
 def span_head_settings(config: SquadConfig, hidden_size: int) -> tuple[str, int | None]:
@@ -187,7 +187,7 @@ class SquadTask:
             else None
         )
         self.has_answers = bool(self.predict_examples) and any(e.answers for e in self.predict_examples)
-        self.record_file = os.path.join(config.output_dir, "train.tf_record")
+        self.record_file = os.path.join(config.output_dir, feature_cache.TRAIN_RECORDS)
         self.info: dict = {}
 
     @property
@@ -272,8 +272,8 @@ class SquadTask:
     def evaluate(self, model: keras.Model) -> dict[str, float]:
         """Predicts, writes the prediction files and returns the official metrics (plus features/s)."""
         result, info = self.predict(model)
-        dataset = json.loads(input_files.read_text(self.config.predict_file))["data"]
-        metrics = squad_metrics.evaluate(
+        dataset = json.loads(text_files.read_text(self.config.predict_file))["data"]
+        metrics = squad_metrics.evaluate_squad(
             dataset,
             result.predictions,
             result.null_odds or None,
@@ -300,7 +300,7 @@ class SquadTask:
         starts, ends = predict_logits(model, features, c.predict_batch_size)
         elapsed = max(time.monotonic() - started, 1e-9)
         result = postprocess(self.predict_examples, features, starts, ends, self.settings_)
-        write_predictions(result, c.output_dir, c.version_2_with_negative)
+        write_squad_predictions(result, c.output_dir, c.version_2_with_negative)
         info = {
             "predict_examples": len(self.predict_examples),
             "predict_features": len(features),
@@ -366,7 +366,7 @@ def answer_questions(
     return [predictions[e.qas_id] for e in examples]
 
 
-def write_predictions(result: SquadPredictions, output_dir: str, version_2_with_negative: bool) -> None:
+def write_squad_predictions(result: SquadPredictions, output_dir: str, version_2_with_negative: bool) -> None:
     """predictions.json, nbest_predictions.json and (v2.0) null_odds.json, as the original writes them."""
     output_files.makedirs(output_dir, name="--output_dir")
     outputs = {"predictions.json": result.predictions, "nbest_predictions.json": result.nbest}

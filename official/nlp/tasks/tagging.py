@@ -35,13 +35,12 @@ from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll, feature_cache
 from official.nlp.metrics import conlleval
-from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.encoder import INPUT_NAMES, BertEncoder
 from official.nlp.modeling.feature_tagger import COMBINE, BertFeatureTagger, feature_layers
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.tasks import finetuning
 
-TRAIN_RECORDS = "train.tf_record"
 PREDICTIONS_FILE = "test_predictions.txt"
 EVAL_PREDICTIONS_FILE = "eval_predictions.txt"
 # Record names follow the original run_classifier.py / BERT-NER records.
@@ -114,7 +113,7 @@ def _recorded_labels(output_dir: str, init_checkpoint: str | None) -> list[str] 
     """The labels of an earlier run in `output_dir`, or of a fine-tuned `init_checkpoint`."""
     for found in (
         model_dir.read_settings_file(output_dir) if input_files.isdir(output_dir) else None,
-        init_checkpoint_lib.read_task_file(init_checkpoint),
+        init_checkpoint_lib.fine_tuned_head(init_checkpoint),
     ):
         if found and found.get("labels"):
             return list(found["labels"])
@@ -247,27 +246,25 @@ class TaggingTask:
             raise InputError("--do_train needs --train_file")
         if self._num_train is None:
             self._num_train = feature_cache.cached_records(
-                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records
+                os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), self._cache_key(), self._train_records
             )
         return self._num_train
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         self.num_train_examples()
-        shapes = {record: [self.max_seq_length] for record in _RECORD_NAMES.values()}
-        dataset = feature_cache.read_records(os.path.join(self.output_dir, TRAIN_RECORDS), shapes)
-        if input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        parse = feature_cache.int_parser({record: [self.max_seq_length] for record in _RECORD_NAMES.values()})
 
-        def to_xy(record):
-            x = {name: record[_RECORD_NAMES[name]] for name in ("input_word_ids", "input_mask", "input_type_ids")}
+        def to_xy(records):
+            record = parse(records)
+            x = {name: record[_RECORD_NAMES[name]] for name in INPUT_NAMES}
             return x, {"label_ids": record["label_ids"]}
 
-        return (
-            dataset.map(to_xy)
-            .shuffle(10000, seed=seed)
-            .repeat()
-            .batch(batch_size, drop_remainder=True)
-            .prefetch(tf.data.AUTOTUNE)
+        return feature_cache.training_batches(
+            os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS),
+            batch_size,
+            parse=to_xy,
+            seed=seed,
+            input_context=input_context,
         )
 
     # ---- model ----------------------------------------------------------------------------------------------
@@ -362,11 +359,11 @@ class NerResult:
     bad_rows: dict[str, int]
 
 
-def make_task(config: TaggingConfig, files=None) -> TaggingTask:
+def make_ner_task(config: TaggingConfig, files=None) -> TaggingTask:
     """The task of `config` (fine-tuned or feature-based) with the tokenizer of `config.init_checkpoint`."""
     if config.feature_combine not in COMBINE:
         raise InputError(f"--feature_combine={config.feature_combine}: must be one of {COMBINE}")
-    files = files or finetuning.resolve_model_files(config)
+    files = files or finetuning.init_checkpoint_files(config)
     if config.feature_based:
         try:
             # Recorded as spelled out ("all" as its indexes), so that equal choices are equal settings.
@@ -391,7 +388,7 @@ def make_task(config: TaggingConfig, files=None) -> TaggingTask:
 def run_ner(config: TaggingConfig) -> NerResult:
     """Trains (or resumes), evaluates after each epoch and tags `predict_file`, as `config.do_train/do_eval/
     do_predict` say; see the module docstring."""
-    run = finetuning.run_task(config, lambda files: make_task(config, files))
+    run = finetuning.run_task(config, lambda files: make_ner_task(config, files))
     predictions_file, scores = run.predictions or (None, None)
     if predictions_file:
         logging.info("Wrote %s; conlleval against its tags:\n%s", predictions_file, scores.report())

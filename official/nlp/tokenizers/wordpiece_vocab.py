@@ -25,7 +25,7 @@ from absl import logging
 
 from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import CheckedConfig, field
-from official.nlp.common.errors import InputError, MissingInputError
+from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
 from official.nlp.common.text_files import decode_line
 from official.nlp.tokenizers import tokenization
@@ -35,15 +35,6 @@ def reserved_tokens(num_unused: int = 0) -> list[str]:
     """`[PAD]`, `[unused0]`..`[unused{n-1}]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`: the original BERT layout (there
     `[PAD]` is id 0 and the unused slots come before `[UNK]`), so `[PAD]` is always id 0."""
     return ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-
-def expand_input_files(input_file: str) -> list[str]:
-    """Comma-separated paths and glob patterns -> the files (each pattern's matches sorted), as
-    `create_pretraining_data` reads them; a path or pattern that names no file raises `FileNotFoundError`."""
-    try:
-        return input_files.expand_input_files(input_file)
-    except input_files.InputError as e:
-        raise MissingInputError(str(e)) from None
 
 
 def iter_lines(files: Sequence[str]) -> Iterable[str]:
@@ -211,7 +202,7 @@ def build_vocab_file(config: VocabConfig) -> list[str]:
     # parent that is a file, no permission, a bucket that is not there) is refused now.
     output_files.check_writable(config.output_file, name="--output_file")
     vocab = build_vocab(
-        expand_input_files(config.input_file),
+        input_files.expand_input_files(config.input_file),
         config.vocab_size,
         config.do_lower_case,
         num_unused=config.num_unused,

@@ -12,6 +12,10 @@ first.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
+
+import keras
+import tensorflow as tf
 
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
@@ -74,6 +78,45 @@ class TrainingConfig(CheckedConfig):
     seed: int = field(12345, minimum=0, maximum=2**32 - 1, help="Seed of the initialization, dropout and data order.")
     deterministic: bool = field(False, help="Enable TensorFlow op determinism (bitwise reproducible, slower).")
 
+    # The fields a resumed run may change (`run_settings.training_settings` leaves them out): how the loop is run
+    # and saved, and the devices. A job's config adds its own (where things go, evaluation batch sizes, ...).
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
+        "save_checkpoints_steps",
+        "steps_per_loop",
+        "keep_checkpoint_max",
+        "distribution_strategy",
+        "num_gpus",
+        "tpu",
+        "all_reduce_alg",
+        "deterministic",
+        "jit_compile",
+    )
+
+    def make_strategy(self) -> tf.distribute.Strategy:
+        """The strategy of `--distribution_strategy`, `--num_gpus`, `--tpu` and `--all_reduce_alg` (made first:
+        multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it)."""
+        return distribution.get_distribution_strategy(
+            self.distribution_strategy, num_gpus=self.num_gpus, tpu=self.tpu, all_reduce_alg=self.all_reduce_alg
+        )
+
+    def build_optimizer(self, num_train_steps: int, num_warmup_steps: int, **schedule) -> keras.optimizers.Optimizer:
+        """`optimization.create_optimizer` with this job's `--optimizer`, `--learning_rate`, `--weight_decay`,
+        `--clip_norm`, `--adam_bias_correction`, `--adam_epsilon` and `--mixed_precision`, for `num_train_steps`
+        steps of which `num_warmup_steps` warm up; `schedule` gives the rest (pretraining's `end_learning_rate` and
+        `poly_power`). Call it inside the strategy's scope."""
+        return optimization.create_optimizer(
+            self.optimizer,
+            learning_rate=self.learning_rate,
+            num_train_steps=num_train_steps,
+            num_warmup_steps=num_warmup_steps,
+            weight_decay=self.weight_decay,
+            clip_norm=self.clip_norm,
+            adam_bias_correction=self.adam_bias_correction,
+            epsilon=self.adam_epsilon,
+            mixed_precision=self.mixed_precision,
+            **schedule,
+        )
+
 
 def check_training_settings(config: TrainingConfig, num_replicas: int) -> None:
     """Refuses loop settings that cannot run together, naming each flag, before any data is read: a batch that does
@@ -84,13 +127,3 @@ def check_training_settings(config: TrainingConfig, num_replicas: int) -> None:
         raise InputError(
             f"--mixed_precision={config.mixed_precision} must be one of {tuple(optimization.MIXED_PRECISION)}"
         )
-
-
-def settings_differences(recorded: dict, current: dict) -> list[str]:
-    """``--flag: <recorded> there, <current> now`` for each setting that differs between a run's recorded settings
-    and this job's: what a refusal to resume names, so the user sees which flags to change back."""
-    return [
-        f"--{k}: {recorded.get(k)!r} there, {current.get(k)!r} now"
-        for k in sorted(set(recorded) | set(current))
-        if recorded.get(k) != current.get(k)
-    ]

@@ -55,6 +55,7 @@ from official.nlp.common import interruption, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.training import distribution, keras_compat, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
+from official.nlp.training.config import TrainingConfig
 from official.nlp.training.objectives import Objective
 from official.nlp.training.optimization import current_learning_rate
 from official.nlp.training.progress import Progress
@@ -97,6 +98,24 @@ class TrainerConfig:
     checkpoint_input: bool = True
     write_summaries: bool = True
     progress_seconds: float = 10.0
+
+    @classmethod
+    def from_training_config(
+        cls, config: TrainingConfig, *, model_dir: str, num_train_steps: int, **fields
+    ) -> TrainerConfig:
+        """The loop settings of a job's `config`: its `--steps_per_loop`, `--save_checkpoints_steps`,
+        `--keep_checkpoint_max`, `--gradient_accumulation_steps` and `--jit_compile` (pretraining's and every
+        fine-tuning job's, read in one place); `fields` sets the others."""
+        return cls(
+            model_dir=model_dir,
+            num_train_steps=num_train_steps,
+            steps_per_loop=config.steps_per_loop,
+            save_checkpoints_steps=config.save_checkpoints_steps,
+            max_checkpoints_to_keep=config.keep_checkpoint_max,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            jit_compile=config.jit_compile,
+            **fields,
+        )
 
 
 @dataclasses.dataclass

@@ -25,7 +25,7 @@ def test_a_missing_object_or_bucket_and_no_permission_are_one_line_naming_the_pa
     import tensorflow as tf
 
     with pytest.raises(input_files.MissingInputError, match=r"^ram://no-such-bucket/x.txt does not exist; check"):
-        input_files.read_text("ram://no-such-bucket/x.txt")
+        input_files.read_bytes("ram://no-such-bucket/x.txt")
     with pytest.raises(input_files.InputError, match="ram://no-such-bucket/.*matches no file"):
         input_files.expand_input_files("ram://no-such-bucket/*.txt")
     path = "gs://my-bucket/corpus.txt"

@@ -43,10 +43,10 @@ def test_overrides_replace_the_budgets_numbers(tmp_path):
 
 
 def test_a_rerun_with_other_settings_is_refused_but_a_selection_may_change(tmp_path):
-    config_lib.check_resume(_config(tmp_path, budget="smoke"))
-    config_lib.check_resume(_config(tmp_path, budget="smoke", tasks=["mrpc"], tables=["5"], plots=False))
+    config_lib.check_rerun_settings(_config(tmp_path, budget="smoke"))
+    config_lib.check_rerun_settings(_config(tmp_path, budget="smoke", tasks=["mrpc"], tables=["5"], plots=False))
     with pytest.raises(InputError, match=r"holds a rerun with other settings \(--budget: 'smoke' there, 'default' now"):
-        config_lib.check_resume(_config(tmp_path))
+        config_lib.check_rerun_settings(_config(tmp_path))
 
 
 def test_the_command_line_names_the_flags_that_differ(tmp_path):

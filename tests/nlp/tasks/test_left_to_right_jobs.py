@@ -113,7 +113,7 @@ def test_fine_tuning_keeps_the_model_left_to_right(ltr_dir, tmp_path):
     )
     result = finetuning.run_finetuning(config, ToyTagging())
     assert result.step == 4 and result.model.encoder.config == TINY
-    best = model_dir.resolve_model_files(result.best_model_dir)
+    best = model_dir.read_model_files(result.best_model_dir)
     assert best.config == TINY  # the fine-tuned model directory is left-to-right too
     settings = json.loads((tmp_path / "out" / model_dir.SETTINGS_FILE).read_text())
     assert settings["bert_config"]["attention"] == "left_to_right"

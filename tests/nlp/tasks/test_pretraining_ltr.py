@@ -151,7 +151,7 @@ def test_a_tiny_run_learns_and_writes_a_left_to_right_model_directory(trained):
             else open(os.path.join(folder, "bert_config.json")).read()
         )
         assert config["attention"] == "left_to_right"
-    assert model_dir_lib.resolve_model_files(result.export_dir).config == BertConfig(**TINY, attention="left_to_right")
+    assert model_dir_lib.read_model_files(result.export_dir).config == BertConfig(**TINY, attention="left_to_right")
     assert json.loads((model_dir / "pretraining_settings.json").read_text())["objective"] == "ltr"
     tags = {
         value.tag

@@ -49,7 +49,9 @@ def test_learned_vocab_loads_validates_and_covers_its_text(corpus_file, tmp_path
 
 def test_bad_arguments_are_refused(tmp_path):
     with pytest.raises(FileNotFoundError, match="matches no file"):
-        wordpiece_vocab.expand_input_files(str(tmp_path / "missing*.txt"))
+        wordpiece_vocab.build_vocab_file(
+            wordpiece_vocab.VocabConfig(input_file=str(tmp_path / "missing*.txt"), output_file=str(tmp_path / "v.txt"))
+        )
     with pytest.raises(ValueError, match="leaves no room"):
         wordpiece_vocab.learn_vocab({"a": 100}, vocab_size=5)
     empty = tmp_path / "empty.txt"

@@ -79,3 +79,17 @@ def test_fine_tuning_numbers_issue_30(setting, message):
     with pytest.raises(InputError, match=f"^{message}$"):
         ClassifierConfig(output_dir="/tmp/unused", **setting)
     assert ClassifierConfig(output_dir="/tmp/unused", max_train_examples=None).max_train_examples is None
+
+
+def test_a_jobs_optimizer_and_strategy_come_from_its_flags():
+    """Pretraining and fine-tuning build their optimizer and strategy from the shared flags in one place."""
+    from official.nlp.training.config import TrainingConfig
+
+    config = TrainingConfig(optimizer="lamb", learning_rate=1e-3, weight_decay=0.02, adam_epsilon=1e-7, clip_norm=0.5)
+    optimizer = config.build_optimizer(10, 2, end_learning_rate=1e-4)
+    assert type(optimizer).__name__ == "BertLamb"
+    assert (optimizer.epsilon, optimizer.weight_decay, optimizer.global_clipnorm) == (1e-7, 0.02, 0.5)
+    # BERT's schedule: linear decay from --learning_rate to end_learning_rate at step 10, warmup below step 2.
+    schedule = optimizer._learning_rate
+    assert float(schedule(2)) == pytest.approx(1e-3 * 0.82, rel=1e-5) and float(schedule(10)) == pytest.approx(1e-4)
+    assert type(config.make_strategy()).__name__ == "OneDeviceStrategy"

@@ -200,3 +200,27 @@ def test_configuration_errors(tmp_path):
         )
     with pytest.raises(ValueError, match=r"per-replica batch \(16\) must divide by gradient_accumulation_steps=3"):
         tiny.train(strategy, str(tmp_path), accumulation=3)
+
+
+def test_a_jobs_loop_flags_are_the_trainers_settings():
+    """Pretraining and fine-tuning read their loop flags into the loop's settings through one function."""
+    from official.nlp.training.config import TrainingConfig
+
+    job = TrainingConfig(
+        steps_per_loop=7,
+        save_checkpoints_steps=9,
+        keep_checkpoint_max=2,
+        gradient_accumulation_steps=4,
+        jit_compile=True,
+    )
+    loop = TrainerConfig.from_training_config(job, model_dir="/tmp/x", num_train_steps=30, checkpoint_input=False)
+    assert loop == TrainerConfig(
+        model_dir="/tmp/x",
+        num_train_steps=30,
+        steps_per_loop=7,
+        save_checkpoints_steps=9,
+        max_checkpoints_to_keep=2,
+        gradient_accumulation_steps=4,
+        jit_compile=True,
+        checkpoint_input=False,
+    )

@@ -38,8 +38,8 @@ from official.nlp.common.output_files import check_target
 from official.nlp.common.text_files import decode_text
 from official.nlp.data.corpus import documents as documents_lib
 from official.nlp.data.corpus.documents import Counts
-from official.nlp.data.corpus.settings import CorpusConfig, validate_config
-from official.nlp.data.corpus.units import WorkUnit, file_format, plan_units
+from official.nlp.data.corpus.settings import CorpusConfig, validate_corpus_config
+from official.nlp.data.corpus.units import CorpusUnit, file_format, plan_corpus_units
 from official.nlp.data.pretraining.documents import line_number
 from official.nlp.data.pretraining.outputs import absolute, default_stats_path, output_paths
 
@@ -73,7 +73,7 @@ class CorpusSummary:
         )
 
 
-def process_unit(unit: WorkUnit, keep_headings: bool) -> tuple[bytes, dict]:
+def prepare_unit(unit: CorpusUnit, keep_headings: bool) -> tuple[bytes, dict]:
     """One work unit in BERT's format (documents joined by a blank line, UTF-8) and its counts (as a dict)."""
     with input_files.open_file(unit.path, "rb") as f:
         f.seek(unit.start)
@@ -104,7 +104,7 @@ def process_unit(unit: WorkUnit, keep_headings: bool) -> tuple[bytes, dict]:
     return "\n".join(out).encode("utf-8"), dataclasses.asdict(counts)
 
 
-def _shards_of_units(units: list[WorkUnit], num_shards: int) -> list[list[WorkUnit]]:
+def _shards_of_units(units: list[CorpusUnit], num_shards: int) -> list[list[CorpusUnit]]:
     """Contiguous runs of units, as many units in each shard as can be (at least one: ``len(units) >= num_shards``)."""
     return [units[s * len(units) // num_shards : (s + 1) * len(units) // num_shards] for s in range(num_shards)]
 
@@ -123,7 +123,7 @@ def _check_outputs(config: CorpusConfig, files: list[str], paths: list[str], sum
 def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     """Runs the whole job; returns the summary (also written to its file). See the module docstring."""
     start = time.time()
-    validate_config(config)
+    validate_corpus_config(config)
     paths = output_paths(config.output_file)
     summary_path = default_stats_path(config.output_file, paths)
     for path in paths:  # before the input is read: a device or a folder in the output's place
@@ -134,7 +134,7 @@ def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     formats = [file_format(f, config.input_format) for f in files]
     if all(f is None for f in formats):
         raise InputError(f"--input_file: {', '.join(files)} hold(s) no text")
-    units = plan_units(files, formats, max(1, int(config.unit_mb * 2**20)))
+    units = plan_corpus_units(files, formats, max(1, int(config.unit_mb * 2**20)))
     if len(units) < len(paths):
         raise InputError(
             f"--output_file: {len(paths)} shards, but the input makes only {len(units)} work units of "
@@ -171,14 +171,14 @@ def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     return summary
 
 
-def _write_outputs(config: CorpusConfig, units: list[WorkUnit], paths: list[str], num_workers: int, start) -> Counts:
+def _write_outputs(config: CorpusConfig, units: list[CorpusUnit], paths: list[str], num_workers: int, start) -> Counts:
     counts = Counts()
     done_bytes = 0
     last_log = time.time()
     tasks = [(unit, config.keep_headings) for unit in units]
     for path in paths:
         output_files.makedirs_for(path)
-    with worker_pool.ordered_results(process_unit, tasks, num_workers=num_workers) as results:
+    with worker_pool.ordered_results(prepare_unit, tasks, num_workers=num_workers) as results:
         for path, shard_units in zip(paths, _shards_of_units(units, len(paths))):
             written = False
             with output_files.write_atomically(path, "wb", name="--output_file") as out:

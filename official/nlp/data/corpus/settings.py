@@ -55,7 +55,7 @@ class CorpusConfig(CheckedConfig):
     )
 
 
-def validate_config(config: CorpusConfig) -> None:
+def validate_corpus_config(config: CorpusConfig) -> None:
     """Refuses flags that cannot work, naming each; runs before any file or folder is made."""
     problems = []
     if config.input_format not in FORMATS:

@@ -28,7 +28,7 @@ _LINE_PIECE = 1 << 20  # a longer line is read in pieces, so that no line is hel
 
 
 @dataclasses.dataclass(frozen=True)
-class WorkUnit:
+class CorpusUnit:
     index: int
     path: str
     start: int
@@ -102,9 +102,9 @@ def next_cut(f, position: int, end: int, boundary: Callable[[bytes], bool]) -> i
     return end
 
 
-def plan_units(files: list[str], formats: list[str | None], unit_bytes: int) -> list[WorkUnit]:
+def plan_corpus_units(files: list[str], formats: list[str | None], unit_bytes: int) -> list[CorpusUnit]:
     """The work units of the files (a file with no text gives none); see the module docstring."""
-    units: list[WorkUnit] = []
+    units: list[CorpusUnit] = []
     for path, input_format in zip(files, formats):
         if input_format is None:
             continue
@@ -113,6 +113,6 @@ def plan_units(files: list[str], formats: list[str | None], unit_bytes: int) -> 
         with input_files.open_file(path, "rb") as f:
             while start < size:
                 cut = next_cut(f, start + unit_bytes, size, BOUNDARIES[input_format])
-                units.append(WorkUnit(len(units), path, start, cut, input_format))
+                units.append(CorpusUnit(len(units), path, start, cut, input_format))
                 start = cut
     return units

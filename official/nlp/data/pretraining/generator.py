@@ -80,7 +80,7 @@ from official.nlp.data.pretraining.writer import write_instances
 _WORKER: dict = {}
 
 
-def keep_freed_memory() -> None:
+def _keep_freed_memory() -> None:
     """Tells glibc's malloc to keep freed memory for reuse instead of handing it back to the kernel.
 
     A worker allocates and frees the same few-MB numpy buffers for every batch. By default glibc serves each of
@@ -98,7 +98,7 @@ def keep_freed_memory() -> None:
 
 
 def _worker_init(config: PretrainingDataConfig) -> None:
-    keep_freed_memory()
+    _keep_freed_memory()
     from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer, LineCache
     from official.nlp.tokenizers import tokenization
 

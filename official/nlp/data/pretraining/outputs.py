@@ -33,7 +33,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from official.nlp.common import input_files, output_files, owners
+from official.nlp.common import input_files, output_files, owners, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.settings import setting_default
 
@@ -134,7 +134,7 @@ def file_content(path: str) -> dict:
 
 def _read_record(path: str) -> dict | None:
     record_path = stats_path(path)
-    return json.loads(input_files.read_text(record_path)) if input_files.exists(record_path) else None
+    return json.loads(text_files.read_text(record_path)) if input_files.exists(record_path) else None
 
 
 def _with_later_defaults(recorded: dict, wanted: dict) -> dict:
@@ -197,11 +197,6 @@ def shard_state(path: str, settings: dict, shard_index: int) -> str:
         )
         return "unverified"
     return "complete"
-
-
-def is_complete(path: str, settings: dict, shard_index: int) -> bool:
-    """True if ``path`` is a whole shard of these settings (`shard_state`); raises if it is one of other settings."""
-    return shard_state(path, settings, shard_index) == "complete"
 
 
 def check_written(paths: Sequence[str], settings: dict) -> None:

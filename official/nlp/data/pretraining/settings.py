@@ -97,7 +97,7 @@ def setting_default(name: str):
     """The default of field `name` (``dataclasses.MISSING`` for a required one or a name that is not a field).
 
     An output written before a flag existed was written with that flag's default: every new flag defaults to the
-    earlier behaviour, so the shards of an older version still count as complete (`outputs.is_complete`)."""
+    earlier behaviour, so the shards of an older version still count as complete (`outputs.shard_state`)."""
     return _DEFAULTS.get(name, dataclasses.MISSING)
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from official.nlp.common.errors import InputError
-from official.nlp.data.corpus.units import file_format, plan_units
+from official.nlp.data.corpus.units import file_format, plan_corpus_units
 
 
 def test_wikiextractor_units_cut_after_a_closing_tag_and_cover_the_file(shared_data):
     path = str(shared_data / "wikipedia" / "wiki_00")
     data = (shared_data / "wikipedia" / "wiki_00").read_bytes()
-    units = plan_units([path], ["wikiextractor"], 20_000)
+    units = plan_corpus_units([path], ["wikiextractor"], 20_000)
     assert len(units) > 40
     assert [u.start for u in units[1:]] == [u.end for u in units[:-1]] and units[-1].end == len(data)
     for unit in units:
@@ -24,7 +24,7 @@ def test_text_units_cut_after_a_blank_line(tmp_path):
     text = b"".join(b"Sentence %d of a document.\nAnd another.\n\n" % i for i in range(200))
     path = tmp_path / "corpus.txt"
     path.write_bytes(text + b"A last line without its line end")
-    units = plan_units([str(path)], ["text"], 500)
+    units = plan_corpus_units([str(path)], ["text"], 500)
     assert len(units) > 10
     for unit in units[:-1]:
         assert path.read_bytes()[unit.start : unit.end].endswith(b".\n\n")

@@ -20,6 +20,7 @@ from official.nlp.data.pretraining import generator as pretraining_data
 from official.nlp.data.pretraining import masking
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.tasks import pretraining
+from official.nlp.training import run_settings
 from tests.pretraining_records import parse_records
 
 MASK_ID = 103  # [MASK] in bert-base-uncased's vocab.txt
@@ -230,12 +231,17 @@ def test_outputs_of_a_version_without_the_rates_still_count_as_written_with_the_
     model_dir = tmp_path / "model"
     model_dir.mkdir()
     config = pretraining.PretrainingConfig(input_file="x", model_dir=str(model_dir), dynamic_masking=True)
-    pretraining.record_settings(config)
+    run_settings.record_settings(
+        config.model_dir,
+        pretraining.PRETRAINING_SETTINGS_FILE,
+        run_settings.training_settings(config),
+        flag="--model_dir",
+    )
     tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(model_dir), 1).save()
-    settings = json.loads((model_dir / pretraining.SETTINGS_FILE).read_text())
+    settings = json.loads((model_dir / pretraining.PRETRAINING_SETTINGS_FILE).read_text())
     for name in TABLE_8_FLAGS:
         del settings[name]
-    (model_dir / pretraining.SETTINGS_FILE).write_text(json.dumps(settings))
-    assert pretraining.check_settings(config) is True
+    (model_dir / pretraining.PRETRAINING_SETTINGS_FILE).write_text(json.dumps(settings))
+    assert pretraining.check_pretraining_resume(config) is True
     with pytest.raises(InputError, match=r"--random_token_prob: 0.1 there, 0.2 now"):
-        pretraining.check_settings(dataclasses.replace(config, random_token_prob=0.2))
+        pretraining.check_pretraining_resume(dataclasses.replace(config, random_token_prob=0.2))

@@ -25,8 +25,8 @@ import os
 import tempfile
 import time
 
-from official.nlp.benchmarks import timing
-from official.nlp.common import input_files
+from benchmarks import timing
+from official.nlp.common import input_files, text_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +89,7 @@ def _keras_hub(config: FinetuneConfig, work: str) -> int:
             vocabulary=os.path.join(config.hf_model_dir, "vocab.txt"), lowercase=True
         )
         preprocessor = keras_hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=config.max_seq_length)
-        hf = json.loads(input_files.read_text(os.path.join(config.hf_model_dir, "config.json")))
+        hf = json.loads(text_files.read_text(os.path.join(config.hf_model_dir, "config.json")))
         backbone = keras_hub.models.BertBackbone(
             vocabulary_size=hf["vocab_size"],
             num_layers=hf["num_hidden_layers"],

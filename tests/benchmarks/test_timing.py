@@ -1,6 +1,6 @@
 import pytest
 
-from official.nlp.benchmarks import timing
+from benchmarks import timing
 
 
 def test_layer_flops_match_the_transformer_formula():

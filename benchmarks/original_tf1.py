@@ -4,7 +4,7 @@ The benchmark's own launcher, not part of the library: ``tensorflow`` is aliased
 before the script (and its ``tokenization`` module, found next to it) import it, so ``tf.flags``, ``tf.gfile``,
 ``tf.python_io`` and ``tf.app.run`` resolve as in TF 1. The script runs unchanged, as ``__main__``.
 
-  python -m official.nlp.benchmarks.original_tf1 /path/to/bert/create_pretraining_data.py --input_file=... ...
+  python -m benchmarks.original_tf1 /path/to/bert/create_pretraining_data.py --input_file=... ...
 """
 
 import os
@@ -14,7 +14,7 @@ import sys
 
 def main() -> None:
     if len(sys.argv) < 2:
-        sys.exit("usage: python -m official.nlp.benchmarks.original_tf1 <create_pretraining_data.py> [flags]")
+        sys.exit("usage: python -m benchmarks.original_tf1 <create_pretraining_data.py> [flags]")
     script = os.path.abspath(sys.argv[1])
     import tensorflow.compat.v1 as tf_v1
 

@@ -1,4 +1,4 @@
-from official.nlp.benchmarks import step
+from benchmarks import step
 
 
 def test_breakdown_times_every_variant_and_attributes_the_parts(capsys):

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 
-from official.nlp.common import input_files
+from official.nlp.common import text_files
 from official.nlp.common.errors import InputError
 
 # The flags of the comparison (the original's SQuAD settings); both scripts get exactly these.
@@ -39,7 +39,7 @@ FLAGS = (
     "--dupe_factor=5",
     "--short_seq_prob=0.1",
 )
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclasses.dataclass
@@ -74,7 +74,7 @@ class Run:
 
 def make_corpus(text_file: str, path: str, target_bytes: int) -> int:
     """Repeats the documents of ``text_file`` in a fresh random order per copy until ``target_bytes``."""
-    docs = [d.strip("\n") for d in input_files.read_text(text_file).split("\n\n") if d.strip()]
+    docs = [d.strip("\n") for d in text_files.read_text(text_file).split("\n\n") if d.strip()]
     if not docs:
         raise InputError(f"--text_file={text_file} holds no document")
     rng = random.Random(0)
@@ -175,7 +175,7 @@ def original_command(checkout: str, corpus: str, output: str, vocab_file: str) -
     return [
         sys.executable,
         "-m",
-        "official.nlp.benchmarks.original_tf1",
+        "benchmarks.original_tf1",
         script,
         f"--input_file={corpus}",
         f"--output_file={output}",

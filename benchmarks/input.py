@@ -19,7 +19,7 @@ import dataclasses
 import os
 import tempfile
 
-from official.nlp.benchmarks import timing
+from benchmarks import timing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,7 +66,7 @@ def _datasets(config: InputConfig, record_file: str):
     import numpy as np
     import tensorflow as tf
 
-    from official.nlp.benchmarks.finetune import read_sst2
+    from benchmarks.finetune import read_sst2
     from official.nlp.data import classifier_features
     from official.nlp.tokenizers import text_layers
 

@@ -5,7 +5,7 @@ import textwrap
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.benchmarks import pretraining_data
+from benchmarks import generator_vs_original
 
 # A stand-in for the original script: TF 1 names only (so it runs only through the tensorflow.compat.v1 alias),
 # the comparison's flags required, one record per non-empty input line.
@@ -45,7 +45,7 @@ def test_side_by_side_counts_both_and_prints_the_ratio(shared_data, uncased_voca
     checkout = tmp_path / "bert"
     checkout.mkdir()
     (checkout / "create_pretraining_data.py").write_text(FAKE_ORIGINAL)
-    config = pretraining_data.DataBenchConfig(
+    config = generator_vs_original.DataBenchConfig(
         text_file=str(shared_data / "bert_sample_text.txt"),
         vocab_file=str(uncased_vocab),
         corpus_mb=0.02,
@@ -53,7 +53,7 @@ def test_side_by_side_counts_both_and_prints_the_ratio(shared_data, uncased_voca
         rounds=2,
         work_dir=str(tmp_path / "work"),
     )
-    runs = pretraining_data.run(config)
+    runs = generator_vs_original.run(config)
     corpus = (tmp_path / "work" / "corpus.txt").read_text()
     assert [r.instances for r in runs["original"]] == [sum(1 for line in corpus.splitlines() if line.strip())] * 2
     ours = [r.instances for r in runs["ours"]]
@@ -66,10 +66,10 @@ def test_side_by_side_counts_both_and_prints_the_ratio(shared_data, uncased_voca
 
 
 def test_without_a_checkout_only_ours_runs(shared_data, uncased_vocab, tmp_path, capsys):
-    config = pretraining_data.DataBenchConfig(
+    config = generator_vs_original.DataBenchConfig(
         text_file=str(shared_data / "bert_sample_text.txt"), vocab_file=str(uncased_vocab), corpus_mb=0.01
     )
-    runs = pretraining_data.run(config)
+    runs = generator_vs_original.run(config)
     assert list(runs) == ["ours"] and runs["ours"][0].instances > 0
     assert "ratio: not measured" in capsys.readouterr().out
 
@@ -79,7 +79,7 @@ def test_records_are_counted_from_the_framing(tmp_path):
     with tf.io.TFRecordWriter(path) as writer:
         for n in (0, 1, 300, 70000):
             writer.write(np.zeros(n, np.uint8).tobytes())
-    assert pretraining_data.count_records(path) == 4
+    assert generator_vs_original.count_records(path) == 4
 
 
 def test_a_folder_without_the_script_is_a_user_error(tmp_path):
@@ -88,11 +88,11 @@ def test_a_folder_without_the_script_is_a_user_error(tmp_path):
     from official.nlp.common.errors import InputError
 
     with pytest.raises(InputError, match=r"--original=.*: no create_pretraining_data.py there"):
-        pretraining_data.original_command(str(tmp_path), "c.txt", "o.tfrecord", "vocab.txt")
+        generator_vs_original.original_command(str(tmp_path), "c.txt", "o.tfrecord", "vocab.txt")
 
 
 def test_stage_profile_times_every_stage(shared_data, uncased_vocab):
-    from official.nlp.benchmarks import pretraining_stages
+    from benchmarks import pretraining_stages
 
     instances, seconds = pretraining_stages.profile_stages(
         str(shared_data / "bert_sample_text.txt"), str(uncased_vocab), units=1

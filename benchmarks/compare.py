@@ -1,23 +1,23 @@
 r"""Performance against the peers, measured on the spot: every figure is printed as a ratio to a peer run in the
-same process, with the command line that produced it (the logic is in `official.nlp.benchmarks`).
+same process, with the command line that produced it (the comparisons are the modules beside this one).
 
   # Fixed-shape train and inference steps against keras-hub, with the fraction of TF's own matmul speed:
-  python run_scripts/benchmark.py --what=step --num_layers=4 --hidden_size=256 --num_heads=4 --batch_size=32 \
+  python -m benchmarks.compare --what=step --num_layers=4 --hidden_size=256 --num_heads=4 --batch_size=32 \
       --max_seq_length=128 --mixed_precision=float32
   # The pretraining step (MLM + NSP, and MLM only) against keras-hub's BertMaskedLM, for each size, with the fraction
   # of TF's own matmul speed:
-  python run_scripts/benchmark.py --what=pretrain --pretrain_sizes=tiny,L4-H128-A2 --vocab_size=8192 --batch_size=32
+  python -m benchmarks.compare --what=pretrain --pretrain_sizes=tiny,L4-H128-A2 --vocab_size=8192 --batch_size=32
   # Where our train step's time goes (the step timed with the optimizer update, dropout or backward left out):
-  python run_scripts/benchmark.py --what=breakdown --num_layers=12 --hidden_size=768 --num_heads=12 --batch_size=8
+  python -m benchmarks.compare --what=breakdown --num_layers=12 --hidden_size=768 --num_heads=12 --batch_size=8
   # End-to-end SST-2 fine-tuning (raw TSV -> trained model) against keras-hub and transformers:
-  python run_scripts/benchmark.py --what=finetune --data_dir=../shared/data/glue/SST-2
+  python -m benchmarks.compare --what=finetune --data_dir=../shared/data/glue/SST-2
   # Whether the input pipeline keeps up with the step (real SST-2 records and raw text against a constant batch),
   # and what fit's steps_per_execution buys:
-  python run_scripts/benchmark.py --what=input --data_dir=../shared/data/glue/SST-2
+  python -m benchmarks.compare --what=input --data_dir=../shared/data/glue/SST-2
   # The pretraining-data generator side by side with the original script of a google-research/bert checkout
-  # (--original; without it, our rate alone), and the tokenizer (run_scripts/benchmark_pretraining_data.py and
-  # benchmark_tokenizer.py, called with these flags):
-  python run_scripts/benchmark.py --what=data,tokenizer \
+  # (--original; without it, our rate alone), and the tokenizer (benchmarks/pretraining_data.py and
+  # benchmarks/tokenizer.py, called with these flags):
+  python -m benchmarks.compare --what=data,tokenizer \
       --text_file=../shared/data/pretraining_golden/squad_contexts.txt \
       --vocab_file=../shared/data/vocab/bert-base-uncased-vocab.txt --original=../bert
 
@@ -86,7 +86,7 @@ flags.DEFINE_float("corpus_mb", 64, "data: size of the corpus (--text_file repea
 flags.DEFINE_float("original_corpus_mb", None, "data: the original's corpus size, if smaller (default: --corpus_mb).")
 FLAGS = flags.FLAGS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _hf_model_dir() -> str:
@@ -106,7 +106,7 @@ def _precision() -> str:
 
 
 def _step_config():
-    from official.nlp.benchmarks import step
+    from benchmarks import step
 
     return step.StepConfig(
         num_layers=FLAGS.num_layers,
@@ -122,7 +122,7 @@ def _step_config():
 
 
 def _pretrain():
-    from official.nlp.benchmarks import pretrain_step
+    from benchmarks import pretrain_step
     from official.nlp.paper.budgets import parse_size
 
     for name in FLAGS.pretrain_sizes:
@@ -145,7 +145,7 @@ def _pretrain():
 
 
 def _finetune():
-    from official.nlp.benchmarks import finetune
+    from benchmarks import finetune
 
     if not FLAGS.data_dir:
         raise InputError("--what=finetune needs --data_dir (the GLUE SST-2 folder with train.tsv)")
@@ -163,7 +163,7 @@ def _finetune():
 
 
 def _serve():
-    from official.nlp.benchmarks import serve
+    from benchmarks import serve
 
     if not FLAGS.data_dir:
         raise InputError("--what=serve needs --data_dir (the GLUE SST-2 folder; its sentences are the requests)")
@@ -173,7 +173,7 @@ def _serve():
 
 
 def _input():
-    from official.nlp.benchmarks import input as input_benchmark
+    from benchmarks import input as input_benchmark
 
     if not FLAGS.data_dir:
         raise InputError("--what=input needs --data_dir (the GLUE SST-2 folder with train.tsv)")
@@ -199,13 +199,14 @@ def _script(name: str, extra: list[str]):
         raise InputError(f"--what={name} needs --text_file and --vocab_file")
     command = [
         sys.executable,
-        os.path.join(HERE, f"benchmark_{'pretraining_data' if name == 'data' else name}.py"),
+        "-m",
+        f"benchmarks.{'pretraining_data' if name == 'data' else name}",
         f"--text_file={FLAGS.text_file}",
         f"--vocab_file={FLAGS.vocab_file}",
         *extra,
     ]
-    print(f"\n## {name}\n$ {' '.join(command[1:])}", flush=True)
-    subprocess.run(command, check=True)
+    print(f"\n## {name}\n$ python {' '.join(command[1:])}", flush=True)
+    subprocess.run(command, check=True, cwd=REPO_ROOT)
 
 
 def main(argv):
@@ -215,7 +216,7 @@ def main(argv):
         raise InputError(f"--what: unknown {', '.join(unknown)}; choose from {', '.join(WHATS)}")
     for what in FLAGS.what:
         if what in ("step", "breakdown"):
-            from official.nlp.benchmarks import step
+            from benchmarks import step
 
             (step.run if what == "step" else step.breakdown)(_step_config())
         elif what == "pretrain":

@@ -1,6 +1,6 @@
 r"""Tokenizer throughput: our in-graph BertTokenizer next to stock tf-text FastBertTokenizer on the same text.
 
-  python run_scripts/benchmark_tokenizer.py \
+  python -m benchmarks.tokenizer \
       --text_file=../shared/data/pretraining_golden/squad_contexts.txt \
       --vocab_file=../shared/data/vocab/bert-base-uncased-vocab.txt --do_lower_case=True --batch_size=256
 
@@ -53,11 +53,11 @@ def main(_):
     import tensorflow as tf
     import tensorflow_text as tf_text
 
-    from official.nlp.benchmarks import timing
-    from official.nlp.common import input_files
+    from benchmarks import timing
+    from official.nlp.common import text_files
     from official.nlp.tokenizers import text_layers, tokenization
 
-    lines = [line for line in input_files.read_text(FLAGS.text_file).split("\n") if line.strip()]
+    lines = [line for line in text_files.read_text(FLAGS.text_file).split("\n") if line.strip()]
     mb = sum(len(line.encode("utf-8")) for line in lines) / 1e6
     batches = [tf.constant(lines[i : i + FLAGS.batch_size]) for i in range(0, len(lines), FLAGS.batch_size)]
     print(f"{len(lines)} lines, {mb:.2f} MB, batch_size={FLAGS.batch_size}, do_lower_case={FLAGS.do_lower_case}")

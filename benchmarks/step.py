@@ -15,7 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from official.nlp.benchmarks import timing
+from benchmarks import timing
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,7 @@ import dataclasses
 
 import numpy as np
 
-from official.nlp.benchmarks import step, timing
+from benchmarks import step, timing
 
 
 @dataclasses.dataclass(frozen=True)

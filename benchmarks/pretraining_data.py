@@ -1,5 +1,5 @@
 r"""The pretraining-data generator against the original google-research/bert script, side by side (the logic is in
-`official.nlp.benchmarks.pretraining_data`).
+`benchmarks.generator_vs_original`).
 
 Both scripts run as fresh processes (start-up included) on the same corpus, the documents of ``--text_file``
 repeated in a fresh random order per copy until ``--corpus_mb``, with the same flags and one output file, in
@@ -7,7 +7,7 @@ turn for ``--rounds`` rounds; it prints wall time, instances, instances/s and pe
 CPU model and core count. ``--original`` is the folder of your own google-research/bert checkout; without it only
 our rate is measured. ``--stages`` instead times one worker's stages on the same corpus (microseconds per instance).
 
-  python run_scripts/benchmark_pretraining_data.py \
+  python -m benchmarks.pretraining_data \
       --text_file=../shared/data/pretraining_golden/squad_contexts.txt \
       --vocab_file=../shared/data/vocab/bert-base-uncased-vocab.txt --corpus_mb=64 --original=../bert
 """
@@ -21,7 +21,7 @@ import tempfile
 
 from absl import flags
 
-from official.nlp.benchmarks import pretraining_data, pretraining_stages
+from benchmarks import generator_vs_original, pretraining_stages
 
 flags.DEFINE_string("text_file", None, "Real text, one sentence per line, blank lines between documents.")
 flags.DEFINE_string("vocab_file", None, "WordPiece vocabulary (uncased: the comparison runs --do_lower_case=True).")
@@ -42,11 +42,11 @@ def main(_):
     if FLAGS.stages:
         work = FLAGS.work_dir or tempfile.mkdtemp(prefix="pdata_stages_")
         corpus = os.path.join(work, "corpus.txt")
-        pretraining_data.make_corpus(FLAGS.text_file, corpus, int(FLAGS.corpus_mb * 2**20))
+        generator_vs_original.make_corpus(FLAGS.text_file, corpus, int(FLAGS.corpus_mb * 2**20))
         pretraining_stages.print_stages(corpus, FLAGS.vocab_file, FLAGS.stage_units)
         return
-    pretraining_data.run(
-        pretraining_data.DataBenchConfig(
+    generator_vs_original.run(
+        generator_vs_original.DataBenchConfig(
             text_file=FLAGS.text_file,
             vocab_file=FLAGS.vocab_file,
             corpus_mb=FLAGS.corpus_mb,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from official.nlp.benchmarks import input as input_benchmark
+from benchmarks import input as input_benchmark
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 Run as a script (this file imports nothing from `official`, so the process is what a serving client sees):
 
-    python official/nlp/serving/benchmark.py --saved_model=/tmp/mrpc_export/1 \\
+    python benchmarks/serving_rate.py --saved_model=/tmp/mrpc_export/1 \\
         --text_file=pairs.tsv --batch_sizes=1,32 --seconds=10
 
 Each line of `--text_file` is one request's text; tab-separated fields feed the signature's string inputs in
@@ -11,7 +11,7 @@ outputs are fetched to host memory, and one line per batch size is printed:
 
     batch 1: 61.3 requests/s (61.3 texts/s, 16.3 ms per request, 500 requests)
 
-From Python (e.g. `run_scripts/benchmark.py --what=serve`), `run_fresh(saved_model, texts, ...)` writes the texts
+From Python (e.g. `python -m benchmarks.compare --what=serve`), `run_fresh(saved_model, texts, ...)` writes the texts
 to a file, runs this script in a new interpreter and returns `{batch_size: requests_per_second}`.
 """
 

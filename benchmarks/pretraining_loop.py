@@ -3,7 +3,7 @@ r"""Pretraining throughput: our training loop against Keras `model.fit` on the s
 Both run in this process on the same records through the same `PretrainDataLoader`, one after the other; the
 first loop/epoch (tracing) is not timed. Also times the input pipeline alone, to show it is not the bottleneck.
 
-    python run_scripts/benchmark_pretraining.py \
+    python -m benchmarks.pretraining_loop \
         --input_file=../shared/data/pretraining_golden/squad_contexts.uncased.seq128.dupe5.tfrecord.gz \
         --preset=tiny --train_batch_size=32 --steps=60
 """

@@ -1,7 +1,7 @@
 """`--what=serve`: raw-text requests/s of the exported classifier at batch 1 and 32, ours against keras-hub.
 
 Both are SavedModels with one signature, strings in and logits out, timed the same way by
-`serving.benchmark.run_fresh` (a fresh interpreter that imports only TensorFlow): ours is
+`serving_rate.run_fresh` (a fresh interpreter that imports only TensorFlow): ours is
 `serving.exporter.build_export("classifier", ...)` around `BertClassifier` on the all-MiniLM-L6-v2 weights;
 keras-hub's is its `BertTextClassifierPreprocessor` + `BertTextClassifier` (same sizes, same vocabulary,
 `sequence_length` the same) in a `tf.Module`. The requests are real SST-2 sentences.
@@ -14,8 +14,8 @@ import json
 import os
 import tempfile
 
-from official.nlp.benchmarks import finetune, timing
-from official.nlp.common import input_files
+from benchmarks import finetune, timing
+from official.nlp.common import text_files
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +33,7 @@ def _export_ours(config: ServeConfig, target: str) -> str:
     from official.nlp.modeling.models import BertClassifier
     from official.nlp.serving import exporter
 
-    files = model_dir.resolve_model_files(config.hf_model_dir)
+    files = model_dir.read_model_files(config.hf_model_dir)
     model = BertClassifier(files.build_encoder(), num_classes=2)
     module = exporter.build_export(
         "classifier",
@@ -50,7 +50,7 @@ def _export_keras_hub(config: ServeConfig, target: str) -> str:
     import keras_hub
     import tensorflow as tf
 
-    hf = json.loads(input_files.read_text(os.path.join(config.hf_model_dir, "config.json")))
+    hf = json.loads(text_files.read_text(os.path.join(config.hf_model_dir, "config.json")))
     tokenizer = keras_hub.models.BertTokenizer(
         vocabulary=os.path.join(config.hf_model_dir, "vocab.txt"), lowercase=True
     )
@@ -78,14 +78,14 @@ def _export_keras_hub(config: ServeConfig, target: str) -> str:
 
 
 def run(config: ServeConfig) -> dict[str, timing.Rate]:
-    from official.nlp.serving import benchmark as serving_benchmark
+    from benchmarks import serving_rate
 
     sentences, _ = finetune.read_sst2(config.data_dir, config.num_requests)
     measured = {}
     with tempfile.TemporaryDirectory() as work:
         for name, export in (("ours", _export_ours), ("keras-hub", _export_keras_hub)):
             path = export(config, os.path.join(work, name))
-            measured[name] = serving_benchmark.run_fresh(
+            measured[name] = serving_rate.run_fresh(
                 path, sentences, batch_sizes=config.batch_sizes, seconds=config.seconds
             )
     results = {}
