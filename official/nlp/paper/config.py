@@ -14,7 +14,7 @@ import json
 import os
 from collections.abc import Sequence
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.paper import budgets
@@ -154,7 +154,7 @@ def check_rerun_settings(config: PaperConfig) -> None:
     path = os.path.join(config.output_dir, PAPER_SETTINGS_FILE)
     settings = recorded_settings(config)
     if input_files.exists(path):
-        differing = settings_differences(json.loads(input_files.read_text(path)), settings)
+        differing = settings_differences(json.loads(text_files.read_text(path)), settings)
         if differing:
             raise InputError(
                 f"--output_dir={config.output_dir} holds a rerun with other settings ({'; '.join(differing)}). Rerun "

@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Callable
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.errors import MissingInputError
 from official.nlp.paper import budgets, data_jobs, grid, plots, report, splits, stages, training_jobs
 from official.nlp.paper.config import (
@@ -66,7 +66,7 @@ def _rows(stage: grid.Stage, values, steps, machine: str) -> list[Row]:
 
 def _record_sitting(config: PaperConfig, machine: str) -> list[dict]:
     path = os.path.join(config.output_dir, SITTINGS_FILE)
-    sittings = json.loads(input_files.read_text(path)) if input_files.exists(path) else []
+    sittings = json.loads(text_files.read_text(path)) if input_files.exists(path) else []
     sittings.append(
         {
             "command": command_line(config),
@@ -125,7 +125,7 @@ def reproduce_paper(config: PaperConfig, *, echo: Callable[[str], None] = print)
     space = Workspace(config.output_dir)
     machine = describe_machine()
     sittings = _record_sitting(config, machine)
-    vocab_size = len(input_files.read_text(config.vocab_file).splitlines()) if config.vocab_file else budget.vocab_size
+    vocab_size = len(text_files.read_text(config.vocab_file).splitlines()) if config.vocab_file else budget.vocab_size
     grid_stages = [
         dataclasses.replace(s, cost=grid.estimate(s, budget, vocab_size))
         for s in grid.build_grid(budget, tuple(config.tasks), tuple(config.tables), config.masking_rates)

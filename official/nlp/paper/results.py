@@ -16,7 +16,7 @@ import platform
 import statistics
 from collections.abc import Iterable, Sequence
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 
 FIELDS = ("variant", "size", "task", "head", "seed", "metric", "value", "steps", "seconds", "stage", "machine")
 
@@ -70,7 +70,7 @@ def write_csv(path: str, rows: Sequence[Row]) -> None:
 
 
 def read_csv(path: str) -> list[Row]:
-    return [Row.from_dict(r) for r in csv.DictReader(io.StringIO(input_files.read_text(path)))]
+    return [Row.from_dict(r) for r in csv.DictReader(io.StringIO(text_files.read_text(path)))]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,7 @@ import json
 import os
 from collections.abc import Iterator
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 
 QNLI_EVAL_SHARE = 0.2
@@ -57,13 +57,7 @@ def check_files(task: str, glue_dir: str, squad_file: str, conll_dir: str) -> No
 
 
 def _read_lines(path: str) -> list[str]:
-    with input_files.open_file(path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path} is not UTF-8 text (byte {e.start}); give the file of the dataset itself") from None
-    return text.splitlines()
+    return text_files.read_text(path).splitlines()
 
 
 def _write_lines(path: str, lines: list[str]) -> None:
@@ -126,7 +120,7 @@ def squad_split(squad_file: str, target_dir: str, train_examples: int | None, ev
     """Writes `target_dir/train.json` and `eval.json` from the SQuAD v1.1 dev file, split by article title."""
     _require(squad_file, "SQuAD v1.1 dev set", "--squad_file")
     try:
-        data = json.loads(input_files.read_text(squad_file))
+        data = json.loads(text_files.read_text(squad_file))
         articles = data["data"]
         titles = [a["title"] for a in articles]
     except (json.JSONDecodeError, KeyError, TypeError, UnicodeDecodeError) as e:

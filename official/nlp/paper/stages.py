@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from absl import logging
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.paper.config import Workspace
 from official.nlp.paper.grid import Stage
 from official.nlp.paper.results import Row
@@ -47,7 +47,7 @@ def cpu_seconds() -> float:
 
 def read_marker(space: Workspace, stage: Stage) -> dict | None:
     path = space.marker(stage.id)
-    return json.loads(input_files.read_text(path)) if input_files.exists(path) else None
+    return json.loads(text_files.read_text(path)) if input_files.exists(path) else None
 
 
 class Forecast:
