@@ -268,9 +268,12 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
         if task not in tasks:
             return
         source = pretrain_id(variant.name, size) if variant.objective else "data/vocab"
-        what = {None: task, "bilstm": f"{task} with the BiLSTM span head"}.get(
-            head
-        ) or f"{task} feature-based ({head[9:]})"
+        if head is None:
+            what = task
+        elif head == "bilstm":
+            what = f"{task} with the BiLSTM span head"
+        else:
+            what = f"{task} feature-based ({head.split(':', 1)[1]})"
         for seed in range(1, seeds + 1):
             add(
                 Stage(
