@@ -88,10 +88,3 @@ def direction(difference: float | None) -> str | None:
     if difference is None:
         return None
     return "higher" if difference > 0 else "lower" if difference < 0 else "equal"
-
-
-def better(word: str | None, higher_is_better: bool) -> str | None:
-    """'better' or 'worse' for a direction word, given the column's sense."""
-    if word in (None, "equal"):
-        return word
-    return "better" if (word == "higher") == higher_is_better else "worse"
