@@ -463,7 +463,8 @@ def run_finetuning(
             "Evaluation after epoch %d (step %d): %s",
             epoch,
             point,
-            ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()),
+            # Per-label scores (`f1/<label>`, ...) stay in eval_results.txt: a log line of 28 labels is unreadable.
+            ", ".join(f"{k}={v:.4f}" for k, v in metrics.items() if "/" not in k),
         )
         best = max((e[task.metric_name] for e in history), default=-math.inf)
         history.append(entry)
