@@ -4,7 +4,9 @@
 (its `best_model/` when there is one, else its latest checkpoint; the labels and `max_seq_length` come from its
 `finetuning.json` / `finetuning_settings.json`, which a fine-tuned model directory such as `best_model/` carries
 itself), an original TF1 checkpoint or a converted one. Task heads must be fine-tuned (the checkpoint holds
-`model/classifier` or `model/span_logits`); the encoder exports from any checkpoint.
+`model/classifier` or `model/span_logits`); the encoder exports from any checkpoint. A classifier fine-tuned on
+multi-label data (its record says `multi_label`) exports as `sequence_exports.MultiLabelClassifierExport` with the
+thresholds it recorded (`tasks.multi_label`).
 
 Example:
 
@@ -27,11 +29,13 @@ from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common import output_files
 from official.nlp.common.errors import InputError
+from official.nlp.metrics import multi_label as multi_label_metrics
 from official.nlp.modeling import models
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
-_SINGLE_TEXT_TASKS = ("cola", "sst-2")  # GLUE's one-sentence tasks (names of official.nlp.data.glue)
+# The one-sentence tasks: GLUE's and GoEmotions (names of official.nlp.data.glue and data.multi_label).
+_SINGLE_TEXT_TASKS = ("cola", "sst-2", "goemotions")
 _SQUAD_SETTINGS = (
     "doc_stride",
     "max_query_length",
@@ -93,18 +97,20 @@ def build_export(
     long_text: str = "truncate",
     doc_stride: int | None = None,
     window_stride: int | None = None,
+    thresholds: Sequence[float] | None = None,
 ):
     """The `ServingModule` for `task` around an in-memory `model` (see `sequence_exports`, `ner_export`,
-    `squad_export`)."""
+    `squad_export`). `thresholds` (one per label) make a classifier a multi-label one."""
     common = dict(
         vocab_file=vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length, tokenizer=tokenizer
     )
     if task == "encoder":
         return sequence_exports.EncoderExport(model, pair=text_pair, **common)
     if task == "classifier":
-        return sequence_exports.ClassifierExport(
-            model, pair=text_pair, label_names=label_names, long_text=long_text, doc_stride=doc_stride, **common
-        )
+        classifier = dict(pair=text_pair, label_names=label_names, long_text=long_text, doc_stride=doc_stride)
+        if thresholds is not None:
+            return sequence_exports.MultiLabelClassifierExport(model, thresholds=thresholds, **classifier, **common)
+        return sequence_exports.ClassifierExport(model, **classifier, **common)
     if task == "ner":
         return ner_export.TokenClassifierExport(model, label_names=label_names, window_stride=window_stride, **common)
     if task == "swag":
@@ -161,6 +167,11 @@ def export_model(
             bool(record.get("text_b_column")) if name == "generic" else bool(name) and (name not in _SINGLE_TEXT_TASKS)
         )
     max_seq_length = int(max_seq_length or record.get("max_seq_length") or 128)
+    thresholds = None
+    if task == "classifier" and record.get("multi_label"):  # the thresholds the model recorded (tasks.multi_label)
+        thresholds = multi_label_metrics.decision_thresholds(
+            model.num_classes, thresholds=record.get("thresholds"), threshold=record.get("threshold")
+        ).tolist()
     settings = {key: record[key] for key in _SQUAD_SETTINGS if key in record}
     settings.update(squad_settings or {})
     export = build_export(
@@ -176,6 +187,7 @@ def export_model(
         long_text=record.get("long_text") or "truncate",
         doc_stride=record.get("doc_stride"),
         window_stride=record.get("window_stride"),
+        thresholds=thresholds,
     )
     saved = export.save(export_dir, version)
     version = int(os.path.basename(saved))
