@@ -36,7 +36,13 @@ SCRIPTS = {
     "convert_checkpoint.py": ConversionConfig,
 }
 # Measurements, not jobs: their flags choose what to time and have no config of their own.
-BENCHMARKS = {"benchmark.py", "benchmark_pretraining.py", "benchmark_pretraining_data.py", "benchmark_tokenizer.py"}
+BENCHMARKS = {
+    "benchmark.py",
+    "benchmark_goemotions.py",
+    "benchmark_pretraining.py",
+    "benchmark_pretraining_data.py",
+    "benchmark_tokenizer.py",
+}
 
 
 def _script_flags(name: str) -> dict[str, flags.Flag]:
