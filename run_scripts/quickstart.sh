@@ -102,6 +102,13 @@ if [ "$SMALLEST" = 1 ]; then
   PRETRAIN_STEPS=60; PRETRAIN_SEQ_LENGTH=32; TINY_EPOCHS=3; PUBLIC_EPOCHS=1; PUBLIC_MAX_TRAIN_EXAMPLES=640
 fi
 
+# The stages delete and rewrite their own folders in $OUT (pretraining/, export/, ...): a folder that holds anything
+# but an earlier quickstart's output (its quickstart.log) is refused before anything is written.
+if [ -d "$OUT" ] && [ -n "$(ls -A "$OUT")" ] && [ ! -f "$OUT/quickstart.log" ]; then
+  echo "quickstart.sh: --output_dir=$OUT holds files that a quickstart did not write, and its stages replace" \
+    "folders in it; name a new or empty folder" >&2
+  exit 2
+fi
 mkdir -p "$OUT"
 LOG="$OUT/quickstart.log"
 : > "$LOG"

@@ -18,7 +18,6 @@ from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see 
 from absl import flags, logging
 
 from official.nlp.common import config_flags
-from official.nlp.common.errors import InputError
 from official.nlp.tasks.classification import ClassifierConfig, run_classifier
 
 FLAGS = flags.FLAGS
@@ -26,8 +25,7 @@ config_flags.define_flags(FLAGS, ClassifierConfig)
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise InputError(f"unexpected arguments: {argv[1:]}")
+    del argv
     result = run_classifier(config_flags.config_from_flags(FLAGS, ClassifierConfig))
     for entry in result.eval_history[-1:]:
         # Per-label scores of multi-label data (`f1/<label>`, ...) are in eval_results.txt.

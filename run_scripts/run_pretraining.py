@@ -21,7 +21,7 @@ from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see 
 
 # isort: split
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from official.nlp.common import config_flags
 from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
@@ -32,8 +32,7 @@ config_flags.define_flags(FLAGS, PretrainingConfig)
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    del argv
     result = run_pretraining(config_flags.config_from_flags(FLAGS, PretrainingConfig))
     if result.metrics:  # else a finished job run again, which the trainer has reported already
         logging.info(

@@ -18,7 +18,7 @@ from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see 
 
 import json
 
-from absl import app, flags, logging
+from absl import flags, logging
 
 from official.nlp.common import config_flags
 from official.nlp.tasks.question_answering import SquadConfig, run_squad
@@ -28,8 +28,7 @@ config_flags.define_flags(FLAGS, SquadConfig)
 
 
 def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    del argv
     info = run_squad(config_flags.config_from_flags(FLAGS, SquadConfig))
     logging.info("Results: %s", json.dumps(info, sort_keys=True))
 

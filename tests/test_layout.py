@@ -1,5 +1,6 @@
-"""The layout rule of DESIGN.md, kept true: imports only go down the layers, there are no import circles, and no
-folder holds more than about a dozen modules. Every import counts, including those inside functions."""
+"""The layout rule of DESIGN.md, kept true: imports only go down the layers, there are no import circles, no folder
+holds more than about a dozen modules, the library never imports the benchmarks beside it, and each public name of
+the library is defined once. Every import counts, including those inside functions."""
 
 import ast
 import pathlib
@@ -8,6 +9,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "official"
+BENCHMARKS = ROOT / "benchmarks"  # may import official; official never imports it (it is not installed)
 # Lower rank = lower layer. A package may import its own modules and any package of a lower rank.
 LAYERS = {
     "common": 0,
@@ -19,7 +21,7 @@ LAYERS = {
     "training": 3,
     "tasks": 4,
     "serving": 5,
-    "benchmarks": 6,
+    "text_tasks": 6,  # Keras models on raw text: their predict and export are the serving modules'
 }
 MAX_MODULES_PER_FOLDER = 12
 
@@ -132,6 +134,45 @@ def test_folders_stay_small():
     assert not crowded, f"folders over {MAX_MODULES_PER_FOLDER} modules (split the concept): {crowded}"
 
 
+def _absolute_imports(path: pathlib.Path) -> set[str]:
+    """Every module `path` names in an absolute import (`import a.b`, `from a.b import c`), anywhere in the file."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return found
+
+
+def _benchmark_imports(paths) -> list[str]:
+    return sorted(
+        f"{path} imports {module}"
+        for path in paths
+        for module in _absolute_imports(path)
+        if module.split(".")[0] == BENCHMARKS.name
+    )
+
+
+def test_the_library_never_imports_the_benchmarks():
+    """benchmarks/ sits beside official/ and is not installed with it: an import of it from the library would fail
+    for every user of the package."""
+    assert BENCHMARKS.is_dir() and not (PACKAGE / "nlp" / "benchmarks").exists()
+    offending = _benchmark_imports(sorted(PACKAGE.rglob("*.py")))
+    assert not offending, "\n".join(offending)
+    # The benchmarks use the library as a user does.
+    assert any(module.startswith("official.") for path in BENCHMARKS.glob("*.py") for module in _absolute_imports(path))
+
+
+def test_the_benchmark_check_sees_an_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import benchmarking\nfrom official.nlp import benchmarks_like\n\n\n"
+        "def f():\n    from benchmarks import step\n\n\nimport benchmarks.timing\n"
+    )
+    assert _benchmark_imports([module]) == [f"{module} imports benchmarks", f"{module} imports benchmarks.timing"]
+
+
 @pytest.mark.parametrize("higher", ["tasks", "training"])
 def test_the_checks_see_a_violation(higher):
     """The rules are not vacuous: a modeling module importing a higher layer, or a circle, is reported."""
@@ -142,3 +183,49 @@ def test_the_checks_see_a_violation(higher):
     graph = _graph()
     graph["official.nlp.modeling.configs"] = graph["official.nlp.modeling.configs"] | {"official.nlp.modeling.encoder"}
     assert ["official.nlp.modeling.configs", "official.nlp.modeling.encoder"] in _circles(graph)
+
+
+def _public_definitions(path: pathlib.Path) -> dict[str, int]:
+    """The public names a module defines at its top level (functions, classes and constants), with their lines.
+
+    A constant that only re-exports another module's (``X = module.X``) is the same definition, not a second one.
+    """
+    found = {}
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            reexport = isinstance(node.value, ast.Attribute) and all(
+                isinstance(t, ast.Name) and t.id == node.value.attr for t in targets
+            )
+            names = [] if reexport else [t.id for t in targets if isinstance(t, ast.Name) and t.id.isupper()]
+        else:
+            continue
+        found.update({name: node.lineno for name in names if not name.startswith("_")})
+    return found
+
+
+def _names_defined_twice(modules: dict[str, pathlib.Path]) -> dict[str, list[str]]:
+    places: dict[str, list[str]] = {}
+    for name, path in modules.items():
+        for defined, line in _public_definitions(path).items():
+            places.setdefault(defined, []).append(f"{name}:{line}")
+    return {name: where for name, where in sorted(places.items()) if len(where) > 1}
+
+
+def test_each_public_name_is_defined_once():
+    """ "Go to definition" lands on the one meaning: no public function, class or constant of official/ is defined
+    in two modules (two `check_settings` with two meanings were; rename one, or make it private)."""
+    twice = _names_defined_twice(_modules())
+    assert not twice, "\n".join(f"{name}: {', '.join(where)}" for name, where in twice.items())
+
+
+def test_the_name_check_sees_a_second_definition(tmp_path):
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_text("def read_text(path):\n    pass\n\n\nSETTINGS_FILE = 'a.json'\nNAME = other.NAME\n")
+    second.write_text("class read_text:\n    pass\n\n\nSETTINGS_FILE = 'b.json'\nNAME = 'x'\n_private = 1\n")
+    assert _names_defined_twice({"a": first, "b": second}) == {
+        "SETTINGS_FILE": ["a:5", "b:5"],
+        "read_text": ["a:1", "b:1"],
+    }

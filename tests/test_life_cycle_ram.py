@@ -282,7 +282,7 @@ def _fine_tuning_jobs(root: str, shared_data) -> dict:
             **shared,
         )
     )
-    out["swag"] = _get(f"{root}/swag_out/{multiple_choice.PREDICTIONS_FILE}")
+    out["swag"] = _get(f"{root}/swag_out/{multiple_choice.RESULTS_FILE}")
     return {name: data.replace(root.encode(), b"<root>") for name, data in out.items()}  # SWAG names its input
 
 

@@ -31,9 +31,11 @@ PAGES = [
     "data",
     "quickstart",
     "notebook",
+    "python",
     "checkpoints",
     "tokenizers",
     "pretraining_data",
+    "corpus",
     "pretraining",
     "classification",
     "squad",
@@ -54,6 +56,7 @@ _DATASETS = {
     "datasets/conll2003/valid.txt": "conll2003/iob2/valid.txt",
     "datasets/conll2003/test.txt": "conll2003/iob2/test.txt",
     "datasets/swag/sample.jsonl": "swag/hf_transformers_sample.jsonl",
+    "datasets/wikipedia/AA": "wikipedia",
 }
 _BLOCK = re.compile(r"^```(python|bash)\n(.*?)^```", re.M | re.S)
 _SKIP = re.compile(r"<!--\s*not-tested:\s*(.+?)\s*-->\s*$")

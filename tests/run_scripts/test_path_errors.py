@@ -89,6 +89,23 @@ def test_an_output_path_that_is_an_existing_file_is_one_line(files, shared_data,
 
 
 @pytest.mark.slow
+def test_run_pretraining_export_dir_dot_is_one_line_before_training_and_deletes_nothing(files, tmp_path):
+    """Issue 30: `--export_dir=.` trained, then deleted everything in the working folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("my notes\n")
+    (work / "records.tfrecord").write_bytes(open(files["records"][0], "rb").read())
+    result = run_script(
+        "run_pretraining.py", "--input_file=records.tfrecord", "--model_dir=run", "--export_dir=.",
+        f"--bert_config_file={files['root'] / 'bert_config.json'}", "--max_seq_length=32",
+        "--max_predictions_per_seq=5", "--train_batch_size=4", "--num_train_steps=1", "--num_warmup_steps=0", cwd=work,
+    )  # fmt: skip
+    assert_user_error(result, "run_pretraining: --export_dir=. is the working folder", "Name a folder of its own")
+    assert sorted(p.name for p in work.iterdir()) == ["notes.txt", "records.tfrecord"]
+    assert (work / "notes.txt").read_text() == "my notes\n"
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script,flags,missing",
     [

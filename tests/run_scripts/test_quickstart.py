@@ -67,6 +67,25 @@ def test_unknown_flag_is_one_clean_line(tmp_path):
     assert result.stdout == ""
 
 
+def test_an_output_folder_that_is_not_a_quickstarts_is_refused_before_anything_runs(tmp_path):
+    """Issue 30: the stages `rm -rf` their own folders (export/, pretraining/, ...) in --output_dir."""
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "model.bin").write_bytes(b"the user's")
+    result = subprocess.run(
+        ["bash", str(SCRIPT), "--no_install", f"--output_dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=30,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == (
+        f"quickstart.sh: --output_dir={tmp_path} holds files that a quickstart did not write, and its stages "
+        "replace folders in it; name a new or empty folder"
+    )
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["export", "export/model.bin"]
+
+
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory):
     out = tmp_path_factory.mktemp("quickstart")
@@ -150,7 +169,7 @@ def test_pretrained_checkpoint_restores_and_learned(quickstart):
     from official.nlp.modeling.models import BertPretrainer
 
     out, result = quickstart
-    files = model_dir.resolve_model_files(str(out / "pretraining" / "export"))
+    files = model_dir.read_model_files(str(out / "pretraining" / "export"))
     vocab_size = len((out / "vocab.txt").read_text().splitlines())
     assert files.config.vocab_size == vocab_size and files.config.num_hidden_layers == 2
     pretrainer = BertPretrainer(files.build_encoder())
@@ -186,7 +205,7 @@ def test_served_answers_match_the_fine_tuned_checkpoint(quickstart):
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["saved_model"] == str(out / "export" / "1")
-    files = model_dir.resolve_model_files(str(out / f"classifier_{summary['exported']}" / "best_model"))
+    files = model_dir.read_model_files(str(out / f"classifier_{summary['exported']}" / "best_model"))
     model = BertClassifier(files.build_encoder(), num_classes=2)
     tf_checkpoints.restore_checkpoint(model, files.checkpoint)
     tokenizer, seq = files.tokenizer(), 32

@@ -115,7 +115,7 @@ def test_fine_tuning_end_to_end(setup, tmp_path):
     assert (out / "best_model" / model_dir.TASK_FILE).exists()
     _check_served_equals_predicted(out, dev, written, tmp_path)
     # The encoder was fine-tuned.
-    init = _encoder_values(model_dir.resolve_model_files(setup["init"]).checkpoint)
+    init = _encoder_values(model_dir.read_model_files(setup["init"]).checkpoint)
     final = _encoder_values(tf.train.latest_checkpoint(str(out)))
     assert any(not np.array_equal(init[k], final[k]) for k in init if k in final)
 
@@ -169,7 +169,7 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
     result = tagging.run_ner(config)
     model = result.finetuning.model
     assert {w.path.split("/")[0] for w in model.trainable_weights} == {"bilstm_0", "bilstm_1", "classifier"}
-    init = _encoder_values(model_dir.resolve_model_files(setup["init"]).checkpoint)
+    init = _encoder_values(model_dir.read_model_files(setup["init"]).checkpoint)
     final_prefix = tf.train.latest_checkpoint(str(out))
     final = _encoder_values(final_prefix)
     common = [k for k in init if k in final]
@@ -177,8 +177,8 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
     for k in common:
         np.testing.assert_array_equal(init[k], final[k], err_msg=k)
     # The checkpoint gives the trained BiLSTMs back to a fresh model (as a resumed run and best_model/ need).
-    restored = tagging.make_task(dataclasses.replace(config, train_file=None)).build_model(
-        model_dir.resolve_model_files(setup["init"]).build_encoder()
+    restored = tagging.make_ner_task(dataclasses.replace(config, train_file=None)).build_model(
+        model_dir.read_model_files(setup["init"]).build_encoder()
     )
     x = {k: np.ones((2, 24), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
     assert not np.allclose(restored(x), model(x))
@@ -193,12 +193,16 @@ def test_bad_input_named(setup, tmp_path):
     config = tagging.TaggingConfig(output_dir=str(tmp_path / "o"), init_checkpoint=setup["init"], do_train=True)
     with pytest.raises(InputError, match=r"bad\.txt:2: malformed CoNLL line"):
         tagging.run_ner(dataclasses.replace(config, train_file=str(bad)))
-    with pytest.raises(InputError, match="--feature_layers=-5: the model has 2 layers"):
-        tagging.make_task(
-            dataclasses.replace(config, train_file=setup["train"], feature_based=True, feature_layers=(-5,))
-        )
+    for layers, message in (
+        ((-5,), "-5: layer -5 is not one of the model.s 2 layers"),
+        (("last",), "last: 'last' is not a layer"),
+    ):
+        with pytest.raises(InputError, match=f"--feature_layers={message}"):
+            tagging.make_ner_task(
+                dataclasses.replace(config, train_file=setup["train"], feature_based=True, feature_layers=layers)
+            )
     unknown = tmp_path / "dev.txt"
     unknown.write_text("Paris NNP I-NP I-GPE\n")
-    task = tagging.make_task(dataclasses.replace(config, train_file=setup["train"], eval_file=str(unknown)))
+    task = tagging.make_ner_task(dataclasses.replace(config, train_file=setup["train"], eval_file=str(unknown)))
     with pytest.raises(InputError, match=r"dev\.txt:1: unknown label 'I-GPE'"):
         task.evaluate(None)

@@ -44,7 +44,7 @@ def _checkpoint_values(prefix):
 
 
 @pytest.mark.slow
-def test_sigkill_while_saving_then_same_command_resumes_bitwise(tmp_path):
+def test_sigkill_while_saving_then_ctrl_c_then_same_command_resumes_bitwise(tmp_path):
     pretraining_records.write_records(tmp_path / "data", num_files=2, per_file=128)
     vocab = pretraining_records.write_vocab(tmp_path / "vocab.txt")
     (tmp_path / "bert_config.json").write_text(json.dumps(CONFIG))
@@ -79,10 +79,23 @@ def test_sigkill_while_saving_then_same_command_resumes_bitwise(tmp_path):
     assert (killed_dir / "ckpt-20.index").exists()  # on disk...
     assert tf.train.latest_checkpoint(str(killed_dir)).endswith("ckpt-10")  # ...but not committed
 
+    # The same command resumes from ckpt-10; a Ctrl-C once it has committed ckpt-20 says so in one line.
+    interrupted = _run(
+        flags + [f"--model_dir={killed_dir}"],
+        env={"INTERRUPT_AT_STEP": "20"},
+        script=str(REPO_ROOT / "tests" / "run_scripts" / "interrupt_after_save.py"),
+    )
+    assert interrupted.returncode == 130, interrupted.stderr[-3000:]
+    assert "Resumed from" in interrupted.stderr and "ckpt-10 (step 10)" in interrupted.stderr
+    assert "Removing" in interrupted.stderr and "ckpt-20" in interrupted.stderr  # the uncommitted files went first
+    assert "Traceback" not in interrupted.stderr and "KeyboardInterrupt" not in interrupted.stderr
+    assert interrupted.stderr.strip().splitlines()[-1] == (
+        "run_pretraining: interrupted at step 20; the same command resumes from ckpt-20"
+    )
+
     resumed = _run(flags + [f"--model_dir={killed_dir}"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "Resumed from" in resumed.stderr and "ckpt-10 (step 10)" in resumed.stderr
-    assert "Removing" in resumed.stderr and "ckpt-20" in resumed.stderr  # the uncommitted files went first
+    assert "Resumed from" in resumed.stderr and "ckpt-20 (step 20)" in resumed.stderr
 
     # Same step count, same weights, same optimizer state: bitwise (determinism is on).
     a = _checkpoint_values(tf.train.latest_checkpoint(str(full_dir)))
@@ -92,7 +105,7 @@ def test_sigkill_while_saving_then_same_command_resumes_bitwise(tmp_path):
     for name in a:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     # Nothing half-written is left; the export is a model directory.
-    leftovers = [n for n in os.listdir(killed_dir) if "_temp" in n or n.endswith(".partial")]
+    leftovers = [n for n in os.listdir(killed_dir) if "_temp" in n or n.endswith((".partial", ".incomplete"))]
     assert not leftovers
     assert {"bert_config.json", "vocab.txt", "do_lower_case", "checkpoint"} <= set(os.listdir(killed_dir / "export"))
 

@@ -135,7 +135,7 @@ def _replace(flags, out, other):
     "args, message",
     [
         (["--do_train"], "--do_train needs --train_file"),
-        (["--do_predict", "--predict_file=x.json", "--doc_stride=0"], "--doc_stride (0)"),
+        (["--do_predict", "--predict_file=x.json", "--doc_stride=0"], "--doc_stride=0: must be >= 1"),
         (
             [
                 "--do_predict",

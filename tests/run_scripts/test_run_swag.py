@@ -146,12 +146,12 @@ def test_predict_takes_json_lines_without_labels(shared_data, tmp_path):
         do_predict=True,
         max_seq_length=40,
     )
-    task = multiple_choice.make_task(config)
+    task = multiple_choice.make_swag_task(config)
     model = task.build_model(BertEncoder.from_bert_config(BertConfig(**TINY)))
     with open(task.predict(model)) as f:
         predictions = list(csv.DictReader(f))
     assert [p["source"] for p in predictions] == [f"{unlabelled}:{i}" for i in range(1, 11)]
-    features = swag.convert_examples(swag.read_swag(str(unlabelled), labelled=False).examples, task.tokenizer, 40)
+    features = swag.convert_swag_examples(swag.read_swag(str(unlabelled), labelled=False).examples, task.tokenizer, 40)
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(model(features.model_inputs()), axis=-1))
     got = np.array([[float(p[f"probability{i}"]) for i in range(4)] for p in predictions])
     np.testing.assert_allclose(got, expected, atol=1e-6)

@@ -8,19 +8,21 @@ from __future__ import annotations
 import dataclasses
 
 from official.nlp.checkpoints import hf_export, model_dir
-from official.nlp.common.config_flags import field
+from official.nlp.common.config_flags import CheckedConfig, field
 
 
 @dataclasses.dataclass
-class ConversionConfig:
+class ConversionConfig(CheckedConfig):
     """What to convert, into which model directory, and the files that override those found with the input."""
 
     input: str = field(
+        path="path",
         help="TF1 checkpoint prefix or folder, Hugging Face model folder, model directory, or (for "
-        "--output_format=hf) a fine-tuned classifier's directory."
+        "--output_format=hf) a fine-tuned classifier's directory.",
     )
     output_dir: str = field(
-        help="Model directory to write (must not hold a checkpoint yet); for --output_format=hf a new or empty folder."
+        path="path",
+        help="Model directory to write (must not hold a checkpoint yet); for --output_format=hf a new or empty folder.",
     )
     input_format: str = field("auto", enum=["auto", "tf1", "hf", "ours"], help="Format of --input.")
     output_format: str = field(
@@ -29,8 +31,8 @@ class ConversionConfig:
         help="What to write: our model directory, an original TF1 checkpoint, or a Hugging Face folder "
         "(config.json, model.safetensors, vocab.txt, tokenizer settings).",
     )
-    bert_config_file: str | None = field(None, help="Overrides the config found next to --input.")
-    vocab_file: str | None = field(None, help="Overrides the vocab.txt found next to --input.")
+    bert_config_file: str | None = field(None, path="path", help="Overrides the config found next to --input.")
+    vocab_file: str | None = field(None, path="path", help="Overrides the vocab.txt found next to --input.")
     do_lower_case: bool | None = field(None, help="Overrides the case found with --input (file, folder name or vocab).")
 
 

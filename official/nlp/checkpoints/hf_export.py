@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 
 import numpy as np
 from absl import logging
@@ -41,8 +40,8 @@ from absl import logging
 from official.nlp.checkpoints import hf_weights, tf_checkpoints
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.common import input_files, output_files
-from official.nlp.common.errors import InputError, OutputExistsError
+from official.nlp.common import output_files, output_folders
+from official.nlp.common.errors import InputError
 from official.nlp.modeling.activations import HF_ACTIVATIONS
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -51,7 +50,7 @@ from official.nlp.tokenizers.vocabulary import load_vocab
 
 WEIGHTS_FILE = "model.safetensors"  # the folder's marker: a folder without it is not a Hugging Face model
 CLASSIFIER_HEADS = ("classifier", "multi_label_classifier")  # the head kinds `tasks.classification` records
-SPECIAL_TOKENS = {
+HF_SPECIAL_TOKENS = {
     "unk_token": "[UNK]",
     "sep_token": "[SEP]",
     "pad_token": "[PAD]",
@@ -156,7 +155,7 @@ def _classifier(path: str, record: dict, files: model_dir_lib.ModelFiles) -> Ber
 
 def _load(path: str, *, input_format: str, **overrides) -> tuple[object, model_dir_lib.ModelFiles, dict]:
     """The model at `path` with every weight, its files, and its fine-tuning record (`{}` for a pretrained one)."""
-    head = init_checkpoint_lib.read_task_file(path)
+    head = init_checkpoint_lib.fine_tuned_head(path)
     if head is None:
         model, files = model_dir_lib.load_model(path, input_format=input_format, **overrides)
         return model, files, {}
@@ -207,9 +206,9 @@ def _tokenizer_files(do_lower_case: bool, max_length: int) -> dict[str, dict]:
             "tokenize_chinese_chars": True,
             "strip_accents": None,  # as the original: accents are stripped exactly when lower-casing
             "model_max_length": max_length,
-            **SPECIAL_TOKENS,
+            **HF_SPECIAL_TOKENS,
         },
-        "special_tokens_map.json": dict(SPECIAL_TOKENS),
+        "special_tokens_map.json": dict(HF_SPECIAL_TOKENS),
     }
 
 
@@ -225,15 +224,15 @@ def export_hf_folder(
     """Writes the model at `input_path` (a model directory, a fine-tuning `--output_dir` or its `best_model/`, an
     original TF1 checkpoint or a Hugging Face folder) as a Hugging Face folder (see the module docstring).
 
-    `output_dir` must be new or empty. Everything is written where no reader looks (beside a local `output_dir`, a
+    `output_dir` must be new or empty, and is checked (`output_folders.check_new_folder`) and claimed as
+    `convert_checkpoint`'s is. Everything is written in this job's staging folder (beside a local `output_dir`, a
     local temporary folder for one in a bucket) and put in place with `model.safetensors` last
-    (`output_files.commit_folder`). Returns the written folder's `ModelFiles`.
+    (`output_folders.commit_export`). Returns the written folder's `ModelFiles`.
     """
     from safetensors.numpy import save as safetensors_bytes
 
-    output_files.check_target(output_dir, folder=True)
-    if input_files.isdir(output_dir) and input_files.listdir(output_dir):
-        raise OutputExistsError(f"{output_dir} already exists and is not empty; choose a new or empty folder")
+    inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
+    output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
     model, files, record = _load(
         input_path,
         input_format=input_format,
@@ -250,24 +249,18 @@ def export_hf_folder(
         raise InputError(f"{files.vocab_file} has no [PAD], which Hugging Face's BertTokenizer needs")
     config = hf_config(files.config, architecture=architecture, pad_token_id=vocab["[PAD]"], **head)
     tensors = hf_tensors(model)
-    if input_files.is_remote(output_dir):
-        staging = tempfile.mkdtemp(prefix="bert-hf-folder-")  # library-created local folder
-    else:
-        staging = output_dir.rstrip("/") + ".partial"
-        output_files.rmtree(staging)
-    try:
-        output_files.makedirs(staging)
+    parent, name = output_folders.split(output_dir)
+    with output_folders.claim(parent, name, what=output_dir), output_folders.staging_folder(output_dir) as staging:
         tokenizer = _tokenizer_files(files.do_lower_case, files.config.max_position_embeddings)
-        json_files = {"config.json": config, **tokenizer}
-        for name, content in json_files.items():
-            output_files.write_text(os.path.join(staging, name), json.dumps(content, indent=2, sort_keys=True) + "\n")
+        for file_name, content in {"config.json": config, **tokenizer}.items():
+            output_files.write_text(
+                os.path.join(staging, file_name), json.dumps(content, indent=2, sort_keys=True) + "\n"
+            )
         output_files.copy(files.vocab_file, os.path.join(staging, model_dir_lib.VOCAB_FILE))
         output_files.write_bytes(
             os.path.join(staging, WEIGHTS_FILE), safetensors_bytes(tensors, metadata={"format": "pt"})
         )
-        output_files.commit_folder(staging, output_dir, marker=WEIGHTS_FILE)
-    finally:
-        output_files.rmtree(staging)
+        output_folders.commit_export(staging, output_dir, marker=WEIGHTS_FILE, replace=False)
     described = tf_checkpoints._describe(files.config)
     logging.info("Wrote %s (%d tensors, %s) to %s", architecture, len(tensors), described, output_dir)
     return model_dir_lib.ModelFiles(

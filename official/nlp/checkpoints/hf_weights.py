@@ -128,7 +128,7 @@ def _safetensors_file(path: str) -> str:
     return file
 
 
-def has_masked_lm_head(path: str) -> bool:
+def hf_has_masked_lm_head(path: str) -> bool:
     """Whether Hugging Face BERT weights (`model.safetensors` or its folder) hold the masked-LM head; reads only
     the file's header."""
     file = _safetensors_file(path)

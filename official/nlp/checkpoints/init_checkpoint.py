@@ -1,5 +1,5 @@
-"""`--init_checkpoint` as every script takes it: one resolver for run_classifier, run_ner, run_swag, run_squad,
-extract_features and export_model.
+"""`--init_checkpoint` as every script takes it: one resolver for run_pretraining, run_classifier, run_ner, run_swag,
+run_squad, extract_features and export_model.
 
 Accepted: a model directory (`bert_config.json`, `vocab.txt`, `do_lower_case` and a checkpoint), a checkpoint
 prefix in one, an original TF1 checkpoint, a Hugging Face folder, and a fine-tuning job's `--output_dir` (or one
@@ -14,7 +14,7 @@ weights training ended with.
 Example:
 
     files = resolve_model_files("/tmp/squad_out")        # /tmp/squad_out/best_model, or its latest ckpt-N
-    read_task_file("/tmp/squad_out")["task"]            # "squad_v1.1"
+    fine_tuned_head("/tmp/squad_out")["task"]            # "squad_v1.1"
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def read_record(init_checkpoint: str | None) -> dict:
     return record
 
 
-def read_task_file(init_checkpoint: str | None) -> dict | None:
+def fine_tuned_head(init_checkpoint: str | None) -> dict | None:
     """The fine-tuned head `init_checkpoint` holds, `{"task", "head", "labels", ...}`, or None for a pretrained
     model. An output directory without `best_model/` records no head kind (`"head"` None): its checkpoint holds
     the head of the task its settings name."""
@@ -98,7 +98,7 @@ def resolve_model_files(
     do_lower_case: bool | None = None,
     require_vocab: bool = True,
 ) -> model_dir_lib.ModelFiles:
-    """`model_dir.resolve_model_files` for anything the module docstring lists; the same arguments and errors."""
+    """`model_dir.read_model_files` for anything the module docstring lists; the same arguments and errors."""
     path = locate(init_checkpoint) if init_checkpoint else init_checkpoint
     output_dir = _output_dir_of(path) if path else None
     if output_dir:
@@ -109,7 +109,7 @@ def resolve_model_files(
             do_lower_case = settings.get("do_lower_case")
         if vocab_file is None:
             vocab_file = _recorded_vocab(output_dir, settings)
-    return model_dir_lib.resolve_model_files(
+    return model_dir_lib.read_model_files(
         path,
         bert_config=bert_config,
         bert_config_file=bert_config_file,

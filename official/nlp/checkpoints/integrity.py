@@ -1,7 +1,8 @@
 """A checkpoint whose files are cut short or corrupt is a user's problem to fix, not a bug: one message naming it.
 
 TensorFlow reports a `.data` file shorter than its `.index` says as ``IndexError: Read less bytes than
-requested`` (from the C++ reader, naming no file), and a corrupt one as `DataLossError`. Everything that reads a
+requested`` (from the C++ reader, naming no file), a corrupt one as `DataLossError`, and a missing one as an
+`OpError` traceback. Everything that reads a
 checkpoint turns these into `DamagedCheckpointError`, naming the checkpoint and what to do: copy it again (a
 download or copy that stopped early is the usual cause), or use another one. Resuming a training run says which
 earlier checkpoint is left (`training.checkpointing`).
@@ -11,14 +12,16 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable
 
 import tensorflow as tf
 
 from official.nlp.common.errors import InputError
 
-# What TensorFlow raises for files shorter than the index says, and for bytes that fail their checksum.
-READ_ERRORS = (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError)
+# What TensorFlow raises for files shorter than the index says, for bytes that fail their checksum, and (a plain
+# `OpError`, or `NotFoundError`) for a .data file that is not there.
+READ_ERRORS = (IndexError, tf.errors.OpError)
 
 
 class DamagedCheckpointError(InputError):
@@ -35,6 +38,11 @@ def damage(prefix: str, error: BaseException) -> str | None:
     if isinstance(error, (tf.errors.DataLossError, tf.errors.OutOfRangeError)):
         first_line = (error.message or str(error)).strip().splitlines()[0] if str(error).strip() else ""
         return f"{prefix} is damaged ({first_line})"
+    if isinstance(error, tf.errors.OpError):
+        # "<prefix>.data-00000-of-00001; No such file or directory": the index is there, a data shard is not.
+        missing = re.search(r"(\S*\.data-\d+-of-\d+)[;:]? No such file or directory", error.message or "")
+        if missing:
+            return f"{prefix} is incomplete: {missing.group(1)} is missing"
     return None
 
 

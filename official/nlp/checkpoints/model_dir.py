@@ -13,34 +13,33 @@ A fine-tuning job's output directory is a model directory too (its checkpoints h
 `finetuning_settings.json` (the settings it was trained with, SETTINGS_FILE) and `best_model/` (the best checkpoint
 as a fine-tuned model directory, BEST_MODEL_DIR).
 
-Every script's `--init_checkpoint` goes through `resolve_model_files`, which accepts a model directory, an
-original TF1 checkpoint prefix (with `bert_config.json`/`vocab.txt` looked up next to it, as in Google's released
-zips) or one of our checkpoint prefixes, fills in what the flags did not give and refuses contradictions at
-start-up.
+`read_model_files` reads a model directory, an original TF1 checkpoint prefix (with `bert_config.json`/`vocab.txt`
+looked up next to it, as in Google's released zips), one of our checkpoint prefixes or a Hugging Face folder, fills
+in what the flags did not give and refuses contradictions at start-up. A script's `--init_checkpoint` goes through
+`init_checkpoint.resolve_model_files`, which also takes a fine-tuning job's output directory and then calls this.
 
 Example:
 
-    files = resolve_model_files("/models/uncased_L-12_H-768_A-12/bert_model.ckpt")
+    files = read_model_files("/models/uncased_L-12_H-768_A-12/bert_model.ckpt")
     encoder = files.build_encoder()            # weights restored
     tokenizer = files.tokenizer()              # FullTokenizer(vocab.txt, do_lower_case)
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 
 import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import hf_weights, tf_checkpoints
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
-from official.nlp.common.output_files import check_target
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
@@ -106,6 +105,16 @@ class ModelFiles:
             self.checkpoint_format,
         )
 
+    def check_text_pairs(self, inputs: str) -> None:
+        """Refuses text pairs (`inputs` names them) for a model with one token type: the second text's segment id
+        1 is past its `token_type_embeddings`, which fails inside the first step (or, on a GPU, reads garbage)."""
+        if self.config.type_vocab_size < 2:
+            raise InputError(
+                f"{inputs} are text pairs, whose second text has token type (segment id) 1, but the model's "
+                f"bert_config.json has type_vocab_size={self.config.type_vocab_size}: it reads single texts only. "
+                "Use a model with type_vocab_size=2 (BERT's), or single-text inputs"
+            )
+
     def tokenizer(self):
         """The pure-Python `FullTokenizer` for this vocabulary and case."""
         from official.nlp.tokenizers.tokenization import FullTokenizer
@@ -121,8 +130,8 @@ class ModelFiles:
 def has_masked_lm_head(checkpoint: str, checkpoint_format: str) -> bool:
     """Whether a checkpoint of any format holds the masked-LM head (public encoder-only ones do not)."""
     if checkpoint_format == "hf":
-        return hf_weights.has_masked_lm_head(checkpoint)
-    return tf_checkpoints.has_masked_lm_head(checkpoint)
+        return hf_weights.hf_has_masked_lm_head(checkpoint)
+    return tf_checkpoints.checkpoint_has_masked_lm_head(checkpoint)
 
 
 def restore_weights(model, checkpoint: str, checkpoint_format: str, *, whole_model: bool) -> None:
@@ -170,8 +179,8 @@ def save_model_dir(
 
     Our checkpoint is `ckpt-<checkpoint_number>` (default `ckpt-1`), e.g. the training step of an export.
     `checkpoint_format="tf1"` writes `bert_model.ckpt` with the original variable names (encoder, plus the
-    pretraining heads of a `BertPretrainer`) instead of our checkpoint. Refuses a directory that already holds
-    a checkpoint.
+    pretraining heads of a `BertPretrainer`) instead of our checkpoint; it refuses a left-to-right model, which
+    the original code cannot express. Refuses a directory that already holds a checkpoint.
     """
     if checkpoint_format not in ("ours", "tf1"):
         raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
@@ -180,6 +189,12 @@ def save_model_dir(
     ):
         raise OutputExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
     config = model.config if isinstance(model, BertEncoder) else model.encoder.config
+    if checkpoint_format == "tf1" and config.left_to_right:
+        # The original code reads bert_config.json into its own fields and would drop `attention` unseen.
+        raise InputError(
+            f"{model_dir}: a left-to-right model (attention=left_to_right) has no TF1 form: the original BERT "
+            "code has no causal attention and would run it bidirectionally; keep --output_format=ours"
+        )
     write_model_files(model_dir, config, vocab_file, do_lower_case)
     if checkpoint_format == "tf1":
         if config.hidden_act not in ("gelu", "relu", "tanh", "linear"):
@@ -232,7 +247,7 @@ def read_settings_file(path: str | None) -> dict | None:
 
 
 def read_do_lower_case(path: str) -> bool:
-    text = input_files.read_text(path).strip().lower()
+    text = text_files.read_text(path).strip().lower()
     if text in ("true", "1", "yes"):
         return True
     if text in ("false", "0", "no"):
@@ -352,7 +367,7 @@ def _merge_case(do_lower_case: bool | None, stored: bool | None, source: str) ->
     return stored if do_lower_case is None else do_lower_case
 
 
-def resolve_model_files(
+def read_model_files(
     init_checkpoint: str | None = None,
     *,
     bert_config: BertConfig | None = None,
@@ -361,7 +376,9 @@ def resolve_model_files(
     do_lower_case: bool | None = None,
     require_vocab: bool = True,
 ) -> ModelFiles:
-    """Resolves a script's `--init_checkpoint`, `--bert_config_file`, `--vocab_file`, `--do_lower_case`.
+    """The `ModelFiles` of a model directory, a checkpoint prefix or a Hugging Face folder (`init_checkpoint`),
+    with `--bert_config_file`, `--vocab_file` and `--do_lower_case` (a script's flags go through
+    `init_checkpoint.resolve_model_files`, which also takes a fine-tuning output directory).
 
     Arguments left as None come from the model directory (or, for a checkpoint prefix, its folder): the config
     from `bert_config.json`, the vocabulary from `vocab.txt`, the case from `do_lower_case`, else from Google's
@@ -434,7 +451,7 @@ def resolve_model_files(
 def _hf_do_lower_case(directory: str) -> bool | None:
     path = os.path.join(directory, "tokenizer_config.json")
     if input_files.exists(path):
-        value = json.loads(input_files.read_text(path)).get("do_lower_case")
+        value = json.loads(text_files.read_text(path)).get("do_lower_case")
         if isinstance(value, bool):
             return value
     return None
@@ -504,7 +521,7 @@ def load_model(
         return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
     if input_format not in ("tf1", "ours"):
         raise InputError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
-    files = resolve_model_files(
+    files = read_model_files(
         path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
     )
     if files.checkpoint_format != input_format:
@@ -532,6 +549,10 @@ def convert_checkpoint(
     The model keeps the source's activation (`hidden_act`), its pretraining heads when present, and travels
     with its config, vocabulary and case. Returns the written directory's `ModelFiles`.
     """
+    if output_format not in ("ours", "tf1"):
+        raise InputError(f"--output_format must be 'ours' or 'tf1', got {output_format!r}")
+    inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
+    output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
     model, files = load_model(
         input_path,
         input_format=input_format,
@@ -539,11 +560,20 @@ def convert_checkpoint(
         vocab_file=vocab_file,
         do_lower_case=do_lower_case,
     )
-    written = save_model_dir(
-        output_dir,
+    export_model_dir(
         model,
+        output_dir,
         vocab_file=files.vocab_file,
         do_lower_case=files.do_lower_case,
+        checkpoint_format=output_format,
+        flag="--output_dir",
+    )
+    prefix = f"{CHECKPOINT_NAME}-1" if output_format == "ours" else TF1_CHECKPOINT_NAME
+    written = ModelFiles(
+        config=files.config,
+        vocab_file=os.path.join(output_dir, VOCAB_FILE) if files.vocab_file else None,
+        do_lower_case=files.do_lower_case,
+        checkpoint=os.path.join(output_dir, prefix),
         checkpoint_format=output_format,
     )
     logging.info(
@@ -564,30 +594,48 @@ def export_model_dir(
     do_lower_case: bool | None,
     step: int | None = None,
     json_files: Mapping[str, Mapping] | None = None,
+    owner: str | None = None,
+    checkpoint_format: str = "ours",
+    flag: str = "export_dir",
 ) -> str:
-    """Writes a trained model (weights only) as a model directory, replacing an earlier export.
+    """Writes a trained model (weights only) as the model directory `export_dir`.
 
-    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back). `json_files`
-    (`{file name: content}`, e.g. a fine-tuned head's `finetuning.json`) are written into it too. Everything is
-    written where no reader looks first (beside a local `export_dir`; a local temporary folder for one in a
-    bucket) and put in place by `output_files.commit_folder` with the `checkpoint` state file last (the file that
-    makes a model directory count), so a job killed while exporting leaves the previous export, or a folder
-    without `checkpoint`, never half of one that looks complete.
+    `owner` is the folder of the run that exports (run_pretraining's `--model_dir`, a fine-tuning `--output_dir`):
+    an earlier export of that same run is replaced, since its `output_folders.OWNER_FILE` names the run; anything
+    else in `export_dir` is refused. Without `owner`, `export_dir` must be new or empty (a converted checkpoint,
+    `save_classifier`), and it is claimed, so that a second job writing it at the same time is refused.
+
+    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back); `checkpoint_format`
+    "tf1" writes `bert_model.ckpt` instead. `json_files` (`{file name: content}`, e.g. a fine-tuned head's
+    `finetuning.json`) are written into it too. Everything is written where no reader looks (a hidden folder of
+    this job beside a local `export_dir`; a local temporary folder for one in a bucket) and put in place by
+    `output_files.commit_folder` with the checkpoint's marker last, so a job killed while exporting leaves the
+    previous export, or a folder without that marker, never half of one that looks complete.
     """
-    check_target(export_dir, folder=True)
-    if input_files.is_remote(export_dir):
-        staging = tempfile.mkdtemp(prefix="bert-model-dir-")  # library-created local folder
+    if owner is None:
+        output_folders.check_new_folder(export_dir, flag=flag)
+        parent, name = output_folders.split(export_dir)
+        claim = output_folders.claim(parent, name, what=export_dir)
     else:
-        staging = export_dir.rstrip("/") + ".partial"
-        output_files.rmtree(staging)
-    try:
-        save_model_dir(staging, model, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint_number=step)
+        output_folders.check_export(export_dir, flag=flag, owner=owner)
+        claim = contextlib.nullcontext()
+    with claim, output_folders.staging_folder(export_dir) as staging:
+        save_model_dir(
+            staging,
+            model,
+            vocab_file=vocab_file,
+            do_lower_case=do_lower_case,
+            checkpoint_format=checkpoint_format,
+            checkpoint_number=step,
+        )
         for name, content in (json_files or {}).items():
             output_files.write_text(os.path.join(staging, name), json.dumps(dict(content), indent=1, sort_keys=True))
+        if owner is not None:
+            record = output_folders.owner_record(export_dir, owner, output_files.files_under(staging))
+            output_files.write_text(os.path.join(staging, output_folders.OWNER_FILE), record)
         # The checkpoint state file holds relative paths, so the folder can move.
-        output_files.commit_folder(staging, export_dir, marker=CHECKPOINT_STATE_FILE)
-    finally:
-        output_files.rmtree(staging)
+        marker = CHECKPOINT_STATE_FILE if checkpoint_format == "ours" else TF1_CHECKPOINT_NAME + ".index"
+        output_folders.commit_export(staging, export_dir, marker=marker, replace=owner is not None)
     logging.info("Exported the model directory %s", export_dir)
     return export_dir
 

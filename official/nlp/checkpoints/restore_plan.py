@@ -19,7 +19,7 @@ is its `init_fn`, called only when there is nothing to resume.
 
 Example:
 
-    files = model_dir.resolve_model_files("/tmp/mrpc/best_model")
+    files = model_dir.read_model_files("/tmp/mrpc/best_model")
     plan = plan_restore(files, init_checkpoint="/tmp/mrpc/best_model", output_dir="/tmp/mrpc_dev",
                         head=Head("classifier", labels=("0", "1"), task="mrpc"))
     plan.source, plan.fresh    # ("fine_tuned", ())
@@ -133,7 +133,7 @@ def plan_restore(
     """Which weights a job with `head` starts from (see the module docstring); refuses what cannot work.
 
     Args:
-      files: the resolved `--init_checkpoint` (`model_dir.resolve_model_files`).
+      files: the resolved `--init_checkpoint` (`init_checkpoint.resolve_model_files`).
       init_checkpoint: the flag as the user gave it (for messages; its folder may hold `finetuning.json`).
       output_dir: the job's own directory (`--output_dir`, pretraining's `--model_dir`); a checkpoint there is
         resumed.
@@ -177,7 +177,7 @@ def plan_restore(
 
 def _fine_tuned_for(head: Head, init_checkpoint: str | None) -> bool:
     """Whether `init_checkpoint` is a fine-tuned model directory for `head`; refuses one for another head."""
-    found = init_checkpoint_lib.read_task_file(init_checkpoint)
+    found = init_checkpoint_lib.fine_tuned_head(init_checkpoint)
     if found is None:
         return False
     # An output directory without best_model/ names its task, not its head kind: the task's own head.

@@ -25,7 +25,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints.integrity import names_damage
-from official.nlp.common import output_files
+from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -284,17 +284,31 @@ def read_tf1_checkpoint(prefix: str) -> dict[str, np.ndarray]:
 
 
 def write_tf1_checkpoint(prefix: str, weights: Mapping[str, np.ndarray]) -> str:
-    """Writes `weights` (TF1 names and layouts) as a checkpoint that TF1 code and `tf.train.load_checkpoint` read."""
+    """Writes `weights` (TF1 names and layouts) as a checkpoint that TF1 code and `tf.train.load_checkpoint` read.
+
+    TensorFlow writes it in a folder of this process beside it (`output_files.temporary_name`), where a job killed
+    mid-write leaves its half-written ``.tempstate`` files; the files are then moved in place, the index (by which
+    a reader finds the checkpoint) last. A later write deletes the folders of killed writers (`owners`).
+    """
     directory = os.path.dirname(prefix)
     if directory:
         output_files.makedirs(directory, name="checkpoint folder")
+    output_files.remove_leftovers([prefix])
+    staging = output_files.temporary_name(prefix)
+    output_files.rmtree(staging)
+    output_files.makedirs(staging)
     names = sorted(weights)
-    tf.raw_ops.SaveV2(
-        prefix=prefix,
-        tensor_names=names,
-        shape_and_slices=[""] * len(names),
-        tensors=[tf.constant(np.asarray(weights[name], np.float32)) for name in names],
-    )
+    try:
+        tf.raw_ops.SaveV2(
+            prefix=os.path.join(staging, os.path.basename(prefix)),
+            tensor_names=names,
+            shape_and_slices=[""] * len(names),
+            tensors=[tf.constant(np.asarray(weights[name], np.float32)) for name in names],
+        )
+        for name in sorted(input_files.listdir(staging), key=lambda n: n.endswith(".index")):
+            output_files.commit(os.path.join(staging, name), os.path.join(directory, name))
+    finally:
+        output_files.rmtree(staging)
     return prefix
 
 
@@ -459,7 +473,7 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
 
 
 @names_damage
-def has_masked_lm_head(prefix: str) -> bool:
+def checkpoint_has_masked_lm_head(prefix: str) -> bool:
     """Whether a checkpoint (ours or an original TF1 one) holds the masked-LM head; public encoder-only
     checkpoints (converted Hugging Face models, TF1 without ``cls/*``) do not."""
     reader = load_checkpoint(prefix)

@@ -18,12 +18,21 @@ The flag's kind comes from the field's annotation (`bool`, `int`, `float`, `str`
 
 - ``help`` (required): the flag's help text;
 - ``enum``: the allowed values (an enum flag);
-- ``lower_bound``: the smallest value of a number flag;
+- ``minimum``, ``exclusive_minimum``, ``maximum``, ``exclusive_maximum``: the range of a number field, stated in
+  its flag's help (``(range: >= 1)``); a field that is None (``max_train_examples``: all) is not checked;
+- ``path``: the field is a path the user names, one of `PATH_KINDS`: ``"path"`` (a file, folder or checkpoint
+  prefix), ``"paths"`` (comma-separated ones) or ``"patterns"`` (comma-separated paths and glob patterns);
 - ``flag=False``: the field has no flag (a Python-only value, such as an object).
 
 A field without a default is required: its flag defaults to None and `config_from_flags` refuses a command line
 without it, naming the flag (`InputError`). A field whose default is None stays None unless the flag is given
 (e.g. `--do_lower_case`, whose default is the case stored with the model).
+
+**Checked on construction.** A config that subclasses `CheckedConfig` applies each field's rule when it is made,
+from flags or from Python (`check_fields`): a number must be finite and in its range, ``~`` at the start of a
+local path is the user's home folder (bash leaves it as it is after ``--flag=``), and a path (not a pattern) must
+not hold a character that TensorFlow reads as a glob pattern (`input_files.check_no_glob`). Every problem is
+named in one `InputError` (``--learning_rate=inf: must be a finite number``).
 """
 
 from __future__ import annotations
@@ -31,6 +40,9 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import functools
+import math
+import numbers
+import os
 import types
 import typing
 from collections.abc import Sequence
@@ -38,6 +50,7 @@ from typing import Any
 
 from absl import flags
 
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 
 # The flags belong to the module that calls `define_flags` (a script's `--help` lists its own flags).
@@ -45,6 +58,7 @@ flags.disclaim_key_flags()
 
 _SCALARS = (bool, int, float, str)
 _LISTS = (list, tuple, collections.abc.Sequence)
+PATH_KINDS = ("path", "paths", "patterns")
 
 
 def field(
@@ -52,19 +66,29 @@ def field(
     *,
     help: str,
     enum: Sequence[str] | None = None,
-    lower_bound: float | None = None,
+    minimum: float | None = None,
+    exclusive_minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_maximum: float | None = None,
+    path: str | None = None,
     flag: bool = True,
     kw_only: Any = dataclasses.MISSING,
 ):
-    """A `dataclasses.field` whose metadata carries its flag's help (and `enum`, `lower_bound`, `flag`).
+    """A `dataclasses.field` whose metadata carries its flag's help (and `enum`, the range, `path`, `flag`).
 
     Without `default` the field is required. A list default (mutable) gives each instance a copy.
     """
     metadata = {"help": help}
     if enum is not None:
         metadata["enum"] = list(enum)
-    if lower_bound is not None:
-        metadata["lower_bound"] = lower_bound
+    bounds = dict(
+        minimum=minimum, exclusive_minimum=exclusive_minimum, maximum=maximum, exclusive_maximum=exclusive_maximum
+    )
+    metadata.update({name: bound for name, bound in bounds.items() if bound is not None})
+    if path is not None:
+        if path not in PATH_KINDS:
+            raise TypeError(f"path={path!r}: one of {PATH_KINDS}")
+        metadata["path"] = path
     if not flag:
         metadata["flag"] = False
     return _field(default, metadata, kw_only)
@@ -77,7 +101,7 @@ def _field(default: Any, metadata: dict, kw_only: Any):
 
 
 def override(config_class: type, name: str, default: Any):
-    """The field `name` of `config_class` with another default, for a subclass: same help, enum and bounds.
+    """The field `name` of `config_class` with another default, for a subclass: same help, enum, range and path.
 
     keep_checkpoint_max: int = config_flags.override(TrainingConfig, "keep_checkpoint_max", 1)
     """
@@ -125,6 +149,100 @@ def _default(f: dataclasses.Field) -> Any:
     return None  # required
 
 
+def describe_range(f: dataclasses.Field) -> str | None:
+    """The range of a number field in words (``>= 1``, ``in (0, 1]``), or None when it has none."""
+    meta = f.metadata
+    low = ("[", meta["minimum"]) if "minimum" in meta else ("(", meta.get("exclusive_minimum"))
+    high = ("]", meta["maximum"]) if "maximum" in meta else (")", meta.get("exclusive_maximum"))
+    if low[1] is not None and high[1] is not None:
+        return f"in {low[0]}{low[1]}, {high[1]}{high[0]}"
+    if low[1] is not None:
+        return f"{'>=' if low[0] == '[' else '>'} {low[1]}"
+    if high[1] is not None:
+        return f"{'<=' if high[0] == ']' else '<'} {high[1]}"
+    return None
+
+
+def flag_help(f: dataclasses.Field) -> str:
+    """The help of a field's flag: its text, then its range and whether it is required."""
+    text = f.metadata["help"]
+    described = describe_range(f)
+    if described:
+        text += f" (range: {described})"
+    if _required(f):
+        text += " (required)"
+    return text
+
+
+def _in_range(f: dataclasses.Field, value: float) -> bool:
+    meta = f.metadata
+    return (
+        ("minimum" not in meta or value >= meta["minimum"])
+        and ("exclusive_minimum" not in meta or value > meta["exclusive_minimum"])
+        and ("maximum" not in meta or value <= meta["maximum"])
+        and ("exclusive_maximum" not in meta or value < meta["exclusive_maximum"])
+    )
+
+
+def _number_problem(f: dataclasses.Field, value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    if not math.isfinite(value):
+        return f"--{f.name}={value}: must be a finite number"
+    if not _in_range(f, value):
+        return f"--{f.name}={value}: must be {describe_range(f)}"
+    return None
+
+
+def _checked_path(f: dataclasses.Field, value: Any) -> tuple[Any, list[str]]:
+    """`value` with ``~`` expanded in each of its local paths, and the problems of its paths."""
+    kind = f.metadata["path"]
+    if isinstance(value, os.PathLike):  # a `pathlib.Path` from Python
+        value = os.fspath(value)
+    one = isinstance(value, str)
+    parts = ([value] if kind == "path" else value.split(",")) if one else [os.fspath(p) for p in value]
+    expanded = [input_files.expand_user(p if kind == "path" else p.strip()) for p in parts]
+    problems = []
+    if kind != "patterns":
+        for part in expanded:
+            try:
+                input_files.check_no_glob(part, name=f"--{f.name}")
+            except InputError as e:
+                problems.append(str(e))
+    if not one:
+        return type(value)(expanded) if isinstance(value, (list, tuple)) else expanded, problems
+    return (expanded[0] if kind == "path" else ",".join(expanded)), problems
+
+
+def check_fields(config: Any) -> None:
+    """Applies each field's rule to `config` (see the module docstring): expands ``~`` in its local paths, and
+    raises one `InputError` naming every number out of its range or not finite and every path with a glob
+    character."""
+    problems = []
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if value is None:
+            continue
+        if "path" in f.metadata:
+            value, found = _checked_path(f, value)
+            setattr(config, f.name, value)
+            problems += found
+        else:
+            problem = _number_problem(f, value)
+            if problem:
+                problems.append(problem)
+    if problems:
+        raise InputError("; ".join(problems))
+
+
+class CheckedConfig:
+    """The base of a job's config dataclass: its fields' rules are applied when it is made (`check_fields`), from
+    flags or from Python, so that a bad number or path is refused before any work."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
 def define_flags(flag_values: flags.FlagValues, config_class: type, **default_overrides) -> None:
     """Defines one flag per field of `config_class` (see the module docstring); `default_overrides` replace the
     defaults of the named fields (a script's usual value)."""
@@ -133,17 +251,14 @@ def define_flags(flag_values: flags.FlagValues, config_class: type, **default_ov
     if unknown:
         raise TypeError(f"{config_class.__name__} has no flag field {unknown}")
     for f in flag_fields(config_class):
-        help_text = f.metadata.get("help")
-        if not help_text:
+        if not f.metadata.get("help"):
             raise TypeError(
                 f"{config_class.__name__}.{f.name} has no help: give it metadata={{'help': ...}} (config_flags.field)"
             )
-        if _required(f):
-            help_text += " (required)"
+        help_text = flag_help(f)
         default = default_overrides.get(f.name, _default(f))
         kind, element = _kind(config_class, f)
         common = dict(flag_values=flag_values)
-        bounds = {"lower_bound": f.metadata["lower_bound"]} if "lower_bound" in f.metadata else {}
         if "enum" in f.metadata:
             flags.DEFINE_enum(f.name, default, f.metadata["enum"], help_text, **common)
         elif element is not None:
@@ -151,9 +266,9 @@ def define_flags(flag_values: flags.FlagValues, config_class: type, **default_ov
         elif kind is bool:
             flags.DEFINE_bool(f.name, default, help_text, **common)
         elif kind is int:
-            flags.DEFINE_integer(f.name, default, help_text, **bounds, **common)
+            flags.DEFINE_integer(f.name, default, help_text, **common)
         elif kind is float:
-            flags.DEFINE_float(f.name, default, help_text, **bounds, **common)
+            flags.DEFINE_float(f.name, default, help_text, **common)
         else:
             flags.DEFINE_string(f.name, default, help_text, **common)
 

@@ -38,6 +38,32 @@ def is_process_local(path: str) -> bool:
     return os.fspath(path).startswith(PROCESS_LOCAL_SCHEMES)
 
 
+# The characters TensorFlow's file matching reads as a pattern (`GetMatchingPaths`, which its checkpoint readers,
+# `tf.train.latest_checkpoint`, CheckpointManager's clean-up and SavedModel loading call on a literal path).
+GLOB_CHARACTERS = "*?[\\"
+
+
+def expand_user(path: str) -> str:
+    """`path` with a leading ``~`` or ``~user`` replaced by that home folder, as a shell would; a path with a scheme
+    is left as it is. Bash expands ``~`` in ``--flag ~/x`` but not in ``--flag=~/x``, which would otherwise name a
+    folder called ``~`` in the working directory."""
+    path = os.fspath(path)
+    return path if is_remote(path) else os.path.expanduser(path)
+
+
+def check_no_glob(path: str, *, name: str) -> None:
+    """Refuses a path that holds a character TensorFlow reads as a glob pattern (`GLOB_CHARACTERS`): a checkpoint
+    or SavedModel there is written but not found again (``out [9]/ckpt-1`` matches ``out 9/ckpt-1``), and a
+    checkpoint clean-up could delete another folder's files (``a*b`` matches ``aXb``). `name`: the flag."""
+    found = [c for c in GLOB_CHARACTERS if c in os.fspath(path)]
+    if found:
+        raise InputError(
+            f"{name}={path!r}: TensorFlow reads {found[0]!r} in a path as a glob pattern (its checkpoint and "
+            "SavedModel readers match files by pattern: what is written there is not found again, or another "
+            f"folder's files are matched); choose a path without any of {' '.join(GLOB_CHARACTERS)}"
+        )
+
+
 def gfile():
     """`tf.io.gfile`, imported only when a path needs it: local readers stay free of TensorFlow."""
     import tensorflow as tf
@@ -69,7 +95,12 @@ def describe_error(e: BaseException, path: str) -> InputError | None:
                 f"{path} does not exist{detail}; check the path (and, for gs://, that the bucket exists)"
             )
         if isinstance(e, (errors.PermissionDeniedError, errors.UnauthenticatedError)):
-            return InputError(f"{path}: permission denied{detail}; check the credentials and the bucket's access")
+            fix = (
+                "check the credentials and the bucket's access"
+                if is_remote(path)
+                else "choose a path you can read and write, or change its permissions"
+            )
+            return InputError(f"{path}: permission denied{detail}; {fix}")
         if isinstance(e, errors.FailedPreconditionError):
             fix = (
                 "check the network, the credentials and that the bucket exists"
@@ -207,14 +238,9 @@ def read_bytes(path: str) -> bytes:
         return f.read()
 
 
-def read_text(path: str) -> str:
-    """The whole UTF-8 file `path` (a byte-order mark is dropped)."""
-    text = read_bytes(path).decode("utf-8")
-    return text[1:] if text.startswith("\ufeff") else text
-
-
 def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
-    """A comma-separated list (or a sequence) of paths and glob patterns -> the files, each pattern's matches sorted."""
+    """A comma-separated list (or a sequence) of paths and glob patterns -> the files, each pattern's matches sorted;
+    a path or pattern that names no file is a `MissingInputError` (a `FileNotFoundError`)."""
     patterns = input_file.split(",") if isinstance(input_file, str) else list(input_file)
     files = []
     for pattern in (os.fspath(p).strip() for p in patterns):
@@ -224,10 +250,10 @@ def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
             # On an object store the listing holds objects only (a "folder" marker ends with "/"): one call.
             matches = [p for p in glob(pattern) if (not p.endswith("/") if is_remote(p) else os.path.isfile(p))]
             if not matches:
-                raise InputError(f"--input_file pattern {pattern!r} matches no file")
+                raise MissingInputError(f"--input_file pattern {pattern!r} matches no file")
             files.extend(matches)
         elif not isfile(pattern):
-            raise InputError(f"input file {pattern!r} does not exist (or is not a file)")
+            raise MissingInputError(f"input file {pattern!r} does not exist (or is not a file)")
         else:
             files.append(pattern)
     if not files:

@@ -30,8 +30,8 @@ import stat
 from collections.abc import Iterator
 from typing import IO
 
-from official.nlp.common import input_files
-from official.nlp.common.errors import InputError
+from official.nlp.common import input_files, owners
+from official.nlp.common.errors import InputError, OutputExistsError
 from official.nlp.common.input_files import is_remote as _is_remote
 from official.nlp.common.input_files import user_path
 
@@ -95,20 +95,19 @@ def check_target(path: str, *, folder: bool = False, name: str | None = None) ->
 
 def temporary_name(path: str) -> str:
     """The name `path` is written under until it is complete: in the same folder, so that the rename stays on one
-    filesystem."""
-    return f"{path}.tmp-{os.getpid()}"
+    filesystem, and tagged with this process and host (`owners`), so that two jobs writing one output never share
+    it and a later job can tell a dead job's leftover from a live job's file."""
+    return owners.tagged(path, "tmp")
 
 
 def remove_leftovers(paths) -> None:
-    """Deletes the temporary files of `paths` that a job killed before its commit left behind (one listing per
-    folder): on a bucket a leftover ``train.tfrecord-00000-of-00002.tmp-123`` would match a glob of the records."""
-    wanted = {os.fspath(p) for p in paths}
-    for folder in sorted({os.path.dirname(p) for p in wanted}):
-        if not input_files.isdir(folder):
-            continue
-        for leftover in input_files.glob(os.path.join(folder, "*.tmp-*")):
-            if leftover.rsplit(".tmp-", 1)[0] in wanted:
-                remove(leftover)
+    """Deletes the temporary files of `paths` that a killed job left (one listing per folder): only those whose
+    writer is proven gone (`owners.Leftover.stale`); another live job's are left alone. On a bucket a leftover
+    ``train.tfrecord-00000-of-00002.tmp-123-host`` would match a glob of the records; on a disk it takes space."""
+    for leftover in owners.leftovers([os.fspath(p) for p in paths], "tmp"):
+        if leftover.stale:
+            with contextlib.suppress(OSError, InputError):  # another job removed it first
+                (rmtree if input_files.isdir(leftover.path) else remove)(leftover.path)
 
 
 def commit(tmp: str, path: str, *, name: str | None = None) -> None:
@@ -142,6 +141,7 @@ def write_atomically(path: str, mode: str = "w", *, name: str | None = None) -> 
     """
     path = os.fspath(path)
     check_target(path, name=name)
+    remove_leftovers([path])
     tmp = temporary_name(path)
     try:
         with user_path(path):
@@ -288,7 +288,7 @@ def copy(source: str, target: str) -> None:
             _gfile().copy(source, target, overwrite=True)
 
 
-def _files_under(folder: str) -> list[str]:
+def files_under(folder: str) -> list[str]:
     """The files under `folder`, as paths relative to it."""
     found = []
     if _is_remote(folder):
@@ -300,30 +300,57 @@ def _files_under(folder: str) -> list[str]:
     return sorted(found)
 
 
-def commit_folder(staging: str, target: str, *, marker: str) -> None:
-    """Puts the complete folder `staging` in place as `target` (replacing an earlier one), with `marker` last.
+def commit_folder(
+    staging: str, target: str, *, marker: str, replace: bool = False, identity: str | None = None
+) -> None:
+    """Puts the complete folder `staging` in place as `target`, with `marker` last.
 
     Readers take `target` as complete once its file `marker` is there (TF Serving's `saved_model.pb`, a model
-    directory's `checkpoint`). On local disk a folder's rename is atomic, and that is what this does. A store has no
-    atomic rename of a folder (it copies and deletes object by object, and a reader can see half of it), so there
-    the files are copied one by one with the marker after all the others, and an earlier `target` loses its marker
-    before anything else: a job killed on the way leaves a `target` without its marker, which counts as absent.
-    `staging` may be on another filesystem (a local temporary folder for an export into a bucket); it is deleted.
+    directory's `checkpoint`). `target` must be new or empty, and a job that finds files there at the commit is
+    refused (`OutputExistsError`): another job wrote it meanwhile. With `replace`, an earlier `target` is replaced
+    instead; only a caller that has proved the earlier folder its own passes it (see `output_folders`), and
+    `identity` names the file that proves it.
+
+    On local disk a folder's rename is atomic, and that is what this does; onto a folder that holds files it
+    fails, so two jobs cannot both put a new folder in place. A store has no atomic rename of a folder (it copies
+    and deletes object by object, and a reader can see half of it), so there the files are copied one by one with
+    the marker after all the others, and an earlier `target` loses its marker before anything else: a job killed
+    on the way leaves a `target` without its marker, which counts as absent. Its `identity` file is deleted last
+    and copied first, so that such a leftover still says whose it is. `staging` may be on another filesystem (a
+    local temporary folder for an export into a bucket); it is deleted.
     """
     staging, target = os.fspath(staging), os.fspath(target)
-    names = _files_under(staging)
+    names = files_under(staging)
     if marker not in names:
         raise ValueError(f"{staging} has no {marker}")
+    if not replace and input_files.isdir(target) and files_under(target):
+        raise _written_meanwhile(target)
     if not (_is_remote(staging) or _is_remote(target)):
         check_target(target, folder=True)
-        rmtree(target)
-        with user_path(target):
-            os.replace(staging, target)
+        if replace:
+            rmtree(target)
+        try:
+            with user_path(target):
+                os.replace(staging, target)
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                raise _written_meanwhile(target) from None
+            raise
         return
-    remove(os.path.join(target, marker))  # first: the earlier folder stops counting before it changes
-    rmtree(target)
-    for relative in sorted(names, key=lambda n: n == marker):  # the marker last
+    if replace and input_files.isdir(target):
+        remove(os.path.join(target, marker))  # first: the earlier folder stops counting before it changes
+        for relative in files_under(target):
+            if relative != identity:
+                remove(os.path.join(target, relative))
+    for relative in sorted(names, key=lambda n: (n != identity, n == marker)):  # the identity first, the marker last
         destination = os.path.join(target, relative)
         makedirs(os.path.dirname(destination))
         copy(os.path.join(staging, relative), destination)
     rmtree(staging)
+
+
+def _written_meanwhile(target: str) -> OutputExistsError:
+    return OutputExistsError(
+        f"{target} holds files that another job wrote while this one ran; nothing of this job was put there. "
+        "Choose another output folder"
+    )

@@ -3,8 +3,8 @@
 Decoding with ``errors="ignore"`` (as the original BERT code does) turns Latin-1 "Café" into "caf" and random bytes
 into a vocabulary of junk, without a word. Every reader of user text (pretraining corpora, vocabulary corpora,
 `vocab.txt`, feature-extraction input) decodes with `decode_line`, or builds its message with `not_utf8` where it
-can skip such lines instead. Readers of whole data files (GLUE and other classification files, CoNLL, SWAG,
-SQuAD) read them with `read_text`, whose message also names the line.
+can skip such lines instead. Whole files (GLUE and other classification files, CoNLL, SWAG, SQuAD, and the JSON
+files of model directories, caches and runs) are read with `read_text`, whose message also names the line.
 """
 
 from __future__ import annotations
@@ -69,9 +69,10 @@ def _reencode_hint(encoding: str, path: str) -> str:
     return f"Re-encode the file as UTF-8, e.g. iconv -f {source} -t UTF-8 {path} > {path}.utf8"
 
 
-def decode_text(raw: bytes, path: str) -> str:
+def decode_text(raw: bytes, path: str, first_line: int = 1) -> str:
     """A whole file's bytes as UTF-8 text (a UTF-8 byte-order mark dropped), or an `InputError` naming the file,
-    the first line that is not UTF-8, the encoding the file seems to be in and how to re-encode it.
+    the first line that is not UTF-8, the encoding the file seems to be in and how to re-encode it. `raw` may be
+    a part of the file that starts at line `first_line` (for the message).
 
     UTF-16 text without a byte-order mark can be valid UTF-8 (ASCII with a NUL after each character); a NUL is
     never in text a user means, so it is refused the same way.
@@ -89,7 +90,7 @@ def decode_text(raw: bytes, path: str) -> str:
         start = len(raw)
     if 0 <= nul < start:
         start, reason = nul, "not UTF-8 text (a NUL byte"
-    line = raw.count(b"\n", 0, start) + 1
+    line = first_line + raw.count(b"\n", 0, start)
     column = start - (raw.rfind(b"\n", 0, start) + 1)
     encoding = guess_encoding(raw[: 1 << 16])
     raise InputError(
@@ -99,7 +100,8 @@ def decode_text(raw: bytes, path: str) -> str:
 
 
 def read_text(path: str) -> str:
-    """The whole of a user's text file (any filesystem) decoded with `decode_text`.
+    """The whole of a text file (any filesystem) decoded with `decode_text`: the one way the library reads a file
+    as text, a user's data or a JSON file it wrote itself.
 
     A missing or unreadable file is the file layer's `InputError` naming the path (`MissingInputError` when it does
     not exist). Wrap the result in `io.StringIO(text, newline=...)` to read it line by line as a file object would.

@@ -34,7 +34,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import length_buckets
+from official.nlp.data import feature_cache, length_buckets
 from official.nlp.data.glue import InputExample
 from official.nlp.data.pretraining.instances import removal_counts
 from official.nlp.data.squad import doc_windows  # the one home of the document-window rule
@@ -72,7 +72,7 @@ def _label_value(label, labels: Sequence[str] | None, multi_label: bool):
     return [labels.index(label) if label is not None else 0]
 
 
-def check_settings(max_seq_length: int, long_text: str, doc_stride: int | None) -> None:
+def check_long_text_settings(max_seq_length: int, long_text: str, doc_stride: int | None) -> None:
     if max_seq_length < 5:
         raise InputError(f"--max_seq_length={max_seq_length}: must be at least 5 ([CLS] A [SEP] B [SEP])")
     if long_text not in LONG_TEXT:
@@ -104,7 +104,7 @@ def convert_examples(
     `doc_stride` (sliding windows) defaults to half the window. `multi_label`: each example's label is a set of
     names, stored as `label_ids` with one 0/1 per label of `labels`.
     """
-    check_settings(max_seq_length, long_text, doc_stride)
+    check_long_text_settings(max_seq_length, long_text, doc_stride)
     stats = stats if stats is not None else ConversionStats()
     labels = list(labels) if labels is not None else None
     for index, example in enumerate(examples):
@@ -156,7 +156,7 @@ def convert_examples(
         )
 
 
-def feature_spec(max_seq_length: int, regression: bool, num_multi_labels: int = 0) -> dict:
+def record_spec(max_seq_length: int, regression: bool, num_multi_labels: int = 0) -> dict:
     """The `tf.io.parse_example` spec of the records (`num_multi_labels`: the label count of multi-label records)."""
     spec = {
         name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in ("input_ids", "input_mask", "segment_ids")
@@ -175,7 +175,7 @@ def make_dataset(
     is_training: bool,
     seed: int | None = None,
     input_context: tf.distribute.InputContext | None = None,
-    shuffle_buffer_size: int = 10000,
+    shuffle_buffer_size: int = feature_cache.SHUFFLE_BUFFER_SIZE,
     buckets: Sequence[int] | None = None,
     num_multi_labels: int = 0,
 ) -> tf.data.Dataset:
@@ -186,13 +186,7 @@ def make_dataset(
     `buckets`: sequence lengths to cut batches to (None: all batches `max_seq_length` long). `num_multi_labels`:
     multi-label records with that many labels; `label` is then float32 `[batch, labels]` of 0/1.
     """
-    dataset = tf.data.TFRecordDataset(input_file)
-    if is_training:
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True).repeat()
-    dataset = dataset.batch(batch_size, drop_remainder=is_training)
-    spec = feature_spec(max_seq_length, regression, num_multi_labels)
+    spec = record_spec(max_seq_length, regression, num_multi_labels)
 
     def to_inputs(records):
         parsed = tf.io.parse_example(records, spec)
@@ -212,11 +206,23 @@ def make_dataset(
         }
         return x, y
 
-    dataset = dataset.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE)
-    if buckets and is_training:
+    if is_training:
+        dataset = feature_cache.training_batches(
+            input_file,
+            batch_size,
+            parse=to_inputs,
+            seed=seed,
+            input_context=input_context,
+            shuffle_buffer_size=shuffle_buffer_size,
+        )
+        if not buckets:
+            return dataset
         # Records are parsed a batch at a time (cheaper), then regrouped by length.
         dataset = length_buckets.group_by_length(dataset.unbatch(), buckets, batch_size, drop_remainder=True)
-    elif buckets:
+        return dataset.prefetch(tf.data.AUTOTUNE)
+    dataset = tf.data.TFRecordDataset(input_file).batch(batch_size)
+    dataset = dataset.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE)
+    if buckets:
         dataset = length_buckets.trim_batches(dataset, buckets)
     return dataset.prefetch(tf.data.AUTOTUNE)
 

@@ -10,10 +10,14 @@ records the size of the records file, so a job killed while writing leaves no ca
 records file that was cut short or changed afterwards (a full disk, a copy that stopped) is noticed and rebuilt
 instead of failing later with a `DataLossError` that names no file.
 
+Every fine-tuning task reads its training records back through `training_batches`: one rule for sharding,
+shuffling, repeating and batching, so that a change to it is one edit.
+
 Example:
 
     key = {"task": "mrpc", "vocab_sha256": file_digest(["vocab.txt"]), "max_seq_length": 128}
     count = cached_records("out/train.tf_record", key, lambda: ({"input_ids": [101, 102]} for _ in range(3)))
+    batches = training_batches("out/train.tf_record", 32, parse=int_parser({"input_ids": [2]}), seed=1)
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.output_files import check_target, commit
 
 KEY_SUFFIX = ".key.json"
+TRAIN_RECORDS = "train.tf_record"  # a task's training features in its --output_dir, the original's name
+SHUFFLE_BUFFER_SIZE = 10000  # records held for shuffling (serialized: tens of MB for SQuAD's 384-token windows)
 
 
 def file_digest(paths: Sequence[str]) -> str:
@@ -64,7 +70,7 @@ def read_key(path: str) -> dict | None:
     if not input_files.exists(key_path):
         return None
     try:
-        key = json.loads(input_files.read_text(key_path))
+        key = json.loads(text_files.read_text(key_path))
     except (ValueError, UnicodeDecodeError):
         key = None
     size = input_files.getsize(path) if input_files.exists(path) else None
@@ -126,12 +132,40 @@ def cached_records(path: str, key: Mapping, build: Callable[[], Iterable[Mapping
     return count
 
 
-def read_records(path: str, shapes: Mapping[str, Sequence[int]]) -> tf.data.Dataset:
-    """The records of a cache file as a dataset of dicts of int32 tensors of the given fixed `shapes` (a float
-    feature is not read this way)."""
+def int_parser(shapes: Mapping[str, Sequence[int]]) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
+    """A `parse` for `training_batches`: a batch of records -> a dict of int32 tensors `[batch, *shape]` of the
+    given fixed `shapes` (a float feature is not read this way)."""
     spec = {name: tf.io.FixedLenFeature(list(shape), tf.int64) for name, shape in shapes.items()}
 
-    def parse(record):
-        return {name: tf.cast(value, tf.int32) for name, value in tf.io.parse_single_example(record, spec).items()}
+    def parse(records: tf.Tensor) -> dict[str, tf.Tensor]:
+        return {name: tf.cast(value, tf.int32) for name, value in tf.io.parse_example(records, spec).items()}
 
-    return tf.data.TFRecordDataset(path).map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    return parse
+
+
+def training_batches(
+    path: str | Sequence[str],
+    batch_size: int,
+    *,
+    parse: Callable[[tf.Tensor], object],
+    seed: int | None = None,
+    input_context: tf.distribute.InputContext | None = None,
+    shuffle_buffer_size: int = SHUFFLE_BUFFER_SIZE,
+    repeat: bool = True,
+) -> tf.data.Dataset:
+    """The training input of every fine-tuning task, read from its cached records (`path`).
+
+    This worker's share of the records (with `input_context` and more than one input pipeline, every
+    `num_input_pipelines`-th record from `input_pipeline_id` on), shuffled in a buffer of `shuffle_buffer_size` with
+    `seed` (a new order each epoch), repeated without end (unless `repeat` is False), in batches of `batch_size`
+    with the remainder dropped (every step sees a whole batch, so the loop's shapes stay fixed), each batch of
+    serialized records turned into the task's `(x, y)` by `parse` (one call per batch: cheaper than per record).
+    """
+    dataset = tf.data.TFRecordDataset(path)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        dataset = dataset.repeat()
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

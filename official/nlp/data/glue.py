@@ -377,7 +377,11 @@ class GenericProcessor(DataProcessor):
         if self.regression or self.labels:
             return
         found = set()
-        for _, record in self._records(train_path):
+        for number, record in self._records(train_path):
+            if isinstance(record, BadRowError):  # `read` skips and counts it (or stops) with the same message
+                if skip_bad_rows:
+                    continue
+                raise BadRowError(f"{train_path}:{number}: {record} (--skip_bad_rows skips and counts such rows)")
             value = record.get(self.label_column)
             if value is not None and str(value).strip():
                 found.add(str(value).strip())

@@ -30,8 +30,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-# The features that are `[batch, seq]` and may be cut; anything else in the element passes through unchanged.
-SEQUENCE_FEATURES = ("input_word_ids", "input_mask", "input_type_ids")
+from official.nlp.modeling.encoder import INPUT_NAMES
 
 
 def bucket_lengths(max_seq_length: int, smallest: int = 16, fixed: bool = False) -> tuple[int, ...]:
@@ -66,7 +65,7 @@ def _lengths(x: dict) -> tf.Tensor:
 
 def _cut(x: dict, length: tf.Tensor) -> dict:
     out = dict(x)
-    for key in SEQUENCE_FEATURES:
+    for key in INPUT_NAMES:  # `[batch, seq]`, cut; anything else in the element passes through unchanged
         if key in out:
             out[key] = out[key][..., :length]
     return out

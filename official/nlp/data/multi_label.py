@@ -13,7 +13,7 @@ allowed, an empty field are bad rows (`glue.BadRowError`: the reader names the f
 Example:
 
 >>> parse_label_set("4,27", GOEMOTIONS_LABELS)
-('disappointment', 'neutral')
+('approval', 'neutral')
 >>> parse_label_set("joy, love", GOEMOTIONS_LABELS)
 ('joy', 'love')
 """
@@ -25,12 +25,12 @@ from collections.abc import Sequence
 
 from absl import logging
 
-from official.nlp.common import input_files
+from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.data.glue import TEST, BadRowError, DataProcessor, EvalSet, GenericProcessor
 
 # The metrics of a multi-label task (`metrics.multi_label`); the first picks the best checkpoint.
-METRICS = ("macro_f1", "micro_f1")
+MULTI_LABEL_METRICS = ("macro_f1", "micro_f1")
 
 GOEMOTIONS_LABELS = (
     "admiration",
@@ -106,7 +106,7 @@ class GoEmotionsProcessor(DataProcessor):
 
     name = "goemotions"
     labels = GOEMOTIONS_LABELS
-    metrics = METRICS
+    metrics = MULTI_LABEL_METRICS
     multi_label = True
     has_header = False
     min_columns = 2
@@ -117,7 +117,7 @@ class GoEmotionsProcessor(DataProcessor):
     def files(self, data_dir: str) -> dict[str, list[EvalSet]]:
         names_file = os.path.join(data_dir, "emotions.txt")
         if input_files.isfile(names_file):
-            names = tuple(input_files.read_text(names_file).split())
+            names = tuple(text_files.read_text(names_file).split())
             if names != self.labels:
                 raise InputError(
                     f"{names_file} lists other labels than GoEmotions' 28 ({', '.join(names[:5])}, ...); "
@@ -144,7 +144,7 @@ class MultiLabelGenericProcessor(GenericProcessor):
             raise InputError("--multi_label and --regression exclude each other")
         super().__init__(**kwargs)
         self.allow_empty = allow_empty
-        self.metrics = METRICS
+        self.metrics = MULTI_LABEL_METRICS
 
     def infer_labels(self, train_path: str, *, skip_bad_rows: bool = False) -> None:
         if self.labels:

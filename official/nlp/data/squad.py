@@ -302,7 +302,7 @@ def doc_windows(num_tokens: int, max_tokens_for_doc: int, doc_stride: int) -> li
     return spans
 
 
-def check_settings(max_seq_length: int, doc_stride: int, max_query_length: int) -> None:
+def check_window_settings(max_seq_length: int, doc_stride: int, max_query_length: int) -> None:
     """InputError naming the flag when the window sizes cannot work."""
     if doc_stride <= 0 or max_query_length <= 0:
         raise InputError(f"--doc_stride ({doc_stride}) and --max_query_length ({max_query_length}) must be positive")
@@ -334,7 +334,7 @@ def convert_examples_to_features(
     is_training: bool,
 ) -> tuple[list[SquadFeature], FeatureStats]:
     """Windowed features of `examples` (see the module docstring), with the counts of `FeatureStats`."""
-    check_settings(max_seq_length, doc_stride, max_query_length)
+    check_window_settings(max_seq_length, doc_stride, max_query_length)
     vocab = tokenizer.vocab
     features: list[SquadFeature] = []
     stats = FeatureStats()

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import tensorflow as tf
 
+from official.nlp.data import feature_cache
 from official.nlp.data.squad import SquadFeature
 
 _INT_COLUMNS = ("input_ids", "input_mask", "segment_ids")
@@ -55,25 +56,23 @@ def training_dataset(
     seq_length: int,
     batch_size: int,
     seed: int | None = None,
-    shuffle_buffer_size: int = 10000,
+    shuffle_buffer_size: int = feature_cache.SHUFFLE_BUFFER_SIZE,
     repeat: bool = True,
     input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:
-    """Shuffled (seeded), repeated, fixed-size batches of `(x, y)` read from `path`."""
-    spec = {name: tf.io.FixedLenFeature([seq_length], tf.int64) for name in _INT_COLUMNS}
-    spec.update({name: tf.io.FixedLenFeature([], tf.int64) for name in ("start_positions", "end_positions")})
-
-    def parse(serialized):
-        record = tf.io.parse_single_example(serialized, spec)
-        return _to_model_inputs({k: tf.cast(v, tf.int32) for k, v in record.items()})
-
-    ds = tf.data.TFRecordDataset(path)
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    ds = ds.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        ds = ds.repeat()
-    return ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE).batch(batch_size, drop_remainder=True).prefetch(2)
+    """Shuffled (seeded), repeated, fixed-size batches of `(x, y)` read from `path` (`feature_cache.training_batches`,
+    the pipeline of every task)."""
+    shapes = {name: [seq_length] for name in _INT_COLUMNS}
+    parse = feature_cache.int_parser({**shapes, "start_positions": [], "end_positions": []})
+    return feature_cache.training_batches(
+        path,
+        batch_size,
+        parse=lambda records: _to_model_inputs(parse(records)),
+        seed=seed,
+        input_context=input_context,
+        shuffle_buffer_size=shuffle_buffer_size,
+        repeat=repeat,
+    )
 
 
 def prediction_dataset(features: Sequence[SquadFeature], batch_size: int) -> tf.data.Dataset:

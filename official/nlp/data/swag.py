@@ -14,7 +14,7 @@ the start of the second sentence completed by the candidate ending), truncated a
 Example:
 
     examples = read_swag("val.csv").examples
-    features = convert_examples(examples, tokenizer, max_seq_length=128)
+    features = convert_swag_examples(examples, tokenizer, max_seq_length=128)
     features.arrays["input_word_ids"].shape    # (len(examples), 4, 128)
 """
 
@@ -33,10 +33,10 @@ from absl import logging
 from official.nlp.common import text_files
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.instances import removal_counts
+from official.nlp.modeling.encoder import INPUT_NAMES
 
 NUM_CHOICES = 4
 ENDINGS = tuple(f"ending{i}" for i in range(NUM_CHOICES))
-FEATURE_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @dataclasses.dataclass
@@ -168,7 +168,7 @@ class MultipleChoiceFeatures:
         return len(self.arrays["label"])
 
     def model_inputs(self) -> dict[str, np.ndarray]:
-        return {k: self.arrays[k] for k in FEATURE_NAMES}
+        return {k: self.arrays[k] for k in INPUT_NAMES}
 
 
 def _pack(tokens_a: list[int], tokens_b: list[int], seq: int, cls_id: int, sep_id: int) -> tuple[list, list]:
@@ -182,13 +182,13 @@ def _pack(tokens_a: list[int], tokens_b: list[int], seq: int, cls_id: int, sep_i
     return ids, types
 
 
-def convert_examples(examples: Sequence[SwagExample], tokenizer, max_seq_length: int) -> MultipleChoiceFeatures:
+def convert_swag_examples(examples: Sequence[SwagExample], tokenizer, max_seq_length: int) -> MultipleChoiceFeatures:
     """`[CLS] context [SEP] start ending_i [SEP]` for each of the four endings, padded to `max_seq_length`."""
     if max_seq_length < 4:
         raise InputError(f"--max_seq_length={max_seq_length} is too short for [CLS] A [SEP] B [SEP]")
     cls_id, sep_id = tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
     n = len(examples)
-    arrays = {name: np.zeros((n, NUM_CHOICES, max_seq_length), np.int32) for name in FEATURE_NAMES}
+    arrays = {name: np.zeros((n, NUM_CHOICES, max_seq_length), np.int32) for name in INPUT_NAMES}
     arrays["label"] = np.full((n,), -1, np.int32)
     truncated = 0
     for e, example in enumerate(examples):

@@ -162,7 +162,7 @@ def evaluate_v2(
     return result
 
 
-def evaluate(
+def evaluate_squad(
     dataset: Sequence[Mapping],
     predictions: Mapping[str, str],
     na_probs: Mapping[str, float] | None = None,

@@ -32,6 +32,11 @@ PRESETS = {
     "large": (24, 1024, 16),
 }
 
+# The attention kinds: every position sees the whole sequence (BERT), or only itself and the positions before it (the
+# paper's left-to-right LM baseline, "LTR", like GPT).
+BIDIRECTIONAL, LEFT_TO_RIGHT = "bidirectional", "left_to_right"
+ATTENTION_KINDS = (BIDIRECTIONAL, LEFT_TO_RIGHT)
+
 # Keys a bert_config.json must hold; the others have the original defaults. Requiring these catches a config
 # file that is not a BERT config at all (or has a typo in a key) before it silently builds a default model.
 _REQUIRED_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
@@ -58,6 +63,7 @@ class BertConfig:
     type_vocab_size: int = 2
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
+    attention: str = BIDIRECTIONAL
 
     def __post_init__(self):
         for name in _REQUIRED_KEYS + ("max_position_embeddings", "type_vocab_size"):
@@ -82,6 +88,8 @@ class BertConfig:
                 f"BertConfig.hidden_size ({self.hidden_size}) is not divisible by num_attention_heads "
                 f"({self.num_attention_heads}); each head gets hidden_size / num_attention_heads units"
             )
+        if self.attention not in ATTENTION_KINDS:
+            raise InputError(f"BertConfig.attention {self.attention!r} is not one of {', '.join(ATTENTION_KINDS)}")
         if self.hidden_act not in ACTIVATION_NAMES:
             hint = ""
             if self.hidden_act in HF_ACTIVATIONS:
@@ -145,14 +153,23 @@ class BertConfig:
         except ValueError as e:
             raise InputError(f"{path}: {e}") from None
 
+    @property
+    def left_to_right(self) -> bool:
+        return self.attention == LEFT_TO_RIGHT
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The fields, leaving out `attention` when it is bidirectional: the original `bert_config.json` keys."""
+        values = dataclasses.asdict(self)
+        if values["attention"] == BIDIRECTIONAL:
+            del values["attention"]
+        return values
 
     def to_json_string(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def to_json_file(self, path: str | os.PathLike) -> None:
-        """Writes the original `bert_config.json` layout (plus `layer_norm_eps`, which the original ignores)."""
+        """Writes the original `bert_config.json` layout (plus `layer_norm_eps`, which the original ignores, and
+        `attention` for a left-to-right model, which the original code would ignore too: see `save_model_dir`)."""
         output_files.write_text(os.fspath(path), self.to_json_string())
 
 
@@ -171,4 +188,9 @@ def _from_hf(values: dict[str, Any]) -> dict[str, Any]:
     if act not in HF_ACTIVATIONS:
         raise InputError(f"Hugging Face hidden_act {act!r} has no equivalent here; known: {', '.join(HF_ACTIVATIONS)}")
     values["hidden_act"] = HF_ACTIVATIONS[act]
+    # transformers' BertModel masks the future positions when `is_decoder` is set (BertLMHeadModel, GPT-style).
+    if values.get("add_cross_attention"):
+        raise InputError("add_cross_attention is set: a decoder with cross-attention is not a BERT encoder")
+    if values.get("is_decoder"):
+        values["attention"] = LEFT_TO_RIGHT
     return values

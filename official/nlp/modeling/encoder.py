@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import keras
+from keras import ops
 
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.embeddings import BertEmbeddings
 from official.nlp.modeling.transformer import TransformerBlock
 
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")  # the inputs of TF-Hub's BERT SavedModels
+
 
 def encoder_inputs(batch_shape: tuple = (None,)) -> dict[str, keras.KerasTensor]:
     """The three symbolic model inputs (int32), with `batch_shape` dims before a dynamic sequence length."""
     shape = tuple(batch_shape[1:]) + (None,)
-    return {
-        name: keras.Input(shape=shape, dtype="int32", name=name)
-        for name in ("input_word_ids", "input_mask", "input_type_ids")
-    }
+    return {name: keras.Input(shape=shape, dtype="int32", name=name) for name in INPUT_NAMES}
+
+
+def _last_real_token(sequence, input_mask):
+    """`sequence[b, last real position of b]`, `[batch, H]`; position 0 for a row without real tokens."""
+    # The running count of real tokens reaches its maximum first at the last real one (argmax takes the first).
+    last = ops.argmax(ops.cumsum(ops.cast(input_mask, "int32"), axis=1), axis=1)
+    return ops.take_along_axis(sequence, ops.cast(last, "int32")[:, None, None], axis=1)[:, 0, :]
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -28,6 +35,11 @@ class BertEncoder(keras.Model):
     Outputs: a dict with `sequence_output` `[batch, seq, H]` (the last layer), `pooled_output` `[batch, H]`
     (tanh dense on the `[CLS]` position) and `encoder_outputs` (a list, one `[batch, seq, H]` per layer). All
     outputs are float32, also under a mixed precision policy.
+
+    With `attention="left_to_right"` every block attends only to the current and earlier positions, so
+    `sequence_output` and `encoder_outputs` at position i do not depend on any token after i. `pooled_output` then
+    reads the last real token (the last position where `input_mask` is 1), the only one that has seen the whole
+    input, instead of `[CLS]`, which sees nothing but itself (GPT classifies from the last token too).
 
     The constructor arguments are the `BertConfig` fields, so `BertEncoder(**config.to_dict())` and
     `BertEncoder.from_bert_config(config)` are the same.
@@ -58,6 +70,7 @@ class BertEncoder(keras.Model):
         type_vocab_size: int = 2,
         initializer_range: float = 0.02,
         layer_norm_eps: float = 1e-12,
+        attention: str = "bidirectional",
         dtype=None,
         **kwargs,
     ):
@@ -75,6 +88,7 @@ class BertEncoder(keras.Model):
             type_vocab_size=type_vocab_size,
             initializer_range=initializer_range,
             layer_norm_eps=layer_norm_eps,
+            attention=attention,
         )
 
         # === Layers ===
@@ -97,6 +111,7 @@ class BertEncoder(keras.Model):
                 attention_probs_dropout_prob=attention_probs_dropout_prob,
                 initializer_range=initializer_range,
                 layer_norm_eps=layer_norm_eps,
+                causal=config.left_to_right,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
             )
@@ -118,7 +133,7 @@ class BertEncoder(keras.Model):
         for layer in transformer_layers:
             x = layer(x, attention_mask=inputs["input_mask"])
             encoder_outputs.append(x)
-        pooled_output = pooler(x[:, 0, :])
+        pooled_output = pooler(_last_real_token(x, inputs["input_mask"]) if config.left_to_right else x[:, 0, :])
         super().__init__(
             inputs=inputs,
             outputs={"sequence_output": x, "pooled_output": pooled_output, "encoder_outputs": encoder_outputs},

@@ -3,6 +3,19 @@
 The encoder runs in inference mode with its weights frozen; the chosen layers (by default the last four,
 concatenated, the paper's best at 96.1 dev F1 with BERT-Base) feed a two-layer bidirectional LSTM of 768 units and a
 per-token classifier. Only the LSTM and the classifier train.
+
+Layers are named as in `feature_layers`: an index into the encoder's `encoder_outputs` (-1 the last Transformer
+layer), `"embeddings"` (the embedding layer's output, the input of the first Transformer layer) or `"all"` (every
+Transformer layer, first to last). Table 7's rows:
+
+| Table 7 row                     | layers                 | combine        |
+|---------------------------------|------------------------|----------------|
+| Embeddings                      | `["embeddings"]`       | either         |
+| Second-to-Last Hidden           | `[-2]`                 | either         |
+| Last Hidden                     | `[-1]`                 | either         |
+| Weighted Sum Last Four Hidden   | `[-1, -2, -3, -4]`     | `weighted_sum` |
+| Concat Last Four Hidden         | `[-1, -2, -3, -4]`     | `concat`       |
+| Weighted Sum All 12 Layers      | `["all"]`              | `weighted_sum` |
 """
 
 from __future__ import annotations
@@ -13,9 +26,43 @@ import keras
 from keras import ops
 
 from official.nlp.modeling.encoder import BertEncoder, encoder_inputs
-from official.nlp.modeling.models import _BertTask, _float32_dense, _initializer_range
+from official.nlp.modeling.models import _BertTask, _float32_dense, _initializer_range, real_tokens_mask
 
 COMBINE = ("concat", "weighted_sum")
+EMBEDDINGS = "embeddings"
+ALL_LAYERS = "all"
+
+
+def feature_layers(layers: Sequence[int | str], num_layers: int) -> list[int | str]:
+    """`layers` as the model keeps them: ints (numbers given as strings, from flags, too) and `"embeddings"`, with
+    `"all"` spelled out as `0 ... num_layers - 1`. Raises `ValueError` for a name or index the encoder does not
+    have, for a layer named twice, and for no layer."""
+    chosen: list[int | str] = []
+    for layer in layers:
+        name = str(layer).strip()
+        if name == ALL_LAYERS:
+            chosen += range(num_layers)
+        elif name == EMBEDDINGS:
+            chosen.append(EMBEDDINGS)
+        else:
+            try:
+                index = int(name)
+            except ValueError:
+                raise ValueError(
+                    f"{name!r} is not a layer: give indexes of the model's {num_layers} layers (-1 is the last), "
+                    f"{EMBEDDINGS!r} or {ALL_LAYERS!r}"
+                ) from None
+            if not -num_layers <= index < num_layers:
+                raise ValueError(
+                    f"layer {index} is not one of the model's {num_layers} layers (-{num_layers}...{num_layers - 1})"
+                )
+            chosen.append(index)
+    positions = [layer if layer == EMBEDDINGS else layer % num_layers for layer in chosen]
+    if len(set(positions)) != len(positions):
+        raise ValueError(f"a layer is named twice in {list(layers)} (with {num_layers} layers, -1 is {num_layers - 1})")
+    if not chosen:
+        raise ValueError("no layer chosen")
+    return chosen
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -56,20 +103,27 @@ class LayerCombination(keras.layers.Layer):
 
 
 class _FrozenFeatures(keras.layers.Layer):
-    """Runs the encoder in inference mode and returns the chosen hidden layers.
+    """Runs the encoder in inference mode and returns the chosen hidden layers (see `feature_layers`).
 
     A Keras functional model hands its own `training` flag to every layer it calls, overriding `training=False`
     given at construction; this layer's `call` has no `training` argument, so the flag stops here.
     """
 
-    def __init__(self, encoder: BertEncoder, layers: Sequence[int], **kwargs):
+    def __init__(self, encoder: BertEncoder, layers: Sequence[int | str], **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.layer_indices = list(layers)
 
     def call(self, inputs):
         hidden = self.encoder(inputs, training=False)["encoder_outputs"]
-        return [hidden[i] for i in self.layer_indices]
+        # The encoder's outputs hold the Transformer layers only; its embedding layer, run again, gives the tensor
+        # the first of them reads (a lookup and a layer norm: cheap next to the layers).
+        embedded = (
+            self.encoder.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=False)
+            if EMBEDDINGS in self.layer_indices
+            else None
+        )
+        return [embedded if i == EMBEDDINGS else hidden[i] for i in self.layer_indices]
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -79,7 +133,8 @@ class BertFeatureTagger(_BertTask):
     Args:
       encoder: the `BertEncoder`; it is frozen (`trainable = False`) and always runs in inference mode.
       num_classes: tags per token.
-      layers: indices into the encoder's `encoder_outputs` (-1 is the last layer).
+      layers: indices into the encoder's `encoder_outputs` (-1 is the last layer), `"embeddings"`, `"all"` (see
+        `feature_layers` and the module docstring for Table 7's rows).
       combine: `concat` (the paper's best) or `weighted_sum` of the chosen layers.
       lstm_units: units of each LSTM direction.
       num_lstm_layers: stacked bidirectional LSTMs.
@@ -92,7 +147,7 @@ class BertFeatureTagger(_BertTask):
     >>> import numpy as np
     >>> from official.nlp.modeling.configs import BertConfig
     >>> encoder = BertEncoder.from_bert_config(BertConfig.preset("tiny", vocab_size=100))
-    >>> model = BertFeatureTagger(encoder, num_classes=5, lstm_units=8)
+    >>> model = BertFeatureTagger(encoder, num_classes=5, layers=(-1, -2), lstm_units=8)  # tiny has 2 layers
     >>> x = {k: np.ones((2, 6), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
     >>> model.predict(x, verbose=0).shape
     (2, 6, 5)
@@ -104,7 +159,7 @@ class BertFeatureTagger(_BertTask):
         self,
         encoder: BertEncoder,
         num_classes: int,
-        layers: Sequence[int] = (-1, -2, -3, -4),
+        layers: Sequence[int | str] = (-1, -2, -3, -4),
         combine: str = "concat",
         lstm_units: int = 768,
         num_lstm_layers: int = 2,
@@ -114,12 +169,7 @@ class BertFeatureTagger(_BertTask):
     ):
         if num_classes < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}")
-        num_layers = encoder.config.num_hidden_layers
-        layers = [int(i) for i in layers]
-        if not layers or any(not -num_layers <= i < num_layers for i in layers):
-            raise ValueError(
-                f"layers {layers} must index the encoder's {num_layers} layers (-{num_layers}...{num_layers - 1})"
-            )
+        layers = feature_layers(layers, encoder.config.num_hidden_layers)
         if lstm_units < 1 or num_lstm_layers < 1:
             raise ValueError("lstm_units and num_lstm_layers must be positive")
         initializer_range = _initializer_range(encoder, initializer_range)
@@ -140,7 +190,7 @@ class BertFeatureTagger(_BertTask):
         # The features are those of the pretrained model, without dropout, as in feature extraction.
         features = _FrozenFeatures(encoder, layers, dtype=policy, name="frozen_encoder")
         x = dropout(combination(features(inputs)))
-        mask = ops.not_equal(inputs["input_mask"], 0)
+        mask = real_tokens_mask(inputs["input_mask"])
         for lstm, drop in zip(lstms, between):
             x = drop(lstm(x, mask=mask))
         logits = classifier(x)

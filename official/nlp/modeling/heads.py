@@ -1,4 +1,4 @@
-"""Prediction heads that need more than a `keras.layers.Dense`: the masked-LM head."""
+"""Prediction heads that need more than a `keras.layers.Dense`: the masked-LM head (also the left-to-right LM's)."""
 
 import keras
 from keras import ops
@@ -15,7 +15,9 @@ class MaskedLMHead(keras.layers.Layer):
     `[vocab_size, H]` output matrix, which is what a standalone layer (e.g. deserialized alone) gets.
 
     Call arguments: `sequence_output` `[batch, seq, H]`, `masked_lm_positions` int `[batch, P]`.
-    Returns float32 logits `[batch, P, vocab_size]`.
+    Returns float32 logits `[batch, P, vocab_size]`. Without `masked_lm_positions` it predicts at every position,
+    `[batch, seq, vocab_size]`: the left-to-right LM's next-token logits, with the same transform, tied decoder and
+    bias.
 
     TF1 names: `cls/predictions/transform/dense`, `cls/predictions/transform/LayerNorm`,
     `cls/predictions/output_bias`.
@@ -69,16 +71,19 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, masked_lm_positions):
-        positions = ops.cast(masked_lm_positions, "int32")
-        x = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)  # [batch, P, H]
+    def call(self, sequence_output, masked_lm_positions=None):
+        x = sequence_output
+        if masked_lm_positions is not None:
+            positions = ops.cast(masked_lm_positions, "int32")
+            x = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)  # [batch, P, H]
         x = self.layer_norm(self.activation(self.dense(x)))
         table = self.embedding_layer.embeddings if self.embedding_layer is not None else self.output_embeddings
         logits = ops.matmul(ops.cast(x, self.compute_dtype), ops.transpose(ops.cast(table, self.compute_dtype)))
         return ops.cast(logits, "float32") + self.output_bias
 
-    def compute_output_spec(self, sequence_output, masked_lm_positions):
-        shape = tuple(masked_lm_positions.shape) + (self.vocab_size,)
+    def compute_output_spec(self, sequence_output, masked_lm_positions=None):
+        rows = sequence_output.shape[:2] if masked_lm_positions is None else masked_lm_positions.shape
+        shape = tuple(rows) + (self.vocab_size,)
         return keras.KerasTensor(shape, dtype="float32")
 
     def get_config(self):

@@ -1,4 +1,4 @@
-"""The pretraining objective, shared by `BertPretrainer.fit` and the custom training loop.
+"""The pretraining objectives, shared by `BertPretrainer.fit` and the custom training loop.
 
 Each loss term is a weighted mean of per-element cross entropies, `sum(w * ce) / sum(w)`:
 
@@ -7,8 +7,12 @@ Each loss term is a weighted mean of per-element cross entropies, `sum(w * ce) /
 - next sentence: over the `[batch]` examples, `w = 1`; labels 0 = "B follows A", 1 = random B (original order).
 
 `pretraining_loss_weights` and `pretraining_element_losses` give the `w` and `ce` of each term: the training loop
-(`official.nlp.tasks.pretraining.PretrainingObjective`) sums them over the global batch, `pretraining_losses`
+(`official.nlp.training.objectives.PretrainingObjective`) sums them over the global batch, `pretraining_losses`
 averages them over one batch (what `fit` minimizes). Both therefore minimize the same objective.
+
+The left-to-right LM (`--objective=ltr`) has one term, `ltr_loss`: the next-token cross entropy at every position
+whose next token is real, `w = next_token_weights` (`next_token_labels` makes the labels from the inputs). Its
+functions are `ltr_loss_weights`, `ltr_element_losses`, `ltr_metrics` and `ltr_losses`.
 
 All functions take float logits (any float dtype; computed in float32) and return float32.
 """
@@ -20,6 +24,7 @@ from collections.abc import Mapping
 from keras import ops
 
 PRETRAINING_LABELS = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
+LTR_LABELS = ("next_token_ids", "next_token_weights")
 
 
 def cross_entropy(labels, logits):
@@ -88,3 +93,45 @@ def pretraining_losses(labels: Mapping, outputs: Mapping, use_next_sentence_labe
     result = {name: ops.divide_no_nan(ops.sum(losses[name] * w), ops.sum(w)) for name, w in weights.items()}
     result["loss"] = result["mlm_loss"] + result["nsp_loss"] if use_next_sentence_label else result["mlm_loss"]
     return result
+
+
+def next_token_labels(input_word_ids, input_mask) -> dict:
+    """The left-to-right LM's labels: at position i the token at i + 1, weighted 1 where both are real tokens.
+
+    `next_token_ids` is int32 and `next_token_weights` float32, both `[batch, seq]`; the last position (and the last
+    real one) predict nothing.
+    """
+    ids = ops.cast(input_word_ids, "int32")
+    real = ops.cast(input_mask, "float32")
+    following = ops.concatenate([ids[:, 1:], ops.zeros_like(ids[:, :1])], axis=1)
+    following_real = ops.concatenate([real[:, 1:], ops.zeros_like(real[:, :1])], axis=1)
+    return {"next_token_ids": following, "next_token_weights": real * following_real}
+
+
+def ltr_loss_weights(labels: Mapping) -> dict:
+    """`{"ltr_loss": next_token_weights}` as float32: from the labels alone."""
+    return {"ltr_loss": ops.cast(labels["next_token_weights"], "float32")}
+
+
+def ltr_element_losses(labels: Mapping, outputs: Mapping) -> dict:
+    """The per-position next-token cross entropies `[batch, seq]` of `outputs["ltr_logits"]`."""
+    return {"ltr_loss": cross_entropy(labels["next_token_ids"], outputs["ltr_logits"])}
+
+
+def ltr_metrics(labels: Mapping, outputs: Mapping) -> dict:
+    """`ltr_accuracy` (next-token accuracy over the weighted positions) as a `weighted_accuracy` pair."""
+    return {
+        "ltr_accuracy": weighted_accuracy(labels["next_token_ids"], outputs["ltr_logits"], labels["next_token_weights"])
+    }
+
+
+def ltr_losses(labels: Mapping, outputs: Mapping) -> dict:
+    """The left-to-right LM objective on one batch: `loss = ltr_loss`, float32 scalars."""
+    missing = [key for key in LTR_LABELS if key not in labels]
+    if missing:
+        raise KeyError(
+            f"left-to-right LM labels lack {', '.join(missing)}; expected a dict with {', '.join(LTR_LABELS)}"
+        )
+    weights = ltr_loss_weights(labels)["ltr_loss"]
+    loss = ops.divide_no_nan(ops.sum(ltr_element_losses(labels, outputs)["ltr_loss"] * weights), ops.sum(weights))
+    return {"ltr_loss": loss, "loss": loss}

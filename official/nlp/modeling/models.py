@@ -7,9 +7,12 @@ Every model wraps a `BertEncoder` (`model.encoder`), takes the encoder's input d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import keras
 from keras import ops
 
+from official.nlp.common.errors import InputError
 from official.nlp.modeling import losses
 from official.nlp.modeling.encoder import BertEncoder, encoder_inputs
 from official.nlp.modeling.heads import MaskedLMHead
@@ -51,9 +54,13 @@ def _initializer_range(encoder: BertEncoder, value: float | None) -> float:
     return encoder.config.initializer_range if value is None else value
 
 
+OBJECTIVES = ("mlm", "ltr")
+
+
 @keras.saving.register_keras_serializable(package="bert")
 class BertPretrainer(_BertTask):
-    """BERT pretraining: the masked-LM head (tied to the word embeddings) and, optionally, next-sentence prediction.
+    """BERT pretraining: the masked-LM head (tied to the word embeddings) and, optionally, next-sentence prediction;
+    or, with `objective="ltr"`, the paper's left-to-right LM baseline.
 
     Inputs: the encoder inputs plus `masked_lm_positions` int32 `[batch, P]`. Outputs: a dict with float32
     `mlm_logits` `[batch, P, vocab_size]` and, when `use_next_sentence_label`, `nsp_logits` `[batch, 2]`.
@@ -62,6 +69,12 @@ class BertPretrainer(_BertTask):
     `compile(optimizer=...)` on a dataset of `(x, y)` where `y` holds `masked_lm_ids`, `masked_lm_weights` and
     `next_sentence_labels`. `fit` reports `loss`, `mlm_loss`, `mlm_accuracy` (over real predictions) and, with
     NSP, `nsp_loss` and `nsp_accuracy`.
+
+    `use_next_sentence_label` defaults to True for the masked LM.
+    `objective="ltr"` (the default for an encoder whose config has `attention="left_to_right"`, and only for one)
+    predicts the next token at every position with the same head: inputs are the encoder inputs alone, the output
+    is `ltr_logits` `[batch, seq, vocab_size]`, `y` is `losses.next_token_labels(...)` (`next_token_ids`,
+    `next_token_weights`), `fit` reports `loss`, `ltr_loss` and `ltr_accuracy`, and there is no NSP head.
 
     Example:
 
@@ -82,16 +95,30 @@ class BertPretrainer(_BertTask):
     def __init__(
         self,
         encoder: BertEncoder,
-        use_next_sentence_label: bool = True,
+        use_next_sentence_label: bool | None = None,
         mlm_activation: str | None = None,
         initializer_range: float | None = None,
+        objective: str | None = None,
         **kwargs,
     ):
         config = encoder.config
+        objective = ("ltr" if config.left_to_right else "mlm") if objective is None else objective
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        if (objective == "ltr") != config.left_to_right:
+            raise ValueError(
+                f"objective={objective!r} needs a {'left_to_right' if objective == 'ltr' else 'bidirectional'} "
+                f"encoder; this one's attention is {config.attention!r}"
+            )
+        if objective == "ltr" and use_next_sentence_label:
+            raise ValueError("the left-to-right LM (objective='ltr') has no next-sentence head")
+        # Default: NSP with the masked LM, as the original.
+        use_next_sentence_label = objective == "mlm" if use_next_sentence_label is None else use_next_sentence_label
         mlm_activation = config.hidden_act if mlm_activation is None else mlm_activation
         initializer_range = _initializer_range(encoder, initializer_range)
 
         # === Layers ===
+        # The LTR model uses the same head (and so the same checkpoint names): transform, tied decoder, bias.
         masked_lm = MaskedLMHead(
             vocab_size=config.vocab_size,
             hidden_act=mlm_activation,
@@ -105,9 +132,14 @@ class BertPretrainer(_BertTask):
 
         # === Functional model ===
         inputs = encoder_inputs()
-        inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
-        encoder_outputs = encoder({key: inputs[key] for key in ("input_word_ids", "input_mask", "input_type_ids")})
-        outputs = {"mlm_logits": masked_lm(encoder_outputs["sequence_output"], inputs["masked_lm_positions"])}
+        encoder_input_names = tuple(inputs)
+        if objective == "mlm":
+            inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
+        encoder_outputs = encoder({key: inputs[key] for key in encoder_input_names})
+        if objective == "ltr":
+            outputs = {"ltr_logits": masked_lm(encoder_outputs["sequence_output"])}
+        else:
+            outputs = {"mlm_logits": masked_lm(encoder_outputs["sequence_output"], inputs["masked_lm_positions"])}
         if next_sentence is not None:
             outputs["nsp_logits"] = next_sentence(encoder_outputs["pooled_output"])
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
@@ -118,12 +150,15 @@ class BertPretrainer(_BertTask):
             use_next_sentence_label=use_next_sentence_label,
             mlm_activation=mlm_activation,
             initializer_range=initializer_range,
+            objective=objective,
         )
+        self.objective = objective
         self.use_next_sentence_label = use_next_sentence_label
         self.masked_lm = masked_lm
         self.next_sentence = next_sentence
-        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
-        self.mlm_accuracy = keras.metrics.SparseCategoricalAccuracy(name="mlm_accuracy")
+        prefix = "ltr" if objective == "ltr" else "mlm"
+        self.lm_loss_tracker = keras.metrics.Mean(name=f"{prefix}_loss")
+        self.lm_accuracy = keras.metrics.SparseCategoricalAccuracy(name=f"{prefix}_accuracy")
         if use_next_sentence_label:
             self.nsp_loss_tracker = keras.metrics.Mean(name="nsp_loss")
             self.nsp_accuracy = keras.metrics.SparseCategoricalAccuracy(name="nsp_accuracy")
@@ -145,17 +180,21 @@ class BertPretrainer(_BertTask):
             self.optimizer.build(self.trainable_variables)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        needed = losses.LTR_LABELS if self.objective == "ltr" else losses.PRETRAINING_LABELS
         if y is None:
-            raise ValueError(
-                "BertPretrainer needs labels: fit/evaluate on (x, y) with y = "
-                f"{{{', '.join(losses.PRETRAINING_LABELS)}}}"
-            )
+            raise ValueError(f"BertPretrainer needs labels: fit/evaluate on (x, y) with y = {{{', '.join(needed)}}}")
         if sample_weight is not None:
-            raise ValueError("BertPretrainer weighs predictions by y['masked_lm_weights']; do not pass sample_weight")
-        terms = losses.pretraining_losses(y, y_pred, self.use_next_sentence_label)
-        self.mlm_loss_tracker.update_state(
-            terms["mlm_loss"], sample_weight=ops.sum(ops.cast(y["masked_lm_weights"], "float32"))
-        )
+            raise ValueError(f"BertPretrainer weighs predictions by y['{needed[1]}']; do not pass sample_weight")
+        if self.objective == "ltr":
+            terms = losses.ltr_losses(y, y_pred)
+            self.lm_loss_tracker.update_state(
+                terms["ltr_loss"], sample_weight=ops.sum(ops.cast(y["next_token_weights"], "float32"))
+            )
+        else:
+            terms = losses.pretraining_losses(y, y_pred, self.use_next_sentence_label)
+            self.lm_loss_tracker.update_state(
+                terms["mlm_loss"], sample_weight=ops.sum(ops.cast(y["masked_lm_weights"], "float32"))
+            )
         if self.use_next_sentence_label:
             self.nsp_loss_tracker.update_state(terms["nsp_loss"])
         loss = terms["loss"]
@@ -168,7 +207,12 @@ class BertPretrainer(_BertTask):
         return loss / replicas if replicas > 1 else loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        self.mlm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"], sample_weight=y["masked_lm_weights"])
+        if self.objective == "ltr":
+            self.lm_accuracy.update_state(
+                y["next_token_ids"], y_pred["ltr_logits"], sample_weight=y["next_token_weights"]
+            )
+            return self.get_metrics_result()
+        self.lm_accuracy.update_state(y["masked_lm_ids"], y_pred["mlm_logits"], sample_weight=y["masked_lm_weights"])
         if self.use_next_sentence_label:
             self.nsp_accuracy.update_state(ops.reshape(y["next_sentence_labels"], (-1,)), y_pred["nsp_logits"])
         return self.get_metrics_result()
@@ -216,6 +260,37 @@ class BertClassifier(_BertTask):
         self.classifier = classifier
 
 
+SPAN_HEADS = ("dense", "bilstm")
+
+
+def real_tokens_mask(input_mask):
+    """The RNN mask of packed BERT inputs: `input_mask` != 0, with position 0 (`[CLS]`) always counted.
+
+    Every real sequence starts with `[CLS]`, so this changes nothing for them; a row of padding alone (the empty-batch
+    stand-in of the serving signatures) would be a fully masked sequence, which cuDNN's LSTM refuses on a GPU.
+    """
+    first = ops.equal(ops.cumsum(ops.ones_like(input_mask), axis=1), 1)  # works on a symbolic (unknown) length
+    return ops.logical_or(ops.not_equal(input_mask, 0), first)
+
+
+def check_label_names(label_names: Sequence[str], num_classes: int, *, head: str = "classifier") -> None:
+    """Refuses label names that do not name each output of a classification head once, in order: predictions would
+    be reported under the wrong names, or fail on an index past the list. A regression classifier (one output,
+    `num_classes=1`) has none. Every export and every saved fine-tuned model directory checks its labels here."""
+    names = [str(name) for name in label_names]
+    if head == "classifier" and num_classes == 1:
+        if names:
+            raise InputError(
+                f"{len(names)} label names ({', '.join(names)}) for a regression classifier (one output); pass none"
+            )
+        return
+    if len(names) != num_classes:
+        raise InputError(
+            f"{len(names)} label names ({', '.join(names)}) for a {head} with {num_classes} classes; pass one name "
+            "per class in the order of the training labels"
+        )
+
+
 @keras.saving.register_keras_serializable(package="bert")
 class BertSpanLabeler(_BertTask):
     """Extractive QA (SQuAD): start and end logits for every token.
@@ -223,21 +298,64 @@ class BertSpanLabeler(_BertTask):
     Outputs a dict of float32 `start_logits` and `end_logits`, each `[batch, seq]`. Padding positions are not
     masked (as in the original `run_squad.py`); answer post-processing only looks at real context tokens.
 
+    `span_head` chooses what lies between the encoder's sequence output and the start/end dense layer:
+    `"dense"` nothing (the original); `"bilstm"` a randomly initialised bidirectional LSTM of `lstm_units` per
+    direction (default: the encoder's hidden size), the paper's "LTR & No NSP + BiLSTM" row of Table 5. The LSTM
+    skips padding (`input_mask` 0), so the logits of the real tokens do not depend on how far a batch is padded.
+
     TF1 names of the dense layer: `cls/squad/output_weights` `[2, H]` and `cls/squad/output_bias`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from official.nlp.modeling.configs import BertConfig
+    >>> encoder = BertEncoder.from_bert_config(BertConfig.preset("tiny", vocab_size=100))
+    >>> model = BertSpanLabeler(encoder, span_head="bilstm", lstm_units=8)
+    >>> x = {k: np.ones((2, 6), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
+    >>> model.predict(x, verbose=0)["start_logits"].shape
+    (2, 6)
     """
 
-    def __init__(self, encoder: BertEncoder, initializer_range: float | None = None, **kwargs):
+    def __init__(
+        self,
+        encoder: BertEncoder,
+        initializer_range: float | None = None,
+        span_head: str = "dense",
+        lstm_units: int | None = None,
+        **kwargs,
+    ):
+        if span_head not in SPAN_HEADS:
+            raise ValueError(f"span_head must be one of {SPAN_HEADS}, got {span_head!r}")
+        if span_head == "dense" and lstm_units is not None:
+            raise ValueError("lstm_units is for span_head='bilstm'")
+        if span_head == "bilstm":
+            lstm_units = encoder.config.hidden_size if lstm_units is None else int(lstm_units)
+            if lstm_units < 1:
+                raise ValueError(f"lstm_units must be positive, got {lstm_units}")
         initializer_range = _initializer_range(encoder, initializer_range)
         span = _float32_dense(2, initializer_range, "span_logits")
+        bilstm = None
+        if span_head == "bilstm":
+            policy = encoder.dtype_policy
+            bilstm = keras.layers.Bidirectional(
+                keras.layers.LSTM(lstm_units, return_sequences=True, dtype=policy), dtype=policy, name="span_bilstm"
+            )
 
         inputs = encoder_inputs()
-        logits = span(encoder(inputs)["sequence_output"])
+        x = encoder(inputs)["sequence_output"]
+        if bilstm is not None:
+            x = bilstm(x, mask=real_tokens_mask(inputs["input_mask"]))
+        logits = span(x)
         super().__init__(
             inputs=inputs, outputs={"start_logits": logits[:, :, 0], "end_logits": logits[:, :, 1]}, **kwargs
         )
 
-        self._finish_init(encoder, initializer_range=initializer_range)
+        self._finish_init(encoder, initializer_range=initializer_range, span_head=span_head, lstm_units=lstm_units)
+        self.span_head = span_head
+        self.lstm_units = lstm_units
         self.span_logits = span
+        if bilstm is not None:  # an attribute, so that checkpoints key its weights by name (model/span_bilstm/...)
+            self.span_bilstm = bilstm
 
 
 @keras.saving.register_keras_serializable(package="bert")

@@ -18,7 +18,7 @@ def _rows(layer: keras.layers.Dense, rows):
 
     That exact pair (Keras' `Dense` adds the bias with `AddV2` and runs 3-D inputs through `tensordot` reshapes)
     is what TensorFlow's CPU graph optimizer fuses, with a GELU after it, into one oneDNN kernel
-    (`benchmark.py --what=step` measures the step). Checkpoints do not change.
+    (`python -m benchmarks.compare --what=step` measures the step). Checkpoints do not change.
     """
     if layer.quantization_mode is not None:  # quantized kernels need Dense's own call
         return layer(rows)
@@ -41,13 +41,24 @@ class BertSelfAttention(keras.layers.Layer):
 
     Call arguments: `hidden_states` `[batch, seq, H]`; `attention_mask` `[batch, seq]` (1 = attend, 0 = padding)
     or `[batch, from_seq, to_seq]`. Returns the context `[batch, seq, H]` in the compute dtype.
+
+    With `causal=True` (a left-to-right model), position i also ignores every position after it: the mask is the
+    padding mask times the lower triangle, so a future position gets exactly zero weight, with dropout too.
     """
 
-    def __init__(self, num_attention_heads: int, dropout: float = 0.1, initializer_range: float = 0.02, **kwargs):
+    def __init__(
+        self,
+        num_attention_heads: int,
+        dropout: float = 0.1,
+        initializer_range: float = 0.02,
+        causal: bool = False,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.num_attention_heads = num_attention_heads
         self.dropout_rate = dropout
         self.initializer_range = initializer_range
+        self.causal = causal
         self.dropout = keras.layers.Dropout(dropout, dtype="float32", name="dropout")
 
     def build(self, hidden_states_shape, attention_mask_shape=None):
@@ -74,9 +85,15 @@ class BertSelfAttention(keras.layers.Layer):
 
         scores = tf.matmul(query, key, transpose_b=True)  # no separate transpose of the keys
         scores = ops.cast(scores, "float32") * (1.0 / math.sqrt(self.head_size))
+        mask = None
         if attention_mask is not None:
             mask = ops.cast(attention_mask, "float32")
             mask = mask[:, None, None, :] if len(mask.shape) == 2 else mask[:, None, :, :]
+        if self.causal:
+            length = tf.shape(scores)[-1]
+            lower = tf.linalg.band_part(tf.ones([length, length], tf.float32), -1, 0)  # [from, to]: to <= from
+            mask = lower if mask is None else mask * lower
+        if mask is not None:
             scores = scores + (1.0 - mask) * _MASK_ADDER
         probs = ops.softmax(scores, axis=-1)
         probs = self.dropout(probs, training=training)
@@ -94,6 +111,7 @@ class BertSelfAttention(keras.layers.Layer):
             num_attention_heads=self.num_attention_heads,
             dropout=self.dropout_rate,
             initializer_range=self.initializer_range,
+            causal=self.causal,
         )
         return config
 
@@ -104,7 +122,8 @@ class TransformerBlock(keras.layers.Layer):
 
     `x = LN(x + dropout(dense(attention(x))))`, then `x = LN(x + dropout(dense(act(dense(x)))))`. Layer norms
     run in float32 and so does the residual stream between blocks; dense layers and attention matmuls use the
-    compute dtype of the policy (`mixed_bfloat16`/`mixed_float16`).
+    compute dtype of the policy (`mixed_bfloat16`/`mixed_float16`). `causal=True` makes the attention left-to-right
+    (`BertSelfAttention`).
 
     Example:
 
@@ -122,11 +141,13 @@ class TransformerBlock(keras.layers.Layer):
         attention_probs_dropout_prob: float = 0.1,
         initializer_range: float = 0.02,
         layer_norm_eps: float = 1e-12,
+        causal: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
         self.num_attention_heads = num_attention_heads
         self.intermediate_size = intermediate_size
+        self.causal = causal
         self.hidden_act = hidden_act
         self.activation = get_activation(hidden_act)
         self.training_activation = get_activation(hidden_act, training=True)
@@ -143,6 +164,7 @@ class TransformerBlock(keras.layers.Layer):
             self.num_attention_heads,
             dropout=self.attention_probs_dropout_prob,
             initializer_range=self.initializer_range,
+            causal=self.causal,
             dtype=policy,
             name="attention",
         )
@@ -196,5 +218,6 @@ class TransformerBlock(keras.layers.Layer):
             attention_probs_dropout_prob=self.attention_probs_dropout_prob,
             initializer_range=self.initializer_range,
             layer_norm_eps=self.layer_norm_eps,
+            causal=self.causal,
         )
         return config

@@ -10,32 +10,25 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from official.nlp.common.config_flags import field
+from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.serving import exporter
-
-SQUAD_SETTINGS = (
-    "doc_stride",
-    "max_query_length",
-    "n_best_size",
-    "max_answer_length",
-    "version_2_with_negative",
-    "null_score_diff_threshold",
-)
 
 
 @dataclasses.dataclass
-class ExportConfig:
+class ExportConfig(CheckedConfig):
     """What to export, from where, to where, and the serving settings (None: the fine-tuning job's)."""
 
     task: str = field(enum=exporter.TASKS, help="What to export.")
-    init_checkpoint: str = field(help="Model directory, fine-tuning --output_dir or checkpoint prefix.")
-    export_dir: str = field(help="Base directory; each export is a new numbered version in it.")
-    version: int | None = field(None, lower_bound=1, help="Version number (default: one more than the largest there).")
-    bert_config_file: str | None = field(None, help="Defaults to bert_config.json next to --init_checkpoint.")
-    vocab_file: str | None = field(None, help="Defaults to vocab.txt next to --init_checkpoint.")
+    init_checkpoint: str = field(path="path", help="Model directory, fine-tuning --output_dir or checkpoint prefix.")
+    export_dir: str = field(path="path", help="Base directory; each export is a new numbered version in it.")
+    version: int | None = field(None, minimum=1, help="Version number (default: one more than the largest there).")
+    bert_config_file: str | None = field(
+        None, path="path", help="Defaults to bert_config.json next to --init_checkpoint."
+    )
+    vocab_file: str | None = field(None, path="path", help="Defaults to vocab.txt next to --init_checkpoint.")
     do_lower_case: bool | None = field(None, help="Defaults to the model directory's do_lower_case.")
     max_seq_length: int | None = field(
-        None, lower_bound=3, help="Tokens per packed sequence (default: the fine-tuning job's, else 128)."
+        None, minimum=3, help="Tokens per packed sequence (default: the fine-tuning job's, else 128)."
     )
     label_names: Sequence[str] | None = field(
         None, help="Class names in label-index order (default: the fine-tuning job's)."
@@ -45,10 +38,10 @@ class ExportConfig:
         help="encoder/classifier: serving_default takes text_a and text_b (default: "
         "from the fine-tuning task, GLUE pair tasks take two).",
     )
-    doc_stride: int | None = field(None, lower_bound=1, help="SQuAD: tokens between window starts (default 128).")
-    max_query_length: int | None = field(None, lower_bound=1, help="SQuAD: question tokens kept (default 64).")
-    n_best_size: int | None = field(None, lower_bound=1, help="SQuAD: start/end candidates per window (default 20).")
-    max_answer_length: int | None = field(None, lower_bound=1, help="SQuAD: longest answer in tokens (default 30).")
+    doc_stride: int | None = field(None, minimum=1, help="SQuAD: tokens between window starts (default 128).")
+    max_query_length: int | None = field(None, minimum=1, help="SQuAD: question tokens kept (default 64).")
+    n_best_size: int | None = field(None, minimum=1, help="SQuAD: start/end candidates per window (default 20).")
+    max_answer_length: int | None = field(None, minimum=1, help="SQuAD: longest answer in tokens (default 30).")
     version_2_with_negative: bool | None = field(None, help="SQuAD 2.0: the answer may be empty.")
     null_score_diff_threshold: float | None = field(None, help="SQuAD 2.0: empty when null - best > this (default 0).")
     keras_file: bool = field(True, help="Also write the Keras model as a .keras file.")
@@ -56,7 +49,7 @@ class ExportConfig:
 
 def export(config: ExportConfig) -> dict:
     """`exporter.export_model` with the settings of `config`; returns the written paths by name."""
-    squad = {name: getattr(config, name) for name in SQUAD_SETTINGS if getattr(config, name) is not None}
+    squad = {name: getattr(config, name) for name in exporter.SQUAD_SETTINGS if getattr(config, name) is not None}
     return exporter.export_model(
         config.task,
         config.init_checkpoint,

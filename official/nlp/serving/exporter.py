@@ -4,9 +4,10 @@
 (its `best_model/` when there is one, else its latest checkpoint; the labels and `max_seq_length` come from its
 `finetuning.json` / `finetuning_settings.json`, which a fine-tuned model directory such as `best_model/` carries
 itself), an original TF1 checkpoint or a converted one. Task heads must be fine-tuned (the checkpoint holds
-`model/classifier` or `model/span_logits`); the encoder exports from any checkpoint. A classifier fine-tuned on
-multi-label data (its record says `multi_label`) exports as `sequence_exports.MultiLabelClassifierExport` with the
-thresholds it recorded (`tasks.multi_label`).
+`model/classifier` or `model/span_logits`, and for SQuAD's BiLSTM span head `model/span_bilstm`, which the export
+rebuilds); the encoder exports from any checkpoint. A classifier fine-tuned on multi-label data (its record says
+`multi_label`) exports as `sequence_exports.MultiLabelClassifierExport` with the thresholds it recorded
+(`tasks.multi_label`).
 
 Example:
 
@@ -27,16 +28,16 @@ from absl import logging
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
-from official.nlp.common import output_files
+from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.metrics import multi_label as multi_label_metrics
 from official.nlp.modeling import models
-from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
+from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
 # The one-sentence tasks: GLUE's and GoEmotions (names of official.nlp.data.glue and data.multi_label).
 _SINGLE_TEXT_TASKS = ("cola", "sst-2", "goemotions")
-_SQUAD_SETTINGS = (
+SQUAD_SETTINGS = (  # the answer post-processing settings a SQuAD export records
     "doc_stride",
     "max_query_length",
     "n_best_size",
@@ -44,6 +45,8 @@ _SQUAD_SETTINGS = (
     "version_2_with_negative",
     "null_score_diff_threshold",
 )
+
+_SPAN_LSTM_KERNEL = ("model", "span_bilstm", "forward_layer", "cell", "kernel")
 
 
 def _head_shape(files: model_dir_lib.ModelFiles, path: tuple[str, ...], task: str, init_checkpoint: str):
@@ -67,11 +70,19 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
                 f"--init_checkpoint={init_checkpoint} holds no masked-LM head; --task=pretrainer needs "
                 "a pretraining checkpoint (run_pretraining.py's export, or a converted one with heads)"
             )
+        if model.objective != "mlm":
+            raise InputError(
+                f"--init_checkpoint={init_checkpoint} is a left-to-right LM; --task=pretrainer serves the masked LM "
+                "(it fills in [MASK]s): export --task=encoder, or a model fine-tuned from it"
+            )
         return model
     encoder = models.BertEncoder.from_bert_config(files.config)
     if task == "squad":
         _head_shape(files, ("model", "span_logits", "_kernel"), task, init_checkpoint)
-        model = models.BertSpanLabeler(encoder)
+        # The checkpoint says which span head it holds (run_squad --span_head): a BiLSTM's kernel is [H, 4 * units].
+        lstm = tf_checkpoints.saved_variable_shape(files.checkpoint, _SPAN_LSTM_KERNEL)
+        head = {"span_head": "bilstm", "lstm_units": lstm[-1] // 4} if lstm else {}
+        model = models.BertSpanLabeler(encoder, **head)
     else:
         shape = _head_shape(files, ("model", "classifier", "_kernel"), task, init_checkpoint)
         model = {
@@ -87,7 +98,7 @@ def build_export(
     task: str,
     model,
     *,
-    vocab_file: str,
+    vocab_file: str | None,
     do_lower_case: bool,
     max_seq_length: int,
     label_names: Sequence[str] = (),
@@ -100,7 +111,8 @@ def build_export(
     thresholds: Sequence[float] | None = None,
 ):
     """The `ServingModule` for `task` around an in-memory `model` (see `sequence_exports`, `ner_export`,
-    `squad_export`). `thresholds` (one per label) make a classifier a multi-label one."""
+    `squad_export`); `vocab_file` may be None when `tokenizer` is given. `thresholds` (one per label) make a
+    classifier a multi-label one."""
     common = dict(
         vocab_file=vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length, tokenizer=tokenizer
     )
@@ -120,6 +132,37 @@ def build_export(
     if task == "pretrainer":
         return sequence_exports.PretrainerExport(model, **common)
     raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
+
+
+def recorded_settings(task: str, record: dict) -> dict:
+    """How the fine-tuning run behind `record` (`init_checkpoint.read_record`) serves `task`: the `build_export`
+    arguments `label_names`, `text_pair`, `long_text`, `doc_stride`, `window_stride`, `squad_settings`,
+    `thresholds` (a multi-label classifier's), plus
+    `max_seq_length`. Where the run recorded nothing: `label_names` "0", "1", ... (empty here), `text_pair` False
+    (True for GLUE pair tasks), `max_seq_length` 128, truncation, and `run_squad.py`'s defaults."""
+    name = str(record.get("task", "")).lower()
+    pair_task = bool(name) and name not in _SINGLE_TEXT_TASKS
+    text_pair = bool(record.get("text_b_column")) if name == "generic" else pair_task
+    text_pair = bool(record.get("text_pair", text_pair))  # said outright by a text task's save_model_dir
+    return {
+        "label_names": [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else [],
+        "text_pair": text_pair,
+        "max_seq_length": int(record.get("max_seq_length") or 128),
+        "long_text": record.get("long_text") or "truncate",
+        "doc_stride": record.get("doc_stride"),
+        "window_stride": record.get("window_stride"),
+        "squad_settings": {key: record[key] for key in SQUAD_SETTINGS if key in record},
+        "thresholds": _recorded_thresholds(task, record),
+    }
+
+
+def _recorded_thresholds(task: str, record: dict) -> list[float] | None:
+    """A multi-label classifier's thresholds, one per label, as `tasks.multi_label` recorded them; None otherwise."""
+    if task != "classifier" or not record.get("multi_label"):
+        return None
+    return multi_label_metrics.decision_thresholds(
+        len(record.get("labels") or []), thresholds=record.get("thresholds"), threshold=record.get("threshold")
+    ).tolist()
 
 
 def export_model(
@@ -142,13 +185,16 @@ def export_model(
     """Exports `init_checkpoint` for `task`; returns the written paths (`saved_model`, `token_ids`, `keras`, and
     `hub_preprocessor`/`hub_encoder` for the encoder).
 
-    Unset arguments come from the fine-tuning record next to the checkpoint, else: `max_seq_length` 128,
-    `label_names` "0", "1", ..., `text_pair` False (True for GLUE pair tasks), SQuAD settings `run_squad.py`'s
-    defaults. `tokenizer` reuses a `BertTokenizer` of the same vocabulary and case (building one takes seconds).
+    Unset arguments come from the fine-tuning record next to the checkpoint (`recorded_settings`). `tokenizer`
+    reuses a `BertTokenizer` of the same vocabulary and case (building one takes seconds).
     Raises `InputError` for a checkpoint, label list or setting that does not fit.
     """
     if task not in TASKS:
         raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
+    inputs = {"--init_checkpoint": init_checkpoint, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
+    versions.check_export_dir(export_dir, related=inputs)  # before any work: a folder that is not exports
+    if version is not None:
+        versions.check_version_free(export_dir, int(version))
     record = init_checkpoint_lib.read_record(init_checkpoint)
     try:
         files = init_checkpoint_lib.resolve_model_files(
@@ -159,46 +205,49 @@ def export_model(
     if files.checkpoint is None:
         raise InputError(f"--init_checkpoint={init_checkpoint} holds no checkpoint")
     model = load_task_model(task, files, init_checkpoint)
-    if label_names is None:
-        label_names = [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else []
-    if text_pair is None:
-        name = str(record.get("task", "")).lower()
-        text_pair = (
-            bool(record.get("text_b_column")) if name == "generic" else bool(name) and (name not in _SINGLE_TEXT_TASKS)
-        )
-    max_seq_length = int(max_seq_length or record.get("max_seq_length") or 128)
-    thresholds = None
-    if task == "classifier" and record.get("multi_label"):  # the thresholds the model recorded (tasks.multi_label)
-        thresholds = multi_label_metrics.decision_thresholds(
-            model.num_classes, thresholds=record.get("thresholds"), threshold=record.get("threshold")
-        ).tolist()
-    settings = {key: record[key] for key in _SQUAD_SETTINGS if key in record}
-    settings.update(squad_settings or {})
+    settings = recorded_settings(task, record)
+    recorded_length = settings.pop("max_seq_length")
+    if label_names is not None:
+        settings["label_names"] = label_names
+    if text_pair is not None:
+        settings["text_pair"] = text_pair
+    settings["squad_settings"] = {**settings["squad_settings"], **(squad_settings or {})} if task == "squad" else None
     export = build_export(
         task,
         model,
         vocab_file=files.vocab_file,
         do_lower_case=files.do_lower_case,
-        max_seq_length=max_seq_length,
-        label_names=label_names,
-        text_pair=text_pair,
-        squad_settings=settings if task == "squad" else None,
+        max_seq_length=int(max_seq_length or recorded_length),
         tokenizer=tokenizer,
-        long_text=record.get("long_text") or "truncate",
-        doc_stride=record.get("doc_stride"),
-        window_stride=record.get("window_stride"),
-        thresholds=thresholds,
+        **settings,
     )
-    saved = export.save(export_dir, version)
-    version = int(os.path.basename(saved))
-    paths = {"saved_model": saved, "token_ids": os.path.join(export_dir, "token_ids", str(version))}
-    if keras_file:
-        paths["keras"] = os.path.join(export_dir, "keras", f"{version}.keras")
-        output_files.makedirs(os.path.dirname(paths["keras"]))
-        model.save(paths["keras"])
-    if task == "encoder" and hub_pair:
-        paths["hub_preprocessor"], paths["hub_encoder"] = hub.save_hub_pair(
-            export, os.path.join(export_dir, "hub", str(version))
-        )
+    # The version is this job's alone from here on; its folder TF Serving watches (`save`) is put in place last.
+    with versions.claim_version(export_dir, version) as version:
+        paths = {
+            "saved_model": os.path.join(export_dir, str(version)),
+            "token_ids": os.path.join(export_dir, versions.TOKEN_IDS_DIR, str(version)),
+        }
+        if keras_file:
+            paths["keras"] = os.path.join(export_dir, versions.KERAS_DIR, f"{version}.keras")
+            save_keras_file(model, paths["keras"])
+        if task == "encoder" and hub_pair:
+            paths["hub_preprocessor"], paths["hub_encoder"] = hub.save_hub_pair(
+                export, os.path.join(export_dir, versions.HUB_DIR, str(version))
+            )
+        export.save(export_dir, version)
     logging.info("Exported %s: %s", task, paths)
     return paths
+
+
+def save_keras_file(model, path: str) -> None:
+    """`model.save(path)` that leaves a whole `.keras` file under `path` or nothing: written under a name of this
+    job in the same folder, then renamed (one object, copied whole, on a store)."""
+    folder, name = os.path.split(path)
+    output_files.makedirs(folder)
+    staging = os.path.join(folder, output_folders.staging_name(name, ".keras"))  # Keras insists on the extension
+    try:
+        with input_files.user_path(path):
+            model.save(staging)
+        output_files.commit(staging, path)
+    finally:
+        output_files.remove(staging)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from official.nlp.modeling import models
 from official.nlp.serving import export_base
 from official.nlp.serving.export_base import ServingModule, string_spec
 
@@ -39,11 +40,7 @@ class TokenClassifierExport(ServingModule):
     def __init__(self, model, *, label_names=(), window_stride: int | None = None, **kwargs):
         if not label_names:
             label_names = [str(i) for i in range(model.num_classes)]
-        if len(label_names) != model.num_classes:
-            raise export_base.InputError(
-                f"{len(label_names)} label names for a token classifier with {model.num_classes} classes; pass "
-                "one name per class in the order of the training labels"
-            )
+        models.check_label_names(label_names, model.num_classes, head="token classifier")
         super().__init__(model, label_names=label_names, **kwargs)
         budget = self.seq_length - 2
         self.window_stride = int(window_stride or max(budget // 2, 1))
@@ -146,13 +143,12 @@ class TokenClassifierExport(ServingModule):
             "token_labels": tf.gather(self.label_names, index),
         }
 
-    def text_outputs(self, texts, features, context, logits):
-        text = texts["text_a"]
-        words, windows = context
-        batch = tf.shape(text)[0]
-        word_rows, word_byte_start, word_byte_end = words["row"], words["byte_start"], words["byte_end"]
-        # Each word takes the prediction of the window where it has the most context (`conll._owner`: the
-        # first best score, in run_ner's window order).
+    @staticmethod
+    def word_owners(words, windows, batch):
+        """For each word of `pack`'s context, the window where it has the most context (`conll._owner`: the first
+        best score, in run_ner's window order) and the word's first sub-token's position in that packed window: the
+        one position whose logits label the word (and whose label trains it, as run_ner's features have it)."""
+        word_rows = words["row"]
         splits = tf.RaggedTensor.from_value_rowids(word_rows, word_rows, nrows=tf.cast(batch, tf.int64)).row_splits
         local = tf.range(tf.shape(word_rows, out_type=tf.int64)[0]) - tf.gather(splits, word_rows)  # index in row
         w_start, w_end = windows["start"][None, :], windows["end"][None, :]
@@ -166,9 +162,15 @@ class TokenClassifierExport(ServingModule):
         )
         owner = tf.argmax(tf.where(inside, score, -float("inf")), axis=-1)
         packed_position = words["position"] - tf.gather(windows["token_start"], owner) + 1  # [CLS] is position 0
-        word_logits = tf.gather_nd(
-            logits, tf.stack([tf.cast(owner, tf.int32), tf.cast(packed_position, tf.int32)], axis=1)
-        )
+        return tf.cast(owner, tf.int32), tf.cast(packed_position, tf.int32)
+
+    def text_outputs(self, texts, features, context, logits):
+        text = texts["text_a"]
+        words, windows = context
+        batch = tf.shape(text)[0]
+        word_rows, word_byte_start, word_byte_end = words["row"], words["byte_start"], words["byte_end"]
+        owner, packed_position = self.word_owners(words, windows, batch)
+        word_logits = tf.gather_nd(logits, tf.stack([owner, packed_position], axis=1))
         label_ids = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
         word_text = tf.gather(text, word_rows)
 

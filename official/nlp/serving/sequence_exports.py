@@ -30,8 +30,9 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from official.nlp.common import output_files
+from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, length_buckets, swag
-from official.nlp.serving import export_base
+from official.nlp.modeling import models
 from official.nlp.serving.export_base import ServingModule, id_specs, string_spec
 
 
@@ -107,13 +108,9 @@ class ClassifierExport(_TextSegments):
             label_names = ()
         elif not label_names:
             label_names = [str(i) for i in range(model.num_classes)]
-        elif len(label_names) != model.num_classes:
-            raise export_base.InputError(
-                f"{len(label_names)} label names ({', '.join(label_names)}) for a classifier with "
-                f"{model.num_classes} classes; pass one name per class in the order of the training labels"
-            )
+        models.check_label_names(label_names, model.num_classes)
         super().__init__(model, label_names=label_names, **kwargs)
-        classifier_features.check_settings(self.seq_length, long_text, doc_stride)
+        classifier_features.check_long_text_settings(self.seq_length, long_text, doc_stride)
         self.regression = regression
         self.buckets = length_buckets.bucket_lengths(self.seq_length)
         self.windows = long_text == "sliding_window"
@@ -200,7 +197,7 @@ class MultiLabelClassifierExport(ClassifierExport):
     def __init__(self, model, *, thresholds: Sequence[float], **kwargs):
         super().__init__(model, **kwargs)
         if self.regression or len(thresholds) != len(self.label_list):
-            raise export_base.InputError(
+            raise InputError(
                 f"{len(thresholds)} thresholds for a multi-label classifier with {model.num_classes} labels; pass "
                 "one per label"
             )

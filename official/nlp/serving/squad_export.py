@@ -66,7 +66,7 @@ class SpanLabelerExport(ServingModule):
         ):
             if int(value) < 1:
                 raise InputError(f"--{name} must be at least 1, got {value}")
-        squad.check_settings(self.seq_length, int(doc_stride), int(max_query_length))  # as run_squad windows
+        squad.check_window_settings(self.seq_length, int(doc_stride), int(max_query_length))  # as run_squad windows
         self.settings = dict(
             doc_stride=int(doc_stride),
             max_query_length=int(max_query_length),

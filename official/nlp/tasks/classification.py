@@ -33,7 +33,7 @@ from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, feature_cache, glue, length_buckets
 from official.nlp.metrics.glue import compute_metrics
-from official.nlp.modeling.models import BertClassifier
+from official.nlp.modeling.models import BertClassifier, check_label_names
 from official.nlp.tasks import finetuning, finetuning_outputs
 from official.nlp.tasks import multi_label as multi_label_lib
 from official.nlp.tasks.classifier_config import ClassifierConfig, make_processor
@@ -58,7 +58,7 @@ class ClassificationTask:
         self.processor = processor or make_processor(config)
         if not config.tfds_name and not config.data_dir:
             raise InputError("--data_dir is required (the folder with the task's files), or --tfds_name")
-        classifier_features.check_settings(config.max_seq_length, config.long_text, config.doc_stride)
+        classifier_features.check_long_text_settings(config.max_seq_length, config.long_text, config.doc_stride)
         if config.max_seq_length > files.config.max_position_embeddings:
             raise InputError(
                 f"--max_seq_length={config.max_seq_length} is longer than the model's "
@@ -68,7 +68,7 @@ class ClassificationTask:
         if isinstance(self.processor, glue.GenericProcessor) and self.splits[glue.TRAIN]:
             train = self.splits[glue.TRAIN][0].file
             if input_files.exists(train):
-                self.processor.infer_labels(train)
+                self.processor.infer_labels(train, skip_bad_rows=config.skip_bad_rows)
         self.regression = self.processor.is_regression
         self.multi_label = self.processor.multi_label
         multi_label_lib.check_flags(config, self.multi_label)
@@ -79,6 +79,7 @@ class ClassificationTask:
         self.metric_name = self.processor.metrics[0]
         self.thresholds: np.ndarray | None = None  # multi-label: those of the last evaluation
         self.bad_rows: dict[str, int] = {}
+        self._examples: dict[tuple[str, str], list[glue.InputExample]] = {}
         self._tokenizer = None
         self._train_count = None
 
@@ -92,11 +93,28 @@ class ClassificationTask:
     def _source(self, eval_set: glue.EvalSet) -> str:
         return eval_set.file
 
+    def check_inputs(self) -> None:
+        """Reads every dev and test file the jobs ask for, so that a bad row there (a label the training file does
+        not have) stops the job before training rather than after its first epoch (`finetuning.run_task`)."""
+        for job, split in (("do_eval", glue.DEV), ("do_predict", glue.TEST)):
+            if getattr(self.config, job):
+                for eval_set in self.splits[split]:
+                    self.read(split, eval_set)
+
     def read(self, split: str, eval_set: glue.EvalSet) -> list[glue.InputExample]:
+        """The examples of one file (read once: `check_inputs` reads them before training)."""
+        key = (split, eval_set.file)
+        if key not in self._examples:
+            self._examples[key] = self._read(split, eval_set)
+        return self._examples[key]
+
+    def _read(self, split: str, eval_set: glue.EvalSet) -> list[glue.InputExample]:
         result = self.processor.read(eval_set.file, split, skip_bad_rows=self.config.skip_bad_rows)
         if result.bad_rows:
             self.bad_rows[f"{split}{eval_set.suffix}"] = result.bad_rows
         examples = result.examples
+        if any(e.text_b and e.text_b.strip() for e in examples):
+            self.files.check_text_pairs(f"the examples of {eval_set.file}")
         if split == glue.TRAIN and self.config.max_train_examples:
             examples = examples[: self.config.max_train_examples]
         if not examples:
@@ -242,7 +260,7 @@ class ClassificationTask:
 
     def score(self, examples: Sequence[glue.InputExample], outputs: np.ndarray) -> dict[str, float]:
         if self.multi_label:
-            metrics, self.thresholds = multi_label_lib.evaluate(self.config, self.labels, examples, outputs)
+            metrics, self.thresholds = multi_label_lib.evaluate_multi_label(self.config, self.labels, examples, outputs)
             return metrics
         if self.regression:
             labels = np.array([e.label for e in examples], np.float64)
@@ -276,7 +294,9 @@ class ClassificationTask:
         results = os.path.join(out, f"test_results{eval_set.suffix}.tsv")
         if self.multi_label:
             thresholds = multi_label_lib.prediction_thresholds(self.config, len(self.labels), self.thresholds)
-            return multi_label_lib.write_predictions(examples, outputs, thresholds, self.labels, submission, results)
+            return multi_label_lib.write_multi_label_predictions(
+                examples, outputs, thresholds, self.labels, submission, results
+            )
         if self.regression:
             predictions = [f"{s:.3f}" for s in outputs[:, 0]]
             rows = [repr(float(s)) for s in outputs[:, 0]]
@@ -319,8 +339,12 @@ def save_classifier(
 ) -> str:
     """Writes a `BertClassifier` fine-tuned elsewhere (e.g. with `model.fit`) as a model directory that
     `run_classifier --init_checkpoint` takes for evaluation or prediction (`labels` None for regression).
-    `multi_label`: a sigmoid per label, predicted from `thresholds` (one per label; default 0.5) on."""
+    `multi_label`: a sigmoid per label, predicted from `thresholds` (one per label; default 0.5) on.
+
+    `directory` must be new or empty: a folder that holds anything (a fine-tuning run, an earlier model) is
+    refused, and so are labels that do not name each of the model's classes once."""
     labels = list(labels or [])
+    check_label_names(labels, model.num_classes)
     settings = multi_label_lib.model_settings(len(labels), thresholds) if multi_label else None
     if thresholds is not None and not multi_label:
         raise ValueError("thresholds are for a multi-label classifier (multi_label=True)")

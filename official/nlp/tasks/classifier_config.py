@@ -25,7 +25,7 @@ class ClassifierConfig(finetuning.FineTuningConfig):
         "(with the column flags).",
     )
     data_dir: str | None = field(
-        None, help="The folder with the task's files (GLUE layout: train.tsv, dev.tsv, test.tsv, ...)."
+        None, path="path", help="The folder with the task's files (GLUE layout: train.tsv, dev.tsv, test.tsv, ...)."
     )
     do_train: bool = field(False, help="Fine-tune (resuming a run in --output_dir).")
     do_eval: bool = field(
@@ -37,7 +37,9 @@ class ClassifierConfig(finetuning.FineTuningConfig):
         "truncate", help="truncate (the original) or sliding_window (windows over the longer text, logits averaged)."
     )
     doc_stride: int | None = field(
-        None, help="Tokens between the starts of two windows (--long_text=sliding_window; default: half a window)."
+        None,
+        minimum=1,
+        help="Tokens between the starts of two windows (--long_text=sliding_window; default: half a window).",
     )
     group_by_length: bool = field(
         True,
@@ -48,11 +50,13 @@ class ClassifierConfig(finetuning.FineTuningConfig):
     skip_bad_rows: bool = field(
         False, help="Skip (and count) rows with too few columns, an unknown label or an empty first text."
     )
-    max_train_examples: int | None = field(None, help="Use only the first N training examples.")
+    max_train_examples: int | None = field(
+        None, minimum=1, help="Use only the first N training examples (default: all of them)."
+    )
     tfds_name: str | None = field(
         None, help="Read GLUE from tensorflow-datasets instead of --data_dir, e.g. glue/mrpc (must be prepared)."
     )
-    tfds_data_dir: str | None = field(None, help="tensorflow-datasets data folder.")
+    tfds_data_dir: str | None = field(None, path="path", help="tensorflow-datasets data folder.")
     # task_name=generic:
     text_a_column: str | None = field(None, help="generic: column (or JSON key) of the first text.")
     text_b_column: str | None = field(None, help="generic: column of the second text, for pairs.")
@@ -73,6 +77,8 @@ class ClassifierConfig(finetuning.FineTuningConfig):
     )
     threshold: float | None = field(
         None,
+        exclusive_minimum=0,
+        exclusive_maximum=1,
         help="multi-label: a label is predicted from this probability on (default: the thresholds recorded with "
         "the model; 0.5 for a model trained without).",
     )

@@ -17,7 +17,7 @@ one vector per example (a copy, so the batch's token vectors are freed).
 Example:
 
     from official.nlp.checkpoints import model_dir
-    files = model_dir.resolve_model_files("models/minilm")
+    files = model_dir.read_model_files("models/minilm")
     examples = read_examples("data/sentence_pairs.txt")
     results = extract(files.build_encoder(), files.tokenizer(), examples, layers=[-1, -2, -3, -4])
     vectors = []
@@ -44,7 +44,7 @@ from absl import logging
 
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.common import input_files
-from official.nlp.common.config_flags import field
+from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
 from official.nlp.common.text_files import decode_line
@@ -57,7 +57,7 @@ _LENGTH_BUCKET = 32
 
 
 @dataclasses.dataclass(frozen=True)
-class InputExample:
+class ExtractionExample:
     """One input line; `unique_id` is its 0-based line number (the original's `linex_index`)."""
 
     unique_id: int
@@ -83,7 +83,7 @@ class ExampleResult:
     pooled: np.ndarray
 
 
-def read_examples(input_file: str) -> list[InputExample]:
+def read_examples(input_file: str) -> list[ExtractionExample]:
     """Reads `text_a` or `text_a ||| text_b` lines. Blank lines are skipped but keep their line number as id."""
     examples = []
     skipped = 0
@@ -97,7 +97,7 @@ def read_examples(input_file: str) -> list[InputExample]:
             # the original then tokenized the bars as text ([CLS] | | | [SEP]), which is never what was meant.
             match = _PAIR_SEPARATOR.match(f" {line} ")
             if match is None:
-                examples.append(InputExample(line_number, line))
+                examples.append(ExtractionExample(line_number, line))
                 continue
             text_a, text_b = match.group(1).strip(), match.group(2).strip()
             if not text_a or not text_b:
@@ -106,7 +106,7 @@ def read_examples(input_file: str) -> list[InputExample]:
                     f"{input_file}, line {line_number + 1}: {line!r} has the pair separator ' ||| ' "
                     f"but no text {side}; write `text_a ||| text_b`, or `text_a` alone"
                 )
-            examples.append(InputExample(line_number, text_a, text_b))
+            examples.append(ExtractionExample(line_number, text_a, text_b))
     if not examples:
         raise InputError(f"{input_file} holds no text: write one example per line, `text_a` or `text_a ||| text_b`")
     if skipped:
@@ -125,7 +125,9 @@ def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int) -> None:
     del tokens_b[len(tokens_b) - cut_b :]
 
 
-def convert_examples_to_features(examples: Iterable[InputExample], seq_length: int, tokenizer) -> list[InputFeatures]:
+def convert_extraction_examples(
+    examples: Iterable[ExtractionExample], seq_length: int, tokenizer
+) -> list[InputFeatures]:
     """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated to `seq_length` as in the original."""
     if seq_length < 3:
         raise InputError(f"max_seq_length must be at least 3 for [CLS] A [SEP] B [SEP], got {seq_length}")
@@ -197,7 +199,7 @@ def _check_settings(
 def extract(
     encoder,
     tokenizer,
-    examples: Sequence[InputExample],
+    examples: Sequence[ExtractionExample],
     *,
     layers: Sequence[int] = (-1, -2, -3, -4),
     max_seq_length: int = 128,
@@ -216,7 +218,7 @@ def extract(
         encoder.get_config()["max_position_embeddings"],
         batch_size,
     )
-    features = convert_examples_to_features(examples, max_seq_length, tokenizer)
+    features = convert_extraction_examples(examples, max_seq_length, tokenizer)
 
     @tf.function(reduce_retracing=True)
     def run(inputs):
@@ -318,30 +320,35 @@ def write_sentence_vectors(path: str, vectors: Sequence[np.ndarray] | np.ndarray
 
 
 @dataclasses.dataclass
-class FeatureExtractionConfig:
+class FeatureExtractionConfig(CheckedConfig):
     """The settings of `run_feature_extraction`; the field names are the flags of `extract_features.py`."""
 
-    input_file: str = field(help="Text file: `text_a` or `text_a ||| text_b` per line.")
-    output_file: str = field(help="JSON lines output.")
-    init_checkpoint: str = field(help="Model directory or original TF1 checkpoint prefix.")
+    input_file: str = field(path="path", help="Text file: `text_a` or `text_a ||| text_b` per line.")
+    output_file: str = field(path="path", help="JSON lines output.")
+    init_checkpoint: str = field(path="path", help="Model directory or original TF1 checkpoint prefix.")
     layers: str = field("-1,-2,-3,-4", help="Comma-separated encoder layer indexes (-1 is the last).")
-    bert_config_file: str | None = field(None, help="Defaults to bert_config.json next to --init_checkpoint.")
-    vocab_file: str | None = field(None, help="Defaults to vocab.txt next to --init_checkpoint.")
-    do_lower_case: bool | None = field(None, help="Defaults to the model directory's do_lower_case.")
-    max_seq_length: int = field(
-        128, lower_bound=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] included."
+    bert_config_file: str | None = field(
+        None, path="path", help="Defaults to bert_config.json next to --init_checkpoint."
     )
-    batch_size: int = field(32, lower_bound=1, help="Examples per forward pass.")
+    vocab_file: str | None = field(None, path="path", help="Defaults to vocab.txt next to --init_checkpoint.")
+    do_lower_case: bool | None = field(None, help="Defaults to the model directory's do_lower_case.")
+    max_seq_length: int = field(128, minimum=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] included.")
+    batch_size: int = field(32, minimum=1, help="Examples per forward pass.")
     output_format: str = field(
         "original",
         enum=["original", "concat"],
         help=("original: one values list per layer; concat: the chosen layers concatenated per token."),
     )
-    sentence_vectors_file: str | None = field(None, help="Optional .npy with one sentence vector per example.")
+    sentence_vectors_file: str | None = field(
+        None, path="path", help="Optional .npy with one sentence vector per example."
+    )
     sentence_pooling: str = field(
         "pooled",
         enum=["pooled", "mean"],
-        help=("pooled: the tanh pooler on [CLS]; mean: mean over tokens of the chosen layers concatenated."),
+        help=(
+            "pooled: the tanh pooler on [CLS] (on the last token for a left-to-right model); mean: mean over tokens "
+            "of the chosen layers concatenated."
+        ),
     )
 
 

@@ -51,12 +51,12 @@ from absl import logging
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files
+from official.nlp.common import input_files, interruption, output_folders
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.tasks import finetuning_outputs as outputs
-from official.nlp.training import distribution, optimization, summaries
+from official.nlp.training import distribution, optimization, run_settings
 from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
@@ -69,42 +69,37 @@ class FineTuningConfig(TrainingConfig):
     its data fields and its `do_train`/`do_eval`/`do_predict`."""
 
     output_dir: str = field(
+        path="path",
         help="Checkpoints, cached features, eval_results.txt, summaries and best_model/ go "
-        "here; rerunning with the same flags resumes."
+        "here; rerunning with the same flags resumes.",
     )
     init_checkpoint: str | None = field(
         None,
+        path="path",
         help=(
             "A model directory (convert_checkpoint.py or run_pretraining output), an original TF1 checkpoint "
             "prefix, or a Hugging Face folder (config.json + model.safetensors + vocab.txt)."
         ),
     )
-    bert_config_file: str | None = field(None, help="bert_config.json (default: the one with --init_checkpoint).")
-    vocab_file: str | None = field(None, help="vocab.txt (default: the one with --init_checkpoint).")
+    bert_config_file: str | None = field(
+        None, path="path", help="bert_config.json (default: the one with --init_checkpoint)."
+    )
+    vocab_file: str | None = field(None, path="path", help="vocab.txt (default: the one with --init_checkpoint).")
     do_lower_case: bool | None = field(
         None, help="Lower-case the input (default: the case stored with --init_checkpoint)."
     )
-    max_seq_length: int = field(128, help="Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
-    eval_batch_size: int = field(8, help="Batch size for evaluation.")
-    predict_batch_size: int = field(8, help="Batch size for prediction.")
-    num_train_epochs: float = field(3.0, help="Epochs over the training data (may be fractional).")
-    warmup_proportion: float = field(0.1, help="Share of the training steps with linear warmup.")
+    max_seq_length: int = field(128, minimum=3, help="Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
+    eval_batch_size: int = field(8, minimum=1, help="Batch size for evaluation.")
+    predict_batch_size: int = field(8, minimum=1, help="Batch size for prediction.")
+    num_train_epochs: float = field(3.0, exclusive_minimum=0, help="Epochs over the training data (may be fractional).")
+    warmup_proportion: float = field(0.1, minimum=0, maximum=1, help="Share of the training steps with linear warmup.")
     keep_checkpoint_max: int = override(TrainingConfig, "keep_checkpoint_max", 1)
 
     # Fields that do not change what is trained: a resumed run may change them. Subclasses add theirs.
-    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = TrainingConfig.NOT_TRAINING_SETTINGS + (
         "output_dir",
         "eval_batch_size",
         "predict_batch_size",
-        "save_checkpoints_steps",
-        "steps_per_loop",
-        "keep_checkpoint_max",
-        "distribution_strategy",
-        "num_gpus",
-        "tpu",
-        "all_reduce_alg",
-        "deterministic",
-        "jit_compile",
     )
 
     def job_inputs(self) -> list[tuple[str, str, str | None]]:
@@ -197,16 +192,19 @@ def run_task(
     """Runs the jobs a task's config asks for (its `do_train`, `do_eval`, `do_predict` fields): fine-tunes (or
     resumes) with an evaluation after each epoch, then predicts with `task.predict(model)`.
 
-    `make_task(files)` builds the task on the resolved `--init_checkpoint`. `evaluate(task)` is for a task whose
-    evaluation is its prediction, without a `do_eval` of its own (SQuAD evaluates `--predict_file` when it has
-    answers): whether to evaluate; it then predicts only when it did not evaluate.
+    `make_task(files)` builds the task on the resolved `--init_checkpoint`; a task with a `check_inputs()` method
+    reads there, before training, the evaluation and prediction files its jobs ask for. `evaluate(task)` is for a
+    task whose evaluation is its prediction, without a `do_eval` of its own (SQuAD evaluates `--predict_file` when
+    it has answers): whether to evaluate; it then predicts only when it did not evaluate.
     """
     jobs = [name for name in JOBS if hasattr(config, name)]
     if not any(getattr(config, name) for name in jobs):
         raise InputError(f"Nothing to do: give at least one of {', '.join('--' + name for name in jobs)}")
     check_job_inputs(config)
-    files = resolve_model_files(config)
+    files = init_checkpoint_files(config)
     task = make_task(files)
+    if config.do_train and hasattr(task, "check_inputs"):
+        task.check_inputs()  # a bad row in a dev or test file is found now, not after training
     do_eval = evaluate(task) if evaluate else config.do_eval
     result = run_finetuning(
         config.finetuning_config(), task, do_train=config.do_train, do_eval=do_eval, strategy=strategy, files=files
@@ -231,7 +229,7 @@ def check_job_inputs(config: FineTuningConfig) -> None:
             )
 
 
-def resolve_model_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
+def init_checkpoint_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
     """Config, vocabulary, case and checkpoint of `--init_checkpoint` (model directory, TF1 prefix or HF folder)."""
     try:
         return init_checkpoint_lib.resolve_model_files(
@@ -252,7 +250,7 @@ def task_head(task: FineTuningTask) -> restore_plan.Head:
 def warn_if_other_task(init_checkpoint: str | None, task: FineTuningTask) -> None:
     """Warns when `init_checkpoint` was fine-tuned for another task: the restore plan accepts any head whose labels
     match (an MRPC model's 0/1 evaluated on SST-2), so this is the only notice of the mix-up."""
-    found = init_checkpoint_lib.read_task_file(init_checkpoint)
+    found = init_checkpoint_lib.fine_tuned_head(init_checkpoint)
     if found and found.get("task") not in (None, task.name):
         logging.warning(
             "--init_checkpoint=%s was fine-tuned for the task %r, and this run is %r: its head is used "
@@ -286,32 +284,19 @@ def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> Non
         weight_decay=config.weight_decay,
         clip_norm=config.clip_norm,
     )
-    problems = []
-    if not 0 <= config.warmup_proportion <= 1:
-        problems.append(f"--warmup_proportion={config.warmup_proportion} must be in [0, 1]")
-    problems += [
-        f"--{name}={getattr(config, name)} must be positive"
-        for name in ("eval_batch_size", "predict_batch_size")
-        if getattr(config, name) <= 0
-    ]
-    if config.num_train_epochs <= 0:
-        problems.append(f"--num_train_epochs={config.num_train_epochs} must be positive")
-    if problems:
-        raise InputError("; ".join(problems))
 
 
-def training_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask) -> dict:
-    """What a resumed run must share with the run that wrote `output_dir`."""
+def finetuning_settings(config: FineTuningConfig, files: model_dir_lib.ModelFiles, task: FineTuningTask) -> dict:
+    """What a resumed run must share with the run that wrote `output_dir`: `run_settings.training_settings`, the
+    model's config and case, and the task's settings."""
     settings = {
-        f.name: getattr(config, f.name)
-        for f in dataclasses.fields(config)
-        if f.name not in config.NOT_TRAINING_SETTINGS
+        **run_settings.training_settings(config),
+        "do_lower_case": files.do_lower_case,
+        "bert_config": files.config.to_dict(),
+        "task": task.name,
+        "labels": list(task.labels),
+        **task.settings(),
     }
-    settings["do_lower_case"] = files.do_lower_case
-    settings["bert_config"] = files.config.to_dict()
-    settings["task"] = task.name
-    settings["labels"] = list(task.labels)
-    settings.update(task.settings())
     return json.loads(json.dumps(settings))
 
 
@@ -322,27 +307,6 @@ def build_model(
     with strategy.scope():
         encoder = BertEncoder.from_bert_config(files.config, dtype=optimization.dtype_policy(config.mixed_precision))
         return task.build_model(encoder)
-
-
-def create_optimizer(config: FineTuningConfig, train_steps: int, warmup_steps: int) -> keras.optimizers.Optimizer:
-    """The paper's AdamW (or LAMB) with linear warmup and decay, from `config`."""
-    return optimization.create_optimizer(
-        config.optimizer,
-        learning_rate=config.learning_rate,
-        num_train_steps=train_steps,
-        num_warmup_steps=warmup_steps,
-        weight_decay=config.weight_decay,
-        clip_norm=config.clip_norm,
-        adam_bias_correction=config.adam_bias_correction,
-        epsilon=config.adam_epsilon,
-        mixed_precision=config.mixed_precision,
-    )
-
-
-def make_strategy(config: FineTuningConfig) -> tf.distribute.Strategy:
-    return distribution.get_distribution_strategy(
-        config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu, all_reduce_alg=config.all_reduce_alg
-    )
 
 
 def eval_points(train_steps: int, steps_per_epoch: int) -> list[int]:
@@ -378,12 +342,12 @@ def run_finetuning(
     `--init_checkpoint` that holds a fine-tuned head for the task's labels. `files`: the resolved
     `--init_checkpoint` when the caller has it already.
     """
-    strategy = strategy or make_strategy(config)
+    strategy = strategy or config.make_strategy()
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
-    files = files or resolve_model_files(config)
+    files = files or init_checkpoint_files(config)
     head = task_head(task)
     plan = restore_plan.plan_restore(
         files, init_checkpoint=config.init_checkpoint, output_dir=config.output_dir, head=head, inference=not do_train
@@ -391,57 +355,32 @@ def run_finetuning(
     warn_if_other_task(config.init_checkpoint, task)
     model = build_model(config, files, task, strategy)
     if not do_train:
-        plan.apply(model)
-        history = outputs.read_history(config.output_dir)
-        if do_eval:
-            history = history + [
-                {
-                    "epoch": None,
-                    "step": _checkpoint_step(plan),
-                    **{k: float(v) for k, v in task.evaluate(model).items()},
-                }
-            ]
-            if distribution.worker_info(strategy).is_chief:
-                outputs.write_eval_results(config.output_dir, history)
-        return FineTuningResult(model, files, 0, {}, history, None)
+        return _evaluate_without_training(config, task, model, files, plan, do_eval=do_eval, strategy=strategy)
 
-    settings = training_settings(config, files, task)
-    recorded = outputs.check_settings(config.output_dir, settings)
-    # Settings are recorded once the training data is ready: a run refused for its data has trained nothing.
-    train_steps, warmup_steps, per_epoch = num_train_steps(task.num_train_examples(), config)
-    if not recorded and distribution.worker_info(strategy).is_chief:
-        outputs.record_settings(config.output_dir, settings)
-    with strategy.scope():
-        optimizer = create_optimizer(config, train_steps, warmup_steps)
-    trainer = Trainer(
-        model,
-        optimizer,
-        task.objective(),
-        strategy,
-        TrainerConfig(
-            model_dir=config.output_dir,
-            num_train_steps=train_steps,
-            steps_per_loop=config.steps_per_loop,
-            save_checkpoints_steps=config.save_checkpoints_steps,
-            max_checkpoints_to_keep=config.keep_checkpoint_max,
-            gradient_accumulation_steps=config.gradient_accumulation_steps,
-            jit_compile=config.jit_compile,
-        ),
-        global_batch_size=config.train_batch_size,
-        init_fn=lambda: plan.apply(model),
-    )
+    if do_eval:  # before any training: a best_model/ that is not this run's would be replaced at the first evaluation
+        output_folders.check_export(
+            os.path.join(config.output_dir, model_dir_lib.BEST_MODEL_DIR),
+            flag="best model folder",
+            owner=config.output_dir,
+        )
+    trainer, settings, schedule = _set_up_trainer(config, task, model, files, plan, strategy)
+    train_steps, warmup_steps, per_epoch = schedule
     per_replica = config.train_batch_size // strategy.num_replicas_in_sync
 
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
         return task.train_dataset(ctx, per_replica, config.seed)
 
-    is_chief = distribution.worker_info(strategy).is_chief
-    history = outputs.read_history(config.output_dir)
-    done = {entry["step"] for entry in history}
-    best_dir = os.path.join(config.output_dir, model_dir_lib.BEST_MODEL_DIR)
-    eval_writer = summaries.summary_writer(
-        os.path.join(config.output_dir, "summaries", "eval") if do_eval and is_chief else None
+    best = outputs.BestModelKeeper(
+        config.output_dir,
+        task,
+        model,
+        files,
+        head=head.kind,
+        settings=settings,
+        is_chief=distribution.worker_info(strategy).is_chief,
+        do_eval=do_eval,
     )
+    done = {entry["step"] for entry in best.history}
     logging.info(
         "Fine-tuning %s: %d steps (%d per epoch, %d warming up), global batch %d",
         task.name,
@@ -451,52 +390,84 @@ def run_finetuning(
         config.train_batch_size,
     )
     result = None
-    for epoch, point in enumerate(eval_points(train_steps, per_epoch), start=1):
-        result = trainer.train(dataset_fn, stop_at_step=point)
-        if not do_eval or point in done:
-            continue
-        metrics = task.evaluate(model)
-        if task.metric_name not in metrics:
-            raise KeyError(f"{type(task).__name__}.evaluate returned no {task.metric_name!r}: {sorted(metrics)}")
-        entry = {"epoch": epoch, "step": point, **{k: float(v) for k, v in metrics.items()}}
-        logging.info(
-            "Evaluation after epoch %d (step %d): %s",
-            epoch,
-            point,
-            # Per-label scores (`f1/<label>`, ...) stay in eval_results.txt: a log line of 28 labels is unreadable.
-            ", ".join(f"{k}={v:.4f}" for k, v in metrics.items() if "/" not in k),
-        )
-        best = max((e[task.metric_name] for e in history), default=-math.inf)
-        history.append(entry)
-        if is_chief:
-            summaries.write_scalars(eval_writer, point, metrics)
-            eval_writer.flush()
-            if entry[task.metric_name] > best or not input_files.exists(best_dir):
-                outputs.save_fine_tuned(
-                    model,
-                    best_dir,
-                    files,
-                    task_name=task.name,
-                    head=head.kind,
-                    labels=task.labels,
-                    metric=task.metric_name,
-                    evaluation=entry,
-                    settings=outputs.serving_settings(settings, task),
-                )
-                logging.info(
-                    "Best %s so far (%.4f): kept as the model directory %s",
-                    task.metric_name,
-                    entry[task.metric_name],
-                    best_dir,
-                )
-            outputs.write_eval(config.output_dir, history)
-    evaluation = outputs.restore_best(model, best_dir, result.step)
+    # Between the epochs too (evaluation, the best model), a Ctrl-C names the checkpoint the same command resumes.
+    with interruption.resumable(trainer.interrupted_note):
+        for epoch, point in enumerate(eval_points(train_steps, per_epoch), start=1):
+            result = trainer.train(dataset_fn, stop_at_step=point)
+            if do_eval and point not in done:
+                best.after_epoch(epoch, point)
+    evaluation = outputs.restore_best(model, best.directory, result.step)
     return FineTuningResult(
         model,
         files,
         result.step,
         result.metrics,
-        history,
-        best_dir if input_files.exists(best_dir) else None,
+        best.history,
+        best.directory if input_files.exists(best.directory) else None,
         evaluation,
     )
+
+
+def _evaluate_without_training(
+    config: FineTuningConfig,
+    task: FineTuningTask,
+    model: keras.Model,
+    files: model_dir_lib.ModelFiles,
+    plan: restore_plan.RestorePlan,
+    *,
+    do_eval: bool,
+    strategy: tf.distribute.Strategy,
+) -> FineTuningResult:
+    """`run_finetuning` without `do_train`: the planned weights, and with `do_eval` one evaluation appended to the
+    run's history (`epoch` None) and written to `eval_results.txt`."""
+    plan.apply(model)
+    history = outputs.read_history(config.output_dir)
+    if do_eval:
+        history = history + [
+            {
+                "epoch": None,
+                "step": _checkpoint_step(plan),
+                **{k: float(v) for k, v in task.evaluate(model).items()},
+            }
+        ]
+        if distribution.worker_info(strategy).is_chief:
+            outputs.write_eval_results(config.output_dir, history)
+    return FineTuningResult(model, files, 0, {}, history, None)
+
+
+def _set_up_trainer(
+    config: FineTuningConfig,
+    task: FineTuningTask,
+    model: keras.Model,
+    files: model_dir_lib.ModelFiles,
+    plan: restore_plan.RestorePlan,
+    strategy: tf.distribute.Strategy,
+) -> tuple[Trainer, dict, tuple[int, int, int]]:
+    """The training loop of a run: `(trainer, settings, (train steps, warmup steps, steps per epoch))`.
+
+    Refuses to resume `output_dir` with other settings, sizes the schedule from the training examples, records the
+    settings (once the training data is ready: a run refused for its data has trained nothing) and builds the
+    optimizer; the trainer starts from `plan` unless it resumes its own checkpoint."""
+    settings = finetuning_settings(config, files, task)
+    recorded = run_settings.check_resume(
+        config.output_dir,
+        model_dir_lib.SETTINGS_FILE,
+        settings,
+        flag="--output_dir",
+        defaults=run_settings.field_defaults(config),
+    )
+    train_steps, warmup_steps, per_epoch = num_train_steps(task.num_train_examples(), config)
+    if not recorded and distribution.worker_info(strategy).is_chief:
+        run_settings.record_settings(config.output_dir, model_dir_lib.SETTINGS_FILE, settings, flag="--output_dir")
+    with strategy.scope():
+        optimizer = config.build_optimizer(train_steps, warmup_steps)
+    trainer = Trainer(
+        model,
+        optimizer,
+        task.objective(),
+        strategy,
+        TrainerConfig.from_training_config(config, model_dir=config.output_dir, num_train_steps=train_steps),
+        global_batch_size=config.train_batch_size,
+        init_fn=lambda: plan.apply(model),
+    )
+    return trainer, settings, (train_steps, warmup_steps, per_epoch)

@@ -1,15 +1,17 @@
 """What a fine-tuning run keeps in its `--output_dir` besides checkpoints, and how it reads them back.
 
-- `finetuning_settings.json`: the settings the run trains with (`check_settings` refuses to resume with others,
-  naming the flags; `record_settings` writes them once training starts);
+- `finetuning_settings.json`: the settings the run trains with (`training.run_settings` records them and refuses to
+  resume with others, naming the flags), carried into `best_model/` for serving;
 - `eval_history.json` and `eval_results.txt`: the evaluations, the latter in the original's `key = value` lines;
-- `best_model/`: the best evaluation's weights as a model directory with `finetuning.json` (`save_fine_tuned`),
-  and the model of the run (`restore_best`): `best_model/` when there is one, else the last step's weights.
+- `best_model/`: the best evaluation's weights as a model directory with `finetuning.json` (`save_fine_tuned`,
+  called after each epoch by `BestModelKeeper`), and the model of the run (`restore_best`): `best_model/` when
+  there is one, else the last step's weights.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 
@@ -19,45 +21,18 @@ from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
-from official.nlp.common import input_files, output_files
-from official.nlp.common.errors import InputError
-from official.nlp.training.config import settings_differences
+from official.nlp.common import input_files, output_files, text_files
+from official.nlp.training import summaries
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 EVAL_HISTORY_FILE = "eval_history.json"
-
-
-def check_settings(output_dir: str, settings: dict) -> bool:
-    """Refuses to resume `output_dir` when it was trained with other settings, naming them; returns whether it
-    already records them (else `record_settings` writes them once training starts)."""
-    recorded = model_dir_lib.read_settings_file(output_dir) if input_files.isdir(output_dir) else None
-    if recorded is not None:
-        differing = settings_differences(recorded, settings)
-        if differing:
-            raise InputError(
-                f"--output_dir={output_dir} holds a run with other settings ({'; '.join(differing)}). "
-                "Rerun with the same flags to resume it, or choose another --output_dir."
-            )
-        return True
-    if input_files.exists(output_dir) and tf.train.latest_checkpoint(output_dir):
-        raise InputError(
-            f"--output_dir={output_dir} holds checkpoints but no {model_dir_lib.SETTINGS_FILE}, so they "
-            "may belong to other settings; choose another --output_dir"
-        )
-    return False
-
-
-def record_settings(output_dir: str, settings: dict) -> None:
-    output_files.makedirs(output_dir, name="--output_dir")
-    with output_files.write_atomically(os.path.join(output_dir, model_dir_lib.SETTINGS_FILE)) as f:
-        json.dump(settings, f, indent=1, sort_keys=True)
 
 
 def read_history(output_dir: str) -> list[dict]:
     path = os.path.join(output_dir, EVAL_HISTORY_FILE)
     if not input_files.exists(path):
         return []
-    return json.loads(input_files.read_text(path))
+    return json.loads(text_files.read_text(path))
 
 
 def write_eval(output_dir: str, history: list[dict]) -> None:
@@ -115,11 +90,15 @@ def save_fine_tuned(
     metric: str | None = None,
     evaluation: Mapping | None = None,
     settings: Mapping | None = None,
+    owner: str | None = None,
 ) -> str:
-    """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation),
-    replacing an earlier one. Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels
-    it restores the head too; another label set is refused. `settings` (the job's, see `serving_settings`) go to
-    its `finetuning_settings.json`, so that the directory alone says how to serve it (`max_seq_length`, ...)."""
+    """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation).
+    Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels it restores the head too;
+    another label set is refused. `settings` (the job's, see `serving_settings`) go to its
+    `finetuning_settings.json`, so that the directory alone says how to serve it (`max_seq_length`, ...).
+
+    `owner`: the run's `--output_dir`, whose earlier `best_model/` this replaces; without it, `directory` must be
+    new or empty (see `model_dir.export_model_dir`)."""
     step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
     task_file = {
         "task": task_name,
@@ -140,6 +119,7 @@ def save_fine_tuned(
         do_lower_case=files.do_lower_case,
         step=step,
         json_files=json_files,
+        owner=owner,
     )
     return directory
 
@@ -150,3 +130,76 @@ def serving_settings(settings: Mapping, task) -> dict:
     a `tasks.finetuning.FineTuningTask`, not imported here: that module imports this one."""
     extra = task.serving_settings() if hasattr(task, "serving_settings") else {}
     return json.loads(json.dumps({**settings, **extra}))
+
+
+class BestModelKeeper:
+    """The per-epoch step of a training run: evaluates `model`, records the evaluation (`eval_history.json`,
+    `eval_results.txt`, TensorBoard's `summaries/eval`) and keeps the best one so far by the task's metric as the
+    model directory `best_model/` (`save_fine_tuned`). Only the chief writes. `history` holds the run's evaluations,
+    those of the runs it resumes included; `task` is a `tasks.finetuning.FineTuningTask` and `head` its kind."""
+
+    def __init__(
+        self,
+        output_dir: str,
+        task,
+        model: keras.Model,
+        files: model_dir_lib.ModelFiles,
+        *,
+        head: str,
+        settings: Mapping,
+        is_chief: bool,
+        do_eval: bool,
+    ):
+        self.output_dir = output_dir
+        self.task = task
+        self.model = model
+        self.files = files
+        self.head = head
+        self.settings = settings
+        self.is_chief = is_chief
+        self.history = read_history(output_dir)
+        self.directory = os.path.join(output_dir, model_dir_lib.BEST_MODEL_DIR)
+        self.writer = summaries.summary_writer(
+            os.path.join(output_dir, "summaries", "eval") if do_eval and is_chief else None
+        )
+
+    def after_epoch(self, epoch: int, step: int) -> None:
+        """Evaluates the model of training step `step`, the end of `epoch`, and keeps it when it is the best."""
+        task = self.task
+        metrics = task.evaluate(self.model)
+        if task.metric_name not in metrics:
+            raise KeyError(f"{type(task).__name__}.evaluate returned no {task.metric_name!r}: {sorted(metrics)}")
+        entry = {"epoch": epoch, "step": step, **{k: float(v) for k, v in metrics.items()}}
+        logging.info(
+            "Evaluation after epoch %d (step %d): %s",
+            epoch,
+            step,
+            # Per-label scores (`f1/<label>`, ...) stay in eval_results.txt: a log line of 28 labels is unreadable.
+            ", ".join(f"{k}={v:.4f}" for k, v in metrics.items() if "/" not in k),
+        )
+        best = max((e[task.metric_name] for e in self.history), default=-math.inf)
+        self.history.append(entry)
+        if not self.is_chief:
+            return
+        summaries.write_scalars(self.writer, step, metrics)
+        self.writer.flush()
+        if entry[task.metric_name] > best or not input_files.exists(self.directory):
+            save_fine_tuned(
+                self.model,
+                self.directory,
+                self.files,
+                task_name=task.name,
+                head=self.head,
+                labels=task.labels,
+                metric=task.metric_name,
+                evaluation=entry,
+                settings=serving_settings(self.settings, task),
+                owner=self.output_dir,
+            )
+            logging.info(
+                "Best %s so far (%.4f): kept as the model directory %s",
+                task.metric_name,
+                entry[task.metric_name],
+                self.directory,
+            )
+        write_eval(self.output_dir, self.history)

@@ -43,8 +43,6 @@ def check_flags(config, multi_label: bool) -> None:
         raise InputError(
             f"--{given[0]} is for multi-label data (--task_name=generic --multi_label, or --task_name=goemotions)"
         )
-    if config.threshold is not None and not 0 < config.threshold < 1:
-        raise InputError(f"--threshold={config.threshold}: must be a probability between 0 and 1 (exclusive)")
     if config.threshold is not None and config.tune_thresholds:
         raise InputError("--threshold and --tune_thresholds exclude each other: give one")
     if config.tune_thresholds and not config.do_eval:
@@ -107,7 +105,7 @@ def prediction_thresholds(config, num_labels: int, evaluated: np.ndarray | None)
     return fixed_thresholds(config, num_labels)
 
 
-def evaluate(config, labels: Sequence[str], examples, logits: np.ndarray) -> tuple[dict, np.ndarray]:
+def evaluate_multi_label(config, labels: Sequence[str], examples, logits: np.ndarray) -> tuple[dict, np.ndarray]:
     """`(metrics, thresholds)` of one evaluation: thresholds tuned on these examples with `--tune_thresholds`, else
     `fixed_thresholds`."""
     if config.tune_thresholds:
@@ -146,7 +144,7 @@ def ranked_predictions(
     return ranked
 
 
-def write_predictions(
+def write_multi_label_predictions(
     examples, logits: np.ndarray, thresholds: np.ndarray, labels: Sequence[str], submission: str, results: str
 ) -> list[str]:
     """The submission file and `test_results.tsv` (see the module docstring); returns their paths."""

@@ -10,7 +10,7 @@
 
 With `fit` instead: `model = BertMultipleChoice(encoder)`, `model.compile(optimizer,
 keras.losses.SparseCategoricalCrossentropy(from_logits=True))`, `model.fit(features.model_inputs(),
-features.arrays["label"])` on `swag.convert_examples(...)`.
+features.arrays["label"])` on `swag.convert_swag_examples(...)`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ from official.nlp.modeling.models import BertMultipleChoice
 from official.nlp.tasks import finetuning
 from official.nlp.training.objectives import SparseCategoricalObjective
 
-TRAIN_RECORDS = "train.tf_record"
-PREDICTIONS_FILE = "test_results.csv"
+RESULTS_FILE = "test_results.csv"
 _RECORD_NAMES = {"input_word_ids": "input_ids", "input_mask": "input_mask", "input_type_ids": "segment_ids"}
 
 
@@ -44,16 +43,18 @@ class MultipleChoiceConfig(finetuning.FineTuningConfig):
     """`FineTuningConfig` plus the SWAG settings (field names are the script's flags): the CSV or JSON-lines files
     (see `data.swag`), whether bad rows are skipped and counted instead of stopping, and the head's dropout."""
 
-    train_file: str | None = field(None, help="SWAG training file (train.csv or JSON lines).")
-    eval_file: str | None = field(None, help="SWAG file for --do_eval (val.csv).")
-    predict_file: str | None = field(None, help="SWAG file for --do_predict (test.csv; labels not needed).")
+    train_file: str | None = field(None, path="path", help="SWAG training file (train.csv or JSON lines).")
+    eval_file: str | None = field(None, path="path", help="SWAG file for --do_eval (val.csv).")
+    predict_file: str | None = field(
+        None, path="path", help="SWAG file for --do_predict (test.csv; labels not needed)."
+    )
     do_train: bool = field(False, help="Fine-tune (or resume).")
     do_eval: bool = field(False, help="Accuracy on --eval_file after each epoch (or once, without --do_train).")
     do_predict: bool = field(False, help="Predict --predict_file into --output_dir/test_results.csv.")
     skip_bad_rows: bool = field(
         False, help="Skip and count rows with too few columns, a missing ending, an empty context or an unknown label."
     )
-    dropout_rate: float = field(0.1, help="Dropout before the choice scorer.")
+    dropout_rate: float = field(0.1, minimum=0, exclusive_maximum=1, help="Dropout before the choice scorer.")
 
 
 class MultipleChoiceTask:
@@ -87,6 +88,7 @@ class MultipleChoiceTask:
         self.bad_rows: dict[str, int] = {}
         self._loaded: dict[str, swag.MultipleChoiceFeatures] = {}
         self._num_train: int | None = None
+        self._predict_examples: list | None = None
 
     def _read(self, path: str | None, split: str, flag: str, labelled: bool | None = True):
         if not path:
@@ -101,10 +103,18 @@ class MultipleChoiceTask:
         )
         return read.examples
 
+    def check_inputs(self) -> None:
+        """Reads the evaluation and prediction files the jobs ask for, so that a bad row there stops the job before
+        training rather than after its first epoch (`finetuning.run_task`)."""
+        if self.config.do_eval and self.config.eval_file:
+            self._features("eval", self.config.eval_file, "--eval_file")
+        if self.config.do_predict and self.config.predict_file:
+            self._predict_examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=False)
+
     def _features(self, split: str, path: str | None, flag: str, labelled: bool | None = True):
         if split not in self._loaded:
             examples = self._read(path, split, flag, labelled)
-            self._loaded[split] = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
+            self._loaded[split] = swag.convert_swag_examples(examples, self.tokenizer, self.max_seq_length)
         return self._loaded[split]
 
     # ---- training ---------------------------------------------------------------------------------------------
@@ -131,27 +141,25 @@ class MultipleChoiceTask:
             raise InputError("--do_train needs --train_file")
         if self._num_train is None:
             self._num_train = feature_cache.cached_records(
-                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records
+                os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), self._cache_key(), self._train_records
             )
         return self._num_train
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         self.num_train_examples()
         shapes = {record: [swag.NUM_CHOICES, self.max_seq_length] for record in _RECORD_NAMES.values()}
-        shapes["label_ids"] = [1]
-        dataset = feature_cache.read_records(os.path.join(self.output_dir, TRAIN_RECORDS), shapes)
-        if input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        parse = feature_cache.int_parser({**shapes, "label_ids": [1]})
 
-        def to_xy(record):
-            return ({name: record[r] for name, r in _RECORD_NAMES.items()}, {"label": record["label_ids"][0]})
+        def to_xy(records):
+            record = parse(records)
+            return ({name: record[r] for name, r in _RECORD_NAMES.items()}, {"label": record["label_ids"][:, 0]})
 
-        return (
-            dataset.map(to_xy)
-            .shuffle(10000, seed=seed)
-            .repeat()
-            .batch(batch_size, drop_remainder=True)
-            .prefetch(tf.data.AUTOTUNE)
+        return feature_cache.training_batches(
+            os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS),
+            batch_size,
+            parse=to_xy,
+            seed=seed,
+            input_context=input_context,
         )
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
@@ -184,11 +192,13 @@ class MultipleChoiceTask:
         if not self.config.predict_file:
             raise InputError("--do_predict needs --predict_file")
         # Prediction needs no label: a test split without them (CSV or JSON lines) is read as it is.
-        examples = self._read(self.config.predict_file, "predict", "--predict_file", labelled=False)
-        features = swag.convert_examples(examples, self.tokenizer, self.max_seq_length)
+        examples = self._predict_examples or self._read(
+            self.config.predict_file, "predict", "--predict_file", labelled=False
+        )
+        features = swag.convert_swag_examples(examples, self.tokenizer, self.max_seq_length)
         logits = self._logits(model, features, self.predict_batch_size)
         probabilities = np.asarray(keras.ops.softmax(logits, axis=-1))
-        output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
+        output_file = output_file or os.path.join(self.output_dir, RESULTS_FILE)
         output_files.makedirs_for(output_file)
         with output_files.write_atomically(output_file) as f:
             writer = csv.writer(f)
@@ -209,9 +219,10 @@ class SwagResult:
     bad_rows: dict[str, int]
 
 
-def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
+def make_swag_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
     """The task of `config` with the tokenizer of `config.init_checkpoint`."""
-    files = files or finetuning.resolve_model_files(config)
+    files = files or finetuning.init_checkpoint_files(config)
+    files.check_text_pairs("SWAG inputs (context, ending)")
     return MultipleChoiceTask(
         config,
         files.tokenizer(),
@@ -227,5 +238,5 @@ def make_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
 def run_swag(config: MultipleChoiceConfig) -> SwagResult:
     """Trains (or resumes), evaluates after each epoch and predicts, as `config.do_train/do_eval/do_predict` say;
     see the module docstring."""
-    run = finetuning.run_task(config, lambda files: make_task(config, files))
+    run = finetuning.run_task(config, lambda files: make_swag_task(config, files))
     return SwagResult(run.result, run.result.eval_history, run.predictions, dict(run.task.bad_rows))

@@ -18,48 +18,28 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-from collections.abc import Mapping
+from typing import ClassVar
 
 import keras
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, interruption, output_folders
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
-from official.nlp.modeling import losses as bert_losses
-from official.nlp.modeling.configs import PRESETS, BertConfig
+from official.nlp.data.pretraining.masking import action_rate_problems
+from official.nlp.modeling.configs import LEFT_TO_RIGHT, PRESETS, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.models import BertPretrainer
-from official.nlp.training import distribution, optimization
-from official.nlp.training.config import TrainingConfig, check_training_settings, settings_differences
+from official.nlp.modeling.models import OBJECTIVES, BertPretrainer
+from official.nlp.training import distribution, optimization, run_settings
+from official.nlp.training.config import TrainingConfig, check_training_settings
+from official.nlp.training.objectives import PretrainingObjective
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
-
-
-class PretrainingObjective:
-    """The original objective for the training loop: masked-LM loss (weighted mean over real predictions) plus
-    next-sentence loss, with MLM and NSP accuracy.
-
-    The terms are `official.nlp.modeling.losses`' per-element losses and weights, so the loop's loss equals
-    `losses.pretraining_losses` on the same global batch (what `BertPretrainer.fit` minimizes).
-    """
-
-    def __init__(self, use_next_sentence_label: bool = True):
-        self.use_next_sentence_label = use_next_sentence_label
-
-    def loss_weights(self, labels: Mapping) -> dict:
-        return bert_losses.pretraining_loss_weights(labels, self.use_next_sentence_label)
-
-    def losses(self, labels: Mapping, outputs: Mapping) -> dict:
-        return bert_losses.pretraining_element_losses(labels, outputs, self.use_next_sentence_label)
-
-    def metrics(self, labels: Mapping, outputs: Mapping) -> dict:
-        return bert_losses.pretraining_metrics(labels, outputs, self.use_next_sentence_label)
 
 
 @dataclasses.dataclass
@@ -67,10 +47,10 @@ class PretrainingConfig(TrainingConfig):
     """Every setting of a pretraining run: the records, the model, the schedule in steps, dynamic masking, and
     `TrainingConfig`'s loop. The field names are the script's flags (see the README)."""
 
-    input_file: str = field(help="TFRecord files: globs, comma-separated (plain or gzip).")
-    model_dir: str = field(help="Checkpoints, summaries and the export go here.")
+    input_file: str = field(path="patterns", help="TFRecord files: globs, comma-separated (plain or gzip).")
+    model_dir: str = field(path="path", help="Checkpoints, summaries and the export go here.")
     bert_config_file: str | None = field(
-        None, help="bert_config.json of the model (optional with a model-dir --init_checkpoint)."
+        None, path="path", help="bert_config.json of the model (optional with a model-dir --init_checkpoint)."
     )
     bert_config: BertConfig | None = field(None, flag=False, help="Instead of bert_config_file, from Python.")
     preset: str | None = field(
@@ -78,93 +58,104 @@ class PretrainingConfig(TrainingConfig):
     )
     init_checkpoint: str | None = field(
         None,
+        path="path",
         help=(
-            "Start from this model directory or original TF1 checkpoint (ignored when --model_dir already holds a "
-            "checkpoint, which is resumed)."
+            "Start from this model directory, original TF1 checkpoint, Hugging Face folder or fine-tuning "
+            "--output_dir, as every script takes it (ignored when --model_dir already holds a checkpoint, which is "
+            "resumed)."
         ),
     )
-    vocab_file: str | None = field(None, help="vocab.txt to ship with the export (and for --dynamic_masking).")
+    vocab_file: str | None = field(
+        None, path="path", help="vocab.txt to ship with the export (and for --dynamic_masking)."
+    )
     do_lower_case: bool | None = field(None, help="Recorded in the export for the fine-tuning tokenizer.")
-    export_dir: str | None = field(None, help="Where the final model directory goes (default: --model_dir/export).")
-    max_seq_length: int = field(128, help="Sequence length of the records.")
-    max_predictions_per_seq: int = field(20, help="Masked LM predictions per sequence in the records.")
-    num_train_steps: int = field(100000, help="Optimizer steps.")
-    num_warmup_steps: int = field(10000, help="Linear warmup steps.")
-    end_learning_rate: float = field(0.0, help="Learning rate at --num_train_steps.")
-    poly_power: float = field(1.0, help="Power of the polynomial decay (1 = linear).")
+    export_dir: str | None = field(
+        None,
+        path="path",
+        help=(
+            "Where the final model directory goes (default: --model_dir/export): a new or empty folder of its own, or "
+            "this run's earlier export, which it replaces."
+        ),
+    )
+    max_seq_length: int = field(128, minimum=5, help="Sequence length of the records ([CLS] A [SEP] B [SEP] at least).")
+    max_predictions_per_seq: int = field(20, minimum=1, help="Masked LM predictions per sequence in the records.")
+    num_train_steps: int = field(100000, minimum=1, help="Optimizer steps.")
+    num_warmup_steps: int = field(10000, minimum=0, help="Linear warmup steps.")
+    end_learning_rate: float = field(0.0, minimum=0, help="Learning rate at --num_train_steps.")
+    poly_power: float = field(1.0, minimum=0, help="Power of the polynomial decay (1 = linear).")
     use_next_sentence_label: bool = field(True, help="Train next sentence prediction.")
+    objective: str = field(
+        "mlm",
+        enum=OBJECTIVES,
+        help=(
+            "mlm: masked LM (BERT). ltr: a left-to-right LM (the paper's LTR baseline): a causal encoder "
+            "(attention=left_to_right in bert_config.json) predicts the next token at every position; needs "
+            "--use_next_sentence_label=false."
+        ),
+    )
     dynamic_masking: bool = field(
         False, help="Draw new masks on every pass (records masked offline are unmasked first); needs --vocab_file."
     )
-    masked_lm_prob: float = field(0.15, help="Share of tokens masked by --dynamic_masking.")
+    masked_lm_prob: float = field(
+        0.15, exclusive_minimum=0, maximum=1, help="Share of tokens masked by --dynamic_masking."
+    )
     whole_word_mask: bool = field(False, help="Whole-word masking for --dynamic_masking.")
-    shuffle_buffer_size: int = field(1000, help="Records in the shuffle buffer (saved with every checkpoint).")
+    mask_token_prob: float = field(
+        0.8,
+        minimum=0,
+        maximum=1,
+        help="Share of the --dynamic_masking targets replaced by [MASK] (the paper's MASK column of Table 8).",
+    )
+    random_token_prob: float = field(
+        0.1,
+        minimum=0,
+        maximum=1,
+        help=(
+            "Share of the --dynamic_masking targets replaced by a random token (RND); the rest keep their token (SAME)."
+        ),
+    )
+    shuffle_buffer_size: int = field(
+        1000, minimum=0, help="Records in the shuffle buffer, saved with every checkpoint (0 or 1: no shuffling)."
+    )
     checkpoint_input: bool = field(True, help="Save the input position with each checkpoint.")
 
-
-SETTINGS_FILE = "pretraining_settings.json"
-# The fields a resumed run may change: where things go, how the loop is run and saved, the devices. The model
-# config is checked against `model_dir/bert_config.json`; `init_checkpoint` is ignored on resume, and the records
-# may move (`input_file`). Every other field changes the shapes or the meaning of what is trained.
-NOT_TRAINING_SETTINGS = (
-    "input_file",
-    "model_dir",
-    "export_dir",
-    "init_checkpoint",
-    "bert_config_file",
-    "bert_config",
-    "preset",
-    "vocab_file",
-    "do_lower_case",
-    "save_checkpoints_steps",
-    "steps_per_loop",
-    "keep_checkpoint_max",
-    "checkpoint_input",
-    "distribution_strategy",
-    "num_gpus",
-    "tpu",
-    "all_reduce_alg",
-    "deterministic",
-    "jit_compile",
-)
+    # The fields a resumed run may change besides the loop's: where things go and the input position. The model
+    # config is checked against `model_dir/bert_config.json`; `init_checkpoint` is ignored on resume, and the
+    # records may move (`input_file`). Every other field changes the shapes or the meaning of what is trained.
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = TrainingConfig.NOT_TRAINING_SETTINGS + (
+        "input_file",
+        "model_dir",
+        "export_dir",
+        "init_checkpoint",
+        "bert_config_file",
+        "bert_config",
+        "preset",
+        "vocab_file",
+        "do_lower_case",
+        "checkpoint_input",
+    )
 
 
-def training_settings(config: PretrainingConfig) -> dict:
-    """What a resumed run must share with the run that wrote `model_dir`, JSON-able."""
-    fields = (f.name for f in dataclasses.fields(config) if f.name not in NOT_TRAINING_SETTINGS)
-    return json.loads(json.dumps({name: getattr(config, name) for name in fields}))
+_RATES = ("mask_token_prob", "random_token_prob")
+_DEFAULT_RATES = {f.name: f.default for f in dataclasses.fields(PretrainingConfig) if f.name in _RATES}
 
 
-def check_settings(config: PretrainingConfig) -> bool:
-    """Refuses to resume `model_dir` when it holds checkpoints trained with other settings, naming the flags;
-    returns whether it records them already (else `record_settings` writes them once the data is checked)."""
-    path = os.path.join(config.model_dir, SETTINGS_FILE)
-    trained = input_files.isdir(config.model_dir) and tf.train.get_checkpoint_state(config.model_dir) is not None
-    if not trained:
-        return False  # nothing trained yet (a run refused for its data, say): this run's settings replace any
-    if not input_files.exists(path):
-        logging.warning(
-            "%s holds checkpoints but no %s (written by an older version): its settings cannot be checked; "
-            "they are recorded now as this run's",
-            config.model_dir,
-            SETTINGS_FILE,
-        )
-        return False
-    recorded = json.loads(input_files.read_text(path))
-    settings = training_settings(config)
-    differing = settings_differences(recorded, settings)
-    if differing:
-        raise InputError(
-            f"--model_dir={config.model_dir} holds a run with other settings ({'; '.join(differing)}). Rerun "
-            "with the same flags to resume it, or choose another --model_dir (with "
-            f"--init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)"
-        )
-    return True
+PRETRAINING_SETTINGS_FILE = "pretraining_settings.json"
 
 
-def record_settings(config: PretrainingConfig) -> None:
-    with output_files.write_atomically(os.path.join(config.model_dir, SETTINGS_FILE)) as f:
-        json.dump(training_settings(config), f, indent=1, sort_keys=True)
+def check_pretraining_resume(config: PretrainingConfig) -> bool:
+    """`run_settings.check_resume` for `--model_dir`: refuses to resume it with settings that change the training,
+    naming the flags; returns whether it records them already. A `--model_dir` an older version wrote without
+    `pretraining_settings.json` is resumed with a warning."""
+    return run_settings.check_resume(
+        config.model_dir,
+        PRETRAINING_SETTINGS_FILE,
+        run_settings.training_settings(config),
+        flag="--model_dir",
+        hint=f" (with --init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)",
+        unrecorded="warn",
+        defaults=run_settings.field_defaults(config),
+    )
 
 
 @dataclasses.dataclass
@@ -176,6 +167,7 @@ class PretrainingResult(TrainResult):
 
 def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> None:
     check_training_settings(config, strategy.num_replicas_in_sync)
+    check_masking_rates(config)
     optimization.check_schedule(
         learning_rate=config.learning_rate,
         num_train_steps=config.num_train_steps,
@@ -184,14 +176,69 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
         weight_decay=config.weight_decay,
         clip_norm=config.clip_norm,
     )
+    if config.objective == "ltr" and config.use_next_sentence_label:
+        raise InputError(
+            "--objective=ltr trains a left-to-right LM without next sentence prediction; add "
+            "--use_next_sentence_label=false"
+        )
+    if config.objective == "ltr" and config.dynamic_masking:
+        raise InputError(
+            "--dynamic_masking draws masks for --objective=mlm; the left-to-right LM reads the original tokens: "
+            "drop --dynamic_masking"
+        )
+
+
+def check_masking_rates(config: PretrainingConfig) -> None:
+    """Refuses rates that are no split of the targets, and rates that would not be used: records masked offline keep
+    the masks create_pretraining_data drew."""
+    problems = action_rate_problems(config.mask_token_prob, config.random_token_prob)
+    if not config.dynamic_masking:
+        problems += [
+            f"--{name}={getattr(config, name)}: applies to --dynamic_masking only (the records' masks were drawn by "
+            "create_pretraining_data, whose flags of the same name set them); pass --dynamic_masking"
+            for name in _RATES
+            if getattr(config, name) != _DEFAULT_RATES[name]
+        ]
+    if problems:
+        raise InputError("; ".join(problems))
 
 
 def build_pretrainer(
     bert_config: BertConfig, *, use_next_sentence_label: bool = True, mixed_precision: str = "float32"
 ) -> BertPretrainer:
-    """A `BertPretrainer` with fresh weights, computing in `mixed_precision` (variables stay float32)."""
+    """A `BertPretrainer` with fresh weights, computing in `mixed_precision` (variables stay float32); the
+    left-to-right LM for a config with `attention="left_to_right"` (which has no NSP)."""
     encoder = BertEncoder.from_bert_config(bert_config, dtype=optimization.dtype_policy(mixed_precision))
-    return BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label)
+    return BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label and not bert_config.left_to_right)
+
+
+def model_config(config: PretrainingConfig, files: model_dir_lib.ModelFiles) -> BertConfig:
+    """The model config of the run: `files.config`, made left-to-right for `--objective=ltr` from scratch.
+
+    A model that is started from `--init_checkpoint` keeps its attention, so it must be the objective's own.
+    """
+    bert_config = files.config
+    ltr = config.objective == "ltr"
+    if bert_config.left_to_right == ltr:
+        return bert_config
+    if files.checkpoint is not None:
+        kind = "left-to-right" if bert_config.left_to_right else "bidirectional"
+        fix = (
+            "pass --objective=ltr to continue it, or start from a bidirectional model directory"
+            if bert_config.left_to_right
+            else "start from scratch or from a left-to-right model directory"
+        )
+        raise InputError(
+            f"--objective={config.objective} cannot start from --init_checkpoint={config.init_checkpoint}, a {kind} "
+            f"model (its config's attention is {bert_config.attention!r}); {fix}"
+        )
+    if not ltr:
+        source = f"--bert_config_file={config.bert_config_file}" if config.bert_config_file else "the model config"
+        raise InputError(
+            f"--objective=mlm trains a bidirectional model, but {source} says attention=left_to_right; pass "
+            "--objective=ltr or a bidirectional config"
+        )
+    return dataclasses.replace(bert_config, attention=LEFT_TO_RIGHT)
 
 
 def build_model_and_optimizer(
@@ -202,32 +249,21 @@ def build_model_and_optimizer(
         model = build_pretrainer(
             bert_config, use_next_sentence_label=config.use_next_sentence_label, mixed_precision=config.mixed_precision
         )
-        optimizer = optimization.create_optimizer(
-            config.optimizer,
-            learning_rate=config.learning_rate,
-            num_train_steps=config.num_train_steps,
-            num_warmup_steps=config.num_warmup_steps,
+        optimizer = config.build_optimizer(
+            config.num_train_steps,
+            config.num_warmup_steps,
             end_learning_rate=config.end_learning_rate,
             poly_power=config.poly_power,
-            weight_decay=config.weight_decay,
-            clip_norm=config.clip_norm,
-            adam_bias_correction=config.adam_bias_correction,
-            epsilon=config.adam_epsilon,
-            mixed_precision=config.mixed_precision,
         )
     return model, optimizer
 
 
 def trainer_config(config: PretrainingConfig) -> TrainerConfig:
     """The training-loop settings of `config`."""
-    return TrainerConfig(
+    return TrainerConfig.from_training_config(
+        config,
         model_dir=config.model_dir,
         num_train_steps=config.num_train_steps,
-        steps_per_loop=config.steps_per_loop,
-        save_checkpoints_steps=config.save_checkpoints_steps,
-        max_checkpoints_to_keep=config.keep_checkpoint_max,
-        gradient_accumulation_steps=config.gradient_accumulation_steps,
-        jit_compile=config.jit_compile,
         checkpoint_input=config.checkpoint_input,
     )
 
@@ -263,6 +299,8 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
             max_predictions_per_seq=config.max_predictions_per_seq,
             masked_lm_prob=config.masked_lm_prob,
             whole_word_mask=config.whole_word_mask,
+            mask_token_prob=config.mask_token_prob,
+            random_token_prob=config.random_token_prob,
         )
     return PretrainDataLoader(
         PretrainDataConfig(
@@ -276,25 +314,42 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
             seed=config.seed,
             max_position_embeddings=bert_config.max_position_embeddings,
             vocab_size=bert_config.vocab_size,
+            type_vocab_size=bert_config.type_vocab_size,
             dynamic_masking=masking_config,
             dynamic_masking_seed=config.seed,
+            objective=config.objective,
         )
     )
+
+
+def check_pretraining_export_dir(config: PretrainingConfig) -> str:
+    """The export folder of `config`, refused before any training if it is not a folder of its own for this run's
+    export: the working folder, `--model_dir` or a folder holding it or an input, or one that holds anything but
+    this run's earlier export (see `output_folders`)."""
+    export_dir = config.export_dir or os.path.join(config.model_dir, "export")
+    related = {
+        "--model_dir": config.model_dir,
+        "--input_file": config.input_file,
+        "--init_checkpoint": config.init_checkpoint,
+        "--vocab_file": config.vocab_file,
+        "--bert_config_file": config.bert_config_file,
+    }
+    output_folders.check_export(export_dir, flag="--export_dir", owner=config.model_dir, related=related)
+    return export_dir
 
 
 def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strategy | None = None) -> PretrainingResult:
     """Pretrains (or resumes pretraining) and exports the final model directory. See the module docstring."""
     if strategy is None:
         # First: multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it.
-        strategy = distribution.get_distribution_strategy(
-            config.distribution_strategy, num_gpus=config.num_gpus, tpu=config.tpu, all_reduce_alg=config.all_reduce_alg
-        )
+        strategy = config.make_strategy()
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
-    recorded = check_settings(config)
-    files = model_dir_lib.resolve_model_files(
+    export_dir = check_pretraining_export_dir(config)
+    recorded = check_pretraining_resume(config)
+    files = init_checkpoint_lib.resolve_model_files(
         config.init_checkpoint,
         bert_config=preset_config(config),
         bert_config_file=config.bert_config_file,
@@ -304,9 +359,8 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     )
     if files.vocab_file is None:
         logging.warning("No --vocab_file: the exported model directory will lack vocab.txt, which fine-tuning needs")
-    bert_config = files.config
+    bert_config = model_config(config, files)
     loader = make_data_loader(dataclasses.replace(config, vocab_file=files.vocab_file), bert_config)
-    export_dir = config.export_dir or os.path.join(config.model_dir, "export")
     is_chief = distribution.worker_info(strategy).is_chief
     existing = os.path.join(config.model_dir, model_dir_lib.CONFIG_FILE)
     if input_files.exists(existing) and BertConfig.from_json_file(existing) != bert_config:
@@ -318,7 +372,9 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
         # model_dir is itself a model directory: any of its checkpoints works as --init_checkpoint.
         model_dir_lib.write_model_files(config.model_dir, bert_config, files.vocab_file, files.do_lower_case)
         if not recorded:
-            record_settings(config)
+            run_settings.record_settings(
+                config.model_dir, PRETRAINING_SETTINGS_FILE, run_settings.training_settings(config), flag="--model_dir"
+            )
 
     # The encoder and, from a pretraining checkpoint, the heads; or the run's own checkpoint, which the loop resumes.
     plan = restore_plan.plan_restore(
@@ -328,7 +384,7 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     trainer = Trainer(
         model,
         optimizer,
-        PretrainingObjective(config.use_next_sentence_label),
+        PretrainingObjective(config.use_next_sentence_label, config.objective),
         strategy,
         trainer_config(config),
         global_batch_size=config.train_batch_size,
@@ -344,9 +400,19 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     exported = None
     if is_chief:
         if result.history or not model_dir_lib.export_is_current(export_dir, result.step):
-            exported = model_dir_lib.export_model_dir(
-                model, export_dir, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, step=result.step
+            note = (
+                f"interrupted while exporting step {result.step} (training is done); the same command exports it again"
             )
+            with interruption.resumable(note):
+                exported = model_dir_lib.export_model_dir(
+                    model,
+                    export_dir,
+                    vocab_file=files.vocab_file,
+                    do_lower_case=files.do_lower_case,
+                    step=result.step,
+                    owner=config.model_dir,
+                    flag="--export_dir",
+                )
         else:
             # A finished job run again (e.g. a relaunched two-phase script): nothing trained, nothing to rewrite.
             logging.info("%s already holds the model of step %d", export_dir, result.step)

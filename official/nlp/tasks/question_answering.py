@@ -7,6 +7,7 @@
 - `do_train`: windowed features of `train_file` are cached as `output_dir/train.tf_record` (rebuilt only when
   a setting they depend on changes) and the span labeler is trained from `init_checkpoint` for
   `num_train_epochs` passes over the features (one epoch = every window once; the original counted examples);
+  `span_head` is its head, dense or a BiLSTM (recorded with the run; `span_head_settings`);
 - `do_predict`: the model of the run (after training its `best_model/`, the best evaluation's weights; without
   training the same from `output_dir`, else its newest checkpoint, else an `init_checkpoint` fine-tuned for SQuAD)
   predicts `predict_file`; `predictions.json`, `nbest_predictions.json` and, for v2.0,
@@ -16,7 +17,7 @@
 
 From Python, `model.fit` works on the same cached features, and `answer_questions` turns strings into answers:
 
-    files = model_dir.resolve_model_files("models/minilm")
+    files = model_dir.read_model_files("models/minilm")
     model = BertSpanLabeler(files.build_encoder())         # encoder weights restored, fresh span head
     model.compile(keras.optimizers.Adam(5e-5), loss=span_losses(), loss_weights=SPAN_LOSS_WEIGHTS)
     model.fit(squad_records.training_dataset("out/train.tf_record", seq_length=384, batch_size=16),
@@ -37,7 +38,9 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common import input_files, output_files
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
+from official.nlp.checkpoints import model_dir
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, squad, squad_records
@@ -45,7 +48,7 @@ from official.nlp.data.squad_postprocessing import PostprocessSettings, SquadPre
 from official.nlp.metrics import squad as squad_metrics
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
-from official.nlp.modeling.models import BertSpanLabeler
+from official.nlp.modeling.models import SPAN_HEADS, BertSpanLabeler
 from official.nlp.tasks import finetuning
 from official.nlp.training import summaries
 
@@ -82,17 +85,31 @@ class SquadConfig(finetuning.FineTuningConfig):
     `do_predict`, a predict file that has answers is evaluated."""
 
     max_seq_length: int = override(finetuning.FineTuningConfig, "max_seq_length", 384)
-    train_file: str | None = field(None, help="SQuAD JSON for training.")
-    predict_file: str | None = field(None, help="SQuAD JSON to predict (and evaluate, when it has answers).")
+    train_file: str | None = field(None, path="path", help="SQuAD JSON for training.")
+    predict_file: str | None = field(
+        None, path="path", help="SQuAD JSON to predict (and evaluate, when it has answers)."
+    )
     do_train: bool = field(False, help="Fine-tune on --train_file.")
     do_predict: bool = field(False, help="Predict --predict_file.")
-    doc_stride: int = field(128, help="Tokens between the starts of consecutive windows.")
-    max_query_length: int = field(64, help="Longer questions are truncated (and counted).")
-    n_best_size: int = field(20, help="Candidates kept per question (nbest_predictions).")
-    max_answer_length: int = field(30, help="Longest answer, in tokens.")
+    doc_stride: int = field(128, minimum=1, help="Tokens between the starts of consecutive windows.")
+    max_query_length: int = field(64, minimum=1, help="Longer questions are truncated (and counted).")
+    n_best_size: int = field(20, minimum=1, help="Candidates kept per question (nbest_predictions).")
+    max_answer_length: int = field(30, minimum=1, help="Longest answer, in tokens.")
     version_2_with_negative: bool = field(False, help="SQuAD 2.0: questions may have no answer.")
     null_score_diff_threshold: float = field(
         0.0, help='v2.0: answer "" when null score - best span score exceeds this.'
+    )
+    span_head: str | None = field(
+        None,
+        enum=SPAN_HEADS,
+        help="Between the encoder and the start/end logits: dense (nothing, the original) or bilstm (a fresh "
+        "bidirectional LSTM, the paper's LTR + BiLSTM row). Default: what the model being loaded was fine-tuned "
+        "with (--output_dir's run, else a SQuAD --init_checkpoint), else dense.",
+    )
+    span_lstm_units: int | None = field(
+        None,
+        minimum=1,
+        help="--span_head=bilstm: units per LSTM direction (default: as recorded, else the model's hidden_size).",
     )
 
 
@@ -103,9 +120,36 @@ def _check_config(config: SquadConfig) -> None:
         raise InputError("--do_train needs --train_file")
     if config.do_predict and not config.predict_file:
         raise InputError("--do_predict needs --predict_file")
-    if config.n_best_size <= 0 or config.max_answer_length <= 0:
-        raise InputError("--n_best_size and --max_answer_length must be positive")
-    squad.check_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
+    squad.check_window_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
+
+
+def span_head_settings(config: SquadConfig, hidden_size: int) -> tuple[str, int | None]:
+    """`(span_head, lstm units)` of the job: the flags, else what the model it loads was fine-tuned with (the run in
+    `--output_dir`, else a SQuAD `--init_checkpoint`; a record without `span_head` is the dense head), else dense
+    with no LSTM. A flag that contradicts that record is refused: the checkpoint holds the other head."""
+    own_run = model_dir.read_settings_file(config.output_dir) if input_files.isdir(config.output_dir) else None
+    recorded, where = {}, None
+    for name, found in (
+        ("output_dir", own_run),
+        ("init_checkpoint", init_checkpoint_lib.read_record(config.init_checkpoint)),
+    ):
+        if found and str(found.get("task", "")).startswith("squad"):
+            recorded, where = found, f"--{name}={getattr(config, name)}"
+            break
+    head = config.span_head or recorded.get("span_head", "dense")
+    units = config.span_lstm_units or recorded.get("span_lstm_units") or (hidden_size if head == "bilstm" else None)
+    for flag, value, kept in (
+        ("span_head", config.span_head, recorded.get("span_head", "dense")),
+        ("span_lstm_units", config.span_lstm_units, recorded.get("span_lstm_units")),
+    ):
+        if where and value is not None and kept is not None and value != kept:
+            raise InputError(
+                f"--{flag}={value}: {where} was fine-tuned with --{flag}={kept}; leave --{flag} out (it follows "
+                "the model), or fine-tune another --output_dir from the pretrained model"
+            )
+    if head == "dense" and config.span_lstm_units is not None:
+        raise InputError(f"--span_lstm_units={config.span_lstm_units} is for --span_head=bilstm, not {head}")
+    return head, units
 
 
 class SquadTask:
@@ -114,8 +158,12 @@ class SquadTask:
     labels: Sequence[str] = ()
     metric_name = "f1"
 
-    def __init__(self, config: SquadConfig, tokenizer, do_lower_case: bool):
+    def __init__(
+        self, config: SquadConfig, tokenizer, do_lower_case: bool, *, span_head: str = "dense", lstm_units=None
+    ):
         self.config = config
+        self.span_head = span_head
+        self.lstm_units = lstm_units
         self.tokenizer = tokenizer
         self.name = "squad_v2.0" if config.version_2_with_negative else "squad_v1.1"
         self.settings_ = PostprocessSettings(
@@ -139,17 +187,28 @@ class SquadTask:
             else None
         )
         self.has_answers = bool(self.predict_examples) and any(e.answers for e in self.predict_examples)
-        self.record_file = os.path.join(config.output_dir, "train.tf_record")
+        self.record_file = os.path.join(config.output_dir, feature_cache.TRAIN_RECORDS)
         self.info: dict = {}
+
+    @property
+    def head(self) -> str:
+        # "SquadTask" is what fine-tuned SQuAD directories have recorded for the dense head since before there was a
+        # choice (the base's fallback, the class name): kept, so that they still load as --init_checkpoint.
+        return "SquadTask" if self.span_head == "dense" else "span_bilstm"
 
     # ---- FineTuningTask ----
     def build_model(self, encoder: BertEncoder) -> keras.Model:
-        return BertSpanLabeler(encoder)
+        return BertSpanLabeler(encoder, span_head=self.span_head, lstm_units=self.lstm_units)
 
     def objective(self) -> SpanObjective:
         return SpanObjective()
 
     def settings(self) -> dict:
+        # The dense head records nothing of its own: the settings of runs from before the choice stay the same.
+        head = {"span_head": self.span_head, "span_lstm_units": self.lstm_units} if self.span_head != "dense" else {}
+        return {**self._feature_settings(), **head}
+
+    def _feature_settings(self) -> dict:
         c = self.config
         return {
             "train_file_sha256": feature_cache.file_digest([c.train_file]) if c.train_file else None,
@@ -175,7 +234,7 @@ class SquadTask:
             "vocab_sha256": feature_cache.file_digest([self.tokenizer.vocab_file]),
             "do_lower_case": self.tokenizer.do_lower_case,
             "max_seq_length": c.max_seq_length,
-            **self.settings(),
+            **self._feature_settings(),
         }
 
         def build():
@@ -213,8 +272,8 @@ class SquadTask:
     def evaluate(self, model: keras.Model) -> dict[str, float]:
         """Predicts, writes the prediction files and returns the official metrics (plus features/s)."""
         result, info = self.predict(model)
-        dataset = json.loads(input_files.read_text(self.config.predict_file))["data"]
-        metrics = squad_metrics.evaluate(
+        dataset = json.loads(text_files.read_text(self.config.predict_file))["data"]
+        metrics = squad_metrics.evaluate_squad(
             dataset,
             result.predictions,
             result.null_odds or None,
@@ -241,7 +300,7 @@ class SquadTask:
         starts, ends = predict_logits(model, features, c.predict_batch_size)
         elapsed = max(time.monotonic() - started, 1e-9)
         result = postprocess(self.predict_examples, features, starts, ends, self.settings_)
-        write_predictions(result, c.output_dir, c.version_2_with_negative)
+        write_squad_predictions(result, c.output_dir, c.version_2_with_negative)
         info = {
             "predict_examples": len(self.predict_examples),
             "predict_features": len(features),
@@ -307,7 +366,7 @@ def answer_questions(
     return [predictions[e.qas_id] for e in examples]
 
 
-def write_predictions(result: SquadPredictions, output_dir: str, version_2_with_negative: bool) -> None:
+def write_squad_predictions(result: SquadPredictions, output_dir: str, version_2_with_negative: bool) -> None:
     """predictions.json, nbest_predictions.json and (v2.0) null_odds.json, as the original writes them."""
     output_files.makedirs(output_dir, name="--output_dir")
     outputs = {"predictions.json": result.predictions, "nbest_predictions.json": result.nbest}
@@ -331,7 +390,9 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
                 f"--max_seq_length={config.max_seq_length} exceeds the model's "
                 f"max_position_embeddings={files.config.max_position_embeddings}"
             )
-        task = SquadTask(config, files.tokenizer(), files.do_lower_case)
+        files.check_text_pairs("SQuAD inputs (question, context)")
+        span_head, lstm_units = span_head_settings(config, files.config.hidden_size)
+        task = SquadTask(config, files.tokenizer(), files.do_lower_case, span_head=span_head, lstm_units=lstm_units)
         started = time.monotonic()  # the files are read: what follows is the work
         return task
 

@@ -35,13 +35,12 @@ from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll, feature_cache
 from official.nlp.metrics import conlleval
-from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.feature_tagger import COMBINE, BertFeatureTagger
+from official.nlp.modeling.encoder import INPUT_NAMES, BertEncoder
+from official.nlp.modeling.feature_tagger import COMBINE, BertFeatureTagger, feature_layers
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.tasks import finetuning
 
-TRAIN_RECORDS = "train.tf_record"
 PREDICTIONS_FILE = "test_predictions.txt"
 EVAL_PREDICTIONS_FILE = "eval_predictions.txt"
 # Record names follow the original run_classifier.py / BERT-NER records.
@@ -58,9 +57,9 @@ class TaggingConfig(finetuning.FineTuningConfig):
     """`FineTuningConfig` plus the NER settings (field names are the script's flags); the CoNLL files are IOB1 or
     IOB2 columns (see `data.conll`)."""
 
-    train_file: str | None = field(None, help="CoNLL training file (e.g. eng.train or train.txt).")
-    eval_file: str | None = field(None, help="CoNLL file for --do_eval (e.g. eng.testa).")
-    predict_file: str | None = field(None, help="CoNLL file for --do_predict (e.g. eng.testb).")
+    train_file: str | None = field(None, path="path", help="CoNLL training file (e.g. eng.train or train.txt).")
+    eval_file: str | None = field(None, path="path", help="CoNLL file for --do_eval (e.g. eng.testa).")
+    predict_file: str | None = field(None, path="path", help="CoNLL file for --do_predict (e.g. eng.testb).")
     do_train: bool = field(False, help="Fine-tune (or resume).")
     do_eval: bool = field(False, help="Entity F1 on --eval_file after each epoch (or once, without --do_train).")
     do_predict: bool = field(False, help="Tag --predict_file into --output_dir/test_predictions.txt.")
@@ -69,16 +68,20 @@ class TaggingConfig(finetuning.FineTuningConfig):
     )
     skip_bad_rows: bool = field(False, help="Leave out and count sentences with a malformed line or an unknown tag.")
     window_stride: int | None = field(
-        None, help="Sub-tokens between windows of a long sentence (default: half a window)."
+        None, minimum=1, help="Sub-tokens between windows of a long sentence (default: half a window)."
     )
     feature_based: bool = field(False, help="Freeze BERT and train a BiLSTM on its layers (the paper's Table 7).")
-    feature_layers: Sequence[int] = field(
-        (-1, -2, -3, -4), help="--feature_based: encoder layers to use (-1 is the last)."
+    feature_layers: Sequence[str] = field(
+        ("-1", "-2", "-3", "-4"),
+        help="--feature_based: the layers to use: Transformer layer indexes (-1 is the last), 'embeddings' (the "
+        "embedding layer's output), 'all' (every Transformer layer). Table 7's rows: docs/ner.md.",
     )
     feature_combine: str = field("concat", enum=COMBINE, help="--feature_based: how the layers are combined.")
-    lstm_units: int = field(768, help="--feature_based: units per direction of each BiLSTM layer.")
-    num_lstm_layers: int = field(2, help="--feature_based: BiLSTM layers.")
-    dropout_rate: float = field(0.1, help="Dropout before the classifier (and in the BiLSTM stack).")
+    lstm_units: int = field(768, minimum=1, help="--feature_based: units per direction of each BiLSTM layer.")
+    num_lstm_layers: int = field(2, minimum=1, help="--feature_based: BiLSTM layers.")
+    dropout_rate: float = field(
+        0.1, minimum=0, exclusive_maximum=1, help="Dropout before the classifier (and in the BiLSTM stack)."
+    )
 
 
 def masked_token_loss(y_true, y_pred):
@@ -110,7 +113,7 @@ def _recorded_labels(output_dir: str, init_checkpoint: str | None) -> list[str] 
     """The labels of an earlier run in `output_dir`, or of a fine-tuned `init_checkpoint`."""
     for found in (
         model_dir.read_settings_file(output_dir) if input_files.isdir(output_dir) else None,
-        init_checkpoint_lib.read_task_file(init_checkpoint),
+        init_checkpoint_lib.fine_tuned_head(init_checkpoint),
     ):
         if found and found.get("labels"):
             return list(found["labels"])
@@ -171,9 +174,25 @@ class TaggingTask:
         if self._train is not None:
             self._train = self._checked(self._train, "train", config.train_file)
         self._eval_sentences: list[conll.Sentence] | None = None
+        self._predict_sentences: list[conll.Sentence] | None = None
         self._num_train: int | None = None
 
     # ---- data -----------------------------------------------------------------------------------------------
+
+    def check_inputs(self) -> None:
+        """Reads the evaluation and prediction files the jobs ask for, so that a malformed line or an unknown tag
+        there stops the job before training rather than after its first epoch (`finetuning.run_task`)."""
+        if self.config.do_eval and self.config.eval_file:
+            self._eval_sentences = self._checked_eval_sentences()
+        if self.config.do_predict and self.config.predict_file:
+            self._predict_sentences = self._read(self.config.predict_file, "predict")
+
+    def _checked_eval_sentences(self) -> list[conll.Sentence]:
+        if self._eval_sentences is None:
+            self._eval_sentences = self._checked(
+                self._read(self.config.eval_file, "eval"), "eval", self.config.eval_file
+            )
+        return self._eval_sentences
 
     def _read(self, path: str, split: str) -> list[conll.Sentence]:
         read = conll.read_conll(path, skip_bad_rows=self.config.skip_bad_rows)
@@ -227,27 +246,25 @@ class TaggingTask:
             raise InputError("--do_train needs --train_file")
         if self._num_train is None:
             self._num_train = feature_cache.cached_records(
-                os.path.join(self.output_dir, TRAIN_RECORDS), self._cache_key(), self._train_records
+                os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), self._cache_key(), self._train_records
             )
         return self._num_train
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         self.num_train_examples()
-        shapes = {record: [self.max_seq_length] for record in _RECORD_NAMES.values()}
-        dataset = feature_cache.read_records(os.path.join(self.output_dir, TRAIN_RECORDS), shapes)
-        if input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        parse = feature_cache.int_parser({record: [self.max_seq_length] for record in _RECORD_NAMES.values()})
 
-        def to_xy(record):
-            x = {name: record[_RECORD_NAMES[name]] for name in ("input_word_ids", "input_mask", "input_type_ids")}
+        def to_xy(records):
+            record = parse(records)
+            x = {name: record[_RECORD_NAMES[name]] for name in INPUT_NAMES}
             return x, {"label_ids": record["label_ids"]}
 
-        return (
-            dataset.map(to_xy)
-            .shuffle(10000, seed=seed)
-            .repeat()
-            .batch(batch_size, drop_remainder=True)
-            .prefetch(tf.data.AUTOTUNE)
+        return feature_cache.training_batches(
+            os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS),
+            batch_size,
+            parse=to_xy,
+            seed=seed,
+            input_context=input_context,
         )
 
     # ---- model ----------------------------------------------------------------------------------------------
@@ -278,11 +295,7 @@ class TaggingTask:
         predictions go to `eval_predictions.txt`."""
         if not self.config.eval_file:
             raise InputError("--do_eval needs --eval_file")
-        if self._eval_sentences is None:
-            self._eval_sentences = self._checked(
-                self._read(self.config.eval_file, "eval"), "eval", self.config.eval_file
-            )
-        sentences = self._eval_sentences
+        sentences = self._checked_eval_sentences()
         predicted = self.predict_tags(model, sentences)
         output_files.makedirs(self.output_dir, name="--output_dir")
         conll.write_predictions(os.path.join(self.output_dir, EVAL_PREDICTIONS_FILE), sentences, predicted)
@@ -295,7 +308,7 @@ class TaggingTask:
         conlleval's scores against the file's own tags (meaningful when they are gold tags)."""
         if not self.config.predict_file:
             raise InputError("--do_predict needs --predict_file")
-        sentences = self._read(self.config.predict_file, "predict")
+        sentences = self._predict_sentences or self._read(self.config.predict_file, "predict")
         predicted = self.predict_tags(model, sentences, self.predict_batch_size)
         output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
         output_files.makedirs_for(output_file)
@@ -346,17 +359,18 @@ class NerResult:
     bad_rows: dict[str, int]
 
 
-def make_task(config: TaggingConfig, files=None) -> TaggingTask:
+def make_ner_task(config: TaggingConfig, files=None) -> TaggingTask:
     """The task of `config` (fine-tuned or feature-based) with the tokenizer of `config.init_checkpoint`."""
     if config.feature_combine not in COMBINE:
         raise InputError(f"--feature_combine={config.feature_combine}: must be one of {COMBINE}")
-    files = files or finetuning.resolve_model_files(config)
-    num_layers = files.config.num_hidden_layers
-    if config.feature_based and any(not -num_layers <= i < num_layers for i in config.feature_layers):
-        raise InputError(
-            f"--feature_layers={','.join(map(str, config.feature_layers))}: the model has "
-            f"{num_layers} layers (indexes -{num_layers}..{num_layers - 1})"
-        )
+    files = files or finetuning.init_checkpoint_files(config)
+    if config.feature_based:
+        try:
+            # Recorded as spelled out ("all" as its indexes), so that equal choices are equal settings.
+            layers = feature_layers(config.feature_layers, files.config.num_hidden_layers)
+        except ValueError as e:
+            raise InputError(f"--feature_layers={','.join(map(str, config.feature_layers))}: {e}") from None
+        config = dataclasses.replace(config, feature_layers=tuple(layers))
     cls = FeatureBasedTaggingTask if config.feature_based else TaggingTask
     return cls(
         config,
@@ -374,7 +388,7 @@ def make_task(config: TaggingConfig, files=None) -> TaggingTask:
 def run_ner(config: TaggingConfig) -> NerResult:
     """Trains (or resumes), evaluates after each epoch and tags `predict_file`, as `config.do_train/do_eval/
     do_predict` say; see the module docstring."""
-    run = finetuning.run_task(config, lambda files: make_task(config, files))
+    run = finetuning.run_task(config, lambda files: make_ner_task(config, files))
     predictions_file, scores = run.predictions or (None, None)
     if predictions_file:
         logging.info("Wrote %s; conlleval against its tags:\n%s", predictions_file, scores.report())

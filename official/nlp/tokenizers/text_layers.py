@@ -26,7 +26,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from official.nlp.common import output_files
 from official.nlp.tokenizers import graph_basic_tokenizer, stock_routing, tokenization
+
+VOCABULARY_ASSET = "vocabulary.txt"  # the tokenizer's file in a `.keras` archive's assets
 
 
 def _load_vocabulary(vocabulary) -> list[str]:
@@ -53,7 +56,9 @@ class BertTokenizer(keras.layers.Layer):
     tokenized side by side, since each tf-text op uses one core.
 
     Args:
-      vocabulary: path of `vocab.txt`, or the list of tokens in id order.
+      vocabulary: path of `vocab.txt`, or the list of tokens in id order. A `.keras` file holds it as an asset
+        (`save_assets`), not in the layer's config: `keras.saving.load_model` builds the layer with None and then
+        reads the asset.
       do_lower_case: lower-case and strip accents (uncased models).
       max_input_chars_per_word: longer words (in characters after normalization) become `[UNK]`.
       vocab_size: if given, the vocabulary must have this many tokens (e.g. `bert_config.vocab_size`).
@@ -75,7 +80,7 @@ class BertTokenizer(keras.layers.Layer):
 
     def __init__(
         self,
-        vocabulary: str | os.PathLike | Sequence[str],
+        vocabulary: str | os.PathLike | Sequence[str] | None,
         do_lower_case: bool = True,
         *,
         max_input_chars_per_word: int = tokenization.MAX_INPUT_CHARS_PER_WORD,
@@ -85,50 +90,81 @@ class BertTokenizer(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        source = os.fspath(vocabulary) if isinstance(vocabulary, (str, os.PathLike)) else "vocabulary"
-        self._vocab = _load_vocabulary(vocabulary)
-        tokenization.validate_vocab(self._vocab, vocab_size=vocab_size, do_lower_case=do_lower_case, source=source)
         self.do_lower_case = bool(do_lower_case)
         self.max_input_chars_per_word = int(max_input_chars_per_word)
         self.fast_path = bool(fast_path)
         self.parallel_shards = int(min(os.cpu_count() or 1, 8) if parallel_shards is None else parallel_shards)
         if self.parallel_shards < 1:
             raise ValueError(f"parallel_shards must be at least 1, got {parallel_shards}")
-        self._token_to_id = {t: i for i, t in enumerate(self._vocab)}
+        self._vocab = None
+        if vocabulary is not None:  # None only while Keras loads a saved model: `load_assets` sets it
+            self.set_vocabulary(vocabulary, vocab_size=vocab_size)
+
+    def set_vocabulary(self, vocabulary: str | os.PathLike | Sequence[str], *, vocab_size: int | None = None) -> None:
+        """Validates `vocabulary` (a `vocab.txt` path or the tokens in id order) and builds the WordPiece tables."""
+        source = os.fspath(vocabulary) if isinstance(vocabulary, (str, os.PathLike)) else "vocabulary"
+        tokens = _load_vocabulary(vocabulary)
+        tokenization.validate_vocab(tokens, vocab_size=vocab_size, do_lower_case=self.do_lower_case, source=source)
         unk = tokenization.UNK_TOKEN
         try:
-            self._exact = graph_basic_tokenizer.ExactBasicTokenizer(
-                self._vocab, self.do_lower_case, self.max_input_chars_per_word, unk
+            exact = graph_basic_tokenizer.ExactBasicTokenizer(
+                tokens, self.do_lower_case, self.max_input_chars_per_word, unk
             )
-            self._router = (
-                stock_routing.StockRouter(self._vocab, self.do_lower_case, self.max_input_chars_per_word, unk)
+            router = (
+                stock_routing.StockRouter(tokens, self.do_lower_case, self.max_input_chars_per_word, unk)
                 if self.fast_path
                 else None
             )
         except Exception as e:  # tf-text's builders fail with terse messages
             raise tokenization.VocabularyError(f"{source}: tensorflow-text cannot build a WordPiece model: {e}") from e
+        self._vocab, self._exact, self._router = tokens, exact, router
+        self._token_to_id = {t: i for i, t in enumerate(tokens)}
+
+    # -- the vocabulary as a `.keras` asset -----------------------------------------------------------------------
+
+    def save_assets(self, dir_path: str) -> None:
+        """Keras' `.keras` saving: the vocabulary goes in as a file (the config holds none), so loading runs no code
+        of the file's and keeps Keras' `safe_mode`."""
+        output_files.write_text(os.path.join(dir_path, VOCABULARY_ASSET), "".join(f"{t}\n" for t in self._vocabulary()))
+
+    def load_assets(self, dir_path: str) -> None:
+        self.set_vocabulary(os.path.join(dir_path, VOCABULARY_ASSET))
 
     # -- vocabulary ---------------------------------------------------------------------------------------------
 
+    def _vocabulary(self) -> list[str]:
+        if self._vocab is None:
+            raise ValueError(
+                f"BertTokenizer {self.name!r} has no vocabulary: pass one to the constructor, or load the saved model "
+                "with keras.saving.load_model (which reads it from the file's assets)"
+            )
+        return self._vocab
+
+    @property
+    def has_vocabulary(self) -> bool:
+        """False only between `from_config` and `load_assets` while Keras loads a saved model."""
+        return self._vocab is not None
+
     @property
     def vocabulary(self) -> list[str]:
-        return list(self._vocab)
+        return list(self._vocabulary())
 
     @property
     def vocab_size(self) -> int:
-        return len(self._vocab)
+        return len(self._vocabulary())
 
     def token_to_id(self, token: str) -> int:
+        self._vocabulary()
         return self._token_to_id[token]
 
     def id_to_token(self, token_id: int) -> str:
-        return self._vocab[int(token_id)]
+        return self._vocabulary()[int(token_id)]
 
     def special_token_ids(self) -> dict[str, int]:
         """Ids of `[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]` (keys `pad_id`, `unk_id`, `cls_id`, `sep_id`,
         `mask_id`)."""
         names = {"pad_id": "[PAD]", "unk_id": "[UNK]", "cls_id": "[CLS]", "sep_id": "[SEP]", "mask_id": "[MASK]"}
-        return {key: self._token_to_id[token] for key, token in names.items()}
+        return {key: self.token_to_id(token) for key, token in names.items()}
 
     def packer(self, seq_length: int, **kwargs) -> BertPackInputs:
         """A `BertPackInputs` with this vocabulary's `[CLS]`, `[SEP]` and `[PAD]` ids."""
@@ -144,6 +180,7 @@ class BertTokenizer(keras.layers.Layer):
     # -- tokenization -------------------------------------------------------------------------------------------
 
     def _routed(self, texts, with_offsets: bool):
+        self._vocabulary()
         exact = self._exact.tokenize_with_offsets if with_offsets else self._exact.tokenize
         if self._router is None:
             return exact(texts)
@@ -203,6 +240,11 @@ class BertTokenizer(keras.layers.Layer):
     def call(self, inputs):
         return self._apply(inputs, with_offsets=False)
 
+    def compute_output_spec(self, inputs):
+        # Without running the tokenizer: a functional model that holds this layer is rebuilt from its config before
+        # Keras loads the vocabulary asset.
+        return keras.KerasTensor(tuple(inputs.shape) + (None,), dtype="int32")
+
     def tokenize(self, inputs):
         """Same as calling the layer: int32 ids, `[batch, (tokens)]`."""
         return self._apply(inputs, with_offsets=False)
@@ -216,7 +258,7 @@ class BertTokenizer(keras.layers.Layer):
         config = super().get_config()
         config.update(
             {
-                "vocabulary": list(self._vocab),
+                "vocabulary": None,  # an asset of the `.keras` file (`save_assets`), not 30k tokens of JSON
                 "do_lower_case": self.do_lower_case,
                 "max_input_chars_per_word": self.max_input_chars_per_word,
                 "fast_path": self.fast_path,

@@ -38,6 +38,9 @@ def _read_lines(vocab_file: str) -> list[str]:
         end = data.find(b"\n", e.start)
         decode_line(data[start : end if end >= 0 else len(data)], vocab_file, data.count(b"\n", 0, start) + 1)
         raise  # not reached: that line holds the byte that failed, so decode_line raises
+    # A UTF-8 byte-order mark (what Windows editors put first) is no part of the first token. The original keeps
+    # it, as `str.strip` does not remove it: its "\ufeff[PAD]" is no [PAD]. The ids stay the line numbers.
+    text = text.removeprefix("\ufeff")
     # The original reads line by line with readline(), which splits only at "\n".
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -46,7 +49,8 @@ def _read_lines(vocab_file: str) -> list[str]:
 
 
 def load_vocab(vocab_file: str | os.PathLike) -> collections.OrderedDict[str, int]:
-    """Reads `vocab.txt` (one token per line, id = line number, surrounding whitespace stripped).
+    """Reads `vocab.txt` (one token per line, id = line number, surrounding whitespace and a leading UTF-8
+    byte-order mark stripped).
 
     Raises `VocabularyError` if a token occurs twice: the original silently kept the later id, which makes the
     earlier id unreachable.

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from absl import logging
 
 from official.nlp.common import input_files, output_files
-from official.nlp.common.config_flags import field
-from official.nlp.common.errors import InputError, MissingInputError
+from official.nlp.common.config_flags import CheckedConfig, field
+from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
 from official.nlp.common.text_files import decode_line
 from official.nlp.tokenizers import tokenization
@@ -35,15 +35,6 @@ def reserved_tokens(num_unused: int = 0) -> list[str]:
     """`[PAD]`, `[unused0]`..`[unused{n-1}]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`: the original BERT layout (there
     `[PAD]` is id 0 and the unused slots come before `[UNK]`), so `[PAD]` is always id 0."""
     return ["[PAD]"] + [f"[unused{i}]" for i in range(num_unused)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-
-def expand_input_files(input_file: str) -> list[str]:
-    """Comma-separated paths and glob patterns -> the files (each pattern's matches sorted), as
-    `create_pretraining_data` reads them; a path or pattern that names no file raises `FileNotFoundError`."""
-    try:
-        return input_files.expand_input_files(input_file)
-    except input_files.InputError as e:
-        raise MissingInputError(str(e)) from None
 
 
 def iter_lines(files: Sequence[str]) -> Iterable[str]:
@@ -187,18 +178,22 @@ def write_vocab(vocab: Sequence[str], path: str, *, name: str | None = None) -> 
 
 
 @dataclasses.dataclass
-class VocabConfig:
+class VocabConfig(CheckedConfig):
     """The settings of `build_vocab_file`; the field names are the flags of `build_vocab.py`."""
 
-    input_file: str = field(help="Input text files: a comma-separated list of paths and glob patterns.")
-    output_file: str = field(help="Where to write vocab.txt.")
-    vocab_size: int = field(30522, help="Maximum vocabulary size, reserved tokens included.")
+    input_file: str = field(
+        path="patterns", help="Input text files: a comma-separated list of paths and glob patterns."
+    )
+    output_file: str = field(path="path", help="Where to write vocab.txt.")
+    vocab_size: int = field(30522, minimum=1, help="Maximum vocabulary size, reserved tokens included.")
     do_lower_case: bool = field(True, help="Lower-case and strip accents before counting (uncased vocabulary).")
-    num_unused: int = field(0, help="Number of [unusedN] tokens to reserve after [PAD].")
-    min_count: int = field(10, help="Minimum count of a word to be a vocabulary candidate (learner lower_thresh).")
-    max_token_length: int = field(50, help="Longest token to learn, in characters.")
-    max_unique_chars: int = field(1000, help="Alphabet size: words with rarer characters are not counted.")
-    max_lines: int | None = field(None, help="Read at most this many lines (all by default).")
+    num_unused: int = field(0, minimum=0, help="Number of [unusedN] tokens to reserve after [PAD].")
+    min_count: int = field(
+        10, minimum=0, help="Minimum count of a word to be a vocabulary candidate (learner lower_thresh; 0 or 1: any)."
+    )
+    max_token_length: int = field(50, minimum=1, help="Longest token to learn, in characters.")
+    max_unique_chars: int = field(1000, minimum=1, help="Alphabet size: words with rarer characters are not counted.")
+    max_lines: int | None = field(None, minimum=1, help="Read at most this many lines (all by default).")
 
 
 def build_vocab_file(config: VocabConfig) -> list[str]:
@@ -207,7 +202,7 @@ def build_vocab_file(config: VocabConfig) -> list[str]:
     # parent that is a file, no permission, a bucket that is not there) is refused now.
     output_files.check_writable(config.output_file, name="--output_file")
     vocab = build_vocab(
-        expand_input_files(config.input_file),
+        input_files.expand_input_files(config.input_file),
         config.vocab_size,
         config.do_lower_case,
         num_unused=config.num_unused,

@@ -7,9 +7,10 @@ Layout of a model directory during training:
     model_dir/input_state/worker-<i>/    the position of input worker i in its tf.data pipeline, per step
 
 A checkpoint counts only once the commit record names it, and the record is replaced with an atomic rename after
-the checkpoint files are complete. A job killed while writing leaves at most unreferenced files, which the next
-start removes; it resumes from the last committed step. The input position is written before the model
-checkpoint of the same step, so a committed step always has its input position.
+the checkpoint files are complete. A job killed while writing leaves at most unreferenced files of a later step,
+which the next start removes (those only: files of an earlier step, which this run did not leave, stay); it resumes
+from the last committed step. The input position is written before the model checkpoint of the same step, so a
+committed step always has its input position.
 
 Under multi_worker_mirrored every worker takes part in each save (the strategy requires it); only the chief writes
 checkpoints into `model_dir`. The others write theirs to a local temporary directory of their own, emptied after
@@ -182,12 +183,18 @@ class CheckpointKeeper:
 
 
 def _remove_uncommitted(directory: str, committed: list[str]) -> None:
-    """Deletes checkpoint files that no commit record names: leftovers of a job killed while saving."""
+    """Deletes what a job killed while saving left behind: TensorFlow's temporary `ckpt-<step>_temp` folders, and the
+    files of a checkpoint after the last committed one that no commit record names. Checkpoint files of an earlier
+    step, or in a folder without any commit record, were not left by this run (a checkpoint copied in by hand, say):
+    they stay, and a save of the same step writes over them."""
     keep = {os.path.basename(p) for p in committed}
+    last = max((int(p.rsplit("-", 1)[1]) for p in keep), default=None)
     for name in tf.io.gfile.listdir(directory):
         name = name.rstrip("/")
         match = _CKPT_FILE.match(name)
-        if match and f"{CHECKPOINT_NAME}-{match.group(1)}" not in keep:
+        if not match or f"{CHECKPOINT_NAME}-{match.group(1)}" in keep:
+            continue
+        if match.group(2).startswith("_temp") or (last is not None and int(match.group(1)) > last):
             path = os.path.join(directory, name)
             logging.warning("Removing %s: written by a job that stopped before committing it", path)
             if input_files.isdir(path):

@@ -12,19 +12,23 @@ first.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
-from official.nlp.common.config_flags import field
+import keras
+import tensorflow as tf
+
+from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.training import distribution, optimization
 
 
 @dataclasses.dataclass(kw_only=True)
-class TrainingConfig:
+class TrainingConfig(CheckedConfig):
     """The shared training-loop settings; the field names are the flags (original ones first)."""
 
-    train_batch_size: int = field(32, help="Global batch size (over all replicas and accumulation steps).")
-    learning_rate: float = field(5e-5, help="Peak learning rate.")
-    save_checkpoints_steps: int = field(1000, help="A checkpoint every this many steps (and at the end).")
+    train_batch_size: int = field(32, minimum=1, help="Global batch size (over all replicas and accumulation steps).")
+    learning_rate: float = field(5e-5, minimum=0, help="Peak learning rate (0 keeps the weights as loaded).")
+    save_checkpoints_steps: int = field(1000, minimum=1, help="A checkpoint every this many steps (and at the end).")
     # ---
     optimizer: str = field(
         "adamw",
@@ -34,8 +38,8 @@ class TrainingConfig:
             "LAMB's trust ratio."
         ),
     )
-    weight_decay: float = field(0.01, help="Decoupled weight decay.")
-    clip_norm: float = field(1.0, help="Clip gradients to this global norm (0: no clipping).")
+    weight_decay: float = field(0.01, minimum=0, help="Decoupled weight decay.")
+    clip_norm: float = field(1.0, minimum=0, help="Clip gradients to this global norm (0: no clipping).")
     adam_bias_correction: bool = field(
         False,
         help=(
@@ -45,16 +49,19 @@ class TrainingConfig:
     )
     adam_epsilon: float | None = field(
         None,
+        exclusive_minimum=0,
         help=(
             "Adam's epsilon (default: 1e-8 with --adam_bias_correction, as PyTorch's AdamW; else 1e-6, as the original "
             "BERT)."
         ),
     )
     steps_per_loop: int = field(
-        100, help="Steps per loop: one log line and summary per loop (a long loop logs progress every ~10 s)."
+        100,
+        minimum=1,
+        help="Steps per loop: one log line and summary per loop (a long loop logs progress every ~10 s).",
     )
-    keep_checkpoint_max: int = field(5, help="Training checkpoints kept (the newest).")
-    gradient_accumulation_steps: int = field(1, help="Micro-batches per optimizer step.")
+    keep_checkpoint_max: int = field(5, minimum=1, help="Training checkpoints kept (the newest).")
+    gradient_accumulation_steps: int = field(1, minimum=1, help="Micro-batches per optimizer step.")
     mixed_precision: str = field(
         "float32",
         enum=optimization.MIXED_PRECISION,
@@ -65,37 +72,58 @@ class TrainingConfig:
     )
     jit_compile: bool = field(False, help="Compile the forward and backward pass with XLA.")
     distribution_strategy: str = field("one_device", enum=distribution.STRATEGIES, help="How to use devices.")
-    num_gpus: int | None = field(None, help="GPUs on this host (default: all visible).")
+    num_gpus: int | None = field(None, minimum=0, help="GPUs on this host (default: all visible; 0: the CPU).")
     tpu: str | None = field(None, help="TPU name or address; 'local' on a TPU VM.")
     all_reduce_alg: str | None = field(None, help="mirrored: nccl|hierarchical_copy; multi_worker_mirrored: ring|nccl.")
-    seed: int = field(12345, help="Seed of the initialization, dropout and data order.")
+    seed: int = field(12345, minimum=0, maximum=2**32 - 1, help="Seed of the initialization, dropout and data order.")
     deterministic: bool = field(False, help="Enable TensorFlow op determinism (bitwise reproducible, slower).")
+
+    # The fields a resumed run may change (`run_settings.training_settings` leaves them out): how the loop is run
+    # and saved, and the devices. A job's config adds its own (where things go, evaluation batch sizes, ...).
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = (
+        "save_checkpoints_steps",
+        "steps_per_loop",
+        "keep_checkpoint_max",
+        "distribution_strategy",
+        "num_gpus",
+        "tpu",
+        "all_reduce_alg",
+        "deterministic",
+        "jit_compile",
+    )
+
+    def make_strategy(self) -> tf.distribute.Strategy:
+        """The strategy of `--distribution_strategy`, `--num_gpus`, `--tpu` and `--all_reduce_alg` (made first:
+        multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it)."""
+        return distribution.get_distribution_strategy(
+            self.distribution_strategy, num_gpus=self.num_gpus, tpu=self.tpu, all_reduce_alg=self.all_reduce_alg
+        )
+
+    def build_optimizer(self, num_train_steps: int, num_warmup_steps: int, **schedule) -> keras.optimizers.Optimizer:
+        """`optimization.create_optimizer` with this job's `--optimizer`, `--learning_rate`, `--weight_decay`,
+        `--clip_norm`, `--adam_bias_correction`, `--adam_epsilon` and `--mixed_precision`, for `num_train_steps`
+        steps of which `num_warmup_steps` warm up; `schedule` gives the rest (pretraining's `end_learning_rate` and
+        `poly_power`). Call it inside the strategy's scope."""
+        return optimization.create_optimizer(
+            self.optimizer,
+            learning_rate=self.learning_rate,
+            num_train_steps=num_train_steps,
+            num_warmup_steps=num_warmup_steps,
+            weight_decay=self.weight_decay,
+            clip_norm=self.clip_norm,
+            adam_bias_correction=self.adam_bias_correction,
+            epsilon=self.adam_epsilon,
+            mixed_precision=self.mixed_precision,
+            **schedule,
+        )
 
 
 def check_training_settings(config: TrainingConfig, num_replicas: int) -> None:
-    """Refuses loop settings that cannot run (a zero batch divides by zero, a zero loop never ends), naming each
-    flag, before any data is read; the one check of these fields for pretraining and every fine-tuning job."""
+    """Refuses loop settings that cannot run together, naming each flag, before any data is read: a batch that does
+    not split over the replicas and accumulation steps, a precision that does not exist (from Python). Each
+    field's own range is checked when the config is made (`config_flags.CheckedConfig`)."""
     optimization.check_batch_size(config.train_batch_size, num_replicas, config.gradient_accumulation_steps)
-    problems = [
-        f"--{name}={getattr(config, name)} must be positive"
-        for name in ("steps_per_loop", "save_checkpoints_steps", "keep_checkpoint_max")
-        if not getattr(config, name) > 0
-    ]
-    if config.num_gpus is not None and config.num_gpus < 0:
-        problems.append(f"--num_gpus={config.num_gpus} must be >= 0 (or left unset for all visible GPUs)")
     if config.mixed_precision not in optimization.MIXED_PRECISION:
-        problems.append(
+        raise InputError(
             f"--mixed_precision={config.mixed_precision} must be one of {tuple(optimization.MIXED_PRECISION)}"
         )
-    if problems:
-        raise InputError("; ".join(problems))
-
-
-def settings_differences(recorded: dict, current: dict) -> list[str]:
-    """``--flag: <recorded> there, <current> now`` for each setting that differs between a run's recorded settings
-    and this job's: what a refusal to resume names, so the user sees which flags to change back."""
-    return [
-        f"--{k}: {recorded.get(k)!r} there, {current.get(k)!r} now"
-        for k in sorted(set(recorded) | set(current))
-        if recorded.get(k) != current.get(k)
-    ]

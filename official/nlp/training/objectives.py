@@ -25,6 +25,7 @@ from typing import Protocol
 
 import tensorflow as tf
 
+from official.nlp.modeling import losses as bert_losses
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 
 
@@ -121,3 +122,33 @@ class MeanSquaredErrorObjective:
 
     def metrics(self, labels, outputs):
         return {}
+
+
+class PretrainingObjective:
+    """The original objective for the training loop: masked-LM loss (weighted mean over real predictions) plus
+    next-sentence loss, with MLM and NSP accuracy; with `objective="ltr"`, the left-to-right LM's next-token loss
+    (`ltr_loss`, weighted mean over the positions whose next token is real) and `ltr_accuracy`.
+
+    The terms are `official.nlp.modeling.losses`' per-element losses and weights, so the loop's loss equals
+    `losses.pretraining_losses` (`losses.ltr_losses`) on the same global batch (what `BertPretrainer.fit`
+    minimizes).
+    """
+
+    def __init__(self, use_next_sentence_label: bool = True, objective: str = "mlm"):
+        self.use_next_sentence_label = use_next_sentence_label and objective == "mlm"
+        self.objective = objective
+
+    def loss_weights(self, labels: Mapping) -> dict:
+        if self.objective == "ltr":
+            return bert_losses.ltr_loss_weights(labels)
+        return bert_losses.pretraining_loss_weights(labels, self.use_next_sentence_label)
+
+    def losses(self, labels: Mapping, outputs: Mapping) -> dict:
+        if self.objective == "ltr":
+            return bert_losses.ltr_element_losses(labels, outputs)
+        return bert_losses.pretraining_element_losses(labels, outputs, self.use_next_sentence_label)
+
+    def metrics(self, labels: Mapping, outputs: Mapping) -> dict:
+        if self.objective == "ltr":
+            return bert_losses.ltr_metrics(labels, outputs)
+        return bert_losses.pretraining_metrics(labels, outputs, self.use_next_sentence_label)

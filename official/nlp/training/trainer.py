@@ -51,10 +51,11 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import tf_checkpoints
-from official.nlp.common import output_files
+from official.nlp.common import interruption, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.training import distribution, keras_compat, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
+from official.nlp.training.config import TrainingConfig
 from official.nlp.training.objectives import Objective
 from official.nlp.training.optimization import current_learning_rate
 from official.nlp.training.progress import Progress
@@ -62,8 +63,9 @@ from official.nlp.training.progress import Progress
 DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
 
 
-class TrainingDivergedError(RuntimeError):
-    """The loss or the weights became NaN or infinite."""
+class TrainingDivergedError(InputError):
+    """The loss or the weights became NaN or infinite: the user's to fix (the learning rate, clipping, the
+    precision), so a script reports it as one line (an `InputError`)."""
 
 
 @dataclasses.dataclass
@@ -96,6 +98,24 @@ class TrainerConfig:
     checkpoint_input: bool = True
     write_summaries: bool = True
     progress_seconds: float = 10.0
+
+    @classmethod
+    def from_training_config(
+        cls, config: TrainingConfig, *, model_dir: str, num_train_steps: int, **fields
+    ) -> TrainerConfig:
+        """The loop settings of a job's `config`: its `--steps_per_loop`, `--save_checkpoints_steps`,
+        `--keep_checkpoint_max`, `--gradient_accumulation_steps` and `--jit_compile` (pretraining's and every
+        fine-tuning job's, read in one place); `fields` sets the others."""
+        return cls(
+            model_dir=model_dir,
+            num_train_steps=num_train_steps,
+            steps_per_loop=config.steps_per_loop,
+            save_checkpoints_steps=config.save_checkpoints_steps,
+            max_checkpoints_to_keep=config.keep_checkpoint_max,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            jit_compile=config.jit_compile,
+            **fields,
+        )
 
 
 @dataclasses.dataclass
@@ -350,6 +370,10 @@ class Trainer:
           stop_at_step: stop (with a checkpoint) at this step instead, e.g. to evaluate between calls; the
             schedule is still the one of `num_train_steps`.
         """
+        with interruption.resumable(self.interrupted_note):  # from the restore on: a Ctrl-C names the checkpoint
+            return self._train(dataset_fn, stop_at_step)
+
+    def _train(self, dataset_fn: DatasetFn, stop_at_step: int | None) -> TrainResult:
         cfg = self.config
         last_step = cfg.num_train_steps if stop_at_step is None else min(stop_at_step, cfg.num_train_steps)
         session = self._session
@@ -411,6 +435,18 @@ class Trainer:
         seeds = self._initial_rng_seeds if restored is None else distribution.primary_seeds(self._rng_states)
         distribution.seed_replica_streams(self.strategy, self._rng_states, seeds)
         return iterator, self._make_loop(iterator, distributed=not cfg.checkpoint_input)
+
+    def interrupted_note(self) -> str:
+        """What a Ctrl-C leaves (for `interruption.resumable`): the step reached and the checkpoint the same command
+        resumes from. Training notes it itself; a caller that trains in several calls (fine-tuning's epochs) notes
+        its stretches between them with it too."""
+        if self.keeper is None:  # nothing restored yet: what model_dir holds
+            last, what = tf.train.latest_checkpoint(self.config.model_dir), "interrupted"
+        else:
+            last, what = self.keeper.latest_checkpoint, f"interrupted at step {int(self.step.numpy())}"
+        if last is None:
+            return f"{what}, before the first checkpoint; the same command starts over"
+        return f"{what}; the same command resumes from {os.path.basename(last)}"
 
     def _train_until(self, loop, step: int, last_step: int) -> TrainResult:
         cfg = self.config
@@ -485,12 +521,12 @@ class Trainer:
 
     def _diverged(self, what: str) -> None:
         last = self.keeper.latest_checkpoint if self.keeper else None
+        fix = "lower --learning_rate (or --clip_norm, or use float32/bfloat16 instead of float16)"
+        # A resume of this directory must keep its settings (the learning rate among them): a new one it is.
         kept = (
-            (
-                f"The last good checkpoint, {last}, is kept; the same command resumes from it (lower "
-                "--learning_rate, or use float32/bfloat16 instead of float16, to avoid the same fate)."
-            )
+            f"The last good checkpoint, {last}, is kept: {fix} and train into a new model directory, from "
+            f"--init_checkpoint={last} to keep what it learned"
             if last
-            else "No checkpoint had been written yet."
+            else f"No checkpoint had been written yet: {fix} and train into a new model directory"
         )
         raise TrainingDivergedError(f"Training stopped: {what}. {kept}")

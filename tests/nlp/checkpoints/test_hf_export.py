@@ -151,7 +151,7 @@ def test_classifier_is_bert_for_sequence_classification(pretrained, sentences, u
     import torch
     import transformers
 
-    files = model_dir.resolve_model_files(pretrained[0])
+    files = model_dir.read_model_files(pretrained[0])
     keras.utils.set_random_seed(2)
     model = BertClassifier(files.build_encoder(), num_classes=len(labels) if labels else 1)
     saved = classification.save_classifier(model, str(tmp_path / "model"), files, task_name="x", labels=labels)
@@ -217,7 +217,7 @@ def test_hugging_face_to_ours_to_hugging_face_gives_back_the_same_tensors(tmp_pa
 
 def test_what_cannot_be_written_is_refused(pretrained, tmp_path, uncased_vocab):
     export_dir, _ = pretrained
-    files = model_dir.resolve_model_files(export_dir)
+    files = model_dir.read_model_files(export_dir)
     tagger = BertTokenClassifier(files.build_encoder(), 3)
     finetuning_outputs.save_fine_tuned(
         tagger, str(tmp_path / "ner"), files, task_name="conll_ner", head="token_classifier", labels=["O", "B", "I"]
@@ -228,7 +228,7 @@ def test_what_cannot_be_written_is_refused(pretrained, tmp_path, uncased_vocab):
 
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "notes.txt").write_text("mine")
-    with pytest.raises(OutputExistsError, match="already exists and is not empty"):
+    with pytest.raises(OutputExistsError, match="already holds files"):
         hf_export.export_hf_folder(export_dir, str(tmp_path / "full"))
 
     # A BertConfig field Hugging Face's BERT lacks (as a left-to-right attention kind would be) is refused by name.
@@ -251,4 +251,4 @@ def test_a_failed_export_leaves_nothing_that_looks_complete(pretrained, tmp_path
     monkeypatch.setattr(safetensors.numpy, "save", full_disk)
     with pytest.raises(OSError):
         hf_export.export_hf_folder(export_dir, str(tmp_path / "hf"))
-    assert not (tmp_path / "hf").exists() and not (tmp_path / "hf.partial").exists()
+    assert os.listdir(tmp_path) == []  # no folder, no staging, no claim

@@ -133,3 +133,52 @@ def test_hugging_face_pretraining_heads_match_transformers(hf_act, nsp, tmp_path
     np.testing.assert_allclose(np.asarray(ours["mlm_logits"]), expected, atol=1e-4)
     if nsp:
         np.testing.assert_allclose(np.asarray(ours["nsp_logits"]), out.seq_relationship_logits.numpy(), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_a_hugging_face_decoder_is_our_left_to_right_lm(tmp_path):
+    """transformers' BertLMHeadModel (`is_decoder=True`: causal attention, next-token loss) converts into our
+    left-to-right pretrainer: the same logits at every real position, the same LM loss."""
+    import torch
+    import transformers
+
+    from official.nlp.checkpoints import model_dir
+    from official.nlp.modeling import losses
+
+    hf_config = transformers.BertConfig(
+        vocab_size=40,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=32,
+        max_position_embeddings=16,
+        is_decoder=True,
+    )
+    torch.manual_seed(0)
+    hf = transformers.BertLMHeadModel(hf_config).eval()
+    with torch.no_grad():
+        for p in hf.parameters():
+            p.add_(torch.randn_like(p) * 0.1)
+    hf.save_pretrained(tmp_path, safe_serialization=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(35)]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
+
+    model, files = model_dir.load_model(str(tmp_path), do_lower_case=True)
+    assert files.config.attention == "left_to_right"
+    assert isinstance(model, BertPretrainer) and model.objective == "ltr" and not model.use_next_sentence_label
+    x = {k: v for k, v in _pretraining_inputs().items() if k != "masked_lm_positions"}
+    ours = np.asarray(model(x)["ltr_logits"])
+    ids = torch.tensor(x["input_word_ids"], dtype=torch.long)
+    with torch.no_grad():
+        out = hf(
+            input_ids=ids,
+            attention_mask=torch.tensor(x["input_mask"], dtype=torch.long),
+            token_type_ids=torch.tensor(x["input_type_ids"], dtype=torch.long),
+            labels=torch.where(torch.tensor(x["input_mask"]) > 0, ids, -100),  # shifted inside: predicts i + 1
+        )
+    real = x["input_mask"].astype(bool)
+    np.testing.assert_allclose(ours[real], out.logits.numpy()[real], atol=1e-4)
+    labels = losses.next_token_labels(x["input_word_ids"], x["input_mask"])
+    assert float(losses.ltr_losses(labels, {"ltr_logits": ours})["ltr_loss"]) == pytest.approx(
+        float(out.loss), rel=1e-5
+    )

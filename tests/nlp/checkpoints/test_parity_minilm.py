@@ -88,7 +88,7 @@ def test_script_converts_the_package_and_matches_transformers(package_dir, refer
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    files = model_dir.resolve_model_files(str(output))
+    files = model_dir.read_model_files(str(output))
     assert files.config.hidden_act == "gelu_exact"  # HF "gelu" is erf; the converted model keeps it
     assert files.do_lower_case is True and files.checkpoint_format == "ours"
     assert (output / "vocab.txt").read_bytes() == pathlib.Path(package_dir, "vocab.txt").read_bytes()
@@ -102,7 +102,7 @@ def test_script_converts_the_package_and_matches_transformers(package_dir, refer
     assert names["bert/encoder/layer_5/intermediate/dense/kernel"] == [384, 1536]
     assert names["bert/embeddings/LayerNorm/gamma"] == [384] and "bert/pooler/dense/kernel" in names
     assert len(names) == 5 + 6 * 16 + 2
-    tf1_files = model_dir.resolve_model_files(str(tf1_dir / "bert_model.ckpt"))
+    tf1_files = model_dir.read_model_files(str(tf1_dir / "bert_model.ckpt"))
     assert tf1_files.checkpoint_format == "tf1"
     _compare(tf1_files.build_encoder(), reference, "HF -> ours -> TF1 -> encoder")
 

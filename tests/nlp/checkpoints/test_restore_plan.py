@@ -95,7 +95,7 @@ def sources(tmp_path_factory):
 
 
 def _plan(init, output_dir, head=CLASSIFIER, **kwargs):
-    files = model_dir.resolve_model_files(
+    files = model_dir.read_model_files(
         init, do_lower_case=True, bert_config=None if init else CONFIG, require_vocab=False
     )
     return restore_plan.plan_restore(files, init_checkpoint=init, output_dir=str(output_dir), head=head, **kwargs)
@@ -181,7 +181,7 @@ def test_the_jobs_own_checkpoint_is_resumed_before_any_init_checkpoint(sources, 
 def test_task_and_settings_files_are_read_beside_a_prefix(sources, tmp_path):
     found = model_dir.read_task_file(sources["fine_tuned"])
     assert found["labels"] == list(LABELS)
-    prefix = model_dir.resolve_model_files(sources["fine_tuned"]).checkpoint
+    prefix = model_dir.read_model_files(sources["fine_tuned"]).checkpoint
     assert model_dir.read_task_file(prefix) == found
     assert model_dir.read_task_file(sources["ours"]) is None and model_dir.read_task_file(None) is None
     assert model_dir.read_settings_file(str(tmp_path)) is None
@@ -205,11 +205,11 @@ def test_an_output_directory_stands_for_the_model_it_trained(sources, tmp_path):
     (out / model_dir.SETTINGS_FILE).write_text(json.dumps(settings))
     files = init_checkpoint.resolve_model_files(str(out))
     assert (files.config, files.do_lower_case, files.checkpoint) == (CONFIG, True, str(out / "ckpt-4"))
-    assert files.vocab_file == model_dir.resolve_model_files(sources["ours"]).vocab_file
-    assert init_checkpoint.read_task_file(str(out)) == {"task": "toy", "head": None, "labels": list(LABELS)}
+    assert files.vocab_file == model_dir.read_model_files(sources["ours"]).vocab_file
+    assert init_checkpoint.fine_tuned_head(str(out)) == {"task": "toy", "head": None, "labels": list(LABELS)}
     # One of its checkpoint prefixes is read the same way.
     assert init_checkpoint.resolve_model_files(str(out / "ckpt-4")) == files
-    assert init_checkpoint.read_task_file(str(out / "ckpt-4"))["task"] == "toy"
+    assert init_checkpoint.fine_tuned_head(str(out / "ckpt-4"))["task"] == "toy"
     plan = restore_plan.plan_restore(
         files, init_checkpoint=str(out), output_dir=str(tmp_path / "next"), head=CLASSIFIER, inference=True
     )
@@ -225,4 +225,4 @@ def test_an_output_directory_stands_for_the_model_it_trained(sources, tmp_path):
     shutil.copytree(sources["fine_tuned"], out / model_dir.BEST_MODEL_DIR)
     assert init_checkpoint.locate(str(out)) == str(out / model_dir.BEST_MODEL_DIR)
     assert init_checkpoint.resolve_model_files(str(out)).checkpoint.endswith("best_model/ckpt-5")
-    assert init_checkpoint.read_task_file(str(out))["head"] == "classifier"
+    assert init_checkpoint.fine_tuned_head(str(out))["head"] == "classifier"

@@ -1,3 +1,7 @@
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -6,6 +10,7 @@ from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
+from tests.conftest import REPO_ROOT
 
 CONFIG = BertConfig(
     vocab_size=40,
@@ -227,3 +232,48 @@ def test_training_checkpoint_root_keeps_the_bert_layout():
     other = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     root = tf_checkpoints.training_checkpoint_root(other, step=step)
     assert root.model is other and not hasattr(root, "encoder")
+
+
+KILLED_MID_SAVE = """
+import os, signal, sys, threading, time
+import numpy as np
+from official.nlp.checkpoints import tf_checkpoints
+
+folder = sys.argv[1]
+
+
+def kill_once_tensorflow_writes():  # SaveV2 writes <prefix>.data-...tempstate<n> and renames it when whole
+    while True:
+        for directory, _, names in os.walk(folder):
+            if any("tempstate" in name for name in names):
+                os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.0005)
+
+
+threading.Thread(target=kill_once_tensorflow_writes, daemon=True).start()
+tf_checkpoints.write_tf1_checkpoint(os.path.join(folder, "bert_model.ckpt"), {"big": np.ones(32 << 20, np.float32)})
+"""
+
+
+@pytest.mark.slow
+def test_a_tf1_write_killed_mid_save_leaves_nothing_a_rerun_keeps(tmp_path):
+    """SIGKILL while TensorFlow writes a TF1 checkpoint (a conversion killed by the OOM killer or a preemption): its
+    half-written `.tempstate` file (16 MB for BERT-tiny, 440 MB for BERT-base) must not outlive the rerun."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_SAVE, str(tmp_path)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert any("tempstate" in p.name for p in tmp_path.rglob("*"))  # what the kill left
+    assert not list(tmp_path.glob("*.index"))  # and no checkpoint
+
+    weights = {"bert/embeddings/word_embeddings": np.arange(12, dtype=np.float32).reshape(4, 3)}
+    prefix = tf_checkpoints.write_tf1_checkpoint(str(tmp_path / "bert_model.ckpt"), weights)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "bert_model.ckpt.data-00000-of-00001",
+        "bert_model.ckpt.index",
+    ]
+    np.testing.assert_array_equal(
+        tf_checkpoints.read_tf1_checkpoint(prefix)["bert/embeddings/word_embeddings"],
+        weights["bert/embeddings/word_embeddings"],
+    )

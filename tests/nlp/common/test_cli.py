@@ -10,11 +10,14 @@ from tests.conftest import REPO_ROOT
 
 SCRIPT = textwrap.dedent("""
     import sys
+    from absl import flags
     from official.nlp.common import cli
     from official.nlp.common.errors import InputError
 
+    flags.DEFINE_string("what", None, "user or bug")
+
     def main(argv):
-        if argv[1] == "user":
+        if flags.FLAGS.what == "user":
             raise InputError("data.tsv:3: expected 2 columns, got 1; fix the row or pass --skip_bad_rows")
         raise RuntimeError("a bug")
 
@@ -25,7 +28,7 @@ SCRIPT = textwrap.dedent("""
 def _run(tmp_path, what):
     path = tmp_path / "demo.py"
     path.write_text(SCRIPT)
-    return subprocess.run([sys.executable, str(path), what], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, str(path), f"--what={what}"], capture_output=True, text=True, timeout=120)
 
 
 def test_user_error_is_one_line_without_traceback(tmp_path):
@@ -146,3 +149,20 @@ def test_filter_passes_on_every_line_and_lets_go_while_a_child_holds_the_pipe(tm
     assert done.returncode == 0, done.stderr
     assert done.stdout == "filter thread alive: False\n"
     assert done.stderr.splitlines() == ["worker 1 says", "main's last words"]
+
+
+def test_a_permission_error_from_tensorflow_says_bucket_things_for_buckets_only():
+    """Issue 30: a local folder without write permission was answered with "the credentials and the bucket's
+    access"."""
+    import tensorflow as tf
+
+    from official.nlp.common import cli
+
+    local = cli._describe_tf_error(
+        tf.errors.PermissionDeniedError(None, None, "/data/run/ckpt-1.index; Permission denied")
+    )
+    assert (
+        local == "/data/run/ckpt-1.index; Permission denied; choose a path you can write to, or change its permissions"
+    )
+    bucket = cli._describe_tf_error(tf.errors.PermissionDeniedError(None, None, "gs://b/run/ckpt-1.index: 403"))
+    assert bucket == "gs://b/run/ckpt-1.index: 403; check the credentials and the bucket's access"

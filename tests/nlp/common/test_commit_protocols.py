@@ -182,29 +182,33 @@ class _Tiny(tf.Module):
 
 
 def test_an_export_version_counts_only_with_its_saved_model_pb_copied_last(monkeypatch):
-    from official.nlp.serving import export_base
+    from official.nlp.serving import export_base, versions
 
     module = _Tiny(3.0)
     signatures = {"serving_default": module.__call__.get_concrete_function()}
     expected = {}
 
     def job(root):
-        export_base.save_saved_model(module, f"{root}/export/1", signatures)
+        with versions.claim_version(f"{root}/export") as version:
+            export_base.save_saved_model(module, f"{root}/export/{version}", signatures)
         if not expected:
             expected.update(_tree(f"{root}/export/1"))
 
     def check(root, killed_at):
-        version = f"{root}/export/1"
-        if export_base.is_complete(version):
-            # TF Serving would load it: it must be whole (a save's bytes differ from run to run, its files do not)
-            assert sorted(_tree(version)) == sorted(expected)
-            assert float(tf.saved_model.load(version)(tf.constant([2.0]))[0]) == 6.0
-        assert killed_at is not None or export_base.is_complete(version)
-        # A version folder without saved_model.pb is not taken as the latest version.
-        assert export_base.next_version(f"{root}/export") == (2 if export_base.is_complete(version) else 1)
+        export = f"{root}/export"
+        taken = versions.taken_versions(export)
+        complete = [v for v in sorted(taken) if versions.is_complete(f"{export}/{v}")]
+        for version in complete:  # TF Serving would load it: it must be whole (its bytes differ run to run)
+            assert sorted(_tree(f"{export}/{version}")) == sorted(expected)
+            assert float(tf.saved_model.load(f"{export}/{version}")(tf.constant([2.0]))[0]) == 6.0
+        assert killed_at is not None or complete
+        # Nothing of a version, whole or half-copied, is written again: the next export takes a new number.
+        assert versions.next_version(export) == max(taken, default=0) + 1
 
     writes = _kill_after_each_write(monkeypatch, job, check)
-    assert writes == len(expected)  # one copy per file; no rename of the folder
+    # One copy per file, no rename of the folder; and the version's claim: written under a temporary name and
+    # renamed (a copy and a deletion), then withdrawn once the version is in place.
+    assert writes == len(expected) + 4
     assert "saved_model.pb" in expected
 
 
@@ -225,11 +229,11 @@ def test_a_model_directory_counts_only_with_its_checkpoint_file_last(monkeypatch
         if not input_files.exists(f"{root}/old_done"):  # the earlier export that the new one replaces
             store, kill_at = input_files.gfile(), input_files.gfile().kill_at
             store.kill_at = None
-            model_dir.export_model_dir(old, f"{root}/export", vocab_file=None, do_lower_case=None, step=1)
+            model_dir.export_model_dir(old, f"{root}/export", vocab_file=None, do_lower_case=None, step=1, owner=root)
             output_files.write_text(f"{root}/old_done", "")
             trees["old"] = files(f"{root}/export")
             store.kill_at, store.writes = kill_at, 0
-        model_dir.export_model_dir(new, f"{root}/export", vocab_file=None, do_lower_case=None, step=2)
+        model_dir.export_model_dir(new, f"{root}/export", vocab_file=None, do_lower_case=None, step=2, owner=root)
         trees.setdefault("new", files(f"{root}/export"))
 
     def check(root, killed_at):
@@ -308,7 +312,7 @@ def test_record_shards_count_only_with_their_statistics_and_a_rerun_finishes_the
         settings = outputs.output_settings(cfg, [cfg.input_file], len(paths))
         for s, path in enumerate(paths):
             name = os.path.relpath(path, f"{root}/out")
-            if outputs.is_complete(path, settings, s):  # a rerun skips it: it must be whole
+            if outputs.shard_state(path, settings, s) == "complete":  # a rerun skips it: it must be whole
                 assert tf.io.gfile.GFile(path, "rb").read() == expected[name]
             elif killed_at is None:
                 pytest.fail(f"{path} is not complete after a rerun")
@@ -327,3 +331,33 @@ def test_record_shards_count_only_with_their_statistics_and_a_rerun_finishes_the
         generator.create_pretraining_data(dataclasses.replace(config(root), dupe_factor=3))
     assert _tree(f"{root}/out") == before
     assert store_writes >= 2 * 4  # per shard: the copy under a temporary name, its statistics, the rename
+
+
+def test_a_prepared_corpus_counts_only_with_its_summary_written_last(monkeypatch, shared_data):
+    from official.nlp.data.corpus.preparation import prepare_corpus
+    from official.nlp.data.corpus.settings import CorpusConfig
+
+    text = (shared_data / "wikipedia" / "wiki_00").read_bytes()
+    wiki = text[: text.index(b"</doc>\n", 40_000) + 7]
+    expected = {}
+
+    def job(root):
+        if not input_files.exists(f"{root}/wiki_00"):
+            NonAtomicStore.put(f"{root}/wiki_00", wiki)
+        prepare_corpus(CorpusConfig(input_file=f"{root}/wiki_00", output_file=f"{root}/out/wiki.txt@2", unit_mb=0.01))
+        if not expected:
+            expected.update(_tree(f"{root}/out"))
+
+    def check(root, killed_at):
+        left = _tree(f"{root}/out")
+        final = {k: v for k, v in left.items() if ".tmp-" not in k}
+        for name, data in final.items():  # whatever has its final name is whole
+            if name != "stats/wiki.txt.json":
+                assert data == expected[name], (killed_at, name)
+        if "stats/wiki.txt.json" in final or killed_at is None:  # the summary: every shard is there
+            assert final.keys() == expected.keys()
+        if killed_at is None:
+            assert left.keys() == expected.keys()  # a rerun leaves no temporary file of the killed run
+
+    _kill_after_each_write(monkeypatch, job, check)
+    assert sorted(expected) == ["stats/wiki.txt.json", "wiki.txt-00000-of-00002", "wiki.txt-00001-of-00002"]

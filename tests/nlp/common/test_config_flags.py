@@ -1,9 +1,12 @@
 """config_flags: flags derived from a config dataclass (kinds, enums, lists, None defaults, required fields, help
-from the field's metadata, default overrides) and read back into the dataclass."""
+from the field's metadata, default overrides) and read back into the dataclass; each field's rule (a number's
+range, finite numbers, ``~`` and glob characters in paths) applied when the config is made."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -15,9 +18,9 @@ from official.nlp.common.errors import InputError
 
 
 @dataclasses.dataclass(kw_only=True)
-class Base:
+class Base(config_flags.CheckedConfig):
     rate: float = field(0.5, help="A rate.")
-    steps: int = field(10, lower_bound=1, help="Steps.")
+    steps: int = field(10, minimum=1, help="Steps.")
 
 
 @dataclasses.dataclass
@@ -87,11 +90,96 @@ def test_values_from_the_command_line():
     )
 
 
-def test_enums_and_bounds_are_checked_by_absl():
+def test_enums_are_checked_by_absl():
     with pytest.raises(flags.IllegalFlagValueError):
         parse(Job, "--input_file=x", "--mode=slow")
-    with pytest.raises(flags.IllegalFlagValueError):
-        parse(Job, "--input_file=x", "--steps=0")
+
+
+@dataclasses.dataclass
+class Ranges(config_flags.CheckedConfig):
+    count: int | None = field(None, minimum=1, help="How many (default: all).")
+    share: float = field(0.5, minimum=0, maximum=1, help="A share.")
+    prob: float = field(0.5, exclusive_minimum=0, maximum=1, help="A probability.")
+    dropout: float = field(0.1, minimum=0, exclusive_maximum=1, help="Dropout.")
+    limit: int = field(3, maximum=10, help="At most ten.")
+    anything: float = field(0.0, help="Any finite number.")
+
+
+def test_a_range_is_in_the_help_and_checked_from_flags_and_from_python():
+    """Issue 30: `--max_train_examples=0` trained on everything and -3 on all but the last 3 (a Python slice)."""
+    values = parse(Ranges)
+    assert values["count"].help == "How many (default: all). (range: >= 1)"
+    assert values["share"].help == "A share. (range: in [0, 1])"
+    assert values["prob"].help == "A probability. (range: in (0, 1])"
+    assert values["dropout"].help == "Dropout. (range: in [0, 1))"
+    assert values["limit"].help == "At most ten. (range: <= 10)"
+    assert values["anything"].help == "Any finite number."
+    assert config_flags.config_from_flags(values, Ranges) == Ranges()  # None is "all", not checked
+    for argv, message in [
+        (["--count=0"], "--count=0: must be >= 1"),
+        (["--count=-3"], "--count=-3: must be >= 1"),
+        (["--share=1.5"], r"--share=1.5: must be in \[0, 1\]"),
+        (["--prob=0"], r"--prob=0.0: must be in \(0, 1\]"),
+        (["--dropout=1"], r"--dropout=1.0: must be in \[0, 1\)"),
+        (["--limit=11"], "--limit=11: must be <= 10"),
+    ]:
+        with pytest.raises(InputError, match=f"^{message}$"):
+            config_flags.config_from_flags(parse(Ranges, *argv), Ranges)
+    # The edges are in, and the same rule holds from Python, every problem named at once.
+    Ranges(count=1, share=0, prob=1, dropout=0, limit=10)
+    with pytest.raises(InputError, match=r"^--count=0: must be >= 1; --limit=11: must be <= 10$"):
+        Ranges(count=0, limit=11)
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan"])
+def test_a_number_must_be_finite(value):
+    """Issue 30: `--learning_rate=inf` was accepted and `--num_train_epochs=nan` crashed converting NaN to int."""
+    for name in ("anything", "share"):
+        with pytest.raises(InputError, match=f"^--{name}={value}: must be a finite number$"):
+            config_flags.config_from_flags(parse(Ranges, f"--{name}={value}"), Ranges)
+
+
+@dataclasses.dataclass
+class Paths(config_flags.CheckedConfig):
+    output_dir: str = field(path="path", help="A folder.")
+    vocab_file: str | None = field(None, path="path", help="A file.")
+    output_file: str | Sequence[str] = field("out.tfrecord", path="paths", help="Comma-separated files.")
+    input_file: str | Sequence[str] = field("in.txt", path="patterns", help="Comma-separated paths and globs.")
+
+
+def test_a_leading_tilde_is_the_home_folder_of_local_paths(monkeypatch, tmp_path):
+    """Issue 30: bash leaves `~` as it is after `--output_file=`, which wrote into a folder named `~`, and
+    `--data_dir=~/data` said the folder does not exist."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    values = parse(
+        Paths, "--output_dir=~/run", "--vocab_file=~", "--output_file=~/a.tfrecord,b", "--input_file=~/c/*.txt, ~/d"
+    )
+    config = config_flags.config_from_flags(values, Paths)
+    assert config.output_dir == f"{tmp_path}/run" and config.vocab_file == str(tmp_path)
+    assert config.output_file == f"{tmp_path}/a.tfrecord,b"
+    assert config.input_file == f"{tmp_path}/c/*.txt,{tmp_path}/d"
+    from_python = Paths(output_dir="gs://bucket/~/run", output_file=["~/x", "ram://~y"], input_file=("~/z",))
+    assert from_python.output_dir == "gs://bucket/~/run"  # not a local path: left as it is
+    assert from_python.output_file == [f"{tmp_path}/x", "ram://~y"] and from_python.input_file == (f"{tmp_path}/z",)
+    assert Paths(output_dir="a~b/~").output_dir == "a~b/~"  # only a leading ~ is the home folder
+    assert Paths(output_dir=tmp_path / "run", output_file=[tmp_path / "x"]).output_dir == f"{tmp_path}/run"
+    assert os.path.expanduser("~") == str(tmp_path)
+
+
+@pytest.mark.parametrize("character", ["[", "*", "?", "\\"])
+def test_a_path_with_a_glob_character_is_refused_naming_it(character):
+    """Issue 30: TensorFlow's checkpoint and SavedModel readers match a path as a pattern (see
+    tests/nlp/common/test_glob_paths.py); a pattern field keeps its glob characters."""
+    name = f"out {character}9]"
+    for field_name in ("output_dir", "vocab_file", "output_file"):
+        message = f"^--{field_name}='.*': TensorFlow reads {re.escape(repr(character))} in a path as a glob"
+        with pytest.raises(InputError, match=message):
+            Paths(**{"output_dir": "o", field_name: f"/tmp/{name}"})
+    assert Paths(output_dir="o", input_file=f"/tmp/{name}/*.txt").input_file == f"/tmp/{name}/*.txt"
+
+
+def test_a_closing_bracket_alone_is_no_pattern():
+    assert Paths(output_dir="out 9]").output_dir == "out 9]"
 
 
 def test_a_list_of_numbers_names_its_flag():

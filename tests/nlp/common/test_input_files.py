@@ -25,7 +25,7 @@ def test_a_missing_object_or_bucket_and_no_permission_are_one_line_naming_the_pa
     import tensorflow as tf
 
     with pytest.raises(input_files.MissingInputError, match=r"^ram://no-such-bucket/x.txt does not exist; check"):
-        input_files.read_text("ram://no-such-bucket/x.txt")
+        input_files.read_bytes("ram://no-such-bucket/x.txt")
     with pytest.raises(input_files.InputError, match="ram://no-such-bucket/.*matches no file"):
         input_files.expand_input_files("ram://no-such-bucket/*.txt")
     path = "gs://my-bucket/corpus.txt"
@@ -47,6 +47,15 @@ def test_a_missing_object_or_bucket_and_no_permission_are_one_line_naming_the_pa
     with pytest.raises(input_files.InputError, match=r"permission denied|Permission denied"):
         with input_files.user_path(str(tmp_path)):
             raise PermissionError(13, "Permission denied", str(tmp_path))
+    # Issue 30: a local folder TensorFlow could not write to was answered with the bucket's credentials.
+    with pytest.raises(input_files.InputError) as raised:
+        with input_files.user_path(str(tmp_path)):
+            raise tf.errors.PermissionDeniedError(None, None, f"{tmp_path}/ckpt-1.index; Permission denied")
+    assert str(raised.value).endswith("; choose a path you can read and write, or change its permissions")
+    assert "bucket" not in str(raised.value)
+    with pytest.raises(input_files.InputError, match=r"^gs://my-bucket/corpus.txt: permission denied .* bucket"):
+        with input_files.user_path(path):
+            raise tf.errors.PermissionDeniedError(None, None, "HTTP response code 403")
     with pytest.raises(ZeroDivisionError):  # not about a path: a bug keeps its traceback
         with input_files.user_path(path):
             raise ZeroDivisionError

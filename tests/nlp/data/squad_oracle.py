@@ -31,7 +31,7 @@ def oracle_run(path, tokenizer, *, version_2_with_negative, max_seq_length=384, 
     )
     with open(path, encoding="utf-8") as f:
         dataset = json.load(f)["data"]
-    metrics = squad_metrics.evaluate(
+    metrics = squad_metrics.evaluate_squad(
         dataset, result.predictions, result.null_odds or None, version_2_with_negative=version_2_with_negative
     )
     return examples, features, report, stats, result, metrics

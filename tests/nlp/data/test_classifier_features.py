@@ -25,8 +25,8 @@ def mrpc_dev(shared_data):
 def test_truncation_matches_the_original_pair_rule(tokenizer, mrpc_dev):
     """feature_extraction ports the original `convert_examples_to_features`/`_truncate_seq_pair`."""
     features = list(classifier_features.convert_examples(mrpc_dev, tokenizer, labels=("0", "1"), max_seq_length=32))
-    reference = feature_extraction.convert_examples_to_features(
-        [feature_extraction.InputExample(i, e.text_a, e.text_b) for i, e in enumerate(mrpc_dev)], 32, tokenizer
+    reference = feature_extraction.convert_extraction_examples(
+        [feature_extraction.ExtractionExample(i, e.text_a, e.text_b) for i, e in enumerate(mrpc_dev)], 32, tokenizer
     )
     assert len(features) == len(reference) == 60
     for ours, theirs, example in zip(features, reference, mrpc_dev):

@@ -243,3 +243,17 @@ def test_tfds_glue_with_mock_data():
         assert [s.submission for s in mnli.files()[glue.TEST]] == ["MNLI-m.tsv", "MNLI-mm.tsv"]
     with pytest.raises(glue.InputError, match="expected glue/<task>"):
         glue.TfdsProcessor("imdb_reviews")
+
+
+def test_a_truncated_json_line_is_named_when_labels_are_inferred(tmp_path):
+    """Issue 30: one truncated line of a JSON-lines training file raised `AttributeError: 'BadRowError' object has no
+    attribute 'get'` (inferring the labels), with or without --skip_bad_rows."""
+    path = tmp_path / "train.jsonl"
+    path.write_text('{"text": "Good.", "label": "pos"}\n{"text": "Bad", "lab\n{"text": "Meh.", "label": "neg"}\n')
+    processor = glue.GenericProcessor(text_a_column="text", label_column="label", file_format="jsonl")
+    with pytest.raises(glue.BadRowError, match=r"train.jsonl:2: not JSON \(.*\) \(--skip_bad_rows skips and counts"):
+        processor.infer_labels(str(path))
+    processor.infer_labels(str(path), skip_bad_rows=True)
+    assert processor.labels == ("neg", "pos")
+    read = processor.read(str(path), glue.TRAIN, skip_bad_rows=True)
+    assert [e.text_a for e in read.examples] == ["Good.", "Meh."] and read.bad_rows == 1

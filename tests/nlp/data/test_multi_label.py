@@ -112,7 +112,7 @@ def _config(**fields):
         (dict(task_name="generic", multi_label=True, regression=True, text_a_column="t"), None, "exclude each other"),
         (dict(threshold=0.3), False, "--threshold is for multi-label data"),
         (dict(allow_empty_labels=True), False, "--allow_empty_labels is for multi-label data"),
-        (dict(threshold=1.0), True, "--threshold=1.0: must be a probability between 0 and 1"),
+        (dict(threshold=1.0), True, r"--threshold=1.0: must be in \(0, 1\)"),
         (dict(threshold=0.3, tune_thresholds=True, do_eval=True), True, "exclude each other"),
         (dict(tune_thresholds=True), True, "--tune_thresholds tunes the thresholds on the dev set: add --do_eval"),
     ],

@@ -79,7 +79,7 @@ def test_short_csv_row(tmp_path):
 def test_features(shared_data, uncased_vocab):
     tokenizer = FullTokenizer(str(uncased_vocab), do_lower_case=True)
     examples = swag.read_swag(str(shared_data / "swag/hf_transformers_sample.jsonl")).examples
-    features = swag.convert_examples(examples, tokenizer, max_seq_length=24)
+    features = swag.convert_swag_examples(examples, tokenizer, max_seq_length=24)
     arrays = features.arrays
     assert arrays["input_word_ids"].shape == (10, 4, 24) and list(arrays["label"][:3]) == [0, 3, 1]
     # Hand-built first choice: [CLS] sent1 [SEP] sent2 + ending0 [SEP], the longer segment cut first to fit 24.
@@ -102,7 +102,7 @@ def test_a_choice_that_tokenizes_to_nothing_has_no_second_segment(uncased_vocab)
     example = swag.SwagExample(
         context="The man sat down.", start="", endings=["\u200b", "", "He left.", "Ok"], label=0, where="test:1"
     )
-    arrays = swag.convert_examples([example], tokenizer, max_seq_length=12).arrays
+    arrays = swag.convert_swag_examples([example], tokenizer, max_seq_length=12).arrays
     a = tokenizer.tokenize("The man sat down.")
     single = tokenizer.convert_tokens_to_ids(["[CLS]", *a, "[SEP]"])
     assert list(arrays["input_word_ids"][0, 0]) == single + [0] * (12 - len(single))

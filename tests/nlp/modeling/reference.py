@@ -41,7 +41,7 @@ def dense(x, layer):
     return x @ _np(layer.kernel) + _np(layer.bias)
 
 
-def block(x, mask, block_layer, num_heads, act, eps):
+def block(x, mask, block_layer, num_heads, act, eps, causal=False):
     b, s, h = x.shape
     d = h // num_heads
     att = block_layer.attention
@@ -51,7 +51,8 @@ def block(x, mask, block_layer, num_heads, act, eps):
 
     q, k, v = heads(dense(x, att.query)), heads(dense(x, att.key)), heads(dense(x, att.value))
     scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
-    scores = scores + (1.0 - mask[:, None, None, :]) * -10000.0
+    allowed = mask[:, None, None, :] * (np.tril(np.ones((s, s))) if causal else 1.0)  # causal: key <= query
+    scores = scores + (1.0 - allowed) * -10000.0
     probs = np.exp(scores - scores.max(-1, keepdims=True))
     probs /= probs.sum(-1, keepdims=True)
     context = (probs @ v).transpose(0, 2, 1, 3).reshape(b, s, h)
@@ -70,14 +71,23 @@ def embeddings(ids, types, emb, eps):
 
 
 def encoder(enc, ids, mask, types):
-    """Returns (list of layer outputs, pooled output) for a `BertEncoder`."""
+    """Returns (list of layer outputs, pooled output) for a `BertEncoder`. A left-to-right encoder attends to the
+    positions up to the current one, and pools its last real token."""
     config = enc.config
+    causal = config.attention == "left_to_right"
     x = embeddings(ids, types, enc.embeddings, config.layer_norm_eps)
     outputs = []
     for layer in enc.transformer_layers:
         x = block(
-            x, mask.astype(np.float64), layer, config.num_attention_heads, config.hidden_act, config.layer_norm_eps
+            x,
+            mask.astype(np.float64),
+            layer,
+            config.num_attention_heads,
+            config.hidden_act,
+            config.layer_norm_eps,
+            causal=causal,
         )
         outputs.append(x)
-    pooled = np.tanh(dense(x[:, 0], enc.pooler))
+    pooled_row = x[np.arange(len(x)), mask.sum(1) - 1] if causal else x[:, 0]
+    pooled = np.tanh(dense(pooled_row, enc.pooler))
     return outputs, pooled

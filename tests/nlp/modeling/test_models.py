@@ -11,6 +11,7 @@ from official.nlp.modeling.models import (
     BertPretrainer,
     BertSpanLabeler,
     BertTokenClassifier,
+    real_tokens_mask,
 )
 from tests.keras_checks import check_model
 
@@ -169,3 +170,51 @@ def test_multiple_choice(tmp_path):
     np.testing.assert_allclose(logits[:, 1], np.asarray(model.classifier(pooled))[:, 0], atol=1e-5)
     # The number of choices is not fixed.
     assert model.predict(_inputs(batch_shape=(2, 5)), verbose=0).shape == (2, 5)
+
+
+def test_span_labeler_bilstm_head(tmp_path):
+    # A lighter check_model (an LSTM makes the full one slow): config and .keras round trips, bfloat16, padding.
+    x = _inputs()
+    model = BertSpanLabeler(_encoder(), span_head="bilstm", lstm_units=6)
+    output = {k: np.asarray(v) for k, v in model(x).items()}  # eager: predict() would trace the LSTM, slowly
+    assert {k: v.shape for k, v in output.items()} == {"start_logits": (B, S), "end_logits": (B, S)}
+    assert model.span_logits.kernel.shape == (12, 2)  # both directions' 6 units
+    config = model.get_config()
+    assert config["span_head"] == "bilstm" and config["lstm_units"] == 6
+    clone = BertSpanLabeler.from_config(config)
+    assert clone.get_config() == config and len(clone.weights) == len(model.weights)
+    model.save(tmp_path / "span.keras")
+    loaded = keras.saving.load_model(tmp_path / "span.keras")
+    for name, value in loaded(x).items():
+        np.testing.assert_array_equal(value, output[name])
+    mixed = BertSpanLabeler(_encoder("mixed_bfloat16"), span_head="bilstm", lstm_units=6, dtype="mixed_bfloat16")
+    assert all(v.dtype == "float32" for v in mixed(x).values())
+    # The LSTM's width defaults to the encoder's hidden size.
+    assert BertSpanLabeler(_encoder(), span_head="bilstm").lstm_units == CONFIG.hidden_size
+    with pytest.raises(ValueError, match="span_head must be one of"):
+        BertSpanLabeler(_encoder(), span_head="lstm")
+    with pytest.raises(ValueError, match="lstm_units is for span_head='bilstm'"):
+        BertSpanLabeler(_encoder(), lstm_units=4)
+
+
+def test_span_bilstm_ignores_padding():
+    """The same real tokens, padded to 8 (the fixture) and to 13 with other ids and segments under the padding: the
+    logits of the real tokens are equal, as a serving batch padded to its longest row needs (the LSTM reads
+    `input_mask`; without it the backward direction starts in the padding)."""
+    model = BertSpanLabeler(_encoder(), span_head="bilstm", lstm_units=6)
+    x = _inputs()
+    rng = np.random.default_rng(1)
+    longer = {
+        "input_word_ids": np.concatenate([x["input_word_ids"], rng.integers(1, 50, (B, 5))], 1).astype("int32"),
+        "input_mask": np.pad(x["input_mask"], ((0, 0), (0, 5))),
+        "input_type_ids": np.concatenate([x["input_type_ids"], np.ones((B, 5), "int32")], 1),
+    }
+    longer["input_word_ids"][:, 6:8] = rng.integers(1, 50, (B, 2))  # the fixture's own padding changes too
+    real = x["input_mask"].astype(bool)
+    short, padded = model(x), model(longer)
+    for name in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(np.asarray(padded[name])[:, :S][real], np.asarray(short[name])[real], atol=1e-6)
+    # A row of padding alone (the serving signatures' stand-in for an empty batch) still has its [CLS] position in
+    # the LSTM's mask: cuDNN refuses a fully masked row.
+    mask = np.asarray(real_tokens_mask(np.array([[0, 0, 0], [1, 1, 0]], "int32")))
+    np.testing.assert_array_equal(mask, [[True, False, False], [True, True, False]])

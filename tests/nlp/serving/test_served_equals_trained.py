@@ -4,7 +4,8 @@ process that imports only TensorFlow and tensorflow_text, answer the same inputs
 
 The cases: a classifier on pairs (`--long_text=truncate`), one on single texts and a regression on pairs (both
 `--long_text=sliding_window`), a multi-label classifier on GoEmotions (`--task_name=goemotions`, thresholds tuned
-on dev, sliding windows), SQuAD v1.1 (contexts of several `--doc_stride` windows), and the encoder
+on dev, sliding windows), SQuAD v1.1 (contexts of several `--doc_stride` windows) with the dense span head and
+with the BiLSTM one (`--span_head=bilstm`, which must also learn and be rebuilt by `--do_predict`), and the encoder
 (`extract_features` against the encoder export). Inputs hold texts longer than `max_seq_length` on either side,
 empty and zero-width (\u200b) second texts, accents and CJK. Labels and answers are equal; probabilities, scores,
 vectors and span scores equal to 1e-5.
@@ -17,6 +18,7 @@ import pathlib
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from official.nlp.checkpoints import hf_export, model_dir
 from official.nlp.modeling.configs import BertConfig
@@ -279,11 +281,58 @@ def runs(tmp_path_factory, shared_data, uncased_vocab):
         json.loads((squad_dir / "predictions.json").read_text(encoding="utf-8")),
         json.loads((squad_dir / "nbest_predictions.json").read_text(encoding="utf-8")),
     )
-    export(
-        "squad", "squad", squad_out, {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]}
+    squad_texts = {"question": [q for _, q, _ in questions], "context": [c for _, _, c in questions]}
+    export("squad", "squad", squad_out, squad_texts)
+
+    # The BiLSTM span head (--span_head=bilstm, the paper's "LTR + BiLSTM" row) on the same data for two epochs;
+    # then --do_predict alone on its --output_dir, without --span_head: the run's head is rebuilt from its record.
+    bilstm_out = root / "squad_bilstm_out"
+    windows = dict(max_seq_length=64, doc_stride=24, max_query_length=16)
+    question_answering.run_squad(
+        question_answering.SquadConfig(
+            init_checkpoint=init,
+            output_dir=str(bilstm_out),
+            train_file=squad_file,
+            predict_file=squad_file,
+            do_train=True,
+            do_predict=True,
+            train_batch_size=8,
+            num_train_epochs=2,
+            learning_rate=1e-3,
+            steps_per_loop=2,
+            span_head="bilstm",
+            **windows,
+        )
     )
+    trained = json.loads((bilstm_out / "predictions.json").read_text(encoding="utf-8"))
+    (bilstm_out / "predictions.json").unlink()
+    question_answering.run_squad(
+        question_answering.SquadConfig(
+            init_checkpoint=init, output_dir=str(bilstm_out), predict_file=squad_file, do_predict=True, **windows
+        )
+    )
+    expected["squad_bilstm"] = (
+        [q for q, _, _ in questions],
+        trained,
+        json.loads((bilstm_out / "predictions.json").read_text(encoding="utf-8")),
+        json.loads((bilstm_out / "nbest_predictions.json").read_text(encoding="utf-8")),
+        _train_losses(bilstm_out / "summaries"),
+        json.loads((bilstm_out / "best_model" / "finetuning.json").read_text(encoding="utf-8"))["head"],
+    )
+    export("squad_bilstm", "squad", str(bilstm_out), squad_texts)
 
     return expected, fresh.serve(root, jobs)
+
+
+def _train_losses(summaries: pathlib.Path) -> list[float]:
+    """The training loss of each loop, in step order, as TensorBoard shows it."""
+    losses = {}
+    for events in summaries.glob("events.out.tfevents*"):
+        for event in tf.compat.v1.train.summary_iterator(str(events)):
+            for value in event.summary.value:
+                if value.tag == "loss":
+                    losses[event.step] = float(tf.make_ndarray(value.tensor))
+    return [losses[step] for step in sorted(losses)]
 
 
 @pytest.mark.parametrize("name", ["pair", "single"])
@@ -360,3 +409,16 @@ def test_squad_v1_served_equals_do_predict(runs):
     assert list(served["squad/answer_text"]) == [predictions[q] for q in ids]
     best = [nbest[q][0]["start_logit"] + nbest[q][0]["end_logit"] for q in ids]
     np.testing.assert_allclose(served["squad/score"], best, atol=1e-5)
+
+
+def test_squad_bilstm_head_learns_and_is_served_as_predicted(runs):
+    expected, served = runs
+    ids, trained, predicted_again, nbest, losses, head = expected["squad_bilstm"]
+    # Two epochs of 10 steps, a loss per 2 steps: from ln(64) = 4.16 (uniform over the window) well down.
+    assert len(losses) >= 8 and losses[0] > 4.0 and np.mean(losses[len(losses) // 2 :]) < losses[0] - 0.5, losses
+    assert head == "span_bilstm"
+    assert predicted_again == trained  # --do_predict without --span_head rebuilt the BiLSTM
+    # The export rebuilt it too, from the checkpoint; serving pads each batch to its longest row, not to 64.
+    assert list(served["squad_bilstm/answer_text"]) == [trained[q] for q in ids]
+    best = [nbest[q][0]["start_logit"] + nbest[q][0]["end_logit"] for q in ids]
+    np.testing.assert_allclose(served["squad_bilstm/score"], best, atol=1e-5)

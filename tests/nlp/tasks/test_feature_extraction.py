@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from official.nlp.checkpoints import model_dir
+from official.nlp.common import owners
 from official.nlp.tasks import feature_extraction as fe
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -48,13 +49,13 @@ def test_truncate_seq_pair_pops_the_longer_and_b_on_ties():
 
 
 def test_features_follow_the_original_layout_and_truncation():
-    examples = [fe.InputExample(0, "a b c d e f", "x y z"), fe.InputExample(1, "one two three four five")]
-    features = fe.convert_examples_to_features(examples, seq_length=9, tokenizer=_WhitespaceTokenizer())
+    examples = [fe.ExtractionExample(0, "a b c d e f", "x y z"), fe.ExtractionExample(1, "one two three four five")]
+    features = fe.convert_extraction_examples(examples, seq_length=9, tokenizer=_WhitespaceTokenizer())
     assert features[0].tokens == ["[CLS]", "a", "b", "c", "[SEP]", "x", "y", "z", "[SEP]"]
     assert features[0].input_type_ids == [0, 0, 0, 0, 0, 1, 1, 1, 1]
     assert features[1].tokens == ["[CLS]", "one", "two", "three", "four", "five", "[SEP]"]
     assert set(features[1].input_type_ids) == {0}
-    short = fe.convert_examples_to_features([examples[1]], seq_length=4, tokenizer=_WhitespaceTokenizer())
+    short = fe.convert_extraction_examples([examples[1]], seq_length=4, tokenizer=_WhitespaceTokenizer())
     assert short[0].tokens == ["[CLS]", "one", "two", "[SEP]"]
 
 
@@ -63,9 +64,9 @@ def test_read_examples_pairs_blank_lines_and_bad_bytes(tmp_path):
     path.write_text("first ||| second\n\n  single line  \na|||b\n", encoding="utf-8")
     examples = fe.read_examples(str(path))
     assert examples == [
-        fe.InputExample(0, "first", "second"),
-        fe.InputExample(2, "single line"),
-        fe.InputExample(3, "a|||b"),
+        fe.ExtractionExample(0, "first", "second"),
+        fe.ExtractionExample(2, "single line"),
+        fe.ExtractionExample(3, "a|||b"),
     ]  # the separator needs its spaces, as in the original
     path.write_bytes(b"fine\nbad \xff byte\n")
     with pytest.raises(ValueError, match=r"in.txt:2: not valid UTF-8"):
@@ -84,7 +85,7 @@ def tiny_encoder():
 
 
 def test_extract_checks_its_settings_at_the_call(tiny_encoder):
-    examples = [fe.InputExample(0, "a b c")]
+    examples = [fe.ExtractionExample(0, "a b c")]
     tokenizer = _WhitespaceTokenizer()
     for kwargs, message in (
         ({"batch_size": 0}, r"--batch_size=0: must be at least 1"),
@@ -107,7 +108,7 @@ def test_extract_checks_its_settings_at_the_call(tiny_encoder):
 
 
 def test_writing_streams_and_keeps_one_vector_per_example(tiny_encoder, tmp_path):
-    examples = [fe.InputExample(i, " ".join("w" * (k + 1) for k in range(i + 1))) for i in range(5)]
+    examples = [fe.ExtractionExample(i, " ".join("w" * (k + 1) for k in range(i + 1))) for i in range(5)]
     tokenizer = _WhitespaceTokenizer()
     kwargs = dict(layers=[-1, -2], max_seq_length=32, batch_size=2)
     held = list(fe.extract(tiny_encoder, tokenizer, examples, **kwargs))
@@ -141,6 +142,37 @@ def test_an_interrupted_write_leaves_no_features_file(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+KILLED_MID_WRITE = """
+import os, signal, sys
+from official.nlp.common import output_files
+
+with output_files.write_atomically(sys.argv[1]) as f:  # how write_jsonl writes --output_file
+    f.write('{"linex_index": 0, "features": [' * 1000)
+    f.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_rerun_removes_what_a_killed_run_left(tiny_encoder, tmp_path):
+    """SIGKILL mid-write leaves the features under a temporary name of the dead process (13.8 MB in the issue's
+    case); the rerun deletes it, and nothing else beside the output (a live process's file stays)."""
+    output = tmp_path / "features.jsonl"
+    env = dict(os.environ, PYTHONPATH=REPO_ROOT)
+    killed = subprocess.run([sys.executable, "-c", KILLED_MID_WRITE, str(output)], env=env, capture_output=True)
+    assert killed.returncode == -9 and not output.exists()
+    [leftover] = list(tmp_path.iterdir())
+    assert leftover.name.startswith("features.jsonl.tmp-") and leftover.stat().st_size > 0
+    live = tmp_path / f"features.jsonl.tmp-{os.getppid()}-{owners.this_host()}"  # another job, still running
+    live.write_text("in progress")
+    notes = tmp_path / "features.jsonl.tmp-notes.txt"
+    notes.write_text("the user's")
+
+    examples = [fe.ExtractionExample(0, "a b c")]
+    results = fe.extract(tiny_encoder, _WhitespaceTokenizer(), examples, layers=[-1], max_seq_length=8)
+    assert fe.write_jsonl(str(output), results, layers=[-1]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([output.name, live.name, notes.name])
+
+
 @pytest.mark.slow
 def test_mean_pooled_vectors_match_sentence_transformers(minilm_dir, shared_data):
     """all-MiniLM-L6-v2 is used as mean pooling over the last layer + L2 norm: compare with the reference library."""
@@ -148,8 +180,8 @@ def test_mean_pooled_vectors_match_sentence_transformers(minilm_dir, shared_data
 
     lines = (shared_data / "glue" / "MRPC" / "dev.tsv").read_text(encoding="utf-8-sig").splitlines()[1:13]
     sentences = [line.split("\t")[3] for line in lines]
-    files = model_dir.resolve_model_files(minilm_dir)
-    examples = [fe.InputExample(i, s) for i, s in enumerate(sentences)]
+    files = model_dir.read_model_files(minilm_dir)
+    examples = [fe.ExtractionExample(i, s) for i, s in enumerate(sentences)]
     results = list(fe.extract(files.build_encoder(), files.tokenizer(), examples, layers=[-1], batch_size=5))
     ours = fe.sentence_vectors(results, "mean")
     ours /= np.linalg.norm(ours, axis=1, keepdims=True)

@@ -124,9 +124,7 @@ def test_trains_evaluates_each_epoch_and_keeps_the_best(trained):
     best = json.loads((out / "best_model" / model_dir.TASK_FILE).read_text())
     assert best["labels"] == ["no", "yes"]
     assert best["evaluation"]["accuracy"] == max(e["accuracy"] for e in result.eval_history)
-    assert model_dir.resolve_model_files(str(out / "best_model")).checkpoint.endswith(
-        f"ckpt-{best['evaluation']['step']}"
-    )
+    assert model_dir.read_model_files(str(out / "best_model")).checkpoint.endswith(f"ckpt-{best['evaluation']['step']}")
     events = tf.io.gfile.glob(str(out / "summaries" / "eval" / "events*"))
     assert events
 
@@ -347,3 +345,17 @@ def test_predictions_after_training_are_those_of_best_model(init_dir, tmp_path, 
         JobsConfig(**{**dataclasses.asdict(config), "do_train": False, "do_eval": False}), lambda files: again
     )
     np.testing.assert_allclose(rerun.predictions, best, atol=1e-6)
+
+
+def test_a_best_model_folder_that_is_not_the_runs_is_refused_before_training(init_dir, tmp_path):
+    """Issue 30: the first evaluation replaced whatever `--output_dir/best_model` held."""
+    (tmp_path / "out" / "best_model").mkdir(parents=True)
+    (tmp_path / "out" / "best_model" / "model.bin").write_bytes(b"the user's")
+    task = ToyTask()
+    with pytest.raises(InputError, match=r"best_model holds files this run did not write \(model.bin\)"):
+        finetuning.run_finetuning(_config(init_dir, tmp_path / "out"), task)
+    assert task.evaluations == 0
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")] == [
+        "out", "out/best_model", "out/best_model/model.bin"
+    ]  # fmt: skip
+    assert (tmp_path / "out" / "best_model" / "model.bin").read_bytes() == b"the user's"

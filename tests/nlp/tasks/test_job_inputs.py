@@ -83,3 +83,97 @@ def test_squad_checks_the_predict_file_before_reading_the_training_file(tmp_path
         do_predict=True,
     )
     _refused(question_answering.run_squad, config, f"--do_predict needs {tmp_path / 'dev.json'} (--predict_file)")
+
+
+def _tiny_model(root, type_vocab_size: int = 2) -> str:
+    import keras
+
+    from official.nlp.checkpoints import model_dir
+    from official.nlp.modeling.configs import BertConfig
+    from official.nlp.modeling.encoder import BertEncoder
+    from tests import pretraining_records
+
+    vocab = pretraining_records.write_vocab(root / "vocab.txt")
+    keras.utils.set_random_seed(0)
+    config = BertConfig.preset("tiny", vocab_size=1000, max_position_embeddings=64, type_vocab_size=type_vocab_size)
+    encoder = BertEncoder.from_bert_config(config)
+    model_dir.save_model_dir(str(root / "tiny"), encoder, vocab_file=vocab, do_lower_case=True)
+    return str(root / "tiny")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return _tiny_model(tmp_path_factory.mktemp("model"))
+
+
+def _nothing_trained(output_dir) -> bool:
+    return not any(name.startswith("ckpt-") for name in os.listdir(output_dir)) if os.path.isdir(output_dir) else True
+
+
+def test_a_dev_label_the_training_file_does_not_have_stops_the_job_before_training(tmp_path, tiny_model):
+    """Issue 30: a dev label never seen in training was reported only after training had finished."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.tsv").write_text("text\tlabel\n" + "good film\tpos\nbad film\tneg\n" * 8)
+    (data / "dev.tsv").write_text("text\tlabel\ngood\tpos\nso so\tmixed\n")
+    config = classification.ClassifierConfig(
+        task_name="generic",
+        text_a_column="text",
+        data_dir=str(data),
+        init_checkpoint=tiny_model,
+        output_dir=str(tmp_path / "out"),
+        max_seq_length=16,
+        train_batch_size=4,
+        do_train=True,
+        do_eval=True,
+    )
+    with pytest.raises(InputError, match=r"dev.tsv:3: unknown label 'mixed'; generic has the labels \['neg', 'pos'\]"):
+        classification.run_classifier(config)
+    assert _nothing_trained(config.output_dir)
+
+
+@pytest.mark.parametrize("job, flag", [("do_eval", "eval_file"), ("do_predict", "predict_file")])
+def test_a_bad_ner_eval_or_predict_file_stops_the_job_before_training(tmp_path, tiny_model, job, flag):
+    (tmp_path / "train.txt").write_text("EU B-ORG\nrejects O\nGerman B-MISC\n\nPeter B-PER\nBlackburn I-PER\n\n" * 4)
+    (tmp_path / "other.txt").write_text(
+        "EU B-ORG\nsays O\n\nNow B-TIME\n\n" if job == "do_eval" else "EU\n\nA B C D\n\n"
+    )
+    config = tagging.TaggingConfig(
+        output_dir=str(tmp_path / "out"),
+        init_checkpoint=tiny_model,
+        train_file=str(tmp_path / "train.txt"),
+        max_seq_length=16,
+        train_batch_size=4,
+        do_train=True,
+        **{job: True, flag: str(tmp_path / "other.txt")},
+    )
+    with pytest.raises(InputError, match="other.txt"):
+        tagging.run_ner(config)
+    assert _nothing_trained(config.output_dir)
+
+
+def test_text_pairs_for_a_model_with_one_token_type_are_refused_before_training(tmp_path, shared_data):
+    """Issue 30: segment ids were not checked against type_vocab_size (a traceback from the embedding gather)."""
+    (tmp_path / "one_type").mkdir()
+    model = _tiny_model(tmp_path / "one_type", type_vocab_size=1)
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "train.tsv").write_text("a\tb\tlabel\n" + "good film\tyes\tpos\nbad film\tno\tneg\n" * 8)
+    common = dict(init_checkpoint=model, max_seq_length=16, train_batch_size=4, do_train=True)
+    pairs = classification.ClassifierConfig(
+        task_name="generic",
+        text_a_column="a",
+        text_b_column="b",
+        data_dir=str(data),
+        output_dir=str(tmp_path / "o1"),
+        **common,
+    )
+    with pytest.raises(InputError, match=r"train.tsv are text pairs, .* type_vocab_size=1: it reads single texts"):
+        classification.run_classifier(pairs)
+    assert _nothing_trained(pairs.output_dir)
+    swag = multiple_choice.MultipleChoiceConfig(
+        train_file=str(shared_data / "swag" / "hf_transformers_sample.jsonl"), output_dir=str(tmp_path / "o2"), **common
+    )
+    with pytest.raises(InputError, match=r"^SWAG inputs \(context, ending\) are text pairs"):
+        multiple_choice.run_swag(swag)
+    assert _nothing_trained(swag.output_dir)

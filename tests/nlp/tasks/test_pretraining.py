@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.nlp.checkpoints import model_dir
 from official.nlp.data.pretraining.dataloader import PretrainDataError
 from official.nlp.modeling import losses
 from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.models import BertClassifier
 from official.nlp.tasks.pretraining import (
     PretrainingConfig,
     PretrainingObjective,
@@ -190,9 +193,9 @@ def test_bad_settings_stop_early_with_a_message(data, tmp_path):
         r"--gradient_accumulation_steps \(4\)",
     ):
         run_pretraining(_config(data, tmp_path, train_batch_size=30, gradient_accumulation_steps=4))
-    with pytest.raises(ValueError, match=r"--learning_rate must not be negative, got -0.001"):  # the loss would rise
+    with pytest.raises(ValueError, match=r"--learning_rate=-0.001: must be >= 0"):  # the loss would rise
         run_pretraining(_config(data, tmp_path, learning_rate=-1e-3))
-    with pytest.raises(ValueError, match=r"--train_batch_size must be positive, got 0"):
+    with pytest.raises(ValueError, match=r"--train_batch_size=0: must be >= 1"):
         run_pretraining(_config(data, tmp_path, train_batch_size=0))
     with pytest.raises(PretrainDataError, match="but max_seq_length=64; pass --max_seq_length=32"):
         run_pretraining(_config(data, tmp_path, max_seq_length=64))
@@ -235,3 +238,34 @@ def test_resuming_with_another_config_is_refused(data, phase1):
     model_dir = os.path.dirname(phase1.export_dir)
     with pytest.raises(ValueError, match="bert_config.json differs from the model config of this run"):
         run_pretraining(_config(data, model_dir, bert_config_file=None, bert_config=bigger))
+
+
+@pytest.mark.slow
+def test_init_checkpoint_takes_a_fine_tuning_output_dir_as_every_script_does(data, tmp_path):
+    """`--init_checkpoint` means one thing in every script (`init_checkpoint.resolve_model_files`): a fine-tuning
+    job's --output_dir, with its config, case and vocabulary in its settings, gives pretraining its encoder."""
+    _, vocab, _ = data
+    out = tmp_path / "finetuned"
+    classifier = BertClassifier(BertEncoder.from_bert_config(BertConfig(**TINY)), 2)
+    model_dir.save_model_dir(str(out), classifier, vocab_file=vocab, do_lower_case=True, checkpoint_number=3)
+    (out / model_dir.CONFIG_FILE).unlink()  # a job's output_dir has no model files of its own
+    settings = {"task": "toy", "labels": ["0", "1"], "bert_config": TINY, "do_lower_case": True, "vocab_file": vocab}
+    (out / model_dir.SETTINGS_FILE).write_text(json.dumps(settings))
+    config = _config(
+        data,
+        tmp_path / "pretrain",
+        bert_config_file=None,
+        vocab_file=None,
+        init_checkpoint=str(out),
+        num_train_steps=1,
+        num_warmup_steps=0,
+        learning_rate=0.0,
+        steps_per_loop=1,
+    )
+    result = run_pretraining(config)
+    assert result.step == 1
+    # A learning rate of 0 leaves the weights as loaded: the export's encoder is the fine-tuned one.
+    exported = model_dir.read_model_files(result.export_dir).build_encoder()
+    assert len(exported.weights) == len(classifier.encoder.weights) > 20
+    for ours, theirs in zip(exported.weights, classifier.encoder.weights):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=ours.path)

@@ -4,6 +4,7 @@ shape traceback it replaces, is in tests/run_scripts/test_bad_input.py)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -11,11 +12,17 @@ import tensorflow as tf
 
 from official.nlp.common.errors import InputError
 from official.nlp.tasks import pretraining
+from official.nlp.training import run_settings
 
 
 def _config(model_dir, **changes):
     config = pretraining.PretrainingConfig(input_file="data/*", model_dir=str(model_dir), train_batch_size=32)
     return dataclasses.replace(config, **changes)
+
+
+def _record(config):
+    settings = run_settings.training_settings(config)
+    run_settings.record_settings(config.model_dir, pretraining.PRETRAINING_SETTINGS_FILE, settings, flag="--model_dir")
 
 
 def _commit_a_checkpoint(model_dir):
@@ -24,13 +31,15 @@ def _commit_a_checkpoint(model_dir):
 
 
 def test_a_resume_with_settings_that_change_the_training_is_refused_by_flag(tmp_path):
-    pretraining.record_settings(_config(tmp_path))
+    _record(_config(tmp_path))
     _commit_a_checkpoint(tmp_path)
-    assert pretraining.check_settings(_config(tmp_path)) is True
+    assert pretraining.check_pretraining_resume(_config(tmp_path)) is True
     # Loop, device and path settings may change on resume.
-    assert pretraining.check_settings(_config(tmp_path, steps_per_loop=7, input_file="gs://b/data/*", num_gpus=2))
+    assert pretraining.check_pretraining_resume(
+        _config(tmp_path, steps_per_loop=7, input_file="gs://b/data/*", num_gpus=2)
+    )
     with pytest.raises(InputError) as e:
-        pretraining.check_settings(_config(tmp_path, train_batch_size=64, masked_lm_prob=0.2))
+        pretraining.check_pretraining_resume(_config(tmp_path, train_batch_size=64, masked_lm_prob=0.2))
     assert str(e.value).startswith(
         f"--model_dir={tmp_path} holds a run with other settings (--masked_lm_prob: 0.15 there, 0.2 now; "
         "--train_batch_size: 32 there, 64 now). Rerun with the same flags to resume it"
@@ -39,12 +48,26 @@ def test_a_resume_with_settings_that_change_the_training_is_refused_by_flag(tmp_
 
 def test_settings_without_a_checkpoint_bind_nothing(tmp_path):
     """A run stopped before its first checkpoint trained nothing: the next one may change anything."""
-    pretraining.record_settings(_config(tmp_path, learning_rate=1e-2))
-    assert pretraining.check_settings(_config(tmp_path, learning_rate=1e-4)) is False
+    _record(_config(tmp_path, learning_rate=1e-2))
+    assert pretraining.check_pretraining_resume(_config(tmp_path, learning_rate=1e-4)) is False
 
 
 def test_an_older_model_dir_without_settings_is_resumed_with_a_warning(tmp_path, caplog):
     _commit_a_checkpoint(tmp_path)
     with caplog.at_level("WARNING"):
-        assert pretraining.check_settings(_config(tmp_path)) is False
+        assert pretraining.check_pretraining_resume(_config(tmp_path)) is False
     assert "holds checkpoints but no pretraining_settings.json" in caplog.text
+
+
+def test_a_run_recorded_before_a_setting_existed_resumes_with_its_default(tmp_path):
+    """A settings file without `objective` (written before the flag existed) was an MLM run: it resumes with the
+    default, and is refused for --objective=ltr."""
+    _record(_config(tmp_path))
+    path = tmp_path / pretraining.PRETRAINING_SETTINGS_FILE
+    recorded = json.loads(path.read_text())
+    del recorded["objective"]
+    path.write_text(json.dumps(recorded))
+    _commit_a_checkpoint(tmp_path)
+    assert pretraining.check_pretraining_resume(_config(tmp_path)) is True
+    with pytest.raises(InputError, match="--objective: 'mlm' there, 'ltr' now"):
+        pretraining.check_pretraining_resume(_config(tmp_path, objective="ltr", use_next_sentence_label=False))

@@ -1,4 +1,5 @@
-"""Question answering from Python: model.fit on cached SQuAD features, the loop's objective, answers from strings."""
+"""Question answering from Python: model.fit on cached SQuAD features, the loop's objective, answers from strings;
+which span head a job builds."""
 
 import json
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, squad, squad_records
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -84,3 +86,43 @@ def test_fit_then_answer_strings(slice_features):
     assert len(answers) == 6
     # Answers are spans of the context's own text (case, accents and punctuation kept).
     assert all(a and a in context for a, (_, context) in zip(answers, pairs))
+
+
+def test_span_head_follows_the_model_it_loads(tmp_path):
+    """Without --span_head the head is the one the loaded model was fine-tuned with (the run in --output_dir, else a
+    SQuAD --init_checkpoint; records from before the choice are dense); a flag that contradicts it is refused."""
+    runs = {
+        "bilstm": {"task": "squad_v1.1", "span_head": "bilstm", "span_lstm_units": 12},
+        "dense": {"task": "squad_v2.0"},
+        "ner": {"task": "conll_ner"},
+    }
+    for name, settings in runs.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "finetuning_settings.json").write_text(json.dumps(settings))
+
+    def resolve(output_dir="new", init_checkpoint=None, **flags):
+        config = qa.SquadConfig(output_dir=str(tmp_path / output_dir), init_checkpoint=init_checkpoint, **flags)
+        return qa.span_head_settings(config, hidden_size=32)
+
+    assert resolve() == ("dense", None)
+    assert resolve(span_head="bilstm") == ("bilstm", 32)  # the LSTM as wide as the encoder, per direction
+    assert resolve(span_head="bilstm", span_lstm_units=8) == ("bilstm", 8)
+    assert resolve("bilstm") == ("bilstm", 12)
+    assert resolve(init_checkpoint=str(tmp_path / "bilstm")) == ("bilstm", 12)
+    assert resolve("dense") == ("dense", None)
+    assert resolve("ner", span_head="bilstm") == ("bilstm", 32)  # another task's record says nothing of spans
+    refused = {
+        "--span_lstm_units=8 is for --span_head=bilstm": dict(span_lstm_units=8),
+        "--span_head=dense: --output_dir=.*/bilstm was fine-tuned with --span_head=bilstm": dict(
+            output_dir="bilstm", span_head="dense"
+        ),
+        "--span_lstm_units=8: --output_dir=.*/bilstm was fine-tuned with --span_lstm_units=12": dict(
+            output_dir="bilstm", span_lstm_units=8
+        ),
+        "--span_head=bilstm: --init_checkpoint=.*/dense was fine-tuned with --span_head=dense": dict(
+            init_checkpoint=str(tmp_path / "dense"), span_head="bilstm"
+        ),
+    }
+    for message, flags in refused.items():
+        with pytest.raises(InputError, match=message):
+            resolve(**flags)

@@ -41,7 +41,7 @@ def batches(package_dir, shared_data, tmp_path_factory):
         article = json.load(f)["data"][0]
     path = tmp_path_factory.mktemp("squad") / "article.json"
     path.write_text(json.dumps({"data": [article]}))
-    tokenizer = finetuning.resolve_model_files(finetuning.FineTuningConfig("unused", package_dir)).tokenizer()
+    tokenizer = finetuning.init_checkpoint_files(finetuning.FineTuningConfig("unused", package_dir)).tokenizer()
     examples, _ = squad.read_squad_examples(str(path), is_training=True)
     features, _ = squad.convert_examples_to_features(
         examples, tokenizer, max_seq_length=SEQ, doc_stride=64, max_query_length=32, is_training=True
@@ -77,7 +77,7 @@ def _ours(package_dir, batches, tmp_path, head, **optimizer_settings):
     config = finetuning.FineTuningConfig(
         str(tmp_path), package_dir, learning_rate=LR, train_batch_size=BATCH, weight_decay=0.0, **optimizer_settings
     )
-    files = finetuning.resolve_model_files(config)
+    files = finetuning.init_checkpoint_files(config)
     files = dataclasses.replace(
         files, config=dataclasses.replace(files.config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     )
@@ -86,7 +86,7 @@ def _ours(package_dir, batches, tmp_path, head, **optimizer_settings):
     files.restore(model)
     model.span_logits.kernel.assign(head[0])
     model.span_logits.bias.assign(head[1])
-    optimizer = finetuning.create_optimizer(config, TOTAL_STEPS, WARMUP)
+    optimizer = config.build_optimizer(TOTAL_STEPS, WARMUP)
     trainer = Trainer(
         model,
         optimizer,

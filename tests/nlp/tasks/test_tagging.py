@@ -1,13 +1,16 @@
 """The token-classification objective (loop) and loss (fit) agree with a hand computation over labelled positions;
-the fit path trains a tagger from Python on real CoNLL sentences."""
+the fit path trains a tagger from Python on real CoNLL sentences; the feature-based layer flags spell Table 7."""
 
 import keras
 import numpy as np
 import pytest
+from absl import flags
 
+from official.nlp.common import config_flags
 from official.nlp.data import conll
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.feature_tagger import feature_layers
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.tasks import tagging
 from official.nlp.tokenizers.tokenization import FullTokenizer
@@ -55,3 +58,34 @@ def test_fit_path_from_python(shared_data, uncased_vocab):
         features, model.predict(features.model_inputs(), verbose=0).argmax(-1), labels, sentences
     )
     assert [len(p) for p in predicted] == [len(s.words) for s in sentences]
+
+
+def test_feature_layer_flags_spell_table_7():
+    """`--feature_layers` as run_ner.py parses it, for Table 7's rows on a 12-layer model (docs/ner.md), and the
+    spellings it refuses."""
+    rows = {
+        "embeddings": ["embeddings"],
+        "-2": [-2],
+        "-1": [-1],
+        "-1,-2,-3,-4": [-1, -2, -3, -4],
+        "all": list(range(12)),
+        "embeddings,all": ["embeddings", *range(12)],
+    }
+    for spelled, expected in rows.items():
+        flag_values = flags.FlagValues()
+        config_flags.define_flags(flag_values, tagging.TaggingConfig)
+        flag_values(["run_ner", "--output_dir=out", f"--feature_layers={spelled}"])
+        config = config_flags.config_from_flags(flag_values, tagging.TaggingConfig)
+        assert feature_layers(config.feature_layers, 12) == expected, spelled
+    defaults = tagging.TaggingConfig(output_dir="out")
+    assert feature_layers(defaults.feature_layers, 12) == [-1, -2, -3, -4]
+    # The paper's "two-layer 768-dimensional BiLSTM" (Section 5.3), 768 units per direction.
+    assert (defaults.num_lstm_layers, defaults.lstm_units) == (2, 768)
+    for spelled, message in (
+        (["last"], "'last' is not a layer"),
+        (["all", "-1"], "a layer is named twice"),
+        (["12"], "layer 12 is not one of the model's 12 layers"),
+        ([], "no layer chosen"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            feature_layers(spelled, 12)

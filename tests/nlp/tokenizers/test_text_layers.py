@@ -156,13 +156,21 @@ def test_invalid_utf8_is_dropped_like_python(uncased_vocab):
     assert got == [python.convert_tokens_to_ids(python.tokenize(r)) for r in raw]
 
 
-def test_scalar_input_tf_data_and_config_round_trip(uncased_vocab):
+def test_scalar_input_tf_data_and_config_round_trip(tmp_path, uncased_vocab):
     layer = _layer(uncased_vocab, True, True)
     assert layer(tf.constant("Héllo world")).numpy().tolist() == [7592, 2088]
     ds = tf.data.Dataset.from_tensor_slices(["Héllo world", "½"]).map(layer)
     assert [x.numpy().tolist() for x in ds] == [[7592, 2088], [1092]]
+    # The config holds no vocabulary (a .keras file carries it as an asset): a clone from it has none until its
+    # assets are loaded, and says so instead of tokenizing with an empty table.
+    assert layer.get_config()["vocabulary"] is None
     clone = text_layers.BertTokenizer.from_config(layer.get_config())
     assert clone.get_config() == layer.get_config()
+    with pytest.raises(ValueError, match="has no vocabulary"):
+        clone(tf.constant(["a"]))
+    layer.save_assets(str(tmp_path))
+    clone.load_assets(str(tmp_path))
+    assert clone.vocabulary == layer.vocabulary
     assert clone(tf.constant(["Σίσυφος ΟΔΟΣ"])).to_list() == layer(tf.constant(["Σίσυφος ΟΔΟΣ"])).to_list()
     with pytest.raises(ValueError, match="1-D batch of strings"):
         layer(tf.constant([["a"]]))
@@ -189,7 +197,8 @@ def test_keras_model_and_saved_model(tmp_path, uncased_vocab):
     inputs = keras.Input(shape=(), dtype="string")
     model = keras.Model(inputs, packer(tokenizer(inputs)))
     model.save(tmp_path / "pre.keras")
-    restored = keras.models.load_model(tmp_path / "pre.keras")
+    restored = keras.models.load_model(tmp_path / "pre.keras")  # safe_mode: the vocabulary is an asset file
+    assert restored.layers[1].vocabulary == tokenizer.vocabulary
     for key, value in restored(texts).items():
         np.testing.assert_array_equal(value, expected[key])
 

@@ -194,6 +194,18 @@ def test_load_vocab_matches_original_line_rules(tmp_path):
     ]
 
 
+def test_a_byte_order_mark_before_the_first_token_is_dropped(tmp_path, uncased_vocab):
+    """Issue 30: a vocab.txt saved by a Windows editor starts with a UTF-8 byte-order mark, and was refused with
+    "missing special token(s) [PAD]" while [PAD] is line 1. The original (and transformers) keep the mark in the
+    first token, "\ufeff[PAD]", so [PAD] is missing there too; here the mark is dropped and the ids are the same."""
+    with_mark = tmp_path / "vocab.txt"
+    with_mark.write_bytes(b"\xef\xbb\xbf" + uncased_vocab.read_bytes())
+    vocab = tokenization.load_vocab(with_mark)
+    assert vocab == tokenization.load_vocab(uncased_vocab) and vocab["[PAD]"] == 0
+    tokenizer = tokenization.FullTokenizer(str(with_mark), do_lower_case=True)  # validates the special tokens
+    assert tokenizer.tokenize("Hello, world!") == ["hello", ",", "world", "!"]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Cross-check against transformers.
 

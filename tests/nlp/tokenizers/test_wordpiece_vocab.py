@@ -49,7 +49,9 @@ def test_learned_vocab_loads_validates_and_covers_its_text(corpus_file, tmp_path
 
 def test_bad_arguments_are_refused(tmp_path):
     with pytest.raises(FileNotFoundError, match="matches no file"):
-        wordpiece_vocab.expand_input_files(str(tmp_path / "missing*.txt"))
+        wordpiece_vocab.build_vocab_file(
+            wordpiece_vocab.VocabConfig(input_file=str(tmp_path / "missing*.txt"), output_file=str(tmp_path / "v.txt"))
+        )
     with pytest.raises(ValueError, match="leaves no room"):
         wordpiece_vocab.learn_vocab({"a": 100}, vocab_size=5)
     empty = tmp_path / "empty.txt"
@@ -94,3 +96,22 @@ def test_script(corpus_file, tmp_path):
     vocab = tokenization.load_vocab(out)
     tokenization.validate_vocab(vocab, do_lower_case=False)
     assert 300 <= len(vocab) <= 400
+
+
+def test_a_leading_tilde_is_the_home_folder_and_zero_limits_are_refused(monkeypatch, tmp_path):
+    """Issue 30: `--output_file=~/x/vocab.txt` (bash leaves `~` after `=`) wrote into a folder named `~` in the
+    working directory; `--max_token_length=0` wrote the 5 special tokens and exited 0; `--max_lines=0` blamed the
+    corpus ("no words in ...")."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    (tmp_path / "corpus.txt").write_text("the cat sat on the mat. the dog sat on the log.\n" * 20, encoding="utf-8")
+    config = wordpiece_vocab.VocabConfig(
+        input_file="~/corpus.txt", output_file="~/x/vocab.txt", vocab_size=60, min_count=1, max_lines=5
+    )
+    vocab = wordpiece_vocab.build_vocab_file(config)
+    assert tokenization.load_vocab(tmp_path / "x" / "vocab.txt") == {t: i for i, t in enumerate(vocab)}
+    assert "cat" in vocab and os.listdir(tmp_path / "work") == []
+    for limit, message in (("max_token_length", "--max_token_length=0: must be >= 1"), ("max_lines", "--max_lines=0")):
+        with pytest.raises(ValueError, match=f"^{message}"):
+            wordpiece_vocab.VocabConfig(input_file="c.txt", output_file="v.txt", **{limit: 0})

@@ -77,3 +77,37 @@ def test_other_index_errors_are_not_mistaken_for_damage():
 
     with pytest.raises(IndexError, match="list index out of range"):
         read("some/prefix")
+
+
+def _remove_data(prefix: str) -> str:
+    (data,) = glob.glob(prefix + ".data-*")
+    os.remove(data)
+    return data
+
+
+def test_a_missing_data_file_is_named_on_resume_and_in_any_checkpoint_given(tmp_path):
+    """Issue 30: a checkpoint whose .data file is missing (a copy of the .index alone) ended in an OpError
+    traceback, and a resume said the checkpoint "does not match the model being trained"."""
+    from official.nlp.checkpoints import model_dir
+
+    run = str(tmp_path / "run")
+    weights = tf.Variable(np.ones([4, 4], np.float32))
+    saving = keeper(run, weights)
+    saving.save(10)
+    saving.save(20)
+    data = _remove_data(os.path.join(run, "ckpt-20"))
+    with pytest.raises(integrity.DamagedCheckpointError) as e:
+        keeper(run, weights).restore()
+    assert str(e.value).startswith(
+        f"cannot resume: {run}/ckpt-20 is incomplete: {data} is missing. To resume from the previous checkpoint, "
+        f"{run}/ckpt-10, delete"
+    )
+    # A model directory given as --init_checkpoint (or to convert, export, extract): found when it is resolved.
+    with pytest.raises(integrity.DamagedCheckpointError, match=rf"^{run}/ckpt-20 is incomplete: .* Copy the"):
+        model_dir.find_checkpoint(run)
+    prefix = tf_checkpoints.write_tf1_checkpoint(
+        str(tmp_path / "bert_model.ckpt"), {"bert/embeddings/word_embeddings": np.ones([5, 3], np.float32)}
+    )
+    data = _remove_data(prefix)
+    with pytest.raises(integrity.DamagedCheckpointError, match=rf"^{prefix} is incomplete: {data} is missing; "):
+        tf_checkpoints.read_tf1_checkpoint(prefix)

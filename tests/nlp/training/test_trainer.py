@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.nlp.common import cli
 from official.nlp.training import distribution
 from official.nlp.training.objectives import SparseCategoricalObjective
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainingDivergedError
@@ -118,13 +119,14 @@ def test_calls_with_the_same_input_continue_without_a_new_trace(tmp_path):
 def test_checkpoints_summaries_and_cleanup(tmp_path):
     model_dir = tmp_path / "run"
     model_dir.mkdir()
-    # Leftovers of a job killed while saving: never committed, so removed on start.
+    # A checkpoint file in a folder without a commit record is not provably this library's, so it is kept; the
+    # `_temp` staging folder is TensorFlow's own and goes (tests/nlp/training/test_checkpoint_leftovers.py).
     (model_dir / "ckpt-7.index").write_bytes(b"partial")
     (model_dir / "ckpt-7_temp").mkdir()
     strategy = distribution.get_distribution_strategy("one_device")
     result, _, _ = tiny.train(strategy, str(model_dir), num_train_steps=20)
     names = sorted(os.listdir(model_dir))
-    assert "ckpt-7.index" not in names and "ckpt-7_temp" not in names
+    assert "ckpt-7.index" in names and "ckpt-7_temp" not in names  # TensorFlow's own staging name goes
     assert tf.train.latest_checkpoint(str(model_dir)).endswith("ckpt-20")
     assert {"ckpt-10.index", "ckpt-20.index"} <= set(names)
     assert sorted(os.listdir(model_dir / "input_state" / "worker-0")) == sorted(
@@ -138,12 +140,23 @@ def test_checkpoints_summaries_and_cleanup(tmp_path):
     assert set(result.metrics) >= {"loss", "accuracy", "learning_rate", "steps_per_second", "examples_per_second"}
 
 
-def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, capsys):
     strategy = distribution.get_distribution_strategy("one_device")
     # Inputs turn NaN from the 13th batch: the loop of steps 11-15 sees a NaN loss; ckpt-10 is the last good one.
-    with pytest.raises(TrainingDivergedError, match=r"loss is nan in steps 11-15.*ckpt-10.*is kept"):
+    with pytest.raises(TrainingDivergedError, match=r"loss is nan in steps 11-15.*ckpt-10.*is kept") as diverged:
         tiny.train(strategy, str(tmp_path), num_train_steps=20, dataset_kwargs={"nan_from_batch": 12})
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-10")
+    assert "lower --learning_rate" in str(diverged.value)
+    assert f"--init_checkpoint={tmp_path / 'ckpt-10'}" in str(diverged.value)
+
+    # The user's to fix (the rate, clipping, precision): a script ends with one line and exit 2, no traceback.
+    def main(argv):
+        raise diverged.value
+
+    with pytest.raises(SystemExit) as exited:
+        cli._guarded(main, "run_pretraining")(["run_pretraining"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"run_pretraining: {diverged.value}"
     reader = tf.train.load_checkpoint(str(tmp_path / "ckpt-10"))
     for name in reader.get_variable_to_shape_map():
         value = reader.get_tensor(name)
@@ -188,3 +201,27 @@ def test_configuration_errors(tmp_path):
         )
     with pytest.raises(ValueError, match=r"per-replica batch \(16\) must divide by gradient_accumulation_steps=3"):
         tiny.train(strategy, str(tmp_path), accumulation=3)
+
+
+def test_a_jobs_loop_flags_are_the_trainers_settings():
+    """Pretraining and fine-tuning read their loop flags into the loop's settings through one function."""
+    from official.nlp.training.config import TrainingConfig
+
+    job = TrainingConfig(
+        steps_per_loop=7,
+        save_checkpoints_steps=9,
+        keep_checkpoint_max=2,
+        gradient_accumulation_steps=4,
+        jit_compile=True,
+    )
+    loop = TrainerConfig.from_training_config(job, model_dir="/tmp/x", num_train_steps=30, checkpoint_input=False)
+    assert loop == TrainerConfig(
+        model_dir="/tmp/x",
+        num_train_steps=30,
+        steps_per_loop=7,
+        save_checkpoints_steps=9,
+        max_checkpoints_to_keep=2,
+        gradient_accumulation_steps=4,
+        jit_compile=True,
+        checkpoint_input=False,
+    )

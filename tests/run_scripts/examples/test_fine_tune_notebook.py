@@ -1,8 +1,8 @@
 """Runs run_scripts/examples/fine_tune_with_keras.ipynb end to end (nbclient), on tiny settings, so it never rots.
 
-The notebook converts the real all-MiniLM-L6-v2 weights, fine-tunes on 64 sentences of data/reviews for one epoch
-and plots the curve. The plot is kept as a PNG: under $BERT_TEST_ARTIFACTS when set (CI keeps that folder),
-else in the test's tmp dir.
+The notebook converts the real all-MiniLM-L6-v2 weights, fine-tunes a `bert.TextClassifier` on 64 sentences of
+data/reviews for one epoch, plots the curve, classifies raw sentences, saves the `.keras` file and exports. The plot
+is kept as a PNG: under $BERT_TEST_ARTIFACTS when set (CI keeps that folder), else in the test's tmp dir.
 """
 
 import os
@@ -28,6 +28,7 @@ def test_notebook_runs_and_leaves_its_plot(tmp_path, monkeypatch):
     monkeypatch.setenv("NOTEBOOK_EPOCHS", "1")
     monkeypatch.setenv("NOTEBOOK_SEQ_LENGTH", "24")
     monkeypatch.setenv("NOTEBOOK_PLOT_FILE", str(plot))
+    monkeypatch.setenv("NOTEBOOK_OUTPUT_DIR", str(tmp_path / "out"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
@@ -40,7 +41,11 @@ def test_notebook_runs_and_leaves_its_plot(tmp_path, monkeypatch):
     )
     assert "64 training and 300 dev sentences" in outputs
     assert "dev accuracy per epoch:" in outputs
-    # The last cell classified the four raw sentences.
     nbformat.write(notebook, artifacts / "fine_tune_with_keras.executed.ipynb")
-    last = notebook.cells[-2]
-    assert len([line for line in last.outputs[0]["text"].splitlines() if line.strip()]) == 4
+    # The four raw sentences were classified, one line each with a label name.
+    predicted = next(cell for cell in notebook.cells if "classifier.predict(" in cell.source)
+    lines = [line for line in predicted.outputs[0]["text"].splitlines() if line.strip()]
+    assert len(lines) == 4 and all(line.split()[0] in ("negative", "positive") for line in lines)
+    # The task was saved whole and exported: a .keras file and a SavedModel that is complete.
+    assert (tmp_path / "out" / "classifier.keras").stat().st_size > 1_000_000
+    assert (tmp_path / "out" / "export" / "1" / "saved_model.pb").exists()

@@ -6,14 +6,16 @@ are skipped and counted in one log line; a file named without a glob must be rec
 with `interleave`, shuffled with a seed, sharded per
 input worker, parsed a batch at a time and prefetched. Before anything is read for training, the first record of
 every file is checked, so that a missing file, a corrupt file or a `max_seq_length` / `max_predictions_per_seq`
-that contradicts the records stops the job with a message naming the file. With `vocab_size`, the ids of the first
-records of every file are checked against it at start-up, and every batch in the pipeline (an id past the
-embedding table fails deep inside training, or on a GPU reads garbage silently); a batch that fails is traced back
-to its file by `diagnose`.
+that contradicts the records stops the job with a message naming the file. With `vocab_size` (and
+`type_vocab_size`), the token ids (segment ids) of the first records of every file are checked against it at
+start-up, and every batch in the pipeline (an id past an embedding table fails deep inside training, or on a GPU
+reads garbage silently); a batch that fails is traced back to its file by `diagnose`.
 
 Elements are `(x, y)` pairs: `x` = {input_word_ids, input_mask, input_type_ids, masked_lm_positions} and
 `y` = {masked_lm_ids, masked_lm_weights, next_sentence_labels}, all int32 but `masked_lm_weights` (float32),
-which is what `BertPretrainer` takes in `fit` and what the training loop feeds it.
+which is what `BertPretrainer` takes in `fit` and what the training loop feeds it. With `objective="ltr"` (the
+left-to-right LM) `x` holds the encoder inputs with the original tokens (masked records are unmasked, unmasked ones
+read as they are) and `y` the next-token labels of `losses.next_token_labels`.
 
 Example (a notebook):
 
@@ -38,11 +40,12 @@ from official.nlp.data import tfrecord_io
 from official.nlp.data.pretraining import masking
 from official.nlp.data.pretraining.masking import MaskingConfig
 from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATURES, SEQUENCE_FEATURES, feature_spec
+from official.nlp.modeling.losses import next_token_labels
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ID_FEATURES = ("input_ids", "masked_lm_ids")
 _CHECKED_RECORDS = 64  # per file at start-up: enough to catch records of another vocabulary, cheap on many files
-_VOCAB_ASSERT = "pretraining records hold token ids >= vocab_size"
+_RANGE_ASSERT = "pretraining records hold ids past vocab_size or type_vocab_size"
 
 
 class PretrainDataError(InputError):
@@ -61,6 +64,9 @@ class PretrainDataConfig:
       global_batch_size: examples per step over all replicas (for `fit`: the batch size).
       is_training: shuffle and repeat forever; otherwise one pass in file order.
       use_next_sentence_label: keep `next_sentence_labels` in `y`.
+      objective: "mlm" (masked LM, the records' own or `dynamic_masking`'s predictions) or "ltr" (left-to-right LM:
+        the original tokens and next-token labels; records with or without `masked_lm_*` features, which are
+        put back; `max_predictions_per_seq` is not used).
       shuffle_buffer_size: records in the shuffle buffer (0 turns record shuffling off). The buffer is part of
         every input checkpoint, so it is kept moderate.
       cycle_length: files read at once (default: min(8, files per worker)).
@@ -74,6 +80,7 @@ class PretrainDataConfig:
       shard_policy: "auto" (by file when each input worker gets at least one file, else by record), "file", or
         "data" (every worker reads every file and keeps every n-th record after the shuffle).
       vocab_size: the model's vocabulary size; record ids must be below it (checked at start-up and per batch).
+      type_vocab_size: the model's number of token types; segment ids must be below it (checked the same way).
     """
 
     input_patterns: str | Sequence[str]
@@ -82,6 +89,7 @@ class PretrainDataConfig:
     global_batch_size: int
     is_training: bool = True
     use_next_sentence_label: bool = True
+    objective: str = "mlm"
     shuffle_buffer_size: int = 1000
     cycle_length: int | None = None
     seed: int | None = 12345
@@ -90,6 +98,7 @@ class PretrainDataConfig:
     dynamic_masking_seed: int | None = 12345
     shard_policy: str = "auto"
     vocab_size: int | None = None
+    type_vocab_size: int | None = None
 
 
 def is_record_file(path: str) -> bool:
@@ -161,38 +170,55 @@ def _first_records(path: str, compression: str, count: int = 1) -> list[bytes]:
     return records
 
 
-def _id_range_error(path: str, where: str, name: str, value: int, vocab_size: int) -> PretrainDataError:
+def id_limits(config: PretrainDataConfig) -> dict[str, tuple[str, int]]:
+    """`{feature: (the model's size it indexes, that size)}`: the ids each record feature must stay below."""
+    limits = {name: ("vocab_size", config.vocab_size) for name in _ID_FEATURES if config.vocab_size}
+    if config.type_vocab_size:
+        limits["segment_ids"] = ("type_vocab_size", config.type_vocab_size)
+    return limits
+
+
+def _id_range_error(path: str, where: str, name: str, value: int, limit: tuple[str, int]) -> PretrainDataError:
+    size_name, size = limit
+    if size_name == "type_vocab_size":
+        return PretrainDataError(
+            f"records in {path} hold segment_ids {value} ({where}), but the model's type_vocab_size is {size}: the "
+            f"records hold {value + 1} segments (the sentence pairs of next-sentence prediction). Use a "
+            f"bert_config.json with type_vocab_size={value + 1} (BERT's is 2)"
+        )
     return PretrainDataError(
-        f"records in {path} hold {name} {value} ({where}), but the model's vocab_size is {vocab_size}: the records "
+        f"records in {path} hold {name} {value} ({where}), but the model's vocab_size is {size}: the records "
         "were written with another vocabulary. Use the vocab.txt and bert_config.json they were made with, or "
         "regenerate them with create_pretraining_data.py --vocab_file=<this model's vocab.txt>"
     )
 
 
-def _check_ids(path: str, records: Sequence[bytes], vocab_size: int) -> None:
+def _check_ids(path: str, records: Sequence[bytes], limits: dict[str, tuple[str, int]]) -> None:
     for index, record in enumerate(records):
         features = tf.train.Example.FromString(record).features.feature
-        for name in _ID_FEATURES:
+        for name, limit in limits.items():
             if name in features and features[name].int64_list.value:
                 value = max(features[name].int64_list.value)
-                if value >= vocab_size:
-                    raise _id_range_error(path, f"record {index + 1}", name, value, vocab_size)
+                if value >= limit[1]:
+                    raise _id_range_error(path, f"record {index + 1}", name, value, limit)
 
 
-def find_out_of_vocab_file(files: Sequence[str], vocab_size: int, compression: str) -> PretrainDataError | None:
-    """Reads every file; the error for the first record with an id >= vocab_size, else None."""
-    spec = {name: tf.io.VarLenFeature(tf.int64) for name in _ID_FEATURES}
+def find_out_of_range_file(
+    files: Sequence[str], limits: dict[str, tuple[str, int]], compression: str
+) -> PretrainDataError | None:
+    """Reads every file; the error for the first record with an id past its limit (`id_limits`), else None."""
+    spec = {name: tf.io.VarLenFeature(tf.int64) for name in limits}
     for path in files:
         count = 0
         for batch in tf.data.TFRecordDataset(path, compression_type=compression).batch(4096):
             parsed = tf.io.parse_example(batch, spec)
-            for name in _ID_FEATURES:
+            for name, limit in limits.items():
                 values = tf.sparse.to_dense(parsed[name])
-                bad = tf.where(tf.reduce_any(values >= vocab_size, axis=1))
+                bad = tf.where(tf.reduce_any(values >= limit[1], axis=1))
                 if tf.size(bad) > 0:
                     row = int(bad[0, 0])
                     return _id_range_error(
-                        path, f"record {count + row + 1}", name, int(tf.reduce_max(values[row])), vocab_size
+                        path, f"record {count + row + 1}", name, int(tf.reduce_max(values[row])), limit
                     )
             count += int(tf.shape(batch)[0])
     return None
@@ -266,6 +292,13 @@ class PretrainDataLoader:
                 f"input files mix gzip ({gz}) and uncompressed ({plain}) TFRecords; pass one kind per run"
             )
         self.compression = kinds.pop()
+        if config.objective not in ("mlm", "ltr"):
+            raise InputError(f"objective must be 'mlm' or 'ltr', got {config.objective!r}")
+        if config.objective == "ltr" and (config.dynamic_masking is not None or config.use_next_sentence_label):
+            raise InputError(
+                "the left-to-right LM reads the original tokens and no next-sentence labels: it takes neither "
+                "dynamic masking nor use_next_sentence_label"
+            )
         if config.dynamic_masking is not None and (
             config.dynamic_masking.max_predictions_per_seq != config.max_predictions_per_seq
         ):
@@ -284,14 +317,16 @@ class PretrainDataLoader:
         expected = {name: cfg.seq_length for name in SEQUENCE_FEATURES}
         prediction_names = PREDICTION_FEATURES
         prediction_lengths = set()
+        limits = id_limits(cfg)
         for path in self.files:
-            records = _first_records(path, self.compression, _CHECKED_RECORDS if cfg.vocab_size else 1)
+            records = _first_records(path, self.compression, _CHECKED_RECORDS if limits else 1)
             lengths = _feature_lengths(path, records[0])
-            if cfg.vocab_size:
-                _check_ids(path, records, cfg.vocab_size)
+            _check_ids(path, records, limits)
             required = list(SEQUENCE_FEATURES) + ([NSP_FEATURE] if cfg.use_next_sentence_label else [])
             has_predictions = all(name in lengths for name in prediction_names)
-            if cfg.dynamic_masking is None:
+            # Masks drawn here, or none at all (LTR): the records' own predictions may be missing or of any length.
+            own_predictions = cfg.dynamic_masking is None and cfg.objective == "mlm"
+            if own_predictions:
                 required += list(prediction_names)
             missing = [name for name in required if name not in lengths]
             if missing:
@@ -305,7 +340,7 @@ class PretrainDataLoader:
                         f"records in {path} have {name} of length {lengths[name]} but max_seq_length={want}; "
                         f"pass --max_seq_length={lengths[name]} or use records written with {want}"
                     )
-            if has_predictions and cfg.dynamic_masking is None:
+            if has_predictions and own_predictions:
                 for name in prediction_names:
                     if lengths[name] != cfg.max_predictions_per_seq:
                         raise PretrainDataError(
@@ -327,13 +362,12 @@ class PretrainDataLoader:
     def _parse(self, serialized: tf.Tensor) -> dict:
         spec = feature_spec(self.config.seq_length, self._record_predictions, self.config.use_next_sentence_label)
         parsed = tf.io.parse_example(serialized, spec)
-        if self.config.vocab_size:
+        limits = id_limits(self.config)
+        if limits:
             with tf.control_dependencies(
                 [
-                    tf.debugging.assert_less(
-                        parsed[name], tf.constant(self.config.vocab_size, tf.int64), message=_VOCAB_ASSERT
-                    )
-                    for name in _ID_FEATURES
+                    tf.debugging.assert_less(parsed[name], tf.constant(size, tf.int64), message=_RANGE_ASSERT)
+                    for name, (_, size) in limits.items()
                     if name in parsed
                 ]
             ):
@@ -341,7 +375,8 @@ class PretrainDataLoader:
         features = {
             name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in parsed.items()
         }
-        if self.config.dynamic_masking is not None and "masked_lm_ids" in features:
+        unmasked = self.config.dynamic_masking is not None or self.config.objective == "ltr"
+        if unmasked and "masked_lm_ids" in features:
             features["input_ids"] = _unmask(features)
             for name in PREDICTION_FEATURES:
                 del features[name]
@@ -352,8 +387,10 @@ class PretrainDataLoader:
             "input_word_ids": features["input_ids"],
             "input_mask": features["input_mask"],
             "input_type_ids": features["segment_ids"],
-            "masked_lm_positions": features["masked_lm_positions"],
         }
+        if self.config.objective == "ltr":
+            return x, next_token_labels(features["input_ids"], features["input_mask"])
+        x["masked_lm_positions"] = features["masked_lm_positions"]
         # Already int32 / float32: `_parse` casts the records' int64, and dynamic masking keeps the ids' dtype.
         y = {"masked_lm_ids": features["masked_lm_ids"], "masked_lm_weights": features["masked_lm_weights"]}
         if self.config.use_next_sentence_label:
@@ -432,8 +469,8 @@ class PretrainDataLoader:
     def diagnose(self, error: Exception) -> Exception:
         """Turns a read error raised during training into one that names the corrupt file (or the file with ids
         past the vocabulary)."""
-        if self.config.vocab_size and _VOCAB_ASSERT in str(error):
-            return find_out_of_vocab_file(self.files, self.config.vocab_size, self.compression) or error
+        if _RANGE_ASSERT in str(error):
+            return find_out_of_range_file(self.files, id_limits(self.config), self.compression) or error
         if not isinstance(error, tf.errors.DataLossError):
             return error
         found = find_corrupt_file(self.files)

@@ -30,10 +30,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import logging
-import multiprocessing
 import os
 import random
 import shutil
@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, interruption, output_files, worker_pool
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target
@@ -52,14 +52,17 @@ from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining.outputs import (
     ShardJoiner,
     absolute,
+    check_written,
     default_stats_path,
+    file_content,
     finish_shard,
-    is_complete,
     output_paths,
     output_settings,
     part_path,
     parts_dir,
+    remove_stale_staging,
     shard_record,
+    shard_state,
 )
 from official.nlp.data.pretraining.outputs import stats_path as shard_stats_path
 from official.nlp.data.pretraining.settings import (
@@ -77,7 +80,7 @@ from official.nlp.data.pretraining.writer import write_instances
 _WORKER: dict = {}
 
 
-def keep_freed_memory() -> None:
+def _keep_freed_memory() -> None:
     """Tells glibc's malloc to keep freed memory for reuse instead of handing it back to the kernel.
 
     A worker allocates and frees the same few-MB numpy buffers for every batch. By default glibc serves each of
@@ -95,7 +98,7 @@ def keep_freed_memory() -> None:
 
 
 def _worker_init(config: PretrainingDataConfig) -> None:
-    keep_freed_memory()
+    _keep_freed_memory()
     from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer, LineCache
     from official.nlp.tokenizers import tokenization
 
@@ -211,8 +214,13 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     masking_config(config, vocab)  # Fails early on a vocabulary without [CLS], [SEP] or [MASK].
     settings = output_settings(config, files, len(paths))
     # Before anything is written: a shard of other settings stops the job here.
-    complete = [is_complete(path, settings, s) for s, path in enumerate(paths)]
+    states = [shard_state(path, settings, s) for s, path in enumerate(paths)]
+    for path, state in zip(paths, states):
+        if state == "unverified":  # torn or replaced: it must not look complete while it is written again
+            output_files.remove(path)
+    complete = [state == "complete" for state in states]
     output_files.remove_leftovers([*paths, *map(shard_stats_path, paths), stats_path])
+    remove_stale_staging(paths)
     for path in paths:
         output_files.makedirs_for(absolute(path))
     # With a single shard, the job's statistics file is also the shard's record.
@@ -225,6 +233,8 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
         from official.nlp.data.pretraining import reference_order
 
         stats = reference_order.create_reference_order(config, files, paths)
+        if record_of is not None:
+            job_record["content"] = file_content(paths[record_of])
         stats.write(stats_path, {"mode": "reference_order", **job_record})
         return stats
 
@@ -233,7 +243,10 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
     parts_root = tempfile.mkdtemp(prefix="bert-pretraining-parts-") if remote else None
     try:
         return _write_shards(config, files, paths, stats_path, settings, complete, job_record, parts_root)
-    finally:
+    finally:  # this job's parts (a finished shard's are gone already; a kill leaves them to `remove_stale_staging`)
+        for s, path in enumerate(paths):
+            if not input_files.is_remote(path):
+                shutil.rmtree(parts_dir(path, s, None), ignore_errors=True)
         if parts_root is not None:
             shutil.rmtree(parts_root, ignore_errors=True)
 
@@ -249,7 +262,6 @@ def _write_shards(config, files, paths, stats_path, settings, complete, job_reco
             logging.info("shard %s is complete; skipped", path)
             total.merge(PretrainingStatistics.read(shard_stats_path(path)))
             continue
-        output_files.remove(path)  # A final name without statistics was not written by us; redo it.
         tmp_dir = parts_dir(path, s, parts_root if input_files.is_remote(path) else None)
         shutil.rmtree(tmp_dir, ignore_errors=True)
         os.makedirs(tmp_dir)
@@ -273,13 +285,18 @@ def _write_shards(config, files, paths, stats_path, settings, complete, job_reco
     )
     if pending:
         parts = {s: parts_dir(p, s, parts_root if input_files.is_remote(p) else None) for s, p in enumerate(paths)}
-        _run_units(config, paths, parts, units, placement, pending, complete, num_workers, total, settings)
+        with interruption.resumable(lambda: _interrupted_note(complete)):
+            _run_units(config, paths, parts, units, placement, pending, complete, num_workers, total, settings)
     if total.same_document_random_next:
         logging.warning(
             "%d random-next segments come from their own document: the input is a single document, so "
             "there is no other to draw from",
             total.same_document_random_next,
         )
+    check_written(paths, settings)
+    shard_index = job_record["settings"].get("shard_index")
+    if shard_index is not None:  # the job's statistics file is its one shard's record
+        job_record["content"] = file_content(paths[shard_index])
     total.write(stats_path, job_record)
     if total.instances == 0:
         raise InputError(
@@ -288,6 +305,16 @@ def _write_shards(config, files, paths, stats_path, settings, complete, job_reco
             "tokens in the vocabulary"
         )
     return total
+
+
+def _interrupted_note(complete: list[bool]) -> str:
+    done = sum(complete)
+    if not done:
+        return "interrupted before the first shard was complete; the same command starts over"
+    return (
+        f"interrupted with {done} of {len(complete)} shards written; the same command keeps them and writes the "
+        f"other {len(complete) - done}"
+    )
 
 
 def _run_units(config, paths, parts, units, placement, pending, complete, num_workers, total, settings) -> None:
@@ -299,15 +326,13 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
     done_bytes = 0
     last_log = start
     joiner = ShardJoiner(parts)
-    ctx = multiprocessing.get_context("spawn")  # Never fork: the parent may hold TF or other threads.
-    if num_workers == 1:
-        _worker_init(config)
-        results = (process_unit(*task) for task in tasks)
-        pool = None
-    else:
-        pool = ctx.Pool(num_workers, initializer=_worker_init, initargs=(config,))
-        results = _windowed(pool, tasks, 2 * num_workers)
-    try:
+    with contextlib.ExitStack() as stack:
+        stack.callback(joiner.close_all)  # also when a unit fails
+        results = stack.enter_context(
+            worker_pool.ordered_results(
+                process_unit, tasks, num_workers=num_workers, initializer=_worker_init, initargs=(config,)
+            )
+        )
         for u, result in zip(pending, results):
             if result["first_single_sentence_document"] and not total.input["single_sentence_documents"]:
                 path, offset = result["first_single_sentence_document"]
@@ -328,6 +353,7 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
                 remaining[s] -= 1
                 if remaining[s] == 0:
                     finish_shard(paths[s], joiner.close(s), shard_stats.pop(s), shard_record(settings, s))
+                    complete[s] = True
                     shutil.rmtree(parts[s], ignore_errors=True)
                     logging.info("wrote %s", paths[s])
             now = time.time()
@@ -341,23 +367,3 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
                     total.instances / elapsed,
                 )
                 last_log = now
-    finally:
-        joiner.close_all()
-        if pool is not None:
-            pool.terminate()
-            pool.join()
-
-
-def _windowed(pool, tasks, window):
-    """`pool.apply_async` over tasks in order, at most ``window`` in flight (bounds buffered results)."""
-    in_flight = []
-    it = iter(tasks)
-    for task in it:
-        in_flight.append(pool.apply_async(process_unit, task))
-        if len(in_flight) >= window:
-            break
-    for task in it:
-        yield in_flight.pop(0).get()
-        in_flight.append(pool.apply_async(process_unit, task))
-    while in_flight:
-        yield in_flight.pop(0).get()

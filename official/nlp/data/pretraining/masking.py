@@ -11,7 +11,9 @@ The rule is the original google-research/bert one (`create_masked_lm_predictions
   otherwise it is skipped (a whole word is never cut to fit).
 * Each taken token becomes ``[MASK]`` with probability 0.8, stays as it is with 0.1 and becomes a uniformly random
   vocabulary id with 0.1 (the model cannot rely on ``[MASK]`` being present at fine-tuning time, and must keep a
-  representation of every input token because any of them may be a target).
+  representation of every input token because any of them may be a target). ``mask_token_prob`` and
+  ``random_token_prob`` change the 0.8 and the second 0.1 (the rest keeps the token), for the paper's ablation of
+  this rule (Appendix C.2, Table 8); the draws stay the same, so the default rates give the original's masks.
 * ``max_ngram_size > 1`` adds n-gram masking as in ALBERT: from each visited start unit, a span of ``n`` units with
   ``P(n) ~ 1/n`` is tried, falling back to shorter spans when the budget is nearly spent.
 
@@ -33,7 +35,9 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
+from fractions import Fraction
 
 import numpy as np
 
@@ -56,6 +60,8 @@ class MaskingConfig:
       whole_word_mask: mask whole words (a ``##`` piece joins the unit before it).
       continuation: bool table over the vocabulary, True for ``##`` pieces; needed for whole-word masking.
       max_ngram_size: 1 for the BERT rule; larger for ALBERT-style n-gram masking.
+      mask_token_prob: share of the taken tokens replaced by ``[MASK]`` (0.8 in the original).
+      random_token_prob: share replaced by a random id (0.1); the rest, ``1 - mask - random``, stays as it is.
     """
 
     vocab_size: int
@@ -66,8 +72,13 @@ class MaskingConfig:
     whole_word_mask: bool = False
     continuation: np.ndarray | None = dataclasses.field(default=None, compare=False, repr=False)
     max_ngram_size: int = 1
+    mask_token_prob: float = 0.8
+    random_token_prob: float = 0.1
 
     def __post_init__(self):
+        problems = action_rate_problems(self.mask_token_prob, self.random_token_prob)
+        if problems:
+            raise InputError("; ".join(problems))
         if not 0.0 <= self.masked_lm_prob <= 1.0:
             raise InputError(f"masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}")
         if self.max_predictions_per_seq < 1:
@@ -86,6 +97,8 @@ class MaskingConfig:
         masked_lm_prob: float = 0.15,
         whole_word_mask: bool = False,
         max_ngram_size: int = 1,
+        mask_token_prob: float = 0.8,
+        random_token_prob: float = 0.1,
     ) -> MaskingConfig:
         """Builds the config from a token -> id vocabulary (e.g. `tokenization.load_vocab(path)`)."""
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
@@ -105,7 +118,37 @@ class MaskingConfig:
             whole_word_mask=whole_word_mask,
             continuation=continuation,
             max_ngram_size=max_ngram_size,
+            mask_token_prob=mask_token_prob,
+            random_token_prob=random_token_prob,
         )
+
+    @property
+    def keep_given_not_masked(self) -> float:
+        """P(keep | not [MASK]): the second draw's threshold (KEEP below it, RANDOM above), 0.5 by default."""
+        return keep_share(self.mask_token_prob, self.random_token_prob)
+
+
+def action_rate_problems(mask_token_prob: float, random_token_prob: float) -> list[str]:
+    """What is wrong with the two rates, one ``--flag=value: why`` each (empty when they are fine)."""
+    problems = [
+        f"--{name}={value}: must be a probability in [0, 1]"
+        for name, value in (("mask_token_prob", mask_token_prob), ("random_token_prob", random_token_prob))
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and 0.0 <= value <= 1.0)
+    ]
+    if not problems and Fraction(repr(float(mask_token_prob))) + Fraction(repr(float(random_token_prob))) > 1:
+        problems.append(
+            f"--mask_token_prob={mask_token_prob} and --random_token_prob={random_token_prob} add up to more than 1 "
+            "(the rest, 1 minus both, is the share kept as it is); lower one of them"
+        )
+    return problems
+
+
+def keep_share(mask_token_prob: float, random_token_prob: float) -> float:
+    """keep / (keep + random), with the rates taken as the decimals they print as: in floats, 0.1 / (1 - 0.8) is
+    0.49999999999999983, and the default rule's threshold must be exactly the original's 0.5."""
+    mask, random_ = Fraction(repr(float(mask_token_prob))), Fraction(repr(float(random_token_prob)))
+    not_masked = 1 - mask
+    return float((not_masked - random_) / not_masked) if not_masked > 0 else 0.0
 
 
 def num_to_predict(lengths: np.ndarray, config: MaskingConfig) -> np.ndarray:
@@ -240,10 +283,13 @@ def select_single_tokens(cand: np.ndarray, k: np.ndarray, priorities: np.ndarray
     return np.flatnonzero(cand)[taken[exists]], taken.sum(axis=1)
 
 
-def draw_actions(rng: np.random.Generator, count: int, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """80/10/10 actions and replacement ids for ``count`` selected tokens."""
+def draw_actions(
+    rng: np.random.Generator, count: int, vocab_size: int, mask_token_prob: float = 0.8, keep_given_not_masked=0.5
+) -> tuple[np.ndarray, np.ndarray]:
+    """Actions (80/10/10 by default) and replacement ids for ``count`` selected tokens: the same draws whatever
+    the rates, so the default rates give the records of the original rule."""
     u = rng.random((2, count))
-    actions = np.where(u[0] < 0.8, MASK, np.where(u[1] < 0.5, KEEP, RANDOM))
+    actions = np.where(u[0] < mask_token_prob, MASK, np.where(u[1] < keep_given_not_masked, KEEP, RANDOM))
     return actions.astype(np.int8), rng.integers(0, vocab_size, count)
 
 
@@ -311,7 +357,9 @@ def mask_batch(ids: np.ndarray, input_mask: np.ndarray, rng: np.random.Generator
     if not config.whole_word_mask and config.max_ngram_size == 1:
         priorities = rng.random(ids.shape)
         flat, counts = select_single_tokens(candidates(ids, input_mask, config), k, priorities)
-        actions, replacement = draw_actions(rng, len(flat), config.vocab_size)
+        actions, replacement = draw_actions(
+            rng, len(flat), config.vocab_size, config.mask_token_prob, config.keep_given_not_masked
+        )
         return apply_at(ids, flat, counts, actions, replacement, config)
     unit = candidate_units(ids, input_mask, config)
     priorities = rng.random(ids.shape)
@@ -321,7 +369,9 @@ def mask_batch(ids: np.ndarray, input_mask: np.ndarray, rng: np.random.Generator
             np.arange(1, config.max_ngram_size + 1), size=ids.shape, p=ngram_probabilities(config.max_ngram_size)
         )
     selected = select_positions(unit, k, priorities, config, ngram_sizes) >= 0
-    actions, replacement = draw_actions(rng, int(selected.sum()), config.vocab_size)
+    actions, replacement = draw_actions(
+        rng, int(selected.sum()), config.vocab_size, config.mask_token_prob, config.keep_given_not_masked
+    )
     return apply_masking(ids, selected, actions, replacement, config)
 
 

@@ -3,8 +3,9 @@
 One process holds the whole corpus and every instance (as the original does, so memory grows with the corpus) and
 consumes ``random.Random(random_seed)`` in exactly the original's order: shuffle the documents; per document the
 short-target draw, per chunk the A split, the random-next coin, the random document and start, one draw per
-truncated token; per instance the candidate shuffle and the 80/10/10 draws of each taken token; finally the
-instance shuffle, written round-robin over the output files. Selection, masking, assembly and serialization are
+truncated token; per instance the candidate shuffle and the 80/10/10 draws of each taken token (at the rates of
+``--mask_token_prob`` and ``--random_token_prob``); finally the instance shuffle, written round-robin over the
+output files. Selection, masking, assembly and serialization are
 the shared code of the fast path, so agreement with the original's records checks those too.
 """
 
@@ -51,6 +52,7 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
     cls_id, sep_id = mask_config.special_token_ids
 
     extended = instances_lib.with_specials(docs.tokens, cls_id, sep_id)
+    mask_token_prob, keep_given_not_masked = mask_config.mask_token_prob, mask_config.keep_given_not_masked
 
     def mask_one(row: int) -> None:
         arrays = {k: np.asarray(getattr(plan, k)[row : row + 1]) for k in ("a_start", "a_end", "b_start", "b_end")}
@@ -67,9 +69,9 @@ def create_reference_order(config, files: list, paths: list) -> PretrainingStati
         by_selection = sorted(taken.tolist(), key=lambda p: (step[p], p))
         drawn = {}
         for p in by_selection:
-            if rng.random() < 0.8:
+            if rng.random() < mask_token_prob:
                 drawn[p] = (masking_lib.MASK, 0)
-            elif rng.random() < 0.5:
+            elif rng.random() < keep_given_not_masked:
                 drawn[p] = (masking_lib.KEEP, 0)
             else:
                 drawn[p] = (masking_lib.RANDOM, rng.randint(0, vocab_size - 1))

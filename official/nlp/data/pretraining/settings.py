@@ -6,34 +6,40 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from official.nlp.common.config_flags import field
+from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import masking as masking_lib
 
 
 @dataclasses.dataclass
-class PretrainingDataConfig:
+class PretrainingDataConfig(CheckedConfig):
     """Flags of `create_pretraining_data` (the original script's, plus the ones below the line).
 
     ``output_file`` is a comma-separated list of shard paths, or ``PATH@N`` for the N shards
     ``PATH-00000-of-0000N`` ... ``PATH-0000{N-1}-of-0000N``.
     """
 
-    input_file: str | Sequence[str] = field(help="Input text files: a comma-separated list of paths and glob patterns.")
-    output_file: str | Sequence[str] = field(
-        help="Output TFRecord files: a comma-separated list, or PATH@N for N shards PATH-0000i-of-0000N."
+    input_file: str | Sequence[str] = field(
+        path="patterns", help="Input text files: a comma-separated list of paths and glob patterns."
     )
-    vocab_file: str = field(help="The vocabulary file that the BERT model was trained on.")
+    output_file: str | Sequence[str] = field(
+        path="paths", help="Output TFRecord files: a comma-separated list, or PATH@N for N shards PATH-0000i-of-0000N."
+    )
+    vocab_file: str = field(path="path", help="The vocabulary file that the BERT model was trained on.")
     do_lower_case: bool = field(True, help="Lower-case the input (True for uncased models, False for cased).")
-    max_seq_length: int = field(128, help="Maximum sequence length.")
-    max_predictions_per_seq: int = field(20, help="Maximum number of masked-LM predictions per sequence.")
+    max_seq_length: int = field(128, minimum=5, help="Maximum sequence length ([CLS] A [SEP] B [SEP] at least).")
+    max_predictions_per_seq: int = field(20, minimum=1, help="Maximum number of masked-LM predictions per sequence.")
     random_seed: int = field(12345, help="Random seed for data generation.")
-    dupe_factor: int = field(10, help="Number of passes over the input (each with different masks).")
-    masked_lm_prob: float = field(0.15, help="Masked-LM probability.")
-    short_seq_prob: float = field(0.1, help="Probability of a shorter target length for a document.")
+    dupe_factor: int = field(10, minimum=1, help="Number of passes over the input (each with different masks).")
+    masked_lm_prob: float = field(0.15, exclusive_minimum=0, maximum=1, help="Masked-LM probability.")
+    short_seq_prob: float = field(
+        0.1, minimum=0, maximum=1, help="Probability of a shorter target length for a document."
+    )
     do_whole_word_mask: bool = field(False, help="Mask whole words rather than single WordPiece tokens.")
     # ---
-    max_ngram_size: int = field(1, help="Mask spans of up to this many words (ALBERT n-gram masking, P(n) ~ 1/n).")
+    max_ngram_size: int = field(
+        1, minimum=1, help="Mask spans of up to this many words (ALBERT n-gram masking, P(n) ~ 1/n)."
+    )
     use_next_sentence_label: bool = field(
         True,
         help=(
@@ -41,22 +47,40 @@ class PretrainingDataConfig:
             "random next segments)."
         ),
     )
+    mask_token_prob: float = field(
+        0.8,
+        minimum=0,
+        maximum=1,
+        help="Share of the masked-LM targets replaced by [MASK] (the paper's MASK column of Table 8).",
+    )
+    random_token_prob: float = field(
+        0.1,
+        minimum=0,
+        maximum=1,
+        help=(
+            "Share of the masked-LM targets replaced by a random token (RND); the rest, 1 - mask_token_prob - "
+            "random_token_prob, keep their token (SAME)."
+        ),
+    )
     static_masking: bool = field(
         True, help="Mask here. False writes unmasked records for on-the-fly masking (masking.dynamic_masking)."
     )
     gzip: bool = field(False, help="Write gzip-compressed TFRecords (read with compression_type='GZIP').")
-    num_workers: int = field(0, help="Worker processes (0: all cores). The output does not depend on it.")
+    num_workers: int = field(0, minimum=0, help="Worker processes (0: all cores). The output does not depend on it.")
     unit_mb: float = field(
         4.0,
+        exclusive_minimum=0,
         help=(
             "Size of the independent work units (at least two documents each; the shard count does not change them); "
             "the random next document and the instance shuffle are drawn within a unit, and a worker holds one unit in "
             "memory."
         ),
     )
-    max_line_bytes: int = field(1 << 20, help="Longer lines are an error (or skipped with --skip_bad_lines).")
+    max_line_bytes: int = field(
+        1 << 20, minimum=1, help="Longer lines are an error (or skipped with --skip_bad_lines)."
+    )
     skip_bad_lines: bool = field(False, help="Count and skip lines that are not UTF-8 or too long, instead of failing.")
-    stats_file: str | None = field(None, help="Statistics JSON (default: next to the output).")
+    stats_file: str | None = field(None, path="path", help="Statistics JSON (default: next to the output).")
     reference_order: bool = field(
         False,
         help=(
@@ -66,8 +90,20 @@ class PretrainingDataConfig:
     )
 
 
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(PretrainingDataConfig)}
+
+
+def setting_default(name: str):
+    """The default of field `name` (``dataclasses.MISSING`` for a required one or a name that is not a field).
+
+    An output written before a flag existed was written with that flag's default: every new flag defaults to the
+    earlier behaviour, so the shards of an older version still count as complete (`outputs.shard_state`)."""
+    return _DEFAULTS.get(name, dataclasses.MISSING)
+
+
 def validate_config(config: PretrainingDataConfig) -> None:
-    """Refuses flags that cannot give correct records, naming each; runs before any file or folder is made."""
+    """Refuses flags that cannot give correct records together, naming each; runs before any file or folder is made.
+    Each field's own range is checked when the config is made (`config_flags.CheckedConfig`)."""
     c = config
     problems = []
 
@@ -75,25 +111,15 @@ def validate_config(config: PretrainingDataConfig) -> None:
         if not ok:
             problems.append(f"--{flag}={value}: {why}")
 
-    check(
-        c.max_seq_length >= 5,
-        "max_seq_length",
-        c.max_seq_length,
-        "must be at least 5 ([CLS] A [SEP] B [SEP] with one token in each segment)",
-    )
-    check(c.max_predictions_per_seq >= 1, "max_predictions_per_seq", c.max_predictions_per_seq, "must be at least 1")
-    check(
-        c.dupe_factor >= 1,
-        "dupe_factor",
-        c.dupe_factor,
-        "must be at least 1 (the number of passes over the input; 0 would write empty files)",
-    )
-    check(0 < c.masked_lm_prob <= 1, "masked_lm_prob", c.masked_lm_prob, "must be in (0, 1]")
-    check(0 <= c.short_seq_prob <= 1, "short_seq_prob", c.short_seq_prob, "is a probability, so must be in [0, 1]")
-    check(c.max_ngram_size >= 1, "max_ngram_size", c.max_ngram_size, "must be at least 1 (1: no n-gram masking)")
-    check(c.unit_mb > 0, "unit_mb", c.unit_mb, "must be positive (the size of a work unit in MB)")
-    check(c.max_line_bytes >= 1, "max_line_bytes", c.max_line_bytes, "must be at least 1")
-    check(c.num_workers >= 0, "num_workers", c.num_workers, "must be >= 0 (0: all cores)")
+    problems.extend(masking_lib.action_rate_problems(c.mask_token_prob, c.random_token_prob))
+    for name in ("mask_token_prob", "random_token_prob"):
+        check(
+            c.static_masking or getattr(c, name) == _DEFAULTS[name],
+            name,
+            getattr(c, name),
+            "--static_masking=false writes records without masks; choose the rates of on-the-fly masking with "
+            "run_pretraining's --dynamic_masking",
+        )
     if c.reference_order:
         check(
             c.max_ngram_size == 1,
@@ -122,4 +148,6 @@ def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_lib.Ma
         masked_lm_prob=config.masked_lm_prob,
         whole_word_mask=config.do_whole_word_mask,
         max_ngram_size=config.max_ngram_size,
+        mask_token_prob=config.mask_token_prob,
+        random_token_prob=config.random_token_prob,
     )

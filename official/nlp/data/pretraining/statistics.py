@@ -26,7 +26,7 @@ import json
 
 import numpy as np
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import output_files, text_files
 from official.nlp.common.output_files import write_atomically
 from official.nlp.data.pretraining.documents import INPUT_COUNTERS
 
@@ -125,4 +125,4 @@ class PretrainingStatistics:
 
     @classmethod
     def read(cls, path: str) -> PretrainingStatistics:
-        return cls.from_dict(json.loads(input_files.read_text(path)))
+        return cls.from_dict(json.loads(text_files.read_text(path)))

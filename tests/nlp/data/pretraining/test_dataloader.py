@@ -279,3 +279,26 @@ def test_ids_past_vocab_size_are_refused_at_start_up_and_in_the_pipeline(tmp_pat
     error = loader.diagnose(info.value)
     assert isinstance(error, PretrainDataError)
     assert "late.tfrecord hold input_ids 700 (record 201)" in str(error)
+
+
+def test_segment_ids_past_type_vocab_size_are_refused_at_start_up_and_in_the_pipeline(tmp_path):
+    """Issue 30: a bert_config.json with type_vocab_size=1 and next-sentence records (segment id 1) ended in a
+    traceback from the embedding gather (`indices[14,7] = 1 is not in [0, 1)`)."""
+    pairs = pretraining_records.make_examples(80, seed=3)
+    single = [dict(e, segment_ids=np.zeros_like(e["segment_ids"])) for e in pairs]
+    _write(tmp_path / "pairs.tfrecord", pairs)
+    _write(tmp_path / "late.tfrecord", single + pairs[:1])  # past the records checked at start-up
+
+    assert _loader(str(tmp_path / "pairs.tfrecord"), type_vocab_size=2).files
+    with pytest.raises(
+        PretrainDataError,
+        match=r"pairs.tfrecord hold segment_ids 1 \(record 1\), but the model's type_vocab_size is 1: .* "
+        r"Use a bert_config.json with type_vocab_size=2",
+    ):
+        _loader(str(tmp_path / "pairs.tfrecord"), type_vocab_size=1)
+
+    loader = _loader(str(tmp_path / "late.tfrecord"), type_vocab_size=1, is_training=False, global_batch_size=81)
+    with pytest.raises(tf.errors.InvalidArgumentError) as info:
+        for _ in loader.load():
+            pass
+    assert "late.tfrecord hold segment_ids 1 (record 81)" in str(loader.diagnose(info.value))

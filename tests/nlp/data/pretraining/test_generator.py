@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.data.pretraining import generator as pretraining_data
-from official.nlp.data.pretraining import masking
+from official.nlp.data.pretraining import masking, outputs
 from official.nlp.tokenizers import tokenization
 from tests.pretraining_records import parse_records as parse
 
@@ -152,7 +152,7 @@ def test_output_does_not_depend_on_worker_count_and_gzip_reads(shared_data, tmp_
     total = sum(len(parse(tmp_path / "two" / name, "GZIP")["input_ids"]) for name in names)
     assert total == s2.instances
     assert json.load(open(tmp_path / "two" / "stats" / "x.json"))["instances"] == total
-    assert not list((tmp_path / "two").glob("*.incomplete"))
+    assert not list((tmp_path / "two").glob("*.incomplete*"))
 
 
 def test_mlm_only_unmasked_records_feed_dynamic_masking(shared_data, tmp_path, uncased_vocab):
@@ -193,28 +193,28 @@ def test_worker_side_stays_tensorflow_free(uncased_vocab):
 @pytest.mark.parametrize(
     "flag, value, message",
     [
-        ("max_seq_length", 4, "--max_seq_length=4: must be at least 5"),
-        ("max_predictions_per_seq", 0, "--max_predictions_per_seq=0: must be at least 1"),
-        ("dupe_factor", 0, "--dupe_factor=0: must be at least 1"),
+        ("max_seq_length", 4, "--max_seq_length=4: must be >= 5"),
+        ("max_predictions_per_seq", 0, "--max_predictions_per_seq=0: must be >= 1"),
+        ("dupe_factor", 0, "--dupe_factor=0: must be >= 1"),
         ("masked_lm_prob", 0.0, r"--masked_lm_prob=0.0: must be in \(0, 1\]"),
         ("masked_lm_prob", 1.5, r"--masked_lm_prob=1.5: must be in \(0, 1\]"),
-        ("short_seq_prob", 1.5, r"--short_seq_prob=1.5: is a probability, so must be in \[0, 1\]"),
-        ("short_seq_prob", -0.1, r"--short_seq_prob=-0.1: is a probability"),
-        ("unit_mb", 0.0, "--unit_mb=0.0: must be positive"),
-        ("unit_mb", -1.0, "--unit_mb=-1.0: must be positive"),
-        ("max_ngram_size", 0, "--max_ngram_size=0: must be at least 1"),
-        ("max_line_bytes", 0, "--max_line_bytes=0: must be at least 1"),
+        ("short_seq_prob", 1.5, r"--short_seq_prob=1.5: must be in \[0, 1\]"),
+        ("short_seq_prob", -0.1, r"--short_seq_prob=-0.1: must be in \[0, 1\]"),
+        ("unit_mb", 0.0, "--unit_mb=0.0: must be > 0"),
+        ("unit_mb", -1.0, "--unit_mb=-1.0: must be > 0"),
+        ("max_ngram_size", 0, "--max_ngram_size=0: must be >= 1"),
+        ("max_line_bytes", 0, "--max_line_bytes=0: must be >= 1"),
         ("num_workers", -1, "--num_workers=-1: must be >= 0"),
         ("random_seed", -1, "--random_seed=-1: must be >= 0"),
-        ("reference_order", {"max_seq_length": 3}, "--max_seq_length=3: must be at least 5"),
+        ("reference_order", {"max_seq_length": 3}, "--max_seq_length=3: must be >= 5"),
         ("reference_order", {"max_ngram_size": 2}, "--max_ngram_size=2: --reference_order reproduces the original"),
     ],
 )
 def test_bad_flags_are_refused_before_anything_is_made(shared_data, tmp_path, flag, value, message):
     out = tmp_path / "new"
     kw = dict(reference_order=True, **value) if flag == "reference_order" else {flag: value}
-    cfg = config(shared_data, tmp_path, output_file=str(out / "x@2"), input_file=str(tmp_path / "none*.txt"), **kw)
     with pytest.raises(ValueError, match=message):  # Before the input is even looked at.
+        cfg = config(shared_data, tmp_path, output_file=str(out / "x@2"), input_file=str(tmp_path / "none*.txt"), **kw)
         pretraining_data.create_pretraining_data(cfg)
     assert not out.exists()
 
@@ -295,7 +295,7 @@ def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data,
         with pytest.raises(ValueError, match=match):
             pretraining_data.create_pretraining_data(config(shared_data, tmp_path, **dict(base, **changes)))
         assert {n: (out / n).read_bytes() for n in names} == written  # Nothing touched.
-        assert not list(out.glob("*.incomplete"))
+        assert not list(out.glob("*.incomplete*"))
 
     how = "delete the old outputs .* or choose another --output_file"
     refused(
@@ -317,6 +317,54 @@ def test_rerun_keeps_shards_of_the_same_settings_and_refuses_others(shared_data,
     del record["settings"]
     json.dump(record, open(out / "stats" / (names[1] + ".json"), "w"))
     refused(rf"{names[1]} is a complete shard, but .* does not record the settings")
+
+
+def test_a_torn_or_replaced_shard_is_written_again_not_skipped(shared_data, tmp_path, uncased_vocab, caplog):
+    """A shard whose bytes are not those of its record (two jobs tore it, a copy replaced it) never counts as
+    complete: a rerun checks each shard's size and SHA-256 against its record and writes it again."""
+    out = tmp_path / "out"
+    cfg = config(
+        shared_data,
+        tmp_path,
+        input_file=str(shared_data / "bert_sample_text.txt"),
+        vocab_file=str(uncased_vocab),
+        output_file=str(out / "x@2"),
+        dupe_factor=1,
+        unit_mb=0.001,
+    )
+    pretraining_data.create_pretraining_data(cfg)
+    names = ["x-00000-of-00002", "x-00001-of-00002"]
+    written = {n: (out / n).read_bytes() for n in names}
+    record = json.loads((out / "stats" / (names[1] + ".json")).read_text())
+    assert record["content"]["bytes"] == len(written[names[1]])
+
+    # Torn: only its first record left (a whole record, so it still reads as a shard); replaced: one byte differs.
+    first_length = int.from_bytes(written[names[1]][:8], "little")
+    (out / names[1]).write_bytes(written[names[1]][: 16 + first_length])
+    (out / names[0]).write_bytes(written[names[0]][:-1] + bytes([written[names[0]][-1] ^ 1]))
+    caplog.set_level("INFO")
+    again = pretraining_data.create_pretraining_data(cfg)
+    assert "complete; skipped" not in caplog.text
+    assert caplog.text.count("does not hold the bytes its record") == 2
+    assert {n: (out / n).read_bytes() for n in names} == written
+    assert again.instances == json.loads((out / "stats" / "x.json").read_text())["instances"] > 0
+
+    # A file under a shard's name without a record was not put there by a job: written again too.
+    (out / "stats" / (names[0] + ".json")).unlink()
+    (out / names[0]).write_bytes(b"not a shard")
+    caplog.clear()
+    pretraining_data.create_pretraining_data(cfg)
+    assert caplog.text.count("complete; skipped") == 1 and (out / names[0]).read_bytes() == written[names[0]]
+
+    # Before a job reports success it checks that no job of other settings rewrote a shard meanwhile.
+    paths = [str(out / n) for n in names]
+    settings = outputs.output_settings(cfg, [cfg.input_file], len(paths))
+    outputs.check_written(paths, settings)
+    record_path = out / "stats" / (names[1] + ".json")
+    record = json.loads(record_path.read_text())
+    record_path.write_text(json.dumps(dict(record, settings=dict(record["settings"], dupe_factor=2))))
+    with pytest.raises(ValueError, match=f"{names[1]} was removed or rewritten with other settings while this job"):
+        outputs.check_written(paths, settings)
 
 
 # ---- work units, random next segments and shards -----------------------------------------------------------------

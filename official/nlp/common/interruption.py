@@ -1,0 +1,56 @@
+"""What a Ctrl-C (SIGINT) leaves behind and how to go on, said in one line instead of a traceback.
+
+A job marks the stretch of work it is in with `resumable`, whose note says what an interruption there leaves
+(``interrupted at step 120; the same command resumes from ckpt-100``). A `KeyboardInterrupt` raised inside carries
+the note of the innermost stretch, the most precise one (`note_of`); `cli.run` prints it as
+``<script>: <note>`` and exits with status 130 (128 + SIGINT, as a shell reports a Ctrl-C). Outside any stretch
+the note is `DEFAULT_NOTE`, true of every job of the library: an output gets its final name only once it is whole.
+
+    with interruption.resumable(lambda: f"interrupted after {done} of {total} shards; the same command ..."):
+        ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+
+DEFAULT_NOTE = "interrupted; nothing half-written was kept, and the same command starts over"
+
+_ATTRIBUTE = "bert_resume_note"
+
+
+@contextlib.contextmanager
+def resumable(note: str | Callable[[], str]) -> Iterator[None]:
+    """Within the block, a Ctrl-C is reported with `note` (or what `note()` returns at that moment)."""
+    try:
+        yield
+    except KeyboardInterrupt as e:
+        if not hasattr(e, _ATTRIBUTE):  # an inner stretch already said it more precisely
+            try:
+                setattr(e, _ATTRIBUTE, note() if callable(note) else note)
+            except Exception:  # a note that cannot be made must not hide the interruption
+                pass
+        raise
+
+
+def note_of(e: KeyboardInterrupt) -> str:
+    """The note of the innermost `resumable` stretch `e` went through, else `DEFAULT_NOTE`."""
+    return getattr(e, _ATTRIBUTE, None) or DEFAULT_NOTE
+
+
+@contextlib.contextmanager
+def children_ignore_ctrl_c() -> Iterator[None]:
+    """Processes started inside (a pool's workers) ignore SIGINT from their start on (a spawned process keeps an
+    ignored signal ignored): a Ctrl-C reaches the whole process group, and only the main process should report it
+    and end them, instead of a traceback from every worker."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may change signal handlers
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

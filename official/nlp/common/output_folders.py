@@ -1,0 +1,419 @@
+"""Output folders: which ones a job may write, replace or delete, and how two jobs on one output keep apart.
+
+**A job deletes or replaces only what it can prove it wrote.** That is its own staging folders and claims (their
+names carry the job's id, see `job_id`) and its own earlier export of the same kind: a model directory whose
+`OWNER_FILE` names the run now exporting (`run_pretraining --export_dir`, a fine-tuning run's `best_model/`).
+Everything else is the user's. So every job that writes an output folder checks it up front, before any training,
+and refuses, as one line, an output folder that
+
+- is the working folder or holds it (``--export_dir=.``, ``--export_dir=..``), or is the root of a bucket;
+- is, or holds, another input or output of the job (``--export_dir=<model_dir>``, ``--export_dir=<model_dir>/..``);
+- holds anything the job would not write itself (a fine-tuning run, a user's files).
+
+What a folder may already hold depends on its kind:
+
+- a *new folder* (`check_new_folder`: `convert_checkpoint --output_dir`, `save_classifier`): nothing;
+- a *replaceable export* (`check_export`: a model directory that a run writes again): this run's earlier export;
+- a *version base* (`check_version_base`: `export_model --export_dir`, which adds a numbered version at each export):
+  earlier versions and their side folders (`token_ids/`, `keras/`, `hub/`).
+
+**Two jobs on one output.** Each job writes under names of its own (`staging_name`) and puts a whole artifact in
+place at the end (`output_files.commit_folder`, marker last). A name that two jobs could both take (an export
+version, a new folder) is claimed first (`claim`): the job writes the claim file ``.<name>.<job>.claim`` beside it,
+then lists the claims of that name. Seeing another job's claim, it withdraws its own and, after a random pause,
+tries again: an export takes the next version; a new folder that another job still claims is refused, naming that
+job (host, process, since when). Two jobs may both withdraw, but never both keep a claim: each lists only after its
+own claim is written, so whichever lists second sees the first's. That needs neither a lock nor an atomic rename,
+only a listing that shows every file written before it began: local disks have that, and so does Cloud Storage,
+whose listings are strongly consistent (`tf.io.gfile` caches no listing). A claim is deleted once the artifact is in
+place. A job killed with SIGKILL leaves its claim and staging behind; the next job on the same host removes them
+once their process is gone, and a claim of a job on another host stays until a person deletes it (the refusal
+names the file), since only that host could tell whether the job still runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import posixpath
+import random
+import re
+import secrets
+import socket
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+from official.nlp.common import input_files, output_files, owners, text_files
+from official.nlp.common.errors import InputError, OutputExistsError
+
+OWNER_FILE = "export_owner.json"  # in a replaceable export: the run folder that may replace it, relative to it
+_STAGING, _CLAIM = "incomplete", "claim"
+_TOKEN = {}  # pid -> this process's random part of the job id (a forked worker gets its own)
+_HELD: set[str] = set()  # the claim files this process holds: claiming a held name again is a no-op
+_TRIES = 8
+
+
+def _host() -> str:
+    # Not `owners.this_host()`: dots separate the parts of these names, so the host here has none.
+    return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
+
+
+def job_id() -> str:
+    """``<pid>-<random>-<host>``: the id in the names of this process's staging folders and claims."""
+    pid = os.getpid()
+    if pid not in _TOKEN:
+        _TOKEN[pid] = secrets.token_hex(4)
+    return f"{pid}-{_TOKEN[pid]}-{_host()}"
+
+
+# .<name>.<pid>-<random>-<host>.<incomplete|claim>[<suffix>]
+_OWN_NAME = re.compile(
+    r"^\.(?P<name>.+?)\.(?P<pid>\d+)-[0-9a-f]{8}-(?P<host>[A-Za-z0-9-]+)\.(?P<kind>incomplete|claim)"
+)
+
+
+def staging_name(name: str, suffix: str = "") -> str:
+    """The name this job writes `name` under until it is whole, in the same folder (a local rename then puts it
+    in place atomically). `suffix` keeps an extension a writer insists on (``.keras``)."""
+    return f".{name}.{job_id()}.{_STAGING}{suffix}"
+
+
+def _claim_name(name: str) -> str:
+    return f".{name}.{job_id()}.{_CLAIM}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Where an output folder may be, and what it may hold
+
+
+def normalized(path: str) -> str:
+    """`path` with `..`, `.` and symbolic links resolved (local), or `..` and `.` resolved (a store)."""
+    path = os.fspath(path)
+    if not input_files.is_remote(path):
+        return os.path.realpath(path)
+    scheme, rest = path.split("://", 1)
+    return f"{scheme}://{posixpath.normpath(rest).lstrip('/')}" if rest.strip("/") else f"{scheme}://"
+
+
+def _holds(outer: str, inner: str) -> bool:
+    """Whether normalized path `inner` is `outer` or lies inside it."""
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def _literal_part(pattern: str) -> str:
+    """The part of an input pattern before its first glob character (``data/*.tfrecord`` -> ``data/``)."""
+    cut = re.search(r"[*?\[]", pattern)
+    return os.path.dirname(pattern[: cut.start()]) if cut else pattern
+
+
+def _where(flag: str, path: str) -> str:
+    return f"{flag}={path}" if flag.startswith("--") else f"{flag} {path}"
+
+
+def check_location(path: str, *, flag: str, related: Mapping[str, str | Sequence[str] | None] = ()) -> None:
+    """Refuses an output folder that is the working folder or holds it, the root of a bucket, or a folder that is
+    or holds one of the job's other paths (`related`: `{flag: path, paths or comma-separated patterns}`)."""
+    here = normalized(path)
+    if not input_files.is_remote(path) and _holds(here, os.path.realpath(os.getcwd())):
+        what = "is the working folder" if here == os.path.realpath(os.getcwd()) else "holds the working folder"
+        raise InputError(
+            f"{_where(flag, path)} {what}: the output would replace everything in it. Name a folder of its own "
+            f"(a new one, such as {flag}=export)"
+        )
+    if input_files.is_remote(path) and not input_files.is_process_local(path) and "/" not in here.split("://", 1)[1]:
+        raise InputError(f"{_where(flag, path)} is the root of its bucket; name a folder in it")
+    for other_flag, value in dict(related).items():
+        values = value.split(",") if isinstance(value, str) else list(value or ())
+        for other in filter(None, (v.strip() for v in values)):
+            literal = _literal_part(other)
+            other_path = normalized(literal or ".")
+            if _holds(here, other_path):
+                what = "is" if other_path == here and literal == other else "holds"
+                raise InputError(
+                    f"{_where(flag, path)} {what} {_where(other_flag, other)}: writing the output there would "
+                    f"replace it. Name a folder of its own for {flag}"
+                )
+
+
+def split(path: str) -> tuple[str, str]:
+    """(parent folder, name) of output folder `path`: where its claim and staging go."""
+    path = os.fspath(path).rstrip("/") or os.fspath(path)
+    if input_files.is_remote(path):
+        parent, name = path.rsplit("/", 1)
+        return parent, name
+    return os.path.split(os.path.abspath(path))
+
+
+def _entries(path: str) -> list[str]:
+    """The names in folder `path` ([] when there is none); a file in its place is refused."""
+    output_files.check_target(path, folder=True)
+    if not input_files.isdir(path):
+        if input_files.exists(path):
+            raise OutputExistsError(f"{path} is a file, not a folder; remove it or choose another path")
+        return []
+    return input_files.listdir(path)
+
+
+def _listed(names: Sequence[str], limit: int = 4) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def check_new_folder(path: str, *, flag: str, related: Mapping = ()) -> None:
+    """Refuses, before any work, an output folder that the job creates whole but that is not new or empty."""
+    check_location(path, flag=flag, related=related)
+    names = _entries(path)
+    if names:
+        raise OutputExistsError(
+            f"{_where(flag, path)} already holds files ({_listed(names)}); this job writes a new folder and "
+            "replaces nothing. Name a new or empty folder"
+        )
+
+
+def owner_reference(export_dir: str, owner: str) -> str:
+    """How `export_dir`'s `OWNER_FILE` names its run folder `owner`: relative to the export where the two share a
+    filesystem (so that a run moved with its export still owns it), else the full path."""
+    export, run = normalized(export_dir), normalized(owner)
+    if input_files.is_remote(export) or input_files.is_remote(run):
+        export_root, run_root = export.split("/", 3)[:3], run.split("/", 3)[:3]  # scheme and bucket
+        if export_root != run_root:
+            return run
+        return posixpath.relpath(run.split("://", 1)[1], export.split("://", 1)[1])
+    return os.path.relpath(run, export)
+
+
+def _owner_of(export_dir: str) -> tuple[str | None, list[str]]:
+    """The normalized run folder that `export_dir`'s `OWNER_FILE` names (None without one) and the files it lists."""
+    file = os.path.join(export_dir, OWNER_FILE)
+    if not input_files.exists(file):
+        return None, []
+    try:
+        record = json.loads(text_files.read_text(file))
+        reference, files = record["run"], [str(f) for f in record["files"]]
+    except (ValueError, TypeError, KeyError):
+        return None, []
+    if not isinstance(reference, str):
+        return None, files
+    if input_files.is_remote(reference) or os.path.isabs(reference):
+        return normalized(reference), files
+    return normalized(os.path.join(normalized(export_dir), reference)), files
+
+
+def check_export(path: str, *, flag: str, owner: str, related: Mapping = ()) -> None:
+    """Refuses, before any work, a replaceable export folder that holds anything but the earlier export of the run
+    in folder `owner`: its `OWNER_FILE` must name that run, and every file there must be one the file lists (what
+    the export wrote; a file added since is the user's)."""
+    check_location(path, flag=flag, related=related)
+    if not _entries(path):
+        return
+    found, written = _owner_of(path)
+    others = [f for f in output_files.files_under(path) if f != OWNER_FILE and f not in set(written)]
+    if found == normalized(owner) and not others:
+        return
+    if found is not None and found != normalized(owner):
+        raise OutputExistsError(
+            f"{_where(flag, path)} holds the export of another run ({found}), not of this one ({owner}): replacing "
+            f"it would lose that model. Name another folder for {flag}, or delete that export first"
+        )
+    raise OutputExistsError(
+        f"{_where(flag, path)} holds files this run did not write ({_listed(others)}): the export would replace "
+        f"them. Name a new or empty folder for {flag}"
+    )
+
+
+def owner_record(export_dir: str, owner: str, files: Sequence[str]) -> str:
+    """The text of `OWNER_FILE` for the export `export_dir` of the run in folder `owner`, made of `files`."""
+    return (
+        json.dumps(
+            {
+                "about": "a model directory exported by a run, which may replace it with a later export",
+                "run": owner_reference(export_dir, owner),
+                "files": sorted(files),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+
+
+def check_version_base(path: str, *, flag: str, layout: Iterable[str], related: Mapping = ()) -> None:
+    """Refuses, before any work, a folder of numbered versions that holds something else: numeric versions, the
+    side folders named in `layout` and hidden files (the jobs' claims and staging among them) are what it may
+    hold. Nothing in it is ever replaced or deleted, but its kind is checked all the same: a model directory or a
+    fine-tuning run given as the export folder is a mistake to name at once."""
+    check_location(path, flag=flag, related=related)
+    allowed = set(layout)
+    others = [n for n in _entries(path) if not (n.isdigit() or n in allowed or n.startswith("."))]
+    if others:
+        raise OutputExistsError(
+            f"{_where(flag, path)} holds files that are not exports ({_listed(others)}): exports go into a folder "
+            f"of their own, one numbered version each. Name a new or empty folder for {flag}"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Staging and claims
+
+
+def remove_leftovers_of_gone_jobs(folder: str) -> None:
+    """Deletes the staging folders and claims in `folder` of jobs that ran on this host and whose process is gone
+    (killed before their clean-up). A job on another host may still run: its leftovers stay."""
+    if not input_files.isdir(folder):
+        return
+    for name in input_files.listdir(folder):
+        m = _OWN_NAME.match(name)
+        if m and m["host"] == _host() and int(m["pid"]) != os.getpid() and not owners.is_running(int(m["pid"])):
+            path = os.path.join(folder, name)
+            if input_files.isdir(path):
+                output_files.rmtree(path)
+            else:
+                output_files.remove(path)
+
+
+def claims(folder: str, name: str) -> dict[str, dict]:
+    """The claims on `name` in `folder`: {claim file: its record (host, pid, since)}."""
+    if not input_files.isdir(folder):
+        return {}
+    found = {}
+    for entry in input_files.listdir(folder):
+        m = _OWN_NAME.match(entry)
+        if m and m["name"] == name and entry.endswith(f".{_CLAIM}"):  # not the temporary file of one being written
+            path = os.path.join(folder, entry)
+            try:
+                found[path] = json.loads(text_files.read_text(path))
+            except (ValueError, InputError):  # withdrawn while listed, or cut by a kill: still a claim
+                found[path] = {}
+    return found
+
+
+def claimed_names(folder: str) -> set[str]:
+    """The names that claims in `folder` are on."""
+    if not input_files.isdir(folder):
+        return set()
+    entries = [n for n in input_files.listdir(folder) if n.endswith(f".{_CLAIM}")]
+    return {m["name"] for m in map(_OWN_NAME.match, entries) if m}
+
+
+def describe_claim(path: str, record: Mapping) -> str:
+    since = record.get("since", "an unknown time")
+    return f"process {record.get('pid', '?')} on host {record.get('host', '?')} since {since} (claim file {path})"
+
+
+def _try_claim(folder: str, name: str) -> dict[str, dict]:
+    """Writes this job's claim on `name` and lists the claims; keeps it and returns {} when it is alone, else
+    withdraws it and returns the others."""
+    mine = os.path.join(folder, _claim_name(name))
+    record = {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "since": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    }
+    output_files.write_text(mine, json.dumps(record) + "\n")
+    others = {path: r for path, r in claims(folder, name).items() if path != mine}
+    if others:
+        output_files.remove(mine)
+    return others
+
+
+@contextlib.contextmanager
+def claim(folder: str, name: str, *, what: str) -> Iterator[None]:
+    """Holds the claim on `name` in `folder` for the block (see the module docstring); refuses, naming the other
+    job, a name another job holds. `what`: the output, for the message. Reentrant within a job."""
+    mine = os.path.join(folder, _claim_name(name))
+    if mine in _HELD:
+        yield
+        return
+    output_files.makedirs(folder)
+    remove_leftovers_of_gone_jobs(folder)
+    for attempt in range(_TRIES):
+        others = _try_claim(folder, name)
+        if not others:
+            break
+        pause()  # both may have withdrawn: a random pause breaks the tie
+        still = {p: r for p, r in claims(folder, name).items() if p in others}
+        if still or attempt == _TRIES - 1:
+            path, record = next(iter((still or others).items()))
+            raise OutputExistsError(
+                f"{what} is being written by another job: {describe_claim(path, record)}. Wait for it to finish "
+                "and choose another output, or, if that job is gone, delete the claim file and rerun"
+            )
+    _HELD.add(mine)
+    try:
+        yield
+    finally:
+        _HELD.discard(mine)
+        output_files.remove(mine)
+
+
+def holds(folder: str, name: str) -> bool:
+    """Whether this job holds the claim on `name` in `folder`."""
+    return os.path.join(folder, _claim_name(name)) in _HELD
+
+
+def try_claim(folder: str, name: str) -> bool:
+    """One attempt at `claim`: True (and the claim held until `release`) when no other job claims `name`."""
+    output_files.makedirs(folder)
+    if _try_claim(folder, name):
+        return False
+    _HELD.add(os.path.join(folder, _claim_name(name)))
+    return True
+
+
+def release(folder: str, name: str) -> None:
+    """Withdraws this job's claim on `name` (taken with `try_claim`)."""
+    mine = os.path.join(folder, _claim_name(name))
+    _HELD.discard(mine)
+    output_files.remove(mine)
+
+
+def pause() -> None:
+    """The random pause before another attempt at a claim."""
+    time.sleep(random.uniform(0.05, 0.3))
+
+
+@contextlib.contextmanager
+def staging_folder(target: str) -> Iterator[str]:
+    """A new folder of this job to write `target` in, deleted on exit: beside a local `target` (so that a rename
+    puts it in place), a local temporary folder for one on another filesystem (a store's folder is copied file
+    by file anyway)."""
+    if input_files.is_remote(target):
+        import tempfile
+
+        staging = tempfile.mkdtemp(prefix="bert-output-")  # library-created local folder
+    else:
+        parent, name = split(target)
+        output_files.makedirs(parent)
+        remove_leftovers_of_gone_jobs(parent)
+        staging = os.path.join(parent, staging_name(name))
+        output_files.makedirs(staging)
+    try:
+        yield staging
+    finally:
+        output_files.rmtree(staging)
+
+
+def commit_export(staging: str, target: str, *, marker: str, replace: bool) -> None:
+    """Puts the whole folder `staging` (with its `OWNER_FILE` when `replace`) in place as `target`, marker last.
+
+    Without `replace`, `target` must still be new or empty (`output_files.commit_folder`). With it, `target` may be
+    this run's earlier export, which `check_export` has proved: a job killed on the way leaves the earlier export,
+    none, or a folder without `marker` that still holds its `OWNER_FILE`, so that the rerun replaces it in turn. On
+    local disk the earlier export is first renamed aside (to a name of this job, deleted once the new one is in
+    place, and put back if the commit fails).
+    """
+    local = not (input_files.is_remote(staging) or input_files.is_remote(target))
+    if not replace or not local or not input_files.isdir(target):
+        output_files.commit_folder(staging, target, marker=marker, replace=replace, identity=OWNER_FILE)
+        return
+    parent, name = split(target)
+    aside = os.path.join(parent, staging_name(name, ".replaced"))
+    with input_files.user_path(target):
+        os.replace(target, aside)
+    try:
+        output_files.commit_folder(staging, target, marker=marker)
+    except BaseException:
+        os.replace(aside, target)  # the commit is one rename, so nothing of the new folder is there
+        raise
+    output_files.rmtree(aside)

@@ -1,0 +1,218 @@
+"""Raw text into BERT's pretraining format: one sentence per line, a blank line between documents.
+
+`prepare_corpus(CorpusConfig(...))` is what `run_scripts/prepare_corpus.py` does. It reads WikiExtractor output or
+plain text (`documents`), splits paragraphs into sentences (`sentences`), and writes a text file (or shards) that
+`create_pretraining_data` reads as it is.
+
+**Work.** The input is cut into work units at document boundaries (`units`); each runs on a worker process (all
+cores by default) and the main process writes the results in unit order, with at most two units per worker in
+flight (`worker_pool`): memory stays bounded whatever the corpus size, and the bytes are the same for any number of
+workers. Every path may be on ``gs://`` or ``ram://`` (the file layer; a ``ram://`` input runs in this process).
+
+**Output and commit.** Each output file is written under a temporary name and renamed when complete
+(`output_files.write_atomically`). A summary (``stats/<name>.json`` next to the output: the counts, the settings,
+the splitter's version, the speed) is written last: it is the marker of a complete job. A rerun first removes the
+summary and the earlier output files, so a run killed half-way leaves finished files and no summary, never a mix of
+two runs.
+
+Example:
+
+  >>> summary = prepare_corpus(CorpusConfig(input_file="wiki/text/*/wiki_*", output_file="wiki.txt"))  # doctest: +SKIP
+  >>> summary.counts.documents, summary.counts.stubs                                                   # doctest: +SKIP
+  (27417, 46299)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import json
+import logging
+import os
+import time
+
+from official.nlp.common import input_files, output_files, worker_pool
+from official.nlp.common.errors import InputError
+from official.nlp.common.input_files import expand_input_files
+from official.nlp.common.output_files import check_target
+from official.nlp.common.text_files import decode_text
+from official.nlp.data.corpus import documents as documents_lib
+from official.nlp.data.corpus.documents import Counts
+from official.nlp.data.corpus.settings import CorpusConfig, validate_corpus_config
+from official.nlp.data.corpus.units import CorpusUnit, file_format, plan_corpus_units
+from official.nlp.data.pretraining.documents import line_number
+from official.nlp.data.pretraining.outputs import absolute, default_stats_path, output_paths
+
+_LOG_EVERY_S = 10
+
+
+@dataclasses.dataclass
+class CorpusSummary:
+    """What a `prepare_corpus` run read, wrote and counted (written as JSON to ``summary_file``)."""
+
+    counts: Counts
+    input_files: int
+    input_bytes: int
+    empty_files: int
+    output_files: list
+    summary_file: str
+    seconds: float
+    keep_headings: bool = False
+
+    @property
+    def mb_per_second(self) -> float:
+        return self.input_bytes / 2**20 / max(self.seconds, 1e-9)
+
+    def describe(self) -> str:
+        c = self.counts
+        return (
+            f"{c.documents} documents, {c.sentences} sentences, {c.words} words from {self.input_files} files "
+            f"({self.input_bytes / 2**20:.1f} MB in {self.seconds:.1f} s, {self.mb_per_second:.1f} MB/s); "
+            f"dropped {c.stubs} stubs without text; {c.headings} section headings and {c.titles} titles "
+            f"{'kept' if self.keep_headings else 'dropped'}"
+        )
+
+
+def prepare_unit(unit: CorpusUnit, keep_headings: bool) -> tuple[bytes, dict]:
+    """One work unit in BERT's format (documents joined by a blank line, UTF-8) and its counts (as a dict)."""
+    with input_files.open_file(unit.path, "rb") as f:
+        f.seek(unit.start)
+        raw = f.read(unit.num_bytes)
+    first_line = None
+
+    def line_of(i: int) -> int:  # counted only for an error message: it reads the file up to the unit
+        nonlocal first_line
+        if first_line is None:
+            first_line = line_number(unit.path, unit.start) if unit.start else 1
+        return first_line + i
+
+    try:
+        text = decode_text(raw, unit.path)
+    except InputError:
+        text = decode_text(raw, unit.path, line_of(0))  # raises again, naming the line in the file
+    lines = text.split("\n")
+    if unit.input_format == documents_lib.WIKIEXTRACTOR:
+        docs = documents_lib.wikiextractor_documents(lines, unit.path, line_of)
+    else:
+        docs = documents_lib.text_documents(lines)
+    counts = Counts()
+    out = []
+    for document in docs:
+        document_lines = documents_lib.document_lines(document, keep_headings, counts)
+        if document_lines:
+            out.append("\n".join(document_lines) + "\n")
+    return "\n".join(out).encode("utf-8"), dataclasses.asdict(counts)
+
+
+def _shards_of_units(units: list[CorpusUnit], num_shards: int) -> list[list[CorpusUnit]]:
+    """Contiguous runs of units, as many units in each shard as can be (at least one: ``len(units) >= num_shards``)."""
+    return [units[s * len(units) // num_shards : (s + 1) * len(units) // num_shards] for s in range(num_shards)]
+
+
+def _check_outputs(config: CorpusConfig, files: list[str], paths: list[str], summary_path: str) -> None:
+    """Refuses an output that is one of the inputs (a glob over the output's folder catches an earlier run's)."""
+    inputs = {absolute(f) for f in files}
+    for path in [*paths, summary_path]:
+        if absolute(path) in inputs:
+            raise InputError(
+                f"--output_file: {path} is also an input (--input_file={config.input_file} names it); write the "
+                "corpus to another folder, or narrow the pattern"
+            )
+
+
+def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
+    """Runs the whole job; returns the summary (also written to its file). See the module docstring."""
+    start = time.time()
+    validate_corpus_config(config)
+    paths = output_paths(config.output_file)
+    summary_path = default_stats_path(config.output_file, paths)
+    for path in paths:  # before the input is read: a device or a folder in the output's place
+        check_target(path, name="--output_file")
+    check_target(summary_path, name="summary file")
+    files = expand_input_files(config.input_file)
+    _check_outputs(config, files, paths, summary_path)
+    formats = [file_format(f, config.input_format) for f in files]
+    if all(f is None for f in formats):
+        raise InputError(f"--input_file: {', '.join(files)} hold(s) no text")
+    units = plan_corpus_units(files, formats, max(1, int(config.unit_mb * 2**20)))
+    if len(units) < len(paths):
+        raise InputError(
+            f"--output_file: {len(paths)} shards, but the input makes only {len(units)} work units of "
+            f"--unit_mb={config.unit_mb}; write at most {len(units)} shards, or lower --unit_mb"
+        )
+    for path in [summary_path, *paths]:  # the marker first: a run killed from here on leaves no summary
+        output_files.remove(path)
+    output_files.remove_leftovers([*paths, summary_path])  # temporary files of a run killed before its commits
+    num_workers = max(1, min(config.num_workers or os.cpu_count() or 1, len(units)))
+    if num_workers > 1 and any(input_files.is_process_local(f) for f in files):
+        logging.info("an input is on a filesystem of this process alone (ram://): the units run in this process")
+        num_workers = 1
+    input_bytes = sum(input_files.getsize(f) for f in files)
+    logging.info(
+        "%d input files, %.1f MB, %d work units, %d output files, %d workers",
+        len(files),
+        input_bytes / 2**20,
+        len(units),
+        len(paths),
+        num_workers,
+    )
+    counts = _write_outputs(config, units, paths, num_workers, start)
+    summary = CorpusSummary(
+        counts=counts,
+        input_files=len(files),
+        input_bytes=input_bytes,
+        empty_files=formats.count(None),
+        output_files=paths,
+        summary_file=summary_path,
+        seconds=time.time() - start,
+        keep_headings=config.keep_headings,
+    )
+    _write_summary(summary, config)
+    return summary
+
+
+def _write_outputs(config: CorpusConfig, units: list[CorpusUnit], paths: list[str], num_workers: int, start) -> Counts:
+    counts = Counts()
+    done_bytes = 0
+    last_log = time.time()
+    tasks = [(unit, config.keep_headings) for unit in units]
+    for path in paths:
+        output_files.makedirs_for(path)
+    with worker_pool.ordered_results(prepare_unit, tasks, num_workers=num_workers) as results:
+        for path, shard_units in zip(paths, _shards_of_units(units, len(paths))):
+            written = False
+            with output_files.write_atomically(path, "wb", name="--output_file") as out:
+                for unit, (data, unit_counts) in zip(shard_units, results):
+                    if data:
+                        out.write(b"\n" + data if written else data)
+                        written = True
+                    counts.add(Counts(**unit_counts))
+                    done_bytes += unit.num_bytes
+                    if time.time() - last_log > _LOG_EVERY_S:
+                        last_log = time.time()
+                        logging.info(
+                            "%.1f MB read (%.1f MB/s), %d documents, %d sentences",
+                            done_bytes / 2**20,
+                            done_bytes / 2**20 / (last_log - start),
+                            counts.documents,
+                            counts.sentences,
+                        )
+            if not written:
+                logging.warning("%s holds no document: its part of the input has no text", path)
+    return counts
+
+
+def _write_summary(summary: CorpusSummary, config: CorpusConfig) -> None:
+    record = {
+        **dataclasses.asdict(summary.counts),
+        "input_files": summary.input_files,
+        "input_bytes": summary.input_bytes,
+        "empty_input_files": summary.empty_files,
+        "output_files": summary.output_files,
+        "seconds": round(summary.seconds, 3),
+        "mb_per_second": round(summary.mb_per_second, 3),
+        "settings": {"input_format": config.input_format, "keep_headings": config.keep_headings},
+        "sentence_splitter": f"sentencex {importlib.metadata.version('sentencex')}",
+    }
+    output_files.makedirs_for(summary.summary_file)
+    output_files.write_text(summary.summary_file, json.dumps(record, indent=1) + "\n", name="summary file")

@@ -1,0 +1,64 @@
+"""The flags of `prepare_corpus`, and their checks."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from official.nlp.common.config_flags import CheckedConfig, field
+from official.nlp.common.errors import InputError
+from official.nlp.data.corpus.units import FORMATS
+
+
+@dataclasses.dataclass
+class CorpusConfig(CheckedConfig):
+    """Flags of `prepare_corpus`: raw text (WikiExtractor output or plain text) in, BERT's pretraining format out.
+
+    ``output_file`` is one file, a comma-separated list of shards, or ``PATH@N`` for the N shards
+    ``PATH-00000-of-0000N`` ... ``PATH-0000{N-1}-of-0000N`` (as `create_pretraining_data` names its records).
+    """
+
+    input_file: str | Sequence[str] = field(
+        path="patterns",
+        help="Raw text files: a comma-separated list of paths and glob patterns (WikiExtractor writes text/*/wiki_*).",
+    )
+    output_file: str | Sequence[str] = field(
+        path="paths",
+        help=(
+            "The corpus in BERT's format (one sentence per line, a blank line between documents): a file, a "
+            "comma-separated list of shards, or PATH@N for N shards PATH-0000i-of-0000N."
+        ),
+    )
+    input_format: str = field(
+        "auto",
+        enum=FORMATS,
+        help=(
+            "wikiextractor: <doc ...> blocks of WikiExtractor; text: a blank line between documents, a paragraph per "
+            "line; auto: each file by its first line (a <doc ...> tag or not)."
+        ),
+    )
+    keep_headings: bool = field(
+        False,
+        help=(
+            "Keep the titles and section headings of WikiExtractor articles as lines of their own (dropped by "
+            "default, as the paper keeps only text passages)."
+        ),
+    )
+    num_workers: int = field(0, minimum=0, help="Worker processes (0: all cores). The output does not depend on it.")
+    unit_mb: float = field(
+        4.0,
+        exclusive_minimum=0,
+        help=(
+            "Size of the work units a worker holds in memory, cut at document boundaries. A single output file does "
+            "not depend on it; shards end at unit boundaries."
+        ),
+    )
+
+
+def validate_corpus_config(config: CorpusConfig) -> None:
+    """Refuses flags that cannot work, naming each; runs before any file or folder is made."""
+    problems = []
+    if config.input_format not in FORMATS:
+        problems.append(f"--input_format={config.input_format}: must be one of {', '.join(FORMATS)}")
+    if problems:
+        raise InputError("; ".join(problems))

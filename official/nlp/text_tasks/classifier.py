@@ -1,0 +1,254 @@
+"""`TextClassifier`: sentence (pair) classification and regression on raw text, the tokenizer inside.
+
+Example (a tiny random model; `from_model_dir` starts from a checkpoint):
+
+>>> import keras
+>>> from official.nlp.modeling.configs import BertConfig
+>>> from official.nlp.modeling.encoder import BertEncoder
+>>> from official.nlp.modeling.models import BertClassifier
+>>> from official.nlp.tokenizers.text_layers import BertTokenizer
+>>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film"]
+>>> keras.utils.set_random_seed(0)
+>>> encoder = BertEncoder.from_bert_config(BertConfig.preset("tiny", vocab_size=len(vocab)))
+>>> classifier = TextClassifier(BertClassifier(encoder, 2), BertTokenizer(vocab), seq_length=8,
+...                             label_names=["negative", "positive"])
+>>> history = classifier.fit(["good film", "bad film"], ["positive", "negative"], epochs=1, verbose=0)
+>>> predictions = classifier.predict(["good film"])
+>>> sorted(predictions)
+['label_index', 'label_name', 'logits', 'probabilities']
+>>> predictions["probabilities"].shape
+(1, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from official.nlp.checkpoints import init_checkpoint
+from official.nlp.common.errors import InputError
+from official.nlp.modeling.models import BertClassifier
+from official.nlp.serving import exporter
+from official.nlp.tasks.classification import ClassificationTask
+from official.nlp.text_tasks.base import TextTask, model_files, string_column
+from official.nlp.tokenizers.text_layers import BertTokenizer
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class TextClassifier(TextTask):
+    """`BertClassifier` on raw text: one text, or a pair (`text_pair=True`); `num_classes=1` is regression.
+
+    - `fit(x, y)` / `evaluate(x, y)`: `x` a list of strings (a pair: a tuple of two lists, or a dict with `text_a`
+      and `text_b`), `y` label names (of `label_names`) or indices, or numbers for regression; or a dataset of
+      `(texts, labels)` elements.
+    - `predict(x)`: a dict of arrays, one row per text: `label_name`, `label_index`, `probabilities`, `logits`; for
+      regression `score`. These are the outputs of the exported model's `serving_default`.
+
+    A text longer than `seq_length` tokens is truncated as the original does, or with
+    `long_text="sliding_window"` cut into windows `doc_stride` tokens apart whose logits are averaged (training
+    sees each window with its text's label), as `run_classifier --long_text` does.
+
+    Args:
+      model: a `BertClassifier`.
+      tokenizer: the `BertTokenizer` of the model's vocabulary and case.
+      seq_length: tokens per packed sequence.
+      label_names: the class names in output order (default "0", "1", ...).
+      text_pair: the model reads two texts.
+      long_text, doc_stride: see above.
+      compile: compile with `compile()`'s defaults (Adam 5e-5, cross-entropy or squared error, accuracy).
+    """
+
+    serving_task = "classifier"
+
+    def __init__(
+        self,
+        model: BertClassifier,
+        tokenizer: BertTokenizer,
+        *,
+        seq_length: int = 128,
+        label_names: Sequence[str] = (),
+        text_pair: bool = False,
+        long_text: str = "truncate",
+        doc_stride: int | None = None,
+        **kwargs,
+    ):
+        regression = model.num_classes == 1
+        if not regression and not label_names:
+            label_names = [str(i) for i in range(model.num_classes)]
+        super().__init__(model, tokenizer, seq_length=seq_length, **kwargs)
+        self.label_names = [] if regression else [str(name) for name in label_names]
+        self.text_pair = bool(text_pair)
+        self.long_text = long_text
+        self.doc_stride = doc_stride
+        if tokenizer.has_vocabulary:
+            self.serving_module()  # refuses label names, lengths or strides that do not fit, now
+
+    @classmethod
+    def from_model_dir(
+        cls,
+        path: str,
+        *,
+        num_classes: int | None = None,
+        label_names: Sequence[str] | None = None,
+        seq_length: int | None = None,
+        text_pair: bool | None = None,
+        long_text: str | None = None,
+        doc_stride: int | None = None,
+        dropout_rate: float = 0.1,
+        **kwargs,
+    ) -> TextClassifier:
+        """A classifier on the encoder of `path` (a model directory, a converted or original checkpoint, a Hugging
+        Face folder, a fine-tuning `--output_dir`), with its vocabulary and case.
+
+        With `num_classes` or `label_names` the head is new. Without them `path` must hold a fine-tuned classifier
+        (`run_classifier.py`'s `--output_dir` or `best_model/`): its head, labels, text pair and sequence length
+        come along, and the other arguments override what it recorded. `seq_length` defaults to 128.
+        """
+        files, record = model_files(path)
+        tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
+        if num_classes is None and label_names is None:
+            found = init_checkpoint.fine_tuned_head(path) or {}
+            if found.get("head") not in (None, "classifier"):
+                raise InputError(
+                    f"{path} holds a fine-tuned {found['head']} head, not a classifier; pass num_classes (or "
+                    "label_names) for a new classifier head on its encoder"
+                )
+            try:
+                model = exporter.load_task_model("classifier", files, path)
+            except InputError:
+                raise InputError(
+                    f"{path} holds no fine-tuned classifier; pass num_classes (or label_names) for a new head on "
+                    "its encoder"
+                ) from None
+            recorded = exporter.recorded_settings("classifier", record)
+            label_names = recorded["label_names"] or None
+            text_pair = recorded["text_pair"] if text_pair is None else text_pair
+            seq_length = seq_length or recorded["max_seq_length"]
+            long_text = long_text or recorded["long_text"]
+            doc_stride = doc_stride or recorded["doc_stride"]
+        else:
+            if label_names is not None and num_classes not in (None, len(label_names)):
+                raise InputError(f"num_classes={num_classes} but {len(label_names)} label_names; pass one of them")
+            num_classes = len(label_names) if label_names is not None else num_classes
+            model = BertClassifier(files.build_encoder(), num_classes, dropout_rate=dropout_rate)
+        return cls(
+            model,
+            tokenizer,
+            seq_length=seq_length or 128,
+            label_names=label_names or (),
+            text_pair=bool(text_pair),
+            long_text=long_text or "truncate",
+            doc_stride=doc_stride,
+            **kwargs,
+        )
+
+    @property
+    def regression(self) -> bool:
+        return self.model.num_classes == 1
+
+    # -- TextTask ---------------------------------------------------------------------------------------------------
+
+    def task_settings(self) -> dict:
+        return {
+            "label_names": list(self.label_names),
+            "text_pair": self.text_pair,
+            "long_text": self.long_text,
+            "doc_stride": self.doc_stride,
+        }
+
+    def model_dir_record(self) -> dict:
+        return {
+            "task": "generic",
+            "head": ClassificationTask.head,
+            "labels": list(self.label_names),
+            "settings": {"text_pair": self.text_pair, "long_text": self.long_text, "doc_stride": self.doc_stride},
+        }
+
+    def serving_settings(self) -> dict:
+        return {
+            "label_names": self.label_names,
+            "text_pair": self.text_pair,
+            "long_text": self.long_text,
+            "doc_stride": self.doc_stride,
+        }
+
+    def _text_names(self) -> tuple[str, ...]:
+        return ("text_a", "text_b") if self.text_pair else ("text_a",)
+
+    def python_texts(self, x) -> dict[str, np.ndarray]:
+        names = self._text_names()
+        if isinstance(x, dict):
+            if sorted(x) != sorted(names):
+                raise InputError(f"texts: expected the keys {', '.join(names)}, got {', '.join(sorted(x))}")
+            parts = [x[name] for name in names]
+        elif self.text_pair:
+            if not (isinstance(x, (tuple, list)) and len(x) == 2 and not isinstance(x[0], (str, bytes))):
+                raise InputError("a pair classifier takes texts as (texts_a, texts_b): a tuple of two lists")
+            parts = list(x)
+        else:
+            parts = [x]
+        columns = {name: string_column(part, name) for name, part in zip(names, parts)}
+        if len({len(column) for column in columns.values()}) > 1:
+            raise InputError(f"text_a and text_b differ in length: {[len(c) for c in columns.values()]}")
+        return columns
+
+    def tensor_texts(self, x) -> dict[str, tf.Tensor]:
+        names = self._text_names()
+        if isinstance(x, dict):
+            return {name: x[name] for name in names}
+        parts = list(x) if self.text_pair else [x]
+        if len(parts) != len(names):
+            raise InputError(f"the dataset's texts must be {' and '.join(names)}; got {len(parts)} parts")
+        return dict(zip(names, parts))
+
+    def python_labels(self, y, texts: dict) -> np.ndarray:
+        count = len(texts["text_a"])
+        values = np.asarray(y)
+        if values.shape != (count,):
+            raise InputError(f"y: expected {count} labels (one per text), got an array of shape {values.shape}")
+        if self.regression:
+            return values.astype("float32")
+        if values.dtype.kind in "USO":
+            index = {name: i for i, name in enumerate(self.label_names)}
+            unknown = sorted({str(v) for v in values} - set(index))
+            if unknown:
+                raise InputError(f"y: unknown labels {unknown[:5]}; the labels are {', '.join(self.label_names)}")
+            return np.array([index[str(v)] for v in values], "int32")
+        if values.dtype.kind not in "iu" or values.min(initial=0) < 0 or values.max(initial=0) >= len(self.label_names):
+            raise InputError(f"y: expected label indices 0..{len(self.label_names) - 1} or label names")
+        return values.astype("int32")
+
+    def training_data(self, x, y=None, batch_size=None, *, shuffle=False):
+        if not self.regression and not hasattr(self._serving, "label_ids"):  # made eagerly, used in the pipeline
+            keys = tf.constant(self.label_names)
+            self._serving.label_ids = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(keys, tf.range(len(self.label_names), dtype=tf.int32)), -1
+            )
+        return super().training_data(x, y, batch_size, shuffle=shuffle)
+
+    def tensor_labels(self, y):
+        if self.regression:
+            return tf.cast(y, tf.float32)
+        if y.dtype == tf.string:
+            ids = self._serving.label_ids.lookup(y)
+            check = tf.debugging.assert_non_negative(ids, message=f"a label is not one of {self.label_names}")
+            with tf.control_dependencies([check]):
+                return tf.identity(ids)
+        return tf.cast(y, tf.int32)
+
+    def training_batch(self, texts, labels):
+        features, windows = self.serving_module().pack(texts)
+        if windows is not None:  # each window of a long text trains on the text's label
+            labels = tf.gather(labels, windows["example"])
+        return features, (labels[:, None] if self.regression else labels)
+
+    def default_loss(self):
+        if self.regression:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self) -> list:
+        return [] if self.regression else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
