@@ -37,10 +37,10 @@ class ConversionConfig(CheckedConfig):
 
 
 def convert(config: ConversionConfig) -> model_dir.ModelFiles:
-    """`model_dir.convert_checkpoint` (or, for `output_format="hf"`, `hf_export.export_hf_folder`) with the settings
-    of `config` (it logs what it wrote)."""
+    """`model_dir.convert_checkpoint` (or, for `output_format="hf"`, `hf_export.export_to_hugging_face`) with the
+    settings of `config` (it logs what it wrote)."""
     if config.output_format == "hf":
-        return hf_export.export_hf_folder(
+        return hf_export.export_to_hugging_face(
             config.input,
             config.output_dir,
             input_format=config.input_format,

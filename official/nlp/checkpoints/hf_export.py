@@ -14,7 +14,10 @@ What the model directory holds decides the architecture: an encoder is a `BertMo
 `run_classifier` (its `finetuning.json` says `classifier` or `multi_label_classifier`) a
 `BertForSequenceClassification` with `id2label`/`label2id` and `problem_type` (`single_label_classification`,
 `multi_label_classification` or `regression`); a multi-label model's thresholds go to `multi_label_thresholds`,
-which transformers keeps on its config without using. The weight names are those `hf_weights` reads, in
+which transformers keeps on its config without using. A left-to-right pretrainer (`run_pretraining
+--objective=ltr`) is a `BertLMHeadModel` with `is_decoder` (transformers' causal mask, the same next-token logits);
+any other left-to-right model is refused (`_architecture`): transformers' pooler reads `[CLS]`, ours the last real
+token, so its `pooled_output` and a classifier on it would differ. The weight names are those `hf_weights` reads, in
 reverse (`hf_weights.tf1_name_to_hf` over `tf_checkpoints.export_weights`), so a Hugging Face folder converted here
 and written back gives the same tensors.
 
@@ -24,7 +27,7 @@ not tied to the word embeddings or with its own activation.
 
 Example:
 
-    export_hf_folder("/tmp/goemotions/best_model", "/tmp/goemotions_hf")
+    export_to_hugging_face("/tmp/goemotions/best_model", "/tmp/goemotions_hf")
     transformers.BertForSequenceClassification.from_pretrained("/tmp/goemotions_hf")
 """
 
@@ -59,8 +62,8 @@ HF_SPECIAL_TOKENS = {
 }
 # Our activation names -> Hugging Face's (the inverse of `HF_ACTIVATIONS` on the names transformers writes itself).
 _ACTIVATIONS = {ours: hf for hf, ours in HF_ACTIVATIONS.items() if hf in ("gelu", "gelu_new", "relu", "tanh", "linear")}
-# The BertConfig fields Hugging Face's BertConfig has under the same name. A field not listed (one added later, such
-# as an attention kind HF BERT lacks) is refused by `_check_expressible` unless it holds its default value.
+# The BertConfig fields Hugging Face's BertConfig has under the same name. A field not listed (one added later) is
+# refused by `_check_expressible` unless it holds its default value; `attention` is `_architecture`'s to decide.
 _SAME_NAME_FIELDS = (
     "vocab_size",
     "hidden_size",
@@ -81,7 +84,7 @@ def _check_expressible(config: BertConfig, source: str) -> None:
     if config.hidden_act not in _ACTIVATIONS:
         raise InputError(f"{source}: hidden_act {config.hidden_act!r} has no Hugging Face BERT equivalent")
     for field in dataclasses.fields(config):
-        if field.name in _SAME_NAME_FIELDS or field.name == "hidden_act":
+        if field.name in _SAME_NAME_FIELDS or field.name in ("hidden_act", "attention"):
             continue
         if getattr(config, field.name) != field.default:
             raise InputError(
@@ -98,6 +101,7 @@ def hf_config(
     labels: list[str] | None = None,
     problem_type: str | None = None,
     thresholds: list[float] | None = None,
+    is_decoder: bool = False,
 ) -> dict:
     """The `config.json` of a Hugging Face BERT model (`architecture` e.g. "BertModel")."""
     values = {name: getattr(config, name) for name in _SAME_NAME_FIELDS}
@@ -108,6 +112,8 @@ def hf_config(
         pad_token_id=pad_token_id,
         position_embedding_type="absolute",
     )
+    if is_decoder:  # transformers' BertModel then masks the future positions (a left-to-right model)
+        values["is_decoder"] = True
     if problem_type is not None:
         names = labels or ["LABEL_0"]  # regression: one output, under transformers' own name for it
         values.update(
@@ -120,9 +126,10 @@ def hf_config(
     return values
 
 
-def hf_tensors(model) -> dict[str, np.ndarray]:
+def hf_tensors(model, *, pooler: bool = True) -> dict[str, np.ndarray]:
     """The weights of `model` (`BertEncoder`, `BertPretrainer` or `BertClassifier`) under Hugging Face's names and in
-    PyTorch's layouts; `bert.` prefixes the encoder's names except for a bare encoder (`BertModel`)."""
+    PyTorch's layouts; `bert.` prefixes the encoder's names except for a bare encoder (`BertModel`). `pooler` False
+    leaves out the pooler, which `BertLMHeadModel` has none of."""
     prefix = "" if isinstance(model, BertEncoder) else "bert."
     tensors = {}
     try:
@@ -132,6 +139,8 @@ def hf_tensors(model) -> dict[str, np.ndarray]:
     for name, value in weights.items():
         key = hf_weights.tf1_name_to_hf(name)
         transposed = hf_weights.hf_name_to_tf1(key)[1]
+        if not pooler and key.startswith("pooler."):
+            continue
         key = key if key.startswith("cls.") else prefix + key
         tensors[key] = np.ascontiguousarray(value.T if transposed else value, np.float32)
     if isinstance(model, BertClassifier):  # PyTorch's Linear is [out, in]
@@ -176,6 +185,16 @@ def _load(path: str, *, input_format: str, **overrides) -> tuple[object, model_d
 
 def _architecture(model, record: dict, source: str) -> tuple[str, dict]:
     """The Hugging Face class `model` is, and the `hf_config` arguments of its head."""
+    config = model.config if isinstance(model, BertEncoder) else model.encoder.config
+    if config.left_to_right:
+        if isinstance(model, BertPretrainer) and model.objective == "ltr":
+            return "BertLMHeadModel", {"is_decoder": True}
+        kind = "BertModel" if isinstance(model, BertEncoder) else "BertForSequenceClassification"
+        raise InputError(
+            f"{source}: bert_config.json sets attention=left_to_right, and a left-to-right model pools its last real "
+            f"token where Hugging Face's {kind} pools [CLS], so its outputs would differ; only the left-to-right "
+            "pretraining model (run_pretraining --objective=ltr's export) is written, as a BertLMHeadModel"
+        )
     if isinstance(model, BertEncoder):
         return "BertModel", {}
     if isinstance(model, BertPretrainer):
@@ -212,7 +231,7 @@ def _tokenizer_files(do_lower_case: bool, max_length: int) -> dict[str, dict]:
     }
 
 
-def export_hf_folder(
+def export_to_hugging_face(
     input_path: str,
     output_dir: str,
     *,
@@ -248,7 +267,7 @@ def export_hf_folder(
     if "[PAD]" not in vocab:
         raise InputError(f"{files.vocab_file} has no [PAD], which Hugging Face's BertTokenizer needs")
     config = hf_config(files.config, architecture=architecture, pad_token_id=vocab["[PAD]"], **head)
-    tensors = hf_tensors(model)
+    tensors = hf_tensors(model, pooler=architecture != "BertLMHeadModel")
     parent, name = output_folders.split(output_dir)
     with output_folders.claim(parent, name, what=output_dir), output_folders.staging_folder(output_dir) as staging:
         tokenizer = _tokenizer_files(files.do_lower_case, files.config.max_position_embeddings)

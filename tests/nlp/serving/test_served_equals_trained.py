@@ -369,7 +369,7 @@ def test_multi_label_as_a_hugging_face_folder_equals_do_predict(runs, tmp_path):
     expected, _ = runs
     probabilities, _, thresholds, export_dir, texts = expected["multi_label"]
     run_dir = export_dir.parent / "goemotions_out"
-    hf_export.export_hf_folder(str(run_dir), str(tmp_path / "hf"))
+    hf_export.export_to_hugging_face(str(run_dir), str(tmp_path / "hf"))
     model = transformers.BertForSequenceClassification.from_pretrained(str(tmp_path / "hf")).eval()
     assert model.config.problem_type == "multi_label_classification"
     names = [model.config.id2label[i] for i in range(len(thresholds))]
