@@ -183,7 +183,8 @@ class TextClassifier(TextTask):
             doc_stride = doc_stride or recorded["doc_stride"]
             if recorded["thresholds"] is not None:  # a multi-label head
                 multi_label = True if multi_label is None else multi_label
-                thresholds = recorded["thresholds"] if thresholds is None else thresholds
+                if multi_label and thresholds is None:
+                    thresholds = recorded["thresholds"]
         else:
             if label_names is not None and num_classes not in (None, len(label_names)):
                 raise InputError(f"num_classes={num_classes} but {len(label_names)} label_names; pass one of them")
