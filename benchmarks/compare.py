@@ -4,6 +4,9 @@ same process, with the command line that produced it (the comparisons are the mo
   # Fixed-shape train and inference steps against keras-hub, with the fraction of TF's own matmul speed:
   python -m benchmarks.compare --what=step --num_layers=4 --hidden_size=256 --num_heads=4 --batch_size=32 \
       --max_seq_length=128 --mixed_precision=float32
+  # The pretraining step (MLM + NSP, and MLM only) against keras-hub's BertMaskedLM, for each size, with the fraction
+  # of TF's own matmul speed:
+  python -m benchmarks.compare --what=pretrain --pretrain_sizes=tiny,L4-H128-A2 --vocab_size=8192 --batch_size=32
   # Where our train step's time goes (the step timed with the optimizer update, dropout or backward left out):
   python -m benchmarks.compare --what=breakdown --num_layers=12 --hidden_size=768 --num_heads=12 --batch_size=8
   # End-to-end SST-2 fine-tuning (raw TSV -> trained model) against keras-hub and transformers:
@@ -34,13 +37,22 @@ from absl import flags
 
 from official.nlp.common.errors import InputError
 
-WHATS = ("step", "breakdown", "finetune", "serve", "input", "data", "tokenizer")
+WHATS = ("step", "pretrain", "breakdown", "finetune", "serve", "input", "data", "tokenizer")
 flags.DEFINE_list("what", ["step"], f"Comma list of: {', '.join(WHATS)}.")
 flags.DEFINE_integer("num_layers", 4, "step and breakdown: Transformer layers.")
 flags.DEFINE_integer("hidden_size", 256, "step and breakdown: hidden size.")
 flags.DEFINE_integer("num_heads", 4, "step and breakdown: attention heads.")
-flags.DEFINE_integer("batch_size", 32, "step, breakdown and finetune: batch size.")
-flags.DEFINE_integer("max_seq_length", 128, "step and breakdown: sequence length; finetune: max_seq_length.")
+flags.DEFINE_integer("batch_size", 32, "step, pretrain, breakdown and finetune: batch size.")
+flags.DEFINE_integer("max_seq_length", 128, "step, pretrain and breakdown: sequence length; finetune: max_seq_length.")
+flags.DEFINE_list(
+    "pretrain_sizes",
+    ["tiny", "mini", "base"],
+    "pretrain: model sizes, presets or L<layers>-H<hidden>-A<heads> (the rerun of the paper uses tiny, L4-H128-A2).",
+)
+flags.DEFINE_integer("max_predictions_per_seq", 20, "pretrain: masked positions per sequence.")
+flags.DEFINE_integer(
+    "vocab_size", None, "pretrain: vocabulary size (default 30522, BERT's; the paper's rerun learns 8192)."
+)
 flags.DEFINE_enum(
     "mixed_precision",
     "float32",
@@ -103,6 +115,29 @@ def _step_config():
         rounds=FLAGS.rounds,
         jit_compile=FLAGS.jit_compile,
     )
+
+
+def _pretrain():
+    from benchmarks import pretrain_step
+    from official.nlp.paper.budgets import parse_size
+
+    for name in FLAGS.pretrain_sizes:
+        size = parse_size(name)
+        pretrain_step.run(
+            pretrain_step.PretrainStepConfig(
+                num_layers=size.layers,
+                hidden=size.hidden,
+                heads=size.heads,
+                vocab_size=FLAGS.vocab_size or 30522,
+                batch=FLAGS.batch_size,
+                seq=FLAGS.max_seq_length,
+                predictions=FLAGS.max_predictions_per_seq,
+                precision=_precision(),
+                steps_per_execution=FLAGS.steps_per_round if FLAGS["steps_per_round"].present else 2,
+                rounds=FLAGS.rounds if FLAGS["rounds"].present else 3,
+                jit_compile=FLAGS.jit_compile,
+            )
+        )
 
 
 def _finetune():
@@ -180,6 +215,8 @@ def main(argv):
             from benchmarks import step
 
             (step.run if what == "step" else step.breakdown)(_step_config())
+        elif what == "pretrain":
+            _pretrain()
         elif what == "finetune":
             _finetune()
         elif what == "serve":

@@ -27,6 +27,8 @@ from official.nlp.modeling.models import (
     BertSpanLabeler,
     BertTokenClassifier,
 )
+from official.nlp.paper.config import PaperConfig
+from official.nlp.paper.reproduce import reproduce_paper
 from official.nlp.serving.exporter import export_model
 from official.nlp.tasks.classification import ClassifierConfig, run_classifier
 from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
@@ -65,10 +67,12 @@ __all__ = [
     # The scripts' jobs, from Python: each takes its script's flags as a dataclass.
     "ClassifierConfig",
     "CorpusConfig",
+    "PaperConfig",
     "PretrainingConfig",
     "SquadConfig",
     "TaggingConfig",
     "prepare_corpus",
+    "reproduce_paper",
     "run_classifier",
     "run_ner",
     "run_pretraining",

@@ -22,6 +22,7 @@ LAYERS = {
     "tasks": 4,
     "serving": 5,
     "text_tasks": 6,  # Keras models on raw text: their predict and export are the serving modules'
+    "paper": 7,  # the rerun of the paper: above every job it runs
 }
 MAX_MODULES_PER_FOLDER = 12
 

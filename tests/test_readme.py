@@ -43,6 +43,7 @@ PAGES = [
     "swag",
     "feature_extraction",
     "serving",
+    "paper",
     "benchmarks",
     "development",
 ]

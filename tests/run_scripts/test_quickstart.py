@@ -189,6 +189,25 @@ def test_fine_tuned_classifiers_beat_chance(quickstart):
 
 
 @pytest.mark.slow
+def test_the_baseline_is_the_same_fine_tuning_from_random_weights(quickstart):
+    """Stage 4 shows what pretraining bought: beside the pretrained model's dev accuracy, that of the same
+    fine-tuning (model config, vocabulary, seed, schedule) started from random weights."""
+    out, result = quickstart
+    line = next(text for text in result.stdout.splitlines() if text.startswith("[4/7] "))
+    accuracies = {}
+    for name in ("tiny", "random"):
+        history = json.loads((out / f"classifier_{name}" / "eval_history.json").read_text())
+        accuracies[name] = f"{max(epoch['accuracy'] for epoch in history):.3f}"
+    assert line.endswith(f"dev accuracy {accuracies['tiny']} (random weights: {accuracies['random']})"), line
+    pretrained, random = (
+        json.loads((out / f"classifier_{name}" / "finetuning_settings.json").read_text()) for name in ("tiny", "random")
+    )
+    assert random["init_checkpoint"] is None and pretrained["init_checkpoint"] == str(out / "pretraining" / "export")
+    differing = {k for k in pretrained.keys() | random.keys() if pretrained.get(k) != random.get(k)}
+    assert differing <= {"init_checkpoint", "bert_config_file", "vocab_file", "do_lower_case"}, differing
+
+
+@pytest.mark.slow
 def test_served_answers_match_the_fine_tuned_checkpoint(quickstart):
     """The answers of the SavedModel (fresh process, raw strings) = the checkpoint run here on Python tokens."""
     import keras

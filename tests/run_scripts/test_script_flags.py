@@ -20,6 +20,7 @@ from official.nlp.common import config_flags
 from official.nlp.common.errors import InputError
 from official.nlp.data.corpus.settings import CorpusConfig
 from official.nlp.data.pretraining.settings import PretrainingDataConfig
+from official.nlp.paper.config import PaperConfig
 from official.nlp.serving.export_config import ExportConfig
 from official.nlp.tasks.classification import ClassifierConfig
 from official.nlp.tasks.feature_extraction import FeatureExtractionConfig
@@ -42,6 +43,7 @@ SCRIPTS = {
     "extract_features.py": FeatureExtractionConfig,
     "build_vocab.py": VocabConfig,
     "convert_checkpoint.py": ConversionConfig,
+    "reproduce_paper.py": PaperConfig,
 }
 
 

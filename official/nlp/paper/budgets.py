@@ -1,0 +1,227 @@
+"""What a rerun of the paper may spend: model sizes, pretraining steps, data slices and seeds, by name.
+
+A budget sets every number that decides the cost of the grid (`grid.py`), so that one name (`--budget`) says how
+much was run. `smoke` runs the whole grid in minutes on tiny models and slices of the data (the test suite runs it);
+`default` is sized from measured per-stage costs to finish within 3 hours on a quiet 2-core CPU (docs/paper.md
+gives the measurements); `accelerator` is a start for one GPU or TPU host. The main knobs can also be overridden
+one by one (`PaperConfig`'s `sizes`, `pretrain_steps`, `seeds`).
+
+A size is a preset name (`tiny`, `mini`, `small`, `medium`, `base`, `large`) or the paper's notation
+``L<layers>-H<hidden>-A<heads>`` (Table 6 lists its sizes so), with the feed-forward layer 4 times the hidden size.
+
+Nothing here is tuned toward the paper's numbers: the learning rates are the usual ones for models of these sizes
+(the quickstart's for tiny models; the grid the BERT miniatures were fine-tuned with for larger ones), checked only
+in that fine-tuning learns at all, and every variant gets the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+
+from official.nlp.common.errors import InputError
+from official.nlp.modeling.configs import PRESETS, BertConfig
+
+FINE_TUNING_TASKS = ("mrpc", "sst-2", "qnli", "squad", "ner")
+
+
+@dataclasses.dataclass(frozen=True)
+class Size:
+    """A model size: its name as given (a preset or ``L4-H256-A4``) and its shape."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+
+    @property
+    def notation(self) -> str:
+        return f"L{self.layers}-H{self.hidden}-A{self.heads}"
+
+    def bert_config(self, vocab_size: int, max_position_embeddings: int = 512) -> BertConfig:
+        return BertConfig(
+            vocab_size=vocab_size,
+            num_hidden_layers=self.layers,
+            hidden_size=self.hidden,
+            num_attention_heads=self.heads,
+            intermediate_size=4 * self.hidden,
+            max_position_embeddings=max_position_embeddings,
+        )
+
+    def encoder_flops_per_token(self) -> float:
+        """Multiply-adds of one token through the encoder, forward (the dense layers: 12 H^2 per layer)."""
+        return 12.0 * self.layers * self.hidden**2
+
+
+_NOTATION = re.compile(r"^L(\d+)-H(\d+)-A(\d+)$")
+
+
+def parse_size(text: str) -> Size:
+    """A preset name or ``L<layers>-H<hidden>-A<heads>``; anything else is refused, naming both forms."""
+    text = text.strip()
+    if text in PRESETS:
+        return Size(text, *PRESETS[text])
+    match = _NOTATION.match(text)
+    if match:
+        layers, hidden, heads = (int(g) for g in match.groups())
+        if layers > 0 and heads > 0 and hidden > 0 and hidden % heads == 0:
+            return Size(text, layers, hidden, heads)
+    raise InputError(
+        f"--sizes: {text!r} is not a model size; give a preset ({', '.join(PRESETS)}) or L<layers>-H<hidden>-A<heads> "
+        "with the hidden size divisible by the heads, e.g. L4-H256-A4"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskBudget:
+    """Fine-tuning one task: how much of its data, for how long, how many seeds.
+
+    `train_examples` and `eval_examples` keep the first N examples of the split (None: all of it): rows for the
+    GLUE tasks, sentences for CoNLL-2003, questions for SQuAD (whole paragraphs, until N questions are in).
+    """
+
+    train_examples: int | None
+    eval_examples: int | None
+    epochs: float
+    seeds: int
+    batch_size: int = 32
+    learning_rate: float = 1e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    name: str
+    description: str
+    sizes: tuple[str, ...]  # Table 6's rows, smallest first
+    main_size: str  # the size of Tables 5, 7 and 8 (one of `sizes`)
+    tasks: Mapping[str, TaskBudget]
+    # The corpus and its records.
+    corpus_max_documents: int | None  # the first N documents of the prepared corpus (None: all)
+    heldout_share: float  # documents held out for the masked-LM perplexity of Table 6
+    vocab_size: int
+    vocab_max_lines: int | None  # the vocabulary is learned from the first N lines of the training corpus
+    max_seq_length: int
+    max_predictions_per_seq: int
+    dupe_factor: int
+    # Pretraining: the same for every variant.
+    pretrain_steps: int
+    pretrain_batch_size: int
+    pretrain_learning_rate: float
+    warmup_share: float = 0.1
+    # Fine-tuning.
+    finetune_seq_length: int = 128
+    squad_doc_stride: int = 64
+    squad_max_query_length: int = 32
+    feature_learning_rate: float = 1e-3  # the feature-based NER model trains a fresh BiLSTM alone
+    feature_lstm_units: int = 128
+    feature_lstm_layers: int = 2  # the paper's two-layer BiLSTM
+    masking_seeds: int = 1  # seeds per cell of the optional masking-rate group (Table 8)
+
+    def describe(self) -> str:
+        sizes = ", ".join(parse_size(s).notation for s in self.sizes)
+        return (
+            f"{self.name}: sizes {sizes} (main {parse_size(self.main_size).notation}); pretraining "
+            f"{self.pretrain_steps} steps of batch {self.pretrain_batch_size} at sequence length "
+            f"{self.max_seq_length}; "
+            f"fine-tuning at length {self.finetune_seq_length}, "
+            + "; ".join(
+                f"{task} {_examples(b.train_examples)} train / {_examples(b.eval_examples)} eval, {b.epochs:g} "
+                f"epoch{'s' if b.epochs != 1 else ''}, {b.seeds} seed{'s' if b.seeds > 1 else ''}"
+                for task, b in self.tasks.items()
+            )
+        )
+
+
+def _examples(n: int | None) -> str:
+    return "all" if n is None else f"{n:,}"
+
+
+_SMOKE_TASK = dict(epochs=1.0, seeds=1, batch_size=16, learning_rate=1e-3)
+
+BUDGETS = {
+    "smoke": Budget(
+        name="smoke",
+        description="the whole grid in minutes, to check that it runs (tiny models, slices of the data, few steps)",
+        sizes=("L1-H32-A2", "L2-H32-A2"),
+        main_size="L1-H32-A2",
+        tasks={
+            "mrpc": TaskBudget(32, 32, **_SMOKE_TASK),
+            "sst-2": TaskBudget(32, 32, **_SMOKE_TASK),
+            "qnli": TaskBudget(32, 32, **_SMOKE_TASK),
+            "squad": TaskBudget(32, 16, **_SMOKE_TASK),
+            "ner": TaskBudget(32, 32, **_SMOKE_TASK),
+        },
+        corpus_max_documents=300,
+        heldout_share=0.1,
+        vocab_size=1200,
+        vocab_max_lines=4000,
+        max_seq_length=64,
+        max_predictions_per_seq=10,
+        dupe_factor=1,
+        pretrain_steps=10,
+        pretrain_batch_size=16,
+        pretrain_learning_rate=1e-3,
+        finetune_seq_length=64,
+        squad_doc_stride=32,
+        squad_max_query_length=16,
+        feature_lstm_units=16,
+        feature_lstm_layers=1,
+    ),
+    "default": Budget(
+        name="default",
+        description="within 3 hours on a quiet 2-core CPU (see docs/paper.md for the measured stage costs)",
+        sizes=("tiny", "L4-H128-A2"),
+        main_size="tiny",
+        # Fine-tuning at 1e-3: at 1e-4 (the miniatures' grid, for well pretrained models) the model without
+        # pretraining stayed at the majority class of SST-2 after 2 epochs of 4,000 examples (docs/paper.md).
+        tasks={
+            "mrpc": TaskBudget(None, None, epochs=3.0, seeds=3, learning_rate=1e-3),
+            "sst-2": TaskBudget(4000, None, epochs=2.0, seeds=3, learning_rate=1e-3),
+            "qnli": TaskBudget(None, None, epochs=2.0, seeds=3, learning_rate=1e-3),
+            "squad": TaskBudget(2000, 1000, epochs=2.0, seeds=2, learning_rate=1e-3),
+            "ner": TaskBudget(4000, 1000, epochs=2.0, seeds=2, learning_rate=1e-3),
+        },
+        corpus_max_documents=None,
+        heldout_share=0.02,
+        vocab_size=8192,
+        vocab_max_lines=60000,
+        max_seq_length=128,
+        max_predictions_per_seq=20,
+        dupe_factor=1,
+        pretrain_steps=2000,
+        pretrain_batch_size=32,
+        pretrain_learning_rate=5e-4,
+    ),
+    "accelerator": Budget(
+        name="accelerator",
+        description="a start for one GPU or TPU host (hours): three sizes, 30,000 steps of batch 256, full data",
+        sizes=("mini", "small", "medium"),
+        main_size="small",
+        tasks={
+            "mrpc": TaskBudget(None, None, epochs=3.0, seeds=5),
+            "sst-2": TaskBudget(None, None, epochs=3.0, seeds=3),
+            "qnli": TaskBudget(None, None, epochs=3.0, seeds=5),
+            "squad": TaskBudget(None, None, epochs=2.0, seeds=3),
+            "ner": TaskBudget(None, None, epochs=3.0, seeds=3),
+        },
+        corpus_max_documents=None,
+        heldout_share=0.02,
+        vocab_size=30522,
+        vocab_max_lines=None,
+        max_seq_length=128,
+        max_predictions_per_seq=20,
+        dupe_factor=5,
+        pretrain_steps=30000,
+        pretrain_batch_size=256,
+        pretrain_learning_rate=5e-4,
+        feature_lstm_units=256,
+        masking_seeds=3,
+    ),
+}
+
+
+def get_budget(name: str) -> Budget:
+    if name not in BUDGETS:
+        raise InputError(f"--budget={name}: unknown; choose one of {', '.join(BUDGETS)}")
+    return BUDGETS[name]

@@ -1,0 +1,208 @@
+"""`PaperConfig`: the flags of `run_scripts/reproduce_paper.py`, and the rule for resuming a rerun.
+
+The fields are the script's flags (`common.config_flags`). A rerun with the same `output_dir` resumes; a rerun whose
+settings change what the finished stages computed (the budget, the corpus, a size, the data) is refused, naming the
+flags, since its results would be mixed with the earlier ones. The selection flags (`tasks`, `tables`,
+`masking_rates`) and `plots` may change between sittings: the grid only grows or shrinks, and a stage that ran is
+the same stage in every selection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+
+from official.nlp.common import input_files, output_files, text_files
+from official.nlp.common.config_flags import CheckedConfig, field
+from official.nlp.common.errors import InputError
+from official.nlp.paper import budgets
+from official.nlp.training import optimization
+from official.nlp.training.run_settings import settings_differences
+
+TABLES = ("5", "6", "7")
+PAPER_SETTINGS_FILE = "paper_settings.json"
+# May change between sittings of one rerun (see the module docstring).
+SELECTION_FIELDS = ("tasks", "tables", "masking_rates", "plots")
+
+
+@dataclasses.dataclass
+class PaperConfig(CheckedConfig):
+    """Every setting of a rerun of the paper's Tables 5, 6 and 7 (and optionally the masking rates of Table 8)."""
+
+    input_file: str = field(
+        path="patterns",
+        help="Raw text to pretrain on: WikiExtractor output (<doc> blocks) or plain text with a blank line between "
+        "documents; comma-separated paths and globs.",
+    )
+    output_dir: str = field(
+        path="path", help="Everything goes here: data, models, results.csv, results.md, plots. Reruns resume."
+    )
+    budget: str = field("default", enum=tuple(budgets.BUDGETS), help="How much to run (see docs/paper.md).")
+    input_format: str = field(
+        "auto",
+        enum=("auto", "wikiextractor", "text"),
+        help="--input_file's format (auto: each file by its first line).",
+    )
+    vocab_file: str | None = field(
+        None,
+        path="path",
+        help="An existing vocab.txt (e.g. BERT's uncased vocabulary) instead of one learned on the corpus "
+        "(build_vocab, the budget's size).",
+    )
+    do_lower_case: bool = field(True, help="Uncased (True) or cased text, for the vocabulary and every tokenizer.")
+    glue_dir: str = field(
+        "datasets/glue", path="path", help="GLUE in its TSV layout: MRPC/, SST-2/, QNLI/ (see docs/data.md)."
+    )
+    squad_file: str = field(
+        "datasets/squad/dev-v1.1.json",
+        path="path",
+        help="SQuAD v1.1 dev; split by article into train and eval (docs/paper.md).",
+    )
+    conll_dir: str = field(
+        "datasets/conll2003", path="path", help="CoNLL-2003 with train.txt and valid.txt (IOB1 or IOB2)."
+    )
+    tasks: Sequence[str] = field(
+        list(budgets.FINE_TUNING_TASKS), help=f"Fine-tuning tasks to run: {', '.join(budgets.FINE_TUNING_TASKS)}."
+    )
+    tables: Sequence[str] = field(list(TABLES), help="The paper's tables to rerun: 5, 6, 7.")
+    masking_rates: bool = field(
+        False, help="Also pretrain with the other masking rates of the paper's appendix (Table 8) and fine-tune them."
+    )
+    sizes: Sequence[str] | None = field(
+        None, help="Table 6's sizes instead of the budget's: presets or L<layers>-H<hidden>-A<heads>, smallest first."
+    )
+    main_size: str | None = field(
+        None, help="The size of Tables 5, 7 and 8 (default: the budget's, or the largest of --sizes)."
+    )
+    pretrain_steps: int | None = field(None, minimum=1, help="Pretraining steps instead of the budget's.")
+    pretrain_batch_size: int | None = field(None, minimum=1, help="Pretraining batch instead of the budget's.")
+    seeds: int | None = field(None, minimum=1, help="Fine-tuning seeds per cell instead of the budget's.")
+    mixed_precision: str = field(
+        "float32",
+        enum=optimization.MIXED_PRECISION,
+        help="Compute dtype of every pretraining and fine-tuning run (auto: the fastest for the hardware).",
+    )
+    plots: bool = field(True, help="Draw the PNG plots (needs matplotlib: pip install 'bert-tf[paper]').")
+
+
+def resolved_budget(config: PaperConfig) -> budgets.Budget:
+    """The budget of `config` with its overrides applied (checked: every size parses, the main size is one)."""
+    budget = budgets.get_budget(config.budget)
+    changes = {}
+    if config.sizes:
+        changes["sizes"] = tuple(budgets.parse_size(s).name for s in config.sizes)
+        changes["main_size"] = changes["sizes"][-1]
+    if config.main_size:
+        changes["main_size"] = budgets.parse_size(config.main_size).name
+    sizes = changes.get("sizes", budget.sizes)
+    main = changes.get("main_size", budget.main_size)
+    if main not in sizes:
+        raise InputError(f"--main_size={main} is not one of the sizes ({', '.join(sizes)}); add it to --sizes")
+    if config.pretrain_steps:
+        changes["pretrain_steps"] = config.pretrain_steps
+    if config.pretrain_batch_size:
+        changes["pretrain_batch_size"] = config.pretrain_batch_size
+    if config.seeds:
+        changes["tasks"] = {t: dataclasses.replace(b, seeds=config.seeds) for t, b in budget.tasks.items()}
+    return dataclasses.replace(budget, **changes)
+
+
+def validate(config: PaperConfig) -> None:
+    """Refuses flags that cannot work, naming each, before anything is read or written."""
+    problems = []
+    unknown = sorted(set(config.tasks) - set(budgets.FINE_TUNING_TASKS))
+    if unknown or not config.tasks:
+        problems.append(f"--tasks={','.join(config.tasks)}: choose from {', '.join(budgets.FINE_TUNING_TASKS)}")
+    unknown = sorted(set(config.tables) - set(TABLES))
+    if unknown or not config.tables:
+        problems.append(f"--tables={','.join(config.tables)}: choose from {', '.join(TABLES)}")
+    if problems:
+        raise InputError("; ".join(problems))
+    resolved_budget(config)
+
+
+def command_line(config: PaperConfig) -> str:
+    """The script's command line for `config`: every flag that differs from its default (in field order)."""
+    words = ["python run_scripts/reproduce_paper.py"]
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.default is not dataclasses.MISSING and value == f.default:
+            continue
+        if f.default_factory is not dataclasses.MISSING and list(value or []) == list(f.default_factory()):
+            continue
+        if isinstance(value, bool):
+            words.append(f"--{f.name}" if value else f"--no{f.name}")
+        elif isinstance(value, (list, tuple)):
+            words.append(f"--{f.name}={','.join(map(str, value))}")
+        else:
+            words.append(f"--{f.name}={value}")
+    return " ".join(words)
+
+
+def rerun_settings(config: PaperConfig) -> dict:
+    """What a rerun into the same `output_dir` must share with the first sitting (JSON-able)."""
+    values = dataclasses.asdict(config)
+    for name in SELECTION_FIELDS + ("output_dir",):
+        values.pop(name)
+    return json.loads(json.dumps(values))
+
+
+def check_rerun_settings(config: PaperConfig) -> None:
+    """Refuses a rerun into `output_dir` with other settings, naming the flags; records them on the first sitting."""
+    path = os.path.join(config.output_dir, PAPER_SETTINGS_FILE)
+    settings = rerun_settings(config)
+    if input_files.exists(path):
+        differing = settings_differences(json.loads(text_files.read_text(path)), settings)
+        if differing:
+            raise InputError(
+                f"--output_dir={config.output_dir} holds a rerun with other settings ({'; '.join(differing)}). Rerun "
+                "with the same flags to resume it, or choose another --output_dir"
+            )
+        return
+    output_files.makedirs(config.output_dir, name="--output_dir")
+    output_files.write_text(path, json.dumps(settings, indent=1, sort_keys=True) + "\n")
+
+
+@dataclasses.dataclass(frozen=True)
+class Workspace:
+    """Where each part of a rerun lives under `output_dir` (every path through the file layer)."""
+
+    root: str
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    @property
+    def prepared_corpus(self) -> str:
+        return self.path("data", "corpus", "prepared.txt")
+
+    @property
+    def train_corpus(self) -> str:
+        return self.path("data", "corpus", "train.txt")
+
+    @property
+    def heldout_corpus(self) -> str:
+        return self.path("data", "corpus", "heldout.txt")
+
+    @property
+    def vocab_file(self) -> str:
+        return self.path("data", "vocab.txt")
+
+    def records(self, name: str) -> str:
+        """The TFRecords of `name` ("records", "records-heldout", "records-mask100-0-0", ...)."""
+        return self.path("data", name, "train.tfrecord")
+
+    def task_dir(self, task: str) -> str:
+        return self.path("data", "tasks", task)
+
+    def run_dir(self, stage_id: str) -> str:
+        return self.path("runs", stage_id)
+
+    def marker(self, stage_id: str) -> str:
+        """The done marker of a stage: its results, written last."""
+        return self.path("stages", stage_id + ".json")
+
+    def random_init_config(self, size: str) -> str:
+        return self.path("runs", "random", size, "bert_config.json")

@@ -1,0 +1,304 @@
+"""The grid of a rerun: every stage (data, pretraining, perplexity, fine-tuning run), its inputs, and its cost.
+
+Table 5 pretrains MLM + NSP, MLM only ("No NSP") and a left-to-right LM ("LTR & No NSP") at the main size, on the
+same records and the same step budget, and adds a model that is not pretrained at all (random init). Table 6
+pretrains MLM + NSP at each size and measures its held-out masked-LM perplexity. Table 7 trains the feature-based
+NER tagger on the frozen MLM + NSP model, one run per feature choice of the paper. The optional masking group
+(Table 8 of the appendix) pretrains MLM + NSP on records masked at each of the appendix's other rates.
+
+Every variant is fine-tuned on every selected task, with as many seeds as the budget says; the LTR model also with
+the BiLSTM span head on SQuAD. A stage that two tables share (MLM + NSP at the main size, fine-tuned) is one stage.
+Stages come in the order they can run: the data, then each pretraining run, then the runs that use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from official.nlp.paper import budgets
+from official.nlp.paper.budgets import Budget
+
+# Which data a pretraining variant reads: the shared records, or its own masking rates' records.
+SHARED_RECORDS = "records"
+# The variants without NSP read records of contiguous text (B always continues A): in NSP records half of the B
+# segments come from a random document, a next token that no left context predicts (docs/pretraining.md).
+NO_NSP_RECORDS = "records-nonsp"
+HELDOUT_RECORDS = "records-heldout"  # the held-out documents' records, for the perplexity
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A way of pretraining: the objective, NSP or not, and the masking rates of its records
+    (`mask_token_prob`, `random_token_prob`; None: the original 80% / 10% / 10%)."""
+
+    name: str
+    label: str
+    objective: str | None  # "mlm", "ltr", or None for no pretraining
+    nsp: bool
+    mask_rates: tuple[float, float] | None = None
+
+    @property
+    def records(self) -> str | None:
+        if self.objective is None:
+            return None
+        if self.mask_rates is not None:
+            return f"records-{self.name}"
+        return SHARED_RECORDS if self.nsp else NO_NSP_RECORDS
+
+
+MLM_NSP = Variant("mlm_nsp", "MLM + NSP (BERT)", "mlm", True)
+MLM = Variant("mlm", "No NSP (MLM only)", "mlm", False)
+LTR = Variant("ltr", "LTR & No NSP", "ltr", False)
+RANDOM = Variant("random", "No pretraining (random init)", None, False)
+TABLE5_VARIANTS = (MLM_NSP, MLM, LTR, RANDOM)
+
+
+def masking_variant(mask: int, same: int, random: int) -> Variant:
+    """The appendix's row MASK / SAME / RND (percent of the chosen tokens shown as [MASK], kept, replaced)."""
+    return Variant(
+        f"mask{mask}-{same}-{random}",
+        f"MLM + NSP, masking {mask}/{same}/{random}",
+        "mlm",
+        True,
+        (mask / 100, random / 100),
+    )
+
+
+# The appendix's Table 8 rows other than BERT's own 80/10/10 (which is MLM_NSP).
+MASKING_VARIANTS = tuple(
+    masking_variant(*rates) for rates in ((100, 0, 0), (80, 0, 20), (80, 20, 0), (0, 20, 80), (0, 0, 100))
+)
+
+VARIANTS = {v.name: v for v in (*TABLE5_VARIANTS, *MASKING_VARIANTS)}
+
+# Table 7's feature-based rows: run_ner's --feature_layers and --feature_combine for each.
+FEATURE_CHOICES = {
+    "embeddings": ("Embeddings", ("embeddings",), "concat"),
+    "second_to_last": ("Second-to-Last Hidden", ("-2",), "concat"),
+    "last": ("Last Hidden", ("-1",), "concat"),
+    "weighted_sum_last_four": ("Weighted Sum Last Four Hidden", ("-1", "-2", "-3", "-4"), "weighted_sum"),
+    "concat_last_four": ("Concat Last Four Hidden", ("-1", "-2", "-3", "-4"), "concat"),
+    "weighted_sum_all": ("Weighted Sum All Layers", ("all",), "weighted_sum"),
+}
+# The feature choice of the masking group's feature-based column (the appendix uses the last four, concatenated).
+MASKING_FEATURES = "concat_last_four"
+
+
+def layers_of_choice(choice: str, num_layers: int) -> tuple[str, ...]:
+    """The layers of a feature choice on a model of `num_layers` layers: the "last four" are the last
+    min(4, num_layers), and a choice that needs more layers than the model has takes the first (the report says so)."""
+    layers = FEATURE_CHOICES[choice][1]
+    if layers in (("embeddings",), ("all",)):
+        return layers
+    kept = tuple(layer for layer in layers if -int(layer) <= num_layers)
+    return kept or ("-1",)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stage:
+    """One unit of work with a done marker. `id` is also its folder under `<output_dir>/runs/`.
+
+    kind: corpus, vocab, records, task_data, pretrain, perplexity, finetune. `head`: for a fine-tuning run, None
+    (the task's own head), "bilstm" (the SQuAD span head with a BiLSTM) or "features:<choice>" (feature-based NER).
+    """
+
+    id: str
+    kind: str
+    title: str
+    variant: str | None = None
+    size: str | None = None
+    task: str | None = None
+    seed: int | None = None
+    head: str | None = None
+    records: str | None = None
+    depends: tuple[str, ...] = ()
+    cost: float = 0.0  # estimated seconds on a quiet 2-core CPU (`estimate`), for the ETA
+
+    @property
+    def feature_choice(self) -> str | None:
+        return self.head.split(":", 1)[1] if self.head and self.head.startswith("features:") else None
+
+
+def pretrain_id(variant: str, size: str) -> str:
+    return f"pretrain/{variant}/{size}"
+
+
+def finetune_id(variant: str, size: str, task: str, head: str | None, seed: int) -> str:
+    suffix = "" if head is None else "+" + head.replace(":", "-")
+    return f"finetune/{variant}/{size}/{task}{suffix}/seed{seed}"
+
+
+# ---- the cost model (CPU seconds on the project's 2-core machine, measured: see docs/paper.md) --------------------
+# A run's CPU time is at most its wall time on a quiet 2-core machine (TensorFlow uses both cores for part of it).
+# Pretraining: multiply-adds of the step (forward and backward) at the measured rate. Fine-tuning: a fixed cost
+# (building the model, tracing the step and the evaluation, writing checkpoints) plus a per-task cost of one example
+# for one epoch at the `tiny` size (its evaluation included), scaled by the encoder's size. The ETA rescales every
+# kind by what its finished stages took.
+TRAIN_MACS_PER_SECOND = 3.0e10
+RUN_OVERHEAD_SECONDS = {"pretrain": 15.0, "finetune": 8.0, "perplexity": 5.0}
+DATA_SECONDS = {"corpus": 15.0, "vocab": 140.0, "records": 20.0, "task_data": 1.0}
+TINY_EXAMPLE_EPOCH_SECONDS = {"mrpc": 4.1e-3, "sst-2": 1.4e-3, "qnli": 3.9e-3, "squad": 1.8e-2, "ner": 7.0e-3}
+FEATURE_BASED_SHARE = 0.6  # a feature-based run: the frozen encoder's forward pass and a small BiLSTM
+
+
+def _step_macs(size: budgets.Size, tokens: int, vocab_size: int, predictions: int) -> float:
+    """Forward + backward multiply-adds of one example: the encoder on `tokens` and an output layer over the
+    vocabulary for `predictions` positions."""
+    return 3.0 * (tokens * size.encoder_flops_per_token() + predictions * size.hidden * vocab_size)
+
+
+def estimate(stage: Stage, budget: Budget, vocab_size: int) -> float:
+    """The stage's cost in CPU seconds on the project's 2-core machine, from its work and the measured rates."""
+    if stage.kind in DATA_SECONDS:
+        return DATA_SECONDS[stage.kind]
+    size = budgets.parse_size(stage.size)
+    overhead = RUN_OVERHEAD_SECONDS[stage.kind]
+    if stage.kind == "pretrain":
+        predictions = budget.max_seq_length if stage.variant == LTR.name else budget.max_predictions_per_seq
+        macs = _step_macs(size, budget.max_seq_length, vocab_size, predictions) * budget.pretrain_batch_size
+        return overhead + budget.pretrain_steps * macs / TRAIN_MACS_PER_SECOND
+    if stage.kind == "perplexity":
+        return overhead + 3000 * _step_macs(size, budget.max_seq_length, vocab_size, 20) / 3 / TRAIN_MACS_PER_SECOND
+    task = budget.tasks[stage.task]
+    tiny = budgets.parse_size("tiny").encoder_flops_per_token()
+    scale = 0.2 + 0.8 * size.encoder_flops_per_token() / tiny
+    if stage.feature_choice:
+        scale *= FEATURE_BASED_SHARE
+    examples = (
+        task.train_examples or {"mrpc": 3668, "sst-2": 67349, "qnli": 4349, "squad": 9236, "ner": 14041}[stage.task]
+    )
+    return overhead + scale * examples * task.epochs * TINY_EXAMPLE_EPOCH_SECONDS[stage.task]
+
+
+def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], masking: bool) -> list[Stage]:
+    """Every stage of the selection, each once, in an order that runs each after what it reads.
+
+    Tables 5 and 8 are at the budget's main size, Table 7 at its largest size (the paper's Table 7 is on BERT-Base,
+    and the feature choices need four layers to be what they say).
+    """
+    stages: dict[str, Stage] = {}
+
+    def add(stage: Stage) -> None:
+        stages.setdefault(stage.id, stage)
+
+    main, largest = budget.main_size, budget.sizes[-1]
+    add(Stage("data/corpus", "corpus", "Preparing the corpus and holding out documents"))
+    add(Stage("data/vocab", "vocab", "The WordPiece vocabulary", depends=("data/corpus",)))
+    add(
+        Stage(
+            f"data/{SHARED_RECORDS}", "records", "Pretraining records", records=SHARED_RECORDS, depends=("data/vocab",)
+        )
+    )
+    needs_heldout = "6" in tables or masking
+    if needs_heldout:
+        add(
+            Stage(
+                f"data/{HELDOUT_RECORDS}",
+                "records",
+                "Held-out records",
+                records=HELDOUT_RECORDS,
+                depends=("data/vocab",),
+            )
+        )
+    for task in tasks:
+        add(Stage(f"data/{task}", "task_data", f"The {task} data (splits and slices)", task=task))
+
+    # (variant, size) -> (the tasks it is fine-tuned on, their seeds: None for each task's own).
+    plan: dict[tuple[Variant, str], dict[str, int | None]] = {}
+
+    def wants(variant: Variant, size: str, wanted: tuple[str, ...], seeds: int | None = None) -> None:
+        entry = plan.setdefault((variant, size), {})
+        for task in wanted:
+            if task not in entry:
+                entry[task] = seeds
+            elif entry[task] is None or seeds is None:
+                entry[task] = None
+            else:
+                entry[task] = max(entry[task], seeds)
+
+    if "5" in tables:
+        for variant in TABLE5_VARIANTS:
+            wants(variant, main, budgets.FINE_TUNING_TASKS)
+    if "6" in tables:
+        for size in budget.sizes:
+            wants(MLM_NSP, size, budgets.FINE_TUNING_TASKS)
+    if "7" in tables:
+        wants(MLM_NSP, largest, ("ner",))
+    if masking:
+        for variant in (MLM_NSP, *MASKING_VARIANTS):
+            wants(variant, main, ("qnli", "ner"), budget.masking_seeds)
+
+    for variant, size in plan:
+        if variant.records not in (None, SHARED_RECORDS):
+            what = "without random next segments" if variant.records == NO_NSP_RECORDS else f"masked {variant.name[4:]}"
+            add(
+                Stage(
+                    f"data/{variant.records}",
+                    "records",
+                    f"Pretraining records {what}",
+                    records=variant.records,
+                    depends=("data/vocab",),
+                )
+            )
+        if variant.objective is not None:
+            add(
+                Stage(
+                    pretrain_id(variant.name, size),
+                    "pretrain",
+                    f"Pretraining {variant.label}, {size}",
+                    variant=variant.name,
+                    size=size,
+                    records=variant.records,
+                    depends=(f"data/{variant.records}",),
+                )
+            )
+        if variant.objective == "mlm" and needs_heldout:
+            add(
+                Stage(
+                    f"perplexity/{variant.name}/{size}",
+                    "perplexity",
+                    f"Held-out MLM perplexity of {variant.label}, {size}",
+                    variant=variant.name,
+                    size=size,
+                    depends=(pretrain_id(variant.name, size), f"data/{HELDOUT_RECORDS}"),
+                )
+            )
+
+    def finetune(variant: Variant, size: str, task: str, head: str | None, seeds: int) -> None:
+        if task not in tasks:
+            return
+        source = pretrain_id(variant.name, size) if variant.objective else "data/vocab"
+        if head is None:
+            what = task
+        elif head == "bilstm":
+            what = f"{task} with the BiLSTM span head"
+        else:
+            what = f"{task} feature-based ({head.split(':', 1)[1]})"
+        for seed in range(1, seeds + 1):
+            add(
+                Stage(
+                    finetune_id(variant.name, size, task, head, seed),
+                    "finetune",
+                    f"Fine-tuning {variant.label}, {size} on {what}, seed {seed}",
+                    variant=variant.name,
+                    size=size,
+                    task=task,
+                    seed=seed,
+                    head=head,
+                    depends=(source, f"data/{task}"),
+                )
+            )
+
+    for (variant, size), wanted in plan.items():
+        for task in budgets.FINE_TUNING_TASKS:
+            if task in wanted:
+                finetune(variant, size, task, None, wanted[task] or budget.tasks[task].seeds)
+        if variant is LTR:
+            finetune(variant, size, "squad", "bilstm", budget.tasks["squad"].seeds)
+    if masking:
+        for variant in (MLM_NSP, *MASKING_VARIANTS):
+            finetune(variant, main, "ner", f"features:{MASKING_FEATURES}", budget.masking_seeds)
+    if "7" in tables:
+        for choice in FEATURE_CHOICES:
+            finetune(MLM_NSP, largest, "ner", f"features:{choice}", budget.tasks["ner"].seeds)
+    return list(stages.values())

@@ -1,0 +1,150 @@
+"""Running the grid's stages with resume, one progress line per stage with the time left.
+
+A stage counts as done once its marker (`<output_dir>/stages/<id>.json`: its rows for results.csv, its time and its
+estimate) is written, and the marker is written last, atomically: a rerun skips a stage with a marker and runs the
+others, whose library calls resume what they had started (a pretraining run continues from its last checkpoint,
+a fine-tuning run from its own, the record writer keeps its finished shards).
+
+The time left is the sum of the left stages' estimates (`grid.estimate`), each kind scaled by how long its finished
+stages took against their estimates on this machine (a kind with none yet keeps its estimate).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from collections.abc import Callable, Sequence
+
+from absl import logging
+
+from official.nlp.common import input_files, output_files, text_files
+from official.nlp.paper.config import Workspace
+from official.nlp.paper.grid import Stage
+from official.nlp.paper.results import Row
+
+KIND_NAMES = {
+    "corpus": "data",
+    "vocab": "data",
+    "records": "data",
+    "task_data": "data",
+    "pretrain": "pretraining",
+    "perplexity": "perplexity",
+    "finetune": "fine-tuning",
+}
+
+
+def hms(seconds: float) -> str:
+    seconds = int(round(max(seconds, 0)))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (the record writer's workers), user and system."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def read_marker(space: Workspace, stage: Stage) -> dict | None:
+    path = space.marker(stage.id)
+    return json.loads(text_files.read_text(path)) if input_files.exists(path) else None
+
+
+class Forecast:
+    """The estimates of the stages, rescaled per kind by what the finished ones took."""
+
+    def __init__(self, stages: Sequence[Stage]):
+        self.stages = list(stages)
+        self.taken: dict[str, float] = {}
+        self.estimated: dict[str, float] = {}
+
+    def finished(self, stage: Stage, seconds: float) -> None:
+        self.taken[stage.kind] = self.taken.get(stage.kind, 0.0) + seconds
+        self.estimated[stage.kind] = self.estimated.get(stage.kind, 0.0) + stage.cost
+
+    def estimate(self, stage: Stage) -> float:
+        scale = self.taken[stage.kind] / self.estimated[stage.kind] if self.estimated.get(stage.kind) else 1.0
+        return stage.cost * scale
+
+    def left(self, stages: Sequence[Stage]) -> float:
+        return sum(self.estimate(s) for s in stages)
+
+
+def summary_line(stages: Sequence[Stage], done: set[str]) -> str:
+    """``data 8/8, pretraining 2/7, perplexity 0/5, fine-tuning 10/140 done``."""
+    counts: dict[str, list[int]] = {}
+    for stage in stages:
+        count = counts.setdefault(KIND_NAMES[stage.kind], [0, 0])
+        count[0] += stage.id in done
+        count[1] += 1
+    return ", ".join(f"{kind} {d}/{n}" for kind, (d, n) in counts.items()) + " done"
+
+
+def run_stages(
+    stages: Sequence[Stage],
+    space: Workspace,
+    execute: Callable[[Stage], tuple[list[Row], str]],
+    *,
+    after: Callable[[Stage], None] = lambda stage: None,
+    echo: Callable[[str], None] = print,
+) -> list[Row]:
+    """Runs every stage without a marker, in order; returns the rows of all stages (done before or now).
+
+    `execute(stage)` runs the stage and returns its rows and a few words on its result (for the progress line);
+    `after(stage)` tidies up once the marker is written (also for a stage found done, in case a stop came between).
+    """
+    progress = Forecast(stages)
+    markers = {stage.id: read_marker(space, stage) for stage in stages}
+    for stage in stages:
+        if markers[stage.id]:
+            progress.finished(stage, markers[stage.id]["seconds"])
+    left = [s for s in stages if not markers[s.id]]
+    done = {s.id for s in stages if markers[s.id]}
+    echo(f"{len(stages)} stages: {summary_line(stages, done)}; {len(left)} left, about {hms(progress.left(left))}")
+    started = time.monotonic()
+    for number, stage in enumerate(stages, 1):
+        if markers[stage.id]:
+            after(stage)
+            continue
+        missing = [d for d in stage.depends if d not in done]
+        if missing:  # the grid's order puts every stage after its inputs: this is a bug
+            raise RuntimeError(f"stage {stage.id} runs before {missing}")
+        left.remove(stage)
+        echo(f"[{number}/{len(stages)}] {stage.title} ...")
+        stage_start, cpu_start = time.monotonic(), cpu_seconds()
+        try:
+            rows, result = execute(stage)
+        except BaseException:
+            logging.error("Stage %s stopped after %.0f s; a rerun resumes it", stage.id, time.monotonic() - stage_start)
+            raise
+        seconds = time.monotonic() - stage_start
+        rows = [_with_seconds(row, seconds) for row in rows]
+        marker = {
+            "stage": stage.id,
+            "seconds": seconds,
+            "cpu_seconds": cpu_seconds() - cpu_start,
+            "estimate": stage.cost,
+            "rows": [r.to_dict() for r in rows],
+        }
+        output_files.makedirs_for(space.marker(stage.id))
+        output_files.write_text(space.marker(stage.id), json.dumps(marker, indent=1) + "\n")
+        markers[stage.id] = marker
+        done.add(stage.id)
+        progress.finished(stage, seconds)
+        after(stage)
+        echo(
+            f"[{number}/{len(stages)}] {stage.title}: {result} ({seconds:.0f} s); {len(left)} left, about "
+            f"{hms(progress.left(left))}"
+        )
+    if left:
+        raise RuntimeError(f"stages left: {[s.id for s in left]}")
+    echo(
+        f"All {len(stages)} stages done ({summary_line(stages, done)}); this sitting: {hms(time.monotonic() - started)}"
+    )
+    return [Row.from_dict(r) for stage in stages for r in markers[stage.id]["rows"]]
+
+
+def _with_seconds(row: Row, seconds: float) -> Row:
+    values = row.to_dict()
+    values["seconds"] = seconds
+    return Row.from_dict(values)

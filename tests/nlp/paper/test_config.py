@@ -1,0 +1,57 @@
+"""PaperConfig: bad flags refused by name before any work, a rerun with other settings refused, the command line."""
+
+from __future__ import annotations
+
+import pytest
+
+from official.nlp.common.errors import InputError
+from official.nlp.paper import config as config_lib
+from official.nlp.paper.config import PaperConfig
+
+
+def _config(tmp_path, **changes) -> PaperConfig:
+    return PaperConfig(input_file="wiki/*", output_dir=str(tmp_path / "paper"), **changes)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(tasks=["mrpc", "mnli"]), "--tasks=mrpc,mnli: choose from mrpc, sst-2, qnli, squad, ner"),
+        (dict(tables=["5", "8"]), "--tables=5,8: choose from 5, 6, 7"),
+        (dict(sizes=["tiny", "gigantic"]), "--sizes: 'gigantic' is not a model size"),
+        (dict(sizes=["tiny", "mini"], main_size="small"), "--main_size=small is not one of the sizes"),
+    ],
+)
+def test_bad_flags_are_named(tmp_path, changes, message):
+    with pytest.raises(InputError, match=message.replace("(", r"\(")):
+        config_lib.validate(_config(tmp_path, **changes))
+    assert not (tmp_path / "paper").exists()
+
+
+@pytest.mark.parametrize("name", ["pretrain_steps", "pretrain_batch_size", "seeds"])
+def test_counts_must_be_positive(tmp_path, name):
+    with pytest.raises(InputError, match=f"--{name}=0"):
+        _config(tmp_path, **{name: 0})
+
+
+def test_overrides_replace_the_budgets_numbers(tmp_path):
+    budget = config_lib.resolved_budget(
+        _config(tmp_path, budget="smoke", sizes=["L1-H16-A2", "L3-H16-A2"], pretrain_steps=7, seeds=2)
+    )
+    assert budget.sizes == ("L1-H16-A2", "L3-H16-A2") and budget.main_size == "L3-H16-A2"
+    assert budget.pretrain_steps == 7 and {b.seeds for b in budget.tasks.values()} == {2}
+
+
+def test_a_rerun_with_other_settings_is_refused_but_a_selection_may_change(tmp_path):
+    config_lib.check_rerun_settings(_config(tmp_path, budget="smoke"))
+    config_lib.check_rerun_settings(_config(tmp_path, budget="smoke", tasks=["mrpc"], tables=["5"], plots=False))
+    with pytest.raises(InputError, match=r"holds a rerun with other settings \(--budget: 'smoke' there, 'default' now"):
+        config_lib.check_rerun_settings(_config(tmp_path))
+
+
+def test_the_command_line_names_the_flags_that_differ(tmp_path):
+    config = _config(tmp_path, budget="smoke", tasks=["mrpc", "ner"], plots=False)
+    assert config_lib.command_line(config) == (
+        f"python run_scripts/reproduce_paper.py --input_file=wiki/* --output_dir={tmp_path / 'paper'} "
+        "--budget=smoke --tasks=mrpc,ner --noplots"
+    )
