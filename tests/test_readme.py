@@ -43,6 +43,7 @@ PAGES = [
     "swag",
     "feature_extraction",
     "serving",
+    "paper",
     "benchmarks",
     "development",
 ]
@@ -50,6 +51,7 @@ DOC_FILES = [README] + [DOCS / f"{page}.md" for page in PAGES]
 # docs/data.md's downloads -> the same public files in ../shared/data (see its MANIFEST.md).
 _DATASETS = {
     "datasets/glue": "glue",
+    "datasets/goemotions": "goemotions",
     "datasets/squad": "squad",
     "datasets/conll2003/train.txt": "conll2003/iob2/train.txt",
     "datasets/conll2003/valid.txt": "conll2003/iob2/valid.txt",

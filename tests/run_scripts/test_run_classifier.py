@@ -239,6 +239,31 @@ def test_eval_only_and_predict_settings_in_process(tiny_model, mrpc, tmp_path, m
     assert max(len(v.split(".")[-1]) for v in values) > 6  # not rounded to 6 decimals
 
 
+@pytest.mark.parametrize(
+    "labels, message",
+    [("3,28", "label id 28 is out of range: there are 28 labels (ids 0 to 27)"), ("joy,rage", "unknown label 'rage'")],
+)
+def test_multi_label_bad_rows_stop_before_training(tiny_model, shared_data, tmp_path, labels, message):
+    """GoEmotions with a bad labels field: one message naming the file and line (what run_classifier prints as its
+    one line), before any step is trained."""
+    lines = (shared_data / "goemotions" / "train.tsv").read_text(encoding="utf-8").splitlines(keepends=True)[:8]
+    bad = f"a comment\t{labels}\tid5\n"
+    (tmp_path / "train.tsv").write_text("".join(lines[:5]) + bad + "".join(lines[5:]), encoding="utf-8")
+    config = classification.ClassifierConfig(
+        task_name="goemotions",
+        data_dir=str(tmp_path),
+        init_checkpoint=tiny_model,
+        output_dir=str(tmp_path / "out"),
+        max_seq_length=SEQ,
+        do_train=True,
+    )
+    with pytest.raises(glue.BadRowError) as raised:
+        classification.run_classifier(config)
+    assert str(raised.value).startswith(f"{tmp_path / 'train.tsv'}:6: {message}")
+    assert str(raised.value).endswith("(--skip_bad_rows skips and counts such rows)")
+    assert not tf.io.gfile.glob(str(tmp_path / "out" / "ckpt-*"))
+
+
 def test_group_by_length_off_draws_the_original_batches(tiny_model, mrpc, tmp_path):
     """`group_by_length=False`: the examples and order of a uniformly shuffled run, padded to max_seq_length."""
     from official.nlp.data import classifier_features

@@ -64,9 +64,11 @@ def _pack(tokens_a: Sequence[str], tokens_b: Sequence[str] | None, tokenizer, ma
     }
 
 
-def _label_value(label, labels: Sequence[str] | None):
+def _label_value(label, labels: Sequence[str] | None, multi_label: bool):
     if labels is None:
         return [float(label) if label is not None else 0.0]
+    if multi_label:  # one 0/1 per label, in head order
+        return [int(name in (label or ())) for name in labels]
     return [labels.index(label) if label is not None else 0]
 
 
@@ -95,10 +97,12 @@ def convert_examples(
     long_text: str = "truncate",
     doc_stride: int | None = None,
     stats: ConversionStats | None = None,
+    multi_label: bool = False,
 ) -> Iterator[dict]:
     """Yields each example's feature(s) as dicts of lists (see the module docstring); `labels=None`: regression.
 
-    `doc_stride` (sliding windows) defaults to half the window.
+    `doc_stride` (sliding windows) defaults to half the window. `multi_label`: each example's label is a set of
+    names, stored as `label_ids` with one 0/1 per label of `labels`.
     """
     check_long_text_settings(max_seq_length, long_text, doc_stride)
     stats = stats if stats is not None else ConversionStats()
@@ -108,7 +112,7 @@ def convert_examples(
         tokens_a = tokenizer.tokenize(example.text_a)
         # A second text that tokenizes to nothing is no second segment (the original's `if tokens_b:`).
         tokens_b = (tokenizer.tokenize(example.text_b) if example.text_b is not None else None) or None
-        label = {"label_ids": _label_value(example.label, labels), "example_index": [index]}
+        label = {"label_ids": _label_value(example.label, labels, multi_label), "example_index": [index]}
         budget = max_seq_length - (3 if tokens_b is not None else 2)
         total = len(tokens_a) + (len(tokens_b) if tokens_b is not None else 0)
         if total <= budget:
@@ -152,12 +156,12 @@ def convert_examples(
         )
 
 
-def record_spec(max_seq_length: int, regression: bool) -> dict:
-    """The `tf.io.parse_example` spec of the records."""
+def record_spec(max_seq_length: int, regression: bool, num_multi_labels: int = 0) -> dict:
+    """The `tf.io.parse_example` spec of the records (`num_multi_labels`: the label count of multi-label records)."""
     spec = {
         name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in ("input_ids", "input_mask", "segment_ids")
     }
-    spec["label_ids"] = tf.io.FixedLenFeature([1], tf.float32 if regression else tf.int64)
+    spec["label_ids"] = tf.io.FixedLenFeature([num_multi_labels or 1], tf.float32 if regression else tf.int64)
     spec["example_index"] = tf.io.FixedLenFeature([1], tf.int64)
     return spec
 
@@ -173,14 +177,16 @@ def make_dataset(
     input_context: tf.distribute.InputContext | None = None,
     shuffle_buffer_size: int = feature_cache.SHUFFLE_BUFFER_SIZE,
     buckets: Sequence[int] | None = None,
+    num_multi_labels: int = 0,
 ) -> tf.data.Dataset:
     """The input pipeline of classification records (see the module docstring).
 
     Training: this worker's shard (by `input_context`), shuffled with `seed`, repeated, batches of `batch_size`
     with the remainder dropped. Evaluation/prediction: every record once, in order, the last batch smaller.
-    `buckets`: sequence lengths to cut batches to (None: all batches `max_seq_length` long).
+    `buckets`: sequence lengths to cut batches to (None: all batches `max_seq_length` long). `num_multi_labels`:
+    multi-label records with that many labels; `label` is then float32 `[batch, labels]` of 0/1.
     """
-    spec = record_spec(max_seq_length, regression)
+    spec = record_spec(max_seq_length, regression, num_multi_labels)
 
     def to_inputs(records):
         parsed = tf.io.parse_example(records, spec)
@@ -189,9 +195,13 @@ def make_dataset(
             "input_mask": tf.cast(parsed["input_mask"], tf.int32),
             "input_type_ids": tf.cast(parsed["segment_ids"], tf.int32),
         }
-        label = parsed["label_ids"][:, 0]
+        if num_multi_labels:
+            label = tf.cast(parsed["label_ids"], tf.float32)
+        else:
+            label = parsed["label_ids"][:, 0]
+            label = label if regression else tf.cast(label, tf.int32)
         y = {
-            "label": label if regression else tf.cast(label, tf.int32),
+            "label": label,
             "example_index": tf.cast(parsed["example_index"][:, 0], tf.int32),
         }
         return x, y

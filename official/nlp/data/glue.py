@@ -47,7 +47,7 @@ class InputExample:
     guid: str
     text_a: str
     text_b: str | None = None
-    label: str | float | None = None
+    label: str | float | tuple[str, ...] | None = None  # a tuple of names for multi-label data (`data.multi_label`)
 
 
 @dataclasses.dataclass
@@ -71,6 +71,7 @@ class DataProcessor:
     name: str = ""
     labels: tuple[str, ...] | None = ("0", "1")
     metrics: tuple[str, ...] = ("accuracy",)  # the first picks the best checkpoint
+    multi_label: bool = False  # labels are sets of names (`data.multi_label`)
     min_columns: int = 2
     has_header: bool = True
     train_file: str | None = "train.tsv"
@@ -491,6 +492,8 @@ class TfdsProcessor:
     """GLUE from `tensorflow-datasets` (`--tfds_name=glue/mrpc`, `--tfds_data_dir`), read from its prepared files
     (nothing is downloaded). Labels, metrics and submission names are those of the matching GLUE processor; the
     label names come from the dataset's `ClassLabel` in its order, which is the head's order."""
+
+    multi_label = False
 
     def __init__(self, tfds_name: str, data_dir: str | None = None):
         import tensorflow_datasets as tfds

@@ -5,7 +5,9 @@
 `finetuning.json` / `finetuning_settings.json`, which a fine-tuned model directory such as `best_model/` carries
 itself), an original TF1 checkpoint or a converted one. Task heads must be fine-tuned (the checkpoint holds
 `model/classifier` or `model/span_logits`, and for SQuAD's BiLSTM span head `model/span_bilstm`, which the export
-rebuilds); the encoder exports from any checkpoint.
+rebuilds); the encoder exports from any checkpoint. A classifier fine-tuned on multi-label data (its record says
+`multi_label`) exports as `sequence_exports.MultiLabelClassifierExport` with the thresholds it recorded
+(`tasks.multi_label`).
 
 Example:
 
@@ -28,11 +30,13 @@ from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.errors import InputError
+from official.nlp.metrics import multi_label as multi_label_metrics
 from official.nlp.modeling import models
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
-_SINGLE_TEXT_TASKS = ("cola", "sst-2")  # GLUE's one-sentence tasks (names of official.nlp.data.glue)
+# The one-sentence tasks: GLUE's and GoEmotions (names of official.nlp.data.glue and data.multi_label).
+_SINGLE_TEXT_TASKS = ("cola", "sst-2", "goemotions")
 SQUAD_SETTINGS = (  # the answer post-processing settings a SQuAD export records
     "doc_stride",
     "max_query_length",
@@ -104,18 +108,21 @@ def build_export(
     long_text: str = "truncate",
     doc_stride: int | None = None,
     window_stride: int | None = None,
+    thresholds: Sequence[float] | None = None,
 ):
     """The `ServingModule` for `task` around an in-memory `model` (see `sequence_exports`, `ner_export`,
-    `squad_export`); `vocab_file` may be None when `tokenizer` is given."""
+    `squad_export`); `vocab_file` may be None when `tokenizer` is given. `thresholds` (one per label) make a
+    classifier a multi-label one."""
     common = dict(
         vocab_file=vocab_file, do_lower_case=do_lower_case, max_seq_length=max_seq_length, tokenizer=tokenizer
     )
     if task == "encoder":
         return sequence_exports.EncoderExport(model, pair=text_pair, **common)
     if task == "classifier":
-        return sequence_exports.ClassifierExport(
-            model, pair=text_pair, label_names=label_names, long_text=long_text, doc_stride=doc_stride, **common
-        )
+        classifier = dict(pair=text_pair, label_names=label_names, long_text=long_text, doc_stride=doc_stride)
+        if thresholds is not None:
+            return sequence_exports.MultiLabelClassifierExport(model, thresholds=thresholds, **classifier, **common)
+        return sequence_exports.ClassifierExport(model, **classifier, **common)
     if task == "ner":
         return ner_export.TokenClassifierExport(model, label_names=label_names, window_stride=window_stride, **common)
     if task == "swag":
@@ -129,7 +136,8 @@ def build_export(
 
 def recorded_settings(task: str, record: dict) -> dict:
     """How the fine-tuning run behind `record` (`init_checkpoint.read_record`) serves `task`: the `build_export`
-    arguments `label_names`, `text_pair`, `long_text`, `doc_stride`, `window_stride`, `squad_settings`, plus
+    arguments `label_names`, `text_pair`, `long_text`, `doc_stride`, `window_stride`, `squad_settings`,
+    `thresholds` (a multi-label classifier's), plus
     `max_seq_length`. Where the run recorded nothing: `label_names` "0", "1", ... (empty here), `text_pair` False
     (True for GLUE pair tasks), `max_seq_length` 128, truncation, and `run_squad.py`'s defaults."""
     name = str(record.get("task", "")).lower()
@@ -144,7 +152,17 @@ def recorded_settings(task: str, record: dict) -> dict:
         "doc_stride": record.get("doc_stride"),
         "window_stride": record.get("window_stride"),
         "squad_settings": {key: record[key] for key in SQUAD_SETTINGS if key in record},
+        "thresholds": _recorded_thresholds(task, record),
     }
+
+
+def _recorded_thresholds(task: str, record: dict) -> list[float] | None:
+    """A multi-label classifier's thresholds, one per label, as `tasks.multi_label` recorded them; None otherwise."""
+    if task != "classifier" or not record.get("multi_label"):
+        return None
+    return multi_label_metrics.decision_thresholds(
+        len(record.get("labels") or []), thresholds=record.get("thresholds"), threshold=record.get("threshold")
+    ).tolist()
 
 
 def export_model(

@@ -1,7 +1,9 @@
-"""Exports of the models that read a whole sequence: encoder, classifier (and regression), multiple choice, pretrainer.
+"""Exports of the models that read a whole sequence: encoder, classifier (regression, multi-label), multiple choice,
+pretrainer.
 
 Raw-text inputs (`serving_default`, and the bytes features of `serve_examples`):
-- encoder, classifier: `text_a` `[batch]`, plus `text_b` `[batch]` when exported with `pair=True`;
+- encoder, classifier (and multi-label classifier): `text_a` `[batch]`, plus `text_b` `[batch]` when exported with
+  `pair=True`;
 - multiple choice: `context` `[batch]` and `endings` `[batch, num_choices]`;
 - pretrainer: `text_a` (and `text_b` with a next-sentence head), where each literal `[MASK]` is the mask token.
 
@@ -22,10 +24,13 @@ Then, in any process with TensorFlow and `import tensorflow_text`:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 import tensorflow as tf
 
+from official.nlp.common import output_files
+from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, length_buckets, swag
 from official.nlp.modeling import models
 from official.nlp.serving.export_base import ServingModule, id_specs, string_spec
@@ -175,6 +180,56 @@ class ClassifierExport(_TextSegments):
             outputs["classes"] = tf.tile(self.label_names[None, :], [batch, 1])
             outputs["scores"] = outputs["probabilities"]
         return outputs
+
+
+class MultiLabelClassifierExport(ClassifierExport):
+    """`BertClassifier` fine-tuned on multi-label data: a sigmoid per label, and the labels at or above their
+    thresholds (the model's, `tasks.multi_label`), most probable first, as `run_classifier --do_predict` writes them.
+
+    Outputs: `logits` and `probabilities` `[batch, labels]`; `above_threshold` `[batch, labels]` (bool);
+    `predicted_labels` `[batch, k]` (names, then "") and `predicted_scores` `[batch, k]` (their probabilities, then
+    0), `k` the most labels any text of the request has (at least 1); `predicted_count` `[batch]`. The thresholds are
+    the variable `thresholds` and the asset `thresholds.txt`; `serve_examples` also gives TF Serving's classify
+    outputs `classes` (every label name) and `scores` (every probability)."""
+
+    task = "multi_label_classifier"
+
+    def __init__(self, model, *, thresholds: Sequence[float], **kwargs):
+        super().__init__(model, **kwargs)
+        if self.regression or len(thresholds) != len(self.label_list):
+            raise InputError(
+                f"{len(thresholds)} thresholds for a multi-label classifier with {model.num_classes} labels; pass "
+                "one per label"
+            )
+        self.threshold_list = [float(t) for t in thresholds]
+        self.thresholds = tf.Variable(self.threshold_list, dtype=tf.float32, trainable=False, name="thresholds")
+
+    def token_id_outputs(self, features, logits):
+        probabilities = tf.sigmoid(logits)
+        above = probabilities >= self.thresholds
+        # Most probable first, then the labels at or above their thresholds before the others (stable sorts, so
+        # equal probabilities keep the label order, as --do_predict's).
+        by_probability = tf.argsort(probabilities, axis=-1, direction="DESCENDING", stable=True)
+        sorted_above = tf.cast(tf.gather(above, by_probability, batch_dims=1), tf.int32)
+        chosen_first = tf.argsort(sorted_above, axis=-1, direction="DESCENDING", stable=True)
+        order = tf.gather(by_probability, chosen_first, batch_dims=1)
+        count = tf.reduce_sum(tf.cast(above, tf.int32), axis=-1)
+        width = tf.maximum(tf.reduce_max(count), 1)
+        kept = tf.gather(above, order, batch_dims=1)[:, :width]
+        return {
+            "logits": logits,
+            "probabilities": probabilities,
+            "above_threshold": above,
+            "predicted_labels": tf.where(kept, tf.gather(self.label_names, order[:, :width]), ""),
+            "predicted_scores": tf.where(kept, tf.gather(probabilities, order[:, :width], batch_dims=1), 0.0),
+            "predicted_count": count,
+        }
+
+    def write_assets(self, directory: str) -> dict[str, tf.saved_model.Asset]:
+        assets = super().write_assets(directory)
+        path = os.path.join(directory, "thresholds.txt")
+        output_files.write_text(path, "".join(f"{t!r}\n" for t in self.threshold_list))
+        return {**assets, "thresholds.txt": tf.saved_model.Asset(path)}
 
 
 class MultipleChoiceExport(ServingModule):

@@ -6,6 +6,10 @@ read the task's files (`data.glue`), build features once with the exact tokenize
 evaluation after each epoch (`tasks.finetuning`), and with `do_predict` write the GLUE submission files
 (`MRPC.tsv`, `MNLI-m.tsv`, ... with label names) and the original's `test_results.tsv` (class probabilities).
 
+Multi-label data (`multi_label=True` with `task_name="generic"`, or `task_name="goemotions"`): a label set per
+example (`data.multi_label`), a sigmoid per label with binary cross entropy, decision thresholds, macro and micro F1
+and per-label scores (`tasks.multi_label`).
+
 Example:
 
     result = run_classifier(ClassifierConfig(
@@ -19,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
-from typing import ClassVar
 
 import keras
 import numpy as np
@@ -27,123 +30,27 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.common import input_files, output_files
-from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, feature_cache, glue, length_buckets
 from official.nlp.metrics.glue import compute_metrics
 from official.nlp.modeling.models import BertClassifier, check_label_names
 from official.nlp.tasks import finetuning, finetuning_outputs
-from official.nlp.training.objectives import MeanSquaredErrorObjective, SparseCategoricalObjective
+from official.nlp.tasks import multi_label as multi_label_lib
+from official.nlp.tasks.classifier_config import ClassifierConfig, make_processor
+from official.nlp.training.objectives import (
+    MeanSquaredErrorObjective,
+    MultiLabelObjective,
+    SparseCategoricalObjective,
+)
 
 FEATURES_VERSION = 2  # bump when the records' layout changes, so older caches are rebuilt
 
 
-@dataclasses.dataclass
-class ClassifierConfig(finetuning.FineTuningConfig):
-    """`FineTuningConfig` plus the classification flags (names of the original `run_classifier.py` first)."""
-
-    task_name: str = field(
-        "", help="cola, sst-2, mrpc, sts-b, qqp, mnli, qnli, rte, wnli, ax, or generic (with the column flags)."
-    )
-    data_dir: str | None = field(
-        None, path="path", help="The folder with the task's files (GLUE layout: train.tsv, dev.tsv, test.tsv, ...)."
-    )
-    do_train: bool = field(False, help="Fine-tune (resuming a run in --output_dir).")
-    do_eval: bool = field(
-        False, help="Evaluate on the dev set(s) after each epoch (eval_results.txt, TensorBoard, best_model/)."
-    )
-    do_predict: bool = field(False, help="Write the GLUE submission file(s) and test_results.tsv for the test set(s).")
-    # ---
-    long_text: str = field(
-        "truncate", help="truncate (the original) or sliding_window (windows over the longer text, logits averaged)."
-    )
-    doc_stride: int | None = field(
-        None,
-        minimum=1,
-        help="Tokens between the starts of two windows (--long_text=sliding_window; default: half a window).",
-    )
-    group_by_length: bool = field(
-        True,
-        help="Batch training examples of similar length together, each batch cut to "
-        "its length bucket (faster). False: the original's batches, uniformly "
-        "shuffled and padded to --max_seq_length.",
-    )
-    skip_bad_rows: bool = field(
-        False, help="Skip (and count) rows with too few columns, an unknown label or an empty first text."
-    )
-    max_train_examples: int | None = field(
-        None, minimum=1, help="Use only the first N training examples (default: all of them)."
-    )
-    tfds_name: str | None = field(
-        None, help="Read GLUE from tensorflow-datasets instead of --data_dir, e.g. glue/mrpc (must be prepared)."
-    )
-    tfds_data_dir: str | None = field(None, path="path", help="tensorflow-datasets data folder.")
-    # task_name=generic:
-    text_a_column: str | None = field(None, help="generic: column (or JSON key) of the first text.")
-    text_b_column: str | None = field(None, help="generic: column of the second text, for pairs.")
-    label_column: str = field("label", help="generic: column of the label.")
-    id_column: str | None = field(None, help="generic: column of the example id, written with the predictions.")
-    labels: str | None = field(
-        None, help="generic: comma-separated label set in head order (default: sorted labels of the training file)."
-    )
-    regression: bool = field(False, help="generic: numeric labels, one output (Pearson/Spearman).")
-    file_format: str = field(
-        "tsv", help="generic: tsv, csv or jsonl (files train.<fmt>, dev.<fmt>, test.<fmt> in --data_dir)."
-    )
-
-    # The data files are recorded by their content (`ClassificationTask.settings`), not by their folder.
-    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = finetuning.FineTuningConfig.NOT_TRAINING_SETTINGS + (
-        "do_train",
-        "do_eval",
-        "do_predict",
-        "data_dir",
-        "tfds_data_dir",
-        "skip_bad_rows",
-    )
-
-    def job_inputs(self) -> list[tuple[str, str, str | None]]:
-        """The files in `--data_dir` of each split the jobs read (none from tensorflow-datasets)."""
-        if self.tfds_name or not self.data_dir:
-            return []  # the task says what is missing
-        splits = make_processor(self).files(self.data_dir)
-        jobs = (("do_train", glue.TRAIN), ("do_eval", glue.DEV), ("do_predict", glue.TEST))
-        return [
-            (job, "--data_dir", eval_set.file)
-            for job, split in jobs
-            if getattr(self, job)
-            for eval_set in splits[split]
-        ]
-
-    def finetuning_config(self) -> ClassifierConfig:
-        """All of it: the classification fields are recorded with the shared ones (but `NOT_TRAINING_SETTINGS`)."""
-        return self
-
-
-def make_processor(config: ClassifierConfig):
-    """The processor of `--task_name` (`generic` with column names) or of `--tfds_name`."""
-    if config.tfds_name:
-        return glue.TfdsProcessor(config.tfds_name, config.tfds_data_dir)
-    if not config.task_name:
-        raise InputError("--task_name is required (a GLUE task, or 'generic'), or --tfds_name")
-    if config.task_name.lower() == "generic":
-        if not config.text_a_column:
-            raise InputError("--task_name=generic needs --text_a_column (and --text_b_column for pairs)")
-        return glue.GenericProcessor(
-            text_a_column=config.text_a_column,
-            text_b_column=config.text_b_column,
-            label_column=config.label_column,
-            labels=[label.strip() for label in config.labels.split(",")] if config.labels else None,
-            regression=config.regression,
-            file_format=config.file_format,
-            id_column=config.id_column,
-        )
-    return glue.get_processor(config.task_name)
-
-
 class ClassificationTask:
-    """The `finetuning.FineTuningTask` of a processor: `BertClassifier`, cross entropy (or squared error)."""
+    """The `finetuning.FineTuningTask` of a processor: `BertClassifier`, cross entropy (or squared error, or a
+    binary cross entropy per label for multi-label data)."""
 
-    head = "classifier"
+    head = "classifier"  # multi-label: `tasks.multi_label.HEAD`, so that one head is never loaded as the other
 
     def __init__(self, config: ClassifierConfig, files, processor=None):
         self.config = config
@@ -163,9 +70,14 @@ class ClassificationTask:
             if input_files.exists(train):
                 self.processor.infer_labels(train, skip_bad_rows=config.skip_bad_rows)
         self.regression = self.processor.is_regression
+        self.multi_label = self.processor.multi_label
+        multi_label_lib.check_flags(config, self.multi_label)
+        if self.multi_label:
+            self.head = multi_label_lib.HEAD
         self.name = self.processor.name
         self.labels = list(self.processor.labels or [])
         self.metric_name = self.processor.metrics[0]
+        self.thresholds: np.ndarray | None = None  # multi-label: those of the last evaluation
         self.bad_rows: dict[str, int] = {}
         self._examples: dict[tuple[str, str], list[glue.InputExample]] = {}
         self._tokenizer = None
@@ -230,6 +142,7 @@ class ClassificationTask:
             "doc_stride": self.config.doc_stride,
             "skip_bad_rows": self.config.skip_bad_rows,
             "max_train_examples": self.config.max_train_examples if split == glue.TRAIN else None,
+            **({"multi_label": True, "allow_empty_labels": self.config.allow_empty_labels} if self.multi_label else {}),
         }
 
     def features(self, split: str, eval_set: glue.EvalSet) -> tuple[str, list[glue.InputExample], int]:
@@ -247,6 +160,7 @@ class ClassificationTask:
                 max_seq_length=self.config.max_seq_length,
                 long_text=self.config.long_text,
                 doc_stride=self.config.doc_stride,
+                multi_label=self.multi_label,
             ),
         )
         return path, examples, count
@@ -261,6 +175,8 @@ class ClassificationTask:
         return BertClassifier(encoder, 1 if self.regression else len(self.labels))
 
     def objective(self):
+        if self.multi_label:
+            return MultiLabelObjective("label")
         return MeanSquaredErrorObjective("label") if self.regression else SparseCategoricalObjective("label")
 
     def num_train_examples(self) -> int:
@@ -279,7 +195,11 @@ class ClassificationTask:
             seed=seed,
             input_context=input_context,
             buckets=self._buckets(),
+            num_multi_labels=self._num_multi_labels(),
         )
+
+    def _num_multi_labels(self) -> int:
+        return len(self.labels) if self.multi_label else 0
 
     def _buckets(self) -> tuple[int, ...] | None:
         if not self.config.group_by_length:
@@ -296,7 +216,20 @@ class ClassificationTask:
             "long_text": self.config.long_text,
             "doc_stride": self.config.doc_stride,
             "max_train_examples": self.config.max_train_examples,
+            **(
+                {
+                    "multi_label": True,
+                    "threshold": self.config.threshold,
+                    "allow_empty_labels": self.config.allow_empty_labels,
+                }
+                if self.multi_label
+                else {}
+            ),
         }
+
+    def serving_settings(self) -> dict:
+        """What `best_model/` records besides the training settings: a multi-label model's thresholds."""
+        return {"thresholds": [float(t) for t in self.thresholds]} if self.thresholds is not None else {}
 
     def predict_outputs(self, model: keras.Model, path: str, num_examples: int, batch_size: int) -> np.ndarray:
         """Per-example logits (scores for regression), averaged over an example's windows."""
@@ -307,6 +240,7 @@ class ClassificationTask:
             regression=self.regression,
             is_training=False,
             buckets=self._buckets(),
+            num_multi_labels=self._num_multi_labels(),
         )
         step = tf.function(lambda x: model(x, training=False), reduce_retracing=True)
         outputs, indexes = [], []
@@ -325,6 +259,9 @@ class ClassificationTask:
         return metrics
 
     def score(self, examples: Sequence[glue.InputExample], outputs: np.ndarray) -> dict[str, float]:
+        if self.multi_label:
+            metrics, self.thresholds = multi_label_lib.evaluate_multi_label(self.config, self.labels, examples, outputs)
+            return metrics
         if self.regression:
             labels = np.array([e.label for e in examples], np.float64)
             scores = outputs[:, 0]
@@ -355,6 +292,11 @@ class ClassificationTask:
         output_files.makedirs(out, name="--output_dir")
         submission = os.path.join(out, eval_set.submission or f"{self.name}{eval_set.suffix}.tsv")
         results = os.path.join(out, f"test_results{eval_set.suffix}.tsv")
+        if self.multi_label:
+            thresholds = multi_label_lib.prediction_thresholds(self.config, len(self.labels), self.thresholds)
+            return multi_label_lib.write_multi_label_predictions(
+                examples, outputs, thresholds, self.labels, submission, results
+            )
         if self.regression:
             predictions = [f"{s:.3f}" for s in outputs[:, 0]]
             rows = [repr(float(s)) for s in outputs[:, 0]]
@@ -385,16 +327,35 @@ class ClassifierResult:
     train_metrics: dict
 
 
-def save_classifier(model: keras.Model, directory: str, files, *, task_name: str, labels: Sequence[str] | None) -> str:
+def save_classifier(
+    model: keras.Model,
+    directory: str,
+    files,
+    *,
+    task_name: str,
+    labels: Sequence[str] | None,
+    multi_label: bool = False,
+    thresholds: Sequence[float] | None = None,
+) -> str:
     """Writes a `BertClassifier` fine-tuned elsewhere (e.g. with `model.fit`) as a model directory that
     `run_classifier --init_checkpoint` takes for evaluation or prediction (`labels` None for regression).
+    `multi_label`: a sigmoid per label, predicted from `thresholds` (one per label; default 0.5) on.
 
     `directory` must be new or empty: a folder that holds anything (a fine-tuning run, an earlier model) is
     refused, and so are labels that do not name each of the model's classes once."""
     labels = list(labels or [])
     check_label_names(labels, model.num_classes)
+    settings = multi_label_lib.model_settings(len(labels), thresholds) if multi_label else None
+    if thresholds is not None and not multi_label:
+        raise ValueError("thresholds are for a multi-label classifier (multi_label=True)")
     return finetuning_outputs.save_fine_tuned(
-        model, directory, files, task_name=task_name, head=ClassificationTask.head, labels=labels
+        model,
+        directory,
+        files,
+        task_name=task_name,
+        head=multi_label_lib.HEAD if multi_label else ClassificationTask.head,
+        labels=labels,
+        settings=settings,
     )
 
 

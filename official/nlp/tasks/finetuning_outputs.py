@@ -174,7 +174,8 @@ class BestModelKeeper:
             "Evaluation after epoch %d (step %d): %s",
             epoch,
             step,
-            ", ".join(f"{k}={v:.4f}" for k, v in metrics.items()),
+            # Per-label scores (`f1/<label>`, ...) stay in eval_results.txt: a log line of 28 labels is unreadable.
+            ", ".join(f"{k}={v:.4f}" for k, v in metrics.items() if "/" not in k),
         )
         best = max((e[task.metric_name] for e in self.history), default=-math.inf)
         self.history.append(entry)

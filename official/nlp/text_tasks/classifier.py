@@ -1,4 +1,5 @@
-"""`TextClassifier`: sentence (pair) classification and regression on raw text, the tokenizer inside.
+"""`TextClassifier`: sentence (pair) classification, regression and multi-label classification on raw text, the
+tokenizer inside.
 
 Example (a tiny random model; `from_model_dir` starts from a checkpoint):
 
@@ -18,6 +19,19 @@ Example (a tiny random model; `from_model_dir` starts from a checkpoint):
 ['label_index', 'label_name', 'logits', 'probabilities']
 >>> predictions["probabilities"].shape
 (1, 2)
+
+Multi-label (`multi_label=True`): a set of label names per text, one sigmoid per label, and the names at or above
+their thresholds out:
+
+>>> tagger = TextClassifier(BertClassifier(encoder, 3), BertTokenizer(vocab), seq_length=8,
+...                         label_names=["joy", "love", "anger"], multi_label=True)
+>>> history = tagger.fit(["good film", "bad film"], [["joy", "love"], []], epochs=1, verbose=0)
+>>> tagger.thresholds = [0.5, 0.4, 0.6]
+>>> predictions = tagger.predict(["good film"])
+>>> sorted(predictions)
+['above_threshold', 'logits', 'predicted_count', 'predicted_labels', 'predicted_scores', 'probabilities']
+>>> len(predictions["predicted_labels"][0]) == int(predictions["predicted_count"][0])
+True
 """
 
 from __future__ import annotations
@@ -30,11 +44,25 @@ import tensorflow as tf
 
 from official.nlp.checkpoints import init_checkpoint
 from official.nlp.common.errors import InputError
+from official.nlp.data import multi_label as multi_label_data
+from official.nlp.metrics import multi_label as multi_label_metrics
 from official.nlp.modeling.models import BertClassifier
 from official.nlp.serving import exporter
+from official.nlp.tasks import multi_label as multi_label_lib
 from official.nlp.tasks.classification import ClassificationTask
 from official.nlp.text_tasks.base import TextTask, model_files, string_column
 from official.nlp.tokenizers.text_layers import BertTokenizer
+
+
+def _checked_thresholds(thresholds: Sequence[float] | None, num_labels: int) -> tuple[float, ...]:
+    """One probability in (0, 1) per label; None: `metrics.multi_label.DEFAULT_THRESHOLD` for each."""
+    try:
+        values = multi_label_metrics.decision_thresholds(num_labels, thresholds=thresholds)
+    except ValueError as e:
+        raise InputError(f"thresholds: {e}") from None
+    if not ((values > 0) & (values < 1)).all():
+        raise InputError(f"thresholds: each must be a probability in (0, 1); got {values.tolist()}")
+    return tuple(float(t) for t in values)
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -47,6 +75,15 @@ class TextClassifier(TextTask):
     - `predict(x)`: a dict of arrays, one row per text: `label_name`, `label_index`, `probabilities`, `logits`; for
       regression `score`. These are the outputs of the exported model's `serving_default`.
 
+    Multi-label (`multi_label=True`, as `run_classifier --multi_label`): `y` holds a label set per text (a list of
+    names or indices, maybe empty; or a `[texts, labels]` array of 0/1, the form a dataset's labels take), the
+    loss is a binary cross-entropy per label, and a label is predicted when its probability reaches its threshold
+    (`thresholds`, one per label: 0.5 each unless set, or tuned on dev data with `tune_thresholds`). `predict` gives
+    `predicted_labels` and `predicted_scores` (per text a list of the names at or above their thresholds, most
+    probable first, and their probabilities), `predicted_count`, `above_threshold`, `probabilities` and `logits`:
+    the exported `MultiLabelClassifierExport`'s outputs. The thresholds travel with `.keras`, `save_model_dir`
+    (where `run_classifier --do_predict`, `export_model.py` and the Hugging Face export read them) and `export`.
+
     A text longer than `seq_length` tokens is truncated as the original does, or with
     `long_text="sliding_window"` cut into windows `doc_stride` tokens apart whose logits are averaged (training
     sees each window with its text's label), as `run_classifier --long_text` does.
@@ -58,6 +95,7 @@ class TextClassifier(TextTask):
       label_names: the class names in output order (default "0", "1", ...).
       text_pair: the model reads two texts.
       long_text, doc_stride: see above.
+      multi_label, thresholds: see above.
       compile: compile with `compile()`'s defaults (Adam 5e-5, cross-entropy or squared error, accuracy).
     """
 
@@ -73,11 +111,21 @@ class TextClassifier(TextTask):
         text_pair: bool = False,
         long_text: str = "truncate",
         doc_stride: int | None = None,
+        multi_label: bool = False,
+        thresholds: Sequence[float] | None = None,
         **kwargs,
     ):
+        if multi_label and model.num_classes < 2:
+            raise InputError(f"multi_label needs a head with one output per label (2 or more); got {model.num_classes}")
+        if thresholds is not None and not multi_label:
+            raise InputError("thresholds are for a multi-label classifier (multi_label=True)")
         regression = model.num_classes == 1
         if not regression and not label_names:
             label_names = [str(i) for i in range(model.num_classes)]
+        self.multi_label = bool(multi_label)  # before Model.__init__: compile() reads it for the loss
+        self._thresholds = None
+        if multi_label:
+            self._thresholds = _checked_thresholds(thresholds, model.num_classes)
         super().__init__(model, tokenizer, seq_length=seq_length, **kwargs)
         self.label_names = [] if regression else [str(name) for name in label_names]
         self.text_pair = bool(text_pair)
@@ -97,6 +145,8 @@ class TextClassifier(TextTask):
         text_pair: bool | None = None,
         long_text: str | None = None,
         doc_stride: int | None = None,
+        multi_label: bool | None = None,
+        thresholds: Sequence[float] | None = None,
         dropout_rate: float = 0.1,
         **kwargs,
     ) -> TextClassifier:
@@ -105,13 +155,15 @@ class TextClassifier(TextTask):
 
         With `num_classes` or `label_names` the head is new. Without them `path` must hold a fine-tuned classifier
         (`run_classifier.py`'s `--output_dir` or `best_model/`): its head, labels, text pair and sequence length
-        come along, and the other arguments override what it recorded. `seq_length` defaults to 128.
+        come along, and the other arguments override what it recorded. `seq_length` defaults to 128. A multi-label
+        classifier (`multi_label=True` for a new head; a fine-tuned one says so itself) keeps its recorded
+        thresholds unless `thresholds` are given.
         """
         files, record = model_files(path)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
         if num_classes is None and label_names is None:
             found = init_checkpoint.fine_tuned_head(path) or {}
-            if found.get("head") not in (None, "classifier"):
+            if found.get("head") not in (None, ClassificationTask.head, multi_label_lib.HEAD):
                 raise InputError(
                     f"{path} holds a fine-tuned {found['head']} head, not a classifier; pass num_classes (or "
                     "label_names) for a new classifier head on its encoder"
@@ -129,6 +181,10 @@ class TextClassifier(TextTask):
             seq_length = seq_length or recorded["max_seq_length"]
             long_text = long_text or recorded["long_text"]
             doc_stride = doc_stride or recorded["doc_stride"]
+            if recorded["thresholds"] is not None:  # a multi-label head
+                multi_label = True if multi_label is None else multi_label
+                if multi_label and thresholds is None:
+                    thresholds = recorded["thresholds"]
         else:
             if label_names is not None and num_classes not in (None, len(label_names)):
                 raise InputError(f"num_classes={num_classes} but {len(label_names)} label_names; pass one of them")
@@ -142,12 +198,40 @@ class TextClassifier(TextTask):
             text_pair=bool(text_pair),
             long_text=long_text or "truncate",
             doc_stride=doc_stride,
+            multi_label=bool(multi_label),
+            thresholds=thresholds,
             **kwargs,
         )
 
     @property
     def regression(self) -> bool:
         return self.model.num_classes == 1
+
+    @property
+    def thresholds(self) -> list[float] | None:
+        """A multi-label classifier's decision thresholds, one per label (None for the other kinds)."""
+        return None if self._thresholds is None else list(self._thresholds)
+
+    @thresholds.setter
+    def thresholds(self, values: Sequence[float]) -> None:
+        if not self.multi_label:
+            raise InputError("thresholds are for a multi-label classifier (multi_label=True)")
+        values = _checked_thresholds(values, len(self.label_names))
+        self._thresholds = values
+        if self._serving.module is not None:  # the traced serving function reads the variable
+            self._serving.module.thresholds.assign(values)
+            self._serving.module.threshold_list = list(values)
+
+    def tune_thresholds(self, x, y, batch_size: int | None = None) -> list[float]:
+        """Sets each label's threshold to the one that maximizes its F1 on `x`, `y` (dev data, as `fit` takes it;
+        the tuner of `run_classifier --tune_thresholds`) and returns them. Scores on the same data are then
+        optimistic: report another split."""
+        if not self.multi_label:
+            raise InputError("tune_thresholds is for a multi-label classifier (multi_label=True)")
+        labels = self.python_labels(y, self.python_texts(x))
+        probabilities = self.predict(x, batch_size=batch_size)["probabilities"]
+        self.thresholds = multi_label_metrics.tune_thresholds(labels, probabilities).tolist()
+        return self.thresholds
 
     # -- TextTask ---------------------------------------------------------------------------------------------------
 
@@ -157,14 +241,19 @@ class TextClassifier(TextTask):
             "text_pair": self.text_pair,
             "long_text": self.long_text,
             "doc_stride": self.doc_stride,
+            "multi_label": self.multi_label,
+            "thresholds": self.thresholds,
         }
 
     def model_dir_record(self) -> dict:
+        settings = {"text_pair": self.text_pair, "long_text": self.long_text, "doc_stride": self.doc_stride}
+        if self.multi_label:  # what run_classifier's best_model/ records (tasks.multi_label)
+            settings.update(multi_label_lib.model_settings(len(self.label_names), self._thresholds))
         return {
             "task": "generic",
-            "head": ClassificationTask.head,
+            "head": multi_label_lib.HEAD if self.multi_label else ClassificationTask.head,
             "labels": list(self.label_names),
-            "settings": {"text_pair": self.text_pair, "long_text": self.long_text, "doc_stride": self.doc_stride},
+            "settings": settings,
         }
 
     def serving_settings(self) -> dict:
@@ -173,6 +262,7 @@ class TextClassifier(TextTask):
             "text_pair": self.text_pair,
             "long_text": self.long_text,
             "doc_stride": self.doc_stride,
+            "thresholds": self._thresholds,
         }
 
     def _text_names(self) -> tuple[str, ...]:
@@ -206,6 +296,8 @@ class TextClassifier(TextTask):
 
     def python_labels(self, y, texts: dict) -> np.ndarray:
         count = len(texts["text_a"])
+        if self.multi_label:
+            return self._label_sets(y, count)
         values = np.asarray(y)
         if values.shape != (count,):
             raise InputError(f"y: expected {count} labels (one per text), got an array of shape {values.shape}")
@@ -221,8 +313,28 @@ class TextClassifier(TextTask):
             raise InputError(f"y: expected label indices 0..{len(self.label_names) - 1} or label names")
         return values.astype("int32")
 
+    def _label_sets(self, y, count: int) -> np.ndarray:
+        """Multi-label `y` as `[texts, labels]` float32 0/1: label sets of names or indices, or such an array."""
+        if isinstance(y, np.ndarray) and y.ndim == 2:
+            if y.shape != (count, len(self.label_names)) or not np.isin(y, (0, 1)).all():
+                raise InputError(f"y: expected a [{count}, {len(self.label_names)}] array of 0/1, got {y.shape}")
+            return y.astype("float32")
+        if isinstance(y, (str, bytes)) or len(y) != count:
+            raise InputError(f"y: expected {count} label sets (one list of label names per text)")
+        rows = np.zeros([count, len(self.label_names)], "float32")
+        index = {name: j for j, name in enumerate(self.label_names)}
+        for i, label_set in enumerate(y):
+            try:
+                names = multi_label_data.parse_label_set(list(label_set), self.label_names, allow_empty=True)
+            except (InputError, TypeError) as e:
+                raise InputError(f"y[{i}]: {e}") from None
+            rows[i, [index[name] for name in names]] = 1
+        return rows
+
     def training_data(self, x, y=None, batch_size=None, *, shuffle=False):
-        if not self.regression and not hasattr(self._serving, "label_ids"):  # made eagerly, used in the pipeline
+        if (
+            not self.regression and not self.multi_label and not hasattr(self._serving, "label_ids")
+        ):  # made eagerly, used in the pipeline
             keys = tf.constant(self.label_names)
             self._serving.label_ids = tf.lookup.StaticHashTable(
                 tf.lookup.KeyValueTensorInitializer(keys, tf.range(len(self.label_names), dtype=tf.int32)), -1
@@ -230,6 +342,8 @@ class TextClassifier(TextTask):
         return super().training_data(x, y, batch_size, shuffle=shuffle)
 
     def tensor_labels(self, y):
+        if self.multi_label:  # a dataset's label sets: 0/1 per label
+            return tf.cast(y, tf.float32)
         if self.regression:
             return tf.cast(y, tf.float32)
         if y.dtype == tf.string:
@@ -245,10 +359,27 @@ class TextClassifier(TextTask):
             labels = tf.gather(labels, windows["example"])
         return features, (labels[:, None] if self.regression else labels)
 
+    def collect(self, batches: list[dict[str, np.ndarray]]) -> dict:
+        if not self.multi_label:
+            return super().collect(batches)
+        # predicted_labels/_scores are [batch, k] with k the batch's most labels: per text a list instead.
+        ranked = {"predicted_labels", "predicted_scores"}
+        result = super().collect([{k: v for k, v in b.items() if k not in ranked} for b in batches])
+        for batch in batches:
+            kept = batch["predicted_labels"] != b""
+            for row, keep in enumerate(kept):
+                result.setdefault("predicted_labels", []).append(
+                    [name.decode("utf-8") for name in batch["predicted_labels"][row][keep]]
+                )
+                result.setdefault("predicted_scores", []).append(batch["predicted_scores"][row][keep].tolist())
+        return result
+
     def default_loss(self):
+        if self.multi_label:
+            return keras.losses.BinaryCrossentropy(from_logits=True)
         if self.regression:
             return keras.losses.MeanSquaredError()
         return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
     def default_metrics(self) -> list:
-        return [] if self.regression else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        return [] if self.regression or self.multi_label else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]

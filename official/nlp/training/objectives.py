@@ -70,6 +70,32 @@ class SparseCategoricalObjective:
         return {"accuracy": weighted_accuracy(self._labels(labels), self._logits(outputs))}
 
 
+class MultiLabelObjective:
+    """Multi-label classification: binary cross entropy of each label's sigmoid, averaged over examples and labels
+    (as `keras.losses.BinaryCrossentropy(from_logits=True)` and PyTorch's `BCEWithLogitsLoss` average it).
+
+    Args: as `SparseCategoricalObjective`; labels are `[batch, labels]` of 0/1, the model gives one logit per label.
+    """
+
+    def __init__(self, label_key: str | None = None, logits_key: str | None = None):
+        self.label_key = label_key
+        self.logits_key = logits_key
+
+    def _labels(self, labels):
+        labels = labels[self.label_key] if self.label_key is not None else labels
+        return tf.cast(labels, tf.float32)
+
+    def loss_weights(self, labels):
+        return {"loss": tf.ones(tf.shape(self._labels(labels)), tf.float32)}
+
+    def losses(self, labels, outputs):
+        logits = outputs[self.logits_key] if self.logits_key is not None else outputs
+        return {"loss": tf.nn.sigmoid_cross_entropy_with_logits(self._labels(labels), tf.cast(logits, tf.float32))}
+
+    def metrics(self, labels, outputs):
+        return {}
+
+
 class MeanSquaredErrorObjective:
     """Regression (STS-B): mean squared error of the model's single output against a float label.
 

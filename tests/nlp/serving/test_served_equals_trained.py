@@ -3,7 +3,8 @@ run, their `--do_predict` answers, and the SavedModels exported from each job's 
 process that imports only TensorFlow and tensorflow_text, answer the same inputs alike.
 
 The cases: a classifier on pairs (`--long_text=truncate`), one on single texts and a regression on pairs (both
-`--long_text=sliding_window`), SQuAD v1.1 (contexts of several `--doc_stride` windows) with the dense span head and
+`--long_text=sliding_window`), a multi-label classifier on GoEmotions (`--task_name=goemotions`, thresholds tuned
+on dev, sliding windows), SQuAD v1.1 (contexts of several `--doc_stride` windows) with the dense span head and
 with the BiLSTM one (`--span_head=bilstm`, which must also learn and be rebuilt by `--do_predict`), and the encoder
 (`extract_features` against the encoder export). Inputs hold texts longer than `max_seq_length` on either side,
 empty and zero-width (\u200b) second texts, accents and CJK. Labels and answers are equal; probabilities, scores,
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import hf_export, model_dir
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.serving import exporter
@@ -82,6 +83,11 @@ def _classifier(root, init, name, train, dev, test, **settings):
         )
     )
     return out
+
+
+def _split(field, kind):
+    """A comma-separated field of the multi-label submission file (empty: no label predicted)."""
+    return [kind(x) for x in field.split(",")] if field else []
 
 
 def _squad_file(path, paragraphs):
@@ -181,6 +187,46 @@ def runs(tmp_path_factory, shared_data, uncased_vocab):
     classifier_case(
         "regression", stsb[:64], stsb[64:], pairs, text_b_column="text_b", regression=True, long_text="sliding_window"
     )
+
+    # Multi-label: GoEmotions through its task name, thresholds tuned on dev and recorded with best_model/, which
+    # --do_predict and the export both read.
+    goemotions = root / "goemotions_data"
+    goemotions.mkdir()
+    source = shared_data / "goemotions"
+    for split, count in (("train", 64), ("dev", 32)):
+        lines = (source / f"{split}.tsv").read_text(encoding="utf-8").splitlines(keepends=True)[:count]
+        (goemotions / f"{split}.tsv").write_text("".join(lines), encoding="utf-8")
+    test_texts = [line.split("\t")[0] for line in (source / "test.tsv").read_text(encoding="utf-8").splitlines()[:12]]
+    test_texts += [a for a, _ in _hard_texts(mrpc)]
+    (goemotions / "test.tsv").write_text("".join(f"{t}\t0\tt{i}\n" for i, t in enumerate(test_texts)), "utf-8")
+    multi_out = root / "goemotions_out"
+    classification.run_classifier(
+        classification.ClassifierConfig(
+            task_name="goemotions",
+            data_dir=str(goemotions),
+            init_checkpoint=init,
+            output_dir=str(multi_out),
+            max_seq_length=SEQ,
+            train_batch_size=8,
+            num_train_epochs=1,
+            learning_rate=1e-3,
+            long_text="sliding_window",
+            doc_stride=7,
+            tune_thresholds=True,
+            do_train=True,
+            do_eval=True,
+            do_predict=True,
+        )
+    )
+    submission = [line.split("\t") for line in (multi_out / "goemotions.tsv").read_text("utf-8").splitlines()[1:]]
+    expected["multi_label"] = (
+        np.loadtxt(multi_out / "test_results.tsv", delimiter="\t", dtype=np.float64, ndmin=2),
+        [(_split(row[1], str), _split(row[2], float)) for row in submission],
+        json.loads((multi_out / "best_model" / "finetuning_settings.json").read_text())["thresholds"],
+        root / "multi_label_export",
+        test_texts,
+    )
+    export("multi_label", "classifier", str(multi_out), {"text_a": test_texts})
 
     # The encoder: extract_features' pooled vectors and last layer against the encoder export on the same texts
     # (extract_features writes a pair as `a ||| b` and an empty second text as the first text alone).
@@ -296,6 +342,44 @@ def test_classifier_served_equals_do_predict(runs, name):
     assert served[f"{name}/var:max_seq_length"] == SEQ
     np.testing.assert_allclose(served[f"{name}/probabilities"], probabilities, atol=1e-5)
     assert list(served[f"{name}/label_name"]) == labels
+
+
+def test_multi_label_served_equals_do_predict(runs):
+    expected, served = runs
+    probabilities, predictions, thresholds, export_dir, _ = expected["multi_label"]
+    np.testing.assert_allclose(served["multi_label/probabilities"], probabilities, atol=1e-5)
+    for row, (names, scores) in enumerate(predictions):
+        kept = served["multi_label/predicted_labels"][row] != ""
+        assert list(served["multi_label/predicted_labels"][row][kept]) == names, row
+        np.testing.assert_allclose(served["multi_label/predicted_scores"][row][kept], scores, atol=1e-5)
+        assert served["multi_label/predicted_count"][row] == len(names)
+    # The export serves the thresholds tuned on dev that best_model/ recorded, and they decide something here.
+    served_thresholds = (export_dir / "1" / "assets" / "thresholds.txt").read_text().split()
+    np.testing.assert_allclose([float(t) for t in served_thresholds], thresholds, rtol=1e-6)
+    assert len(set(thresholds)) > 1 and len({len(names) for names, _ in predictions}) > 1
+    assert (probabilities >= np.asarray(thresholds)).sum(1).tolist() == [len(n) for n, _ in predictions]
+
+
+def test_multi_label_as_a_hugging_face_folder_equals_do_predict(runs, tmp_path):
+    """The same run written by `convert_checkpoint --output_format=hf`: transformers' BertForSequenceClassification
+    with the folder's own tokenizer gives --do_predict's probabilities on the texts that fit one window."""
+    import torch
+    import transformers
+
+    expected, _ = runs
+    probabilities, _, thresholds, export_dir, texts = expected["multi_label"]
+    run_dir = export_dir.parent / "goemotions_out"
+    hf_export.export_to_hugging_face(str(run_dir), str(tmp_path / "hf"))
+    model = transformers.BertForSequenceClassification.from_pretrained(str(tmp_path / "hf")).eval()
+    assert model.config.problem_type == "multi_label_classification"
+    names = [model.config.id2label[i] for i in range(len(thresholds))]
+    assert [model.config.multi_label_thresholds[name] for name in names] == pytest.approx(thresholds)
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(str(tmp_path / "hf"))
+    fits = [i for i, text in enumerate(texts) if len(tokenizer(text)["input_ids"]) <= SEQ]
+    assert len(fits) >= 10
+    with torch.no_grad():
+        logits = model(**tokenizer([texts[i] for i in fits], padding=True, return_tensors="pt")).logits
+    np.testing.assert_allclose(torch.sigmoid(logits).numpy(), probabilities[fits], atol=1e-5)
 
 
 def test_regression_served_equals_do_predict(runs):

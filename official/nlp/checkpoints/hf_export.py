@@ -1,0 +1,291 @@
+"""Hugging Face BERT folders written from any model: what `convert_checkpoint.py --output_format=hf` writes.
+
+The folder holds what `transformers` loads with `from_pretrained` and nothing of this library:
+
+    config.json              the BertConfig in Hugging Face's keys (`architectures`, `model_type`, activation names
+                             mapped back: our "gelu", the tanh form, is "gelu_new"; "gelu_exact" is "gelu")
+    model.safetensors        the weights, in PyTorch's names and layouts (written last: the folder's marker)
+    vocab.txt                the WordPiece vocabulary
+    tokenizer_config.json    BertTokenizer's settings: `do_lower_case`, the special tokens, `model_max_length`
+    special_tokens_map.json
+
+What the model directory holds decides the architecture: an encoder is a `BertModel`; a `BertPretrainer` a
+`BertForPreTraining` (masked LM and next sentence) or `BertForMaskedLM`; a classifier fine-tuned by
+`run_classifier` (its `finetuning.json` says `classifier` or `multi_label_classifier`) a
+`BertForSequenceClassification` with `id2label`/`label2id` and `problem_type` (`single_label_classification`,
+`multi_label_classification` or `regression`); a multi-label model's thresholds go to `multi_label_thresholds`,
+which transformers keeps on its config without using. A left-to-right pretrainer (`run_pretraining
+--objective=ltr`) is a `BertLMHeadModel` with `is_decoder` (transformers' causal mask, the same next-token logits);
+any other left-to-right model is refused (`_architecture`): transformers' pooler reads `[CLS]`, ours the last real
+token, so its `pooled_output` and a classifier on it would differ. The weight names are those `hf_weights` reads, in
+reverse (`hf_weights.tf1_name_to_hf` over `tf_checkpoints.export_weights`), so a Hugging Face folder converted here
+and written back gives the same tensors.
+
+Refused, naming what: other fine-tuned heads (token classification, span prediction, multiple choice), an
+activation or a `BertConfig` field Hugging Face BERT has no equivalent for (`_check_expressible`), a masked-LM head
+not tied to the word embeddings or with its own activation.
+
+Example:
+
+    export_to_hugging_face("/tmp/goemotions/best_model", "/tmp/goemotions_hf")
+    transformers.BertForSequenceClassification.from_pretrained("/tmp/goemotions_hf")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+from absl import logging
+
+from official.nlp.checkpoints import hf_weights, tf_checkpoints
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
+from official.nlp.checkpoints import model_dir as model_dir_lib
+from official.nlp.common import output_files, output_folders
+from official.nlp.common.errors import InputError
+from official.nlp.modeling.activations import HF_ACTIVATIONS
+from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.models import BertClassifier, BertPretrainer
+from official.nlp.tokenizers.vocabulary import load_vocab
+
+WEIGHTS_FILE = "model.safetensors"  # the folder's marker: a folder without it is not a Hugging Face model
+CLASSIFIER_HEADS = ("classifier", "multi_label_classifier")  # the head kinds `tasks.classification` records
+HF_SPECIAL_TOKENS = {
+    "unk_token": "[UNK]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "cls_token": "[CLS]",
+    "mask_token": "[MASK]",
+}
+# Our activation names -> Hugging Face's (the inverse of `HF_ACTIVATIONS` on the names transformers writes itself).
+_ACTIVATIONS = {ours: hf for hf, ours in HF_ACTIVATIONS.items() if hf in ("gelu", "gelu_new", "relu", "tanh", "linear")}
+# The BertConfig fields Hugging Face's BertConfig has under the same name. A field not listed (one added later) is
+# refused by `_check_expressible` unless it holds its default value; `attention` is `_architecture`'s to decide.
+_SAME_NAME_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+    "layer_norm_eps",
+)
+
+
+def _check_expressible(config: BertConfig, source: str) -> None:
+    """Refuses a model Hugging Face BERT cannot compute the same way, naming the setting."""
+    if config.hidden_act not in _ACTIVATIONS:
+        raise InputError(f"{source}: hidden_act {config.hidden_act!r} has no Hugging Face BERT equivalent")
+    for field in dataclasses.fields(config):
+        if field.name in _SAME_NAME_FIELDS or field.name in ("hidden_act", "attention"):
+            continue
+        if getattr(config, field.name) != field.default:
+            raise InputError(
+                f"{source}: bert_config.json sets {field.name}={getattr(config, field.name)!r}, which Hugging Face's "
+                "BertModel has no equivalent for; such a model cannot be written as a Hugging Face folder"
+            )
+
+
+def hf_config(
+    config: BertConfig,
+    *,
+    architecture: str,
+    pad_token_id: int,
+    labels: list[str] | None = None,
+    problem_type: str | None = None,
+    thresholds: list[float] | None = None,
+    is_decoder: bool = False,
+) -> dict:
+    """The `config.json` of a Hugging Face BERT model (`architecture` e.g. "BertModel")."""
+    values = {name: getattr(config, name) for name in _SAME_NAME_FIELDS}
+    values.update(
+        architectures=[architecture],
+        model_type="bert",
+        hidden_act=_ACTIVATIONS[config.hidden_act],
+        pad_token_id=pad_token_id,
+        position_embedding_type="absolute",
+    )
+    if is_decoder:  # transformers' BertModel then masks the future positions (a left-to-right model)
+        values["is_decoder"] = True
+    if problem_type is not None:
+        names = labels or ["LABEL_0"]  # regression: one output, under transformers' own name for it
+        values.update(
+            problem_type=problem_type,
+            id2label={str(i): name for i, name in enumerate(names)},
+            label2id={name: i for i, name in enumerate(names)},
+        )
+    if thresholds is not None:
+        values["multi_label_thresholds"] = {name: float(t) for name, t in zip(labels, thresholds)}
+    return values
+
+
+def hf_tensors(model, *, pooler: bool = True) -> dict[str, np.ndarray]:
+    """The weights of `model` (`BertEncoder`, `BertPretrainer` or `BertClassifier`) under Hugging Face's names and in
+    PyTorch's layouts; `bert.` prefixes the encoder's names except for a bare encoder (`BertModel`). `pooler` False
+    leaves out the pooler, which `BertLMHeadModel` has none of."""
+    prefix = "" if isinstance(model, BertEncoder) else "bert."
+    tensors = {}
+    try:
+        weights = tf_checkpoints.export_weights(model)
+    except ValueError as e:  # a masked-LM head with its own output embeddings
+        raise InputError(f"{e}; Hugging Face's BERT ties them") from None
+    for name, value in weights.items():
+        key = hf_weights.tf1_name_to_hf(name)
+        transposed = hf_weights.hf_name_to_tf1(key)[1]
+        if not pooler and key.startswith("pooler."):
+            continue
+        key = key if key.startswith("cls.") else prefix + key
+        tensors[key] = np.ascontiguousarray(value.T if transposed else value, np.float32)
+    if isinstance(model, BertClassifier):  # PyTorch's Linear is [out, in]
+        tensors["classifier.weight"] = np.ascontiguousarray(model.classifier.kernel.numpy().T, np.float32)
+        tensors["classifier.bias"] = np.asarray(model.classifier.bias.numpy(), np.float32)
+    return tensors
+
+
+def _classifier(path: str, record: dict, files: model_dir_lib.ModelFiles) -> BertClassifier:
+    shape = (
+        tf_checkpoints.saved_variable_shape(files.checkpoint, ("model", "classifier", "_kernel"))
+        if files.checkpoint_format == "ours"
+        else None
+    )
+    if shape is None:
+        raise InputError(f"{path}: finetuning.json names a {record.get('head')} head, but the checkpoint holds none")
+    model = BertClassifier(BertEncoder.from_bert_config(files.config), shape[-1])
+    tf_checkpoints.restore_checkpoint(model, files.checkpoint)
+    return model
+
+
+def _load(path: str, *, input_format: str, **overrides) -> tuple[object, model_dir_lib.ModelFiles, dict]:
+    """The model at `path` with every weight, its files, and its fine-tuning record (`{}` for a pretrained one)."""
+    head = init_checkpoint_lib.fine_tuned_head(path)
+    if head is None:
+        model, files = model_dir_lib.load_model(path, input_format=input_format, **overrides)
+        return model, files, {}
+    if head.get("head") not in CLASSIFIER_HEADS:
+        kind = head.get("head") or f"{head.get('task')!r} (no best_model/ says which head)"
+        raise InputError(
+            f"{path} holds a fine-tuned {kind} head; a Hugging Face folder is written for an encoder, a pretraining "
+            "model or a sequence classifier (run_classifier's best_model/). Convert the pretrained model it was "
+            "fine-tuned from instead"
+        )
+    try:
+        files = init_checkpoint_lib.resolve_model_files(path, **overrides)
+    except (FileNotFoundError, ValueError) as e:
+        raise InputError(f"{path}: {e}") from e
+    record = init_checkpoint_lib.read_record(path)
+    return _classifier(path, {**record, **head}, files), files, {**record, **head}
+
+
+def _architecture(model, record: dict, source: str) -> tuple[str, dict]:
+    """The Hugging Face class `model` is, and the `hf_config` arguments of its head."""
+    config = model.config if isinstance(model, BertEncoder) else model.encoder.config
+    if config.left_to_right:
+        if isinstance(model, BertPretrainer) and model.objective == "ltr":
+            return "BertLMHeadModel", {"is_decoder": True}
+        kind = "BertModel" if isinstance(model, BertEncoder) else "BertForSequenceClassification"
+        raise InputError(
+            f"{source}: bert_config.json sets attention=left_to_right, and a left-to-right model pools its last real "
+            f"token where Hugging Face's {kind} pools [CLS], so its outputs would differ; only the left-to-right "
+            "pretraining model (run_pretraining --objective=ltr's export) is written, as a BertLMHeadModel"
+        )
+    if isinstance(model, BertEncoder):
+        return "BertModel", {}
+    if isinstance(model, BertPretrainer):
+        if model.masked_lm.hidden_act != model.encoder.config.hidden_act:
+            raise InputError(
+                f"{source}: its masked-LM head's activation ({model.masked_lm.hidden_act}) is not the encoder's "
+                f"({model.encoder.config.hidden_act}); Hugging Face's BertForPreTraining uses the encoder's"
+            )
+        return ("BertForPreTraining" if model.use_next_sentence_label else "BertForMaskedLM"), {}
+    labels = [str(name) for name in record.get("labels") or []]
+    if model.num_classes == 1 and not labels:
+        return "BertForSequenceClassification", {"problem_type": "regression"}
+    if len(labels) != model.num_classes:
+        raise InputError(f"{source}: {len(labels)} recorded labels for a classifier with {model.num_classes} outputs")
+    head = {"labels": labels}
+    if record.get("multi_label") or record.get("head") == "multi_label_classifier":
+        head.update(problem_type="multi_label_classification", thresholds=record.get("thresholds"))
+    else:
+        head["problem_type"] = "single_label_classification"
+    return "BertForSequenceClassification", head
+
+
+def _tokenizer_files(do_lower_case: bool, max_length: int) -> dict[str, dict]:
+    return {
+        "tokenizer_config.json": {
+            "tokenizer_class": "BertTokenizer",
+            "do_lower_case": bool(do_lower_case),
+            "tokenize_chinese_chars": True,
+            "strip_accents": None,  # as the original: accents are stripped exactly when lower-casing
+            "model_max_length": max_length,
+            **HF_SPECIAL_TOKENS,
+        },
+        "special_tokens_map.json": dict(HF_SPECIAL_TOKENS),
+    }
+
+
+def export_to_hugging_face(
+    input_path: str,
+    output_dir: str,
+    *,
+    input_format: str = "auto",
+    bert_config_file: str | None = None,
+    vocab_file: str | None = None,
+    do_lower_case: bool | None = None,
+) -> model_dir_lib.ModelFiles:
+    """Writes the model at `input_path` (a model directory, a fine-tuning `--output_dir` or its `best_model/`, an
+    original TF1 checkpoint or a Hugging Face folder) as a Hugging Face folder (see the module docstring).
+
+    `output_dir` must be new or empty, and is checked (`output_folders.check_new_folder`) and claimed as
+    `convert_checkpoint`'s is. Everything is written in this job's staging folder (beside a local `output_dir`, a
+    local temporary folder for one in a bucket) and put in place with `model.safetensors` last
+    (`output_folders.commit_export`). Returns the written folder's `ModelFiles`.
+    """
+    from safetensors.numpy import save as safetensors_bytes
+
+    inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
+    output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
+    model, files, record = _load(
+        input_path,
+        input_format=input_format,
+        bert_config_file=bert_config_file,
+        vocab_file=vocab_file,
+        do_lower_case=do_lower_case,
+    )
+    if files.vocab_file is None or files.do_lower_case is None:
+        raise InputError(f"{input_path}: no vocabulary or case to write with it; pass --vocab_file and --do_lower_case")
+    _check_expressible(files.config, input_path)
+    architecture, head = _architecture(model, record, input_path)
+    vocab = load_vocab(files.vocab_file)
+    if "[PAD]" not in vocab:
+        raise InputError(f"{files.vocab_file} has no [PAD], which Hugging Face's BertTokenizer needs")
+    config = hf_config(files.config, architecture=architecture, pad_token_id=vocab["[PAD]"], **head)
+    tensors = hf_tensors(model, pooler=architecture != "BertLMHeadModel")
+    parent, name = output_folders.split(output_dir)
+    with output_folders.claim(parent, name, what=output_dir), output_folders.staging_folder(output_dir) as staging:
+        tokenizer = _tokenizer_files(files.do_lower_case, files.config.max_position_embeddings)
+        for file_name, content in {"config.json": config, **tokenizer}.items():
+            output_files.write_text(
+                os.path.join(staging, file_name), json.dumps(content, indent=2, sort_keys=True) + "\n"
+            )
+        output_files.copy(files.vocab_file, os.path.join(staging, model_dir_lib.VOCAB_FILE))
+        output_files.write_bytes(
+            os.path.join(staging, WEIGHTS_FILE), safetensors_bytes(tensors, metadata={"format": "pt"})
+        )
+        output_folders.commit_export(staging, output_dir, marker=WEIGHTS_FILE, replace=False)
+    described = tf_checkpoints._describe(files.config)
+    logging.info("Wrote %s (%d tensors, %s) to %s", architecture, len(tensors), described, output_dir)
+    return model_dir_lib.ModelFiles(
+        config=files.config,
+        vocab_file=os.path.join(output_dir, model_dir_lib.VOCAB_FILE),
+        do_lower_case=files.do_lower_case,
+        checkpoint=output_dir,
+        checkpoint_format="hf",
+    )

@@ -1,0 +1,133 @@
+"""Reading multi-label data: label sets as names or ids (text and JSON lists), GoEmotions' real files, and every bad
+row named by file and line; the multi-label flags refused where they cannot apply."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from official.nlp.common.errors import InputError
+from official.nlp.data import glue
+from official.nlp.data import multi_label as data
+from official.nlp.tasks import multi_label as task_lib
+from official.nlp.tasks.classifier_config import ClassifierConfig, make_processor
+
+LABELS = ("anger", "joy", "love", "neutral")
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("joy", ("joy",)),
+        ("love,joy", ("joy", "love")),  # head order
+        (" 3 , 1 ", ("joy", "neutral")),  # ids
+        ("joy,1", ("joy",)),  # the same label twice
+        (["love", 0], ("anger", "love")),  # a JSON list of names and ids
+    ],
+)
+def test_label_sets(value, expected):
+    assert data.parse_label_set(value, LABELS) == expected
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("joy,rage", "unknown label 'rage'; the labels are anger, joy, love, neutral (or their ids 0 to 3)"),
+        ("4", "label id 4 is out of range: there are 4 labels (ids 0 to 3)"),
+        ("joy,,love", "empty label in 'joy,,love'"),
+        ("", "no label (an empty labels field)"),
+        ([True], "a list of label names or ids is expected"),
+    ],
+)
+def test_bad_label_sets(value, message):
+    with pytest.raises(glue.BadRowError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        data.parse_label_set(value, LABELS)
+
+
+def test_an_empty_label_set_where_allowed():
+    assert data.parse_label_set("", LABELS, allow_empty=True) == ()
+    assert data.parse_label_set([], LABELS, allow_empty=True) == ()
+
+
+def test_goemotions_real_rows_and_bad_rows(shared_data, tmp_path):
+    lines = (shared_data / "goemotions" / "train.tsv").read_text(encoding="utf-8").splitlines(keepends=True)[:20]
+    first = lines[0].split("\t")
+    (tmp_path / "train.tsv").write_text("".join(lines), encoding="utf-8")
+    examples = data.GoEmotionsProcessor().read(str(tmp_path / "train.tsv"), glue.TRAIN).examples
+    assert len(examples) == 20 and examples[0].text_a == first[0] and examples[0].guid == first[2].strip()
+    assert examples[0].label == tuple(data.GOEMOTIONS_LABELS[int(i)] for i in first[1].split(","))
+    several = [e for e in examples if len(e.label) > 1]
+    assert several, "the slice has an example with several labels"
+
+    for bad, message in (("text\t28\tid1\n", "label id 28 is out of range"), ("text\t\tid1\n", "no label")):
+        (tmp_path / "bad.tsv").write_text("".join(lines[:3]) + bad, encoding="utf-8")
+        with pytest.raises(glue.BadRowError, match=f"{tmp_path / 'bad.tsv'}:4: {message}"):
+            data.GoEmotionsProcessor().read(str(tmp_path / "bad.tsv"), glue.TRAIN)
+        read = data.GoEmotionsProcessor().read(str(tmp_path / "bad.tsv"), glue.TRAIN, skip_bad_rows=True)
+        assert (len(read.examples), read.bad_rows) == (3, 1)
+
+
+def test_goemotions_refuses_another_label_list(tmp_path):
+    (tmp_path / "emotions.txt").write_text("\n".join(reversed(data.GOEMOTIONS_LABELS)))
+    with pytest.raises(InputError, match="lists other labels than GoEmotions' 28"):
+        data.GoEmotionsProcessor().files(str(tmp_path))
+    (tmp_path / "emotions.txt").write_text("\n".join(data.GOEMOTIONS_LABELS))
+    assert data.GoEmotionsProcessor().files(str(tmp_path))[glue.DEV][0].file == str(tmp_path / "dev.tsv")
+
+
+def test_generic_json_lines_and_tsv_with_inferred_labels(tmp_path):
+    rows = [
+        {"text": "so happy", "tags": ["joy", "love"]},
+        {"text": "meh", "tags": "neutral"},
+        {"text": "grr", "tags": []},
+    ]
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    processor = data.MultiLabelGenericProcessor(
+        text_a_column="text", label_column="tags", file_format="jsonl", allow_empty=True
+    )
+    processor.infer_labels(str(tmp_path / "train.jsonl"))
+    assert processor.labels == ("joy", "love", "neutral")
+    read = processor.read(str(tmp_path / "train.jsonl"), glue.TRAIN).examples
+    assert [e.label for e in read] == [("joy", "love"), ("neutral",), ()]
+
+    (tmp_path / "train.tsv").write_text("text\tlabels\na\t10,2\nb\t2\n")
+    numbers = data.MultiLabelGenericProcessor(text_a_column="text", label_column="labels")
+    numbers.infer_labels(str(tmp_path / "train.tsv"))
+    assert numbers.labels == ("2", "10")  # numbers in numeric order
+    strict = data.MultiLabelGenericProcessor(text_a_column="text", label_column="tags", file_format="jsonl")
+    strict.labels = processor.labels
+    with pytest.raises(glue.BadRowError, match=r"train.jsonl:3: no label"):
+        strict.read(str(tmp_path / "train.jsonl"), glue.TRAIN)
+
+
+def _config(**fields):
+    return ClassifierConfig(output_dir="/tmp/unused", data_dir="/tmp/unused", **fields)
+
+
+@pytest.mark.parametrize(
+    "fields, multi_label, message",
+    [
+        (dict(task_name="mrpc", multi_label=True), None, "--multi_label: --task_name=mrpc has one label per example"),
+        (dict(task_name="generic", multi_label=True, regression=True, text_a_column="t"), None, "exclude each other"),
+        (dict(threshold=0.3), False, "--threshold is for multi-label data"),
+        (dict(allow_empty_labels=True), False, "--allow_empty_labels is for multi-label data"),
+        (dict(threshold=1.0), True, r"--threshold=1.0: must be in \(0, 1\)"),
+        (dict(threshold=0.3, tune_thresholds=True, do_eval=True), True, "exclude each other"),
+        (dict(tune_thresholds=True), True, "--tune_thresholds tunes the thresholds on the dev set: add --do_eval"),
+    ],
+)
+def test_multi_label_flags_refused(fields, multi_label, message):
+    with pytest.raises(InputError, match=message):
+        config = _config(**fields)
+        if multi_label is None:
+            make_processor(config)
+        else:
+            task_lib.check_flags(config, multi_label)
+
+
+def test_task_names_pick_the_processors():
+    assert isinstance(make_processor(_config(task_name="GoEmotions")), data.GoEmotionsProcessor)
+    generic = make_processor(_config(task_name="generic", multi_label=True, text_a_column="t", labels="b,a"))
+    assert isinstance(generic, data.MultiLabelGenericProcessor) and generic.labels == ("b", "a")
+    assert generic.metrics[0] == "macro_f1"
