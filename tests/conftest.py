@@ -46,6 +46,7 @@ def pytest_xdist_auto_num_workers(config) -> int:
 _LONGEST_FIRST = (
     "nlp/serving/test_exports.py",
     "test_readme.py",
+    "nlp/paper/test_reproduce.py",
     "run_scripts/test_quickstart.py",
     "run_scripts/test_run_classifier.py",
     "test_life_cycle_ram.py",
@@ -58,6 +59,8 @@ _LONGEST_FIRST = (
     "run_scripts/test_run_pretraining.py",
     "run_scripts/test_user_errors.py",
     "nlp/serving/test_hub_user.py",
+    "test_docstrings.py",
+    "nlp/text_tasks/test_round_trip.py",
 )
 
 
