@@ -23,6 +23,7 @@ from official.nlp.training.run_settings import settings_differences
 
 TABLES = ("5", "6", "7")
 PAPER_SETTINGS_FILE = "paper_settings.json"
+BUDGET_VALUES_KEY = "budget_values"
 # May change between sittings of one rerun (see the module docstring).
 SELECTION_FIELDS = ("tasks", "tables", "masking_rates", "plots")
 
@@ -106,6 +107,7 @@ def resolved_budget(config: PaperConfig) -> budgets.Budget:
         changes["pretrain_batch_size"] = config.pretrain_batch_size
     if config.seeds:
         changes["tasks"] = {t: dataclasses.replace(b, seeds=config.seeds) for t, b in budget.tasks.items()}
+        changes["feature_seeds"] = config.seeds
     return dataclasses.replace(budget, **changes)
 
 
@@ -149,20 +151,53 @@ def rerun_settings(config: PaperConfig) -> dict:
     return json.loads(json.dumps(values))
 
 
+def budget_values(config: PaperConfig) -> dict:
+    """The numbers of the named budget (before the flags' overrides, which `rerun_settings` holds), as JSON: a
+    rerun records them, so that a library whose budget changed between sittings does not mix its runs."""
+    return json.loads(json.dumps(dataclasses.asdict(budgets.get_budget(config.budget))))
+
+
 def check_rerun_settings(config: PaperConfig) -> None:
     """Refuses a rerun into `output_dir` with other settings, naming the flags; records them on the first sitting."""
     path = os.path.join(config.output_dir, PAPER_SETTINGS_FILE)
     settings = rerun_settings(config)
     if input_files.exists(path):
-        differing = settings_differences(json.loads(text_files.read_text(path)), settings)
+        recorded = json.loads(text_files.read_text(path))
+        recorded_budget = recorded.pop(BUDGET_VALUES_KEY, None)
+        differing = settings_differences(recorded, settings)
         if differing:
             raise InputError(
                 f"--output_dir={config.output_dir} holds a rerun with other settings ({'; '.join(differing)}). Rerun "
                 "with the same flags to resume it, or choose another --output_dir"
             )
+        current_budget = budget_values(config)
+        if recorded_budget != current_budget:
+            changed = (
+                "its numbers are not recorded there (an earlier version of the library started it)"
+                if recorded_budget is None
+                else "; ".join(_budget_differences(recorded_budget, current_budget))
+            )
+            raise InputError(
+                f"--output_dir={config.output_dir} holds a rerun of --budget={config.budget} as this library defined "
+                f"it then, and the budget has changed since ({changed}), so its finished runs would be mixed with "
+                "runs of other settings. Choose another --output_dir"
+            )
         return
+    settings[BUDGET_VALUES_KEY] = budget_values(config)
     output_files.makedirs(config.output_dir, name="--output_dir")
     output_files.write_text(path, json.dumps(settings, indent=1, sort_keys=True) + "\n")
+
+
+def _budget_differences(recorded: dict, current: dict, prefix: str = "") -> list[str]:
+    """``name: <recorded> there, <current> now`` for each number of a budget that differs (nested: tasks.ner.epochs)."""
+    lines = []
+    for key in sorted(set(recorded) | set(current)):
+        there, now = recorded.get(key), current.get(key)
+        if isinstance(there, dict) and isinstance(now, dict):
+            lines += _budget_differences(there, now, f"{prefix}{key}.")
+        elif there != now:
+            lines.append(f"{prefix}{key}: {there!r} there, {now!r} now")
+    return lines
 
 
 @dataclasses.dataclass(frozen=True)

@@ -159,7 +159,7 @@ def estimate(stage: Stage, budget: Budget, vocab_size: int) -> float:
         return overhead + budget.pretrain_steps * macs / TRAIN_MACS_PER_SECOND
     if stage.kind == "perplexity":
         return overhead + 3000 * _step_macs(size, budget.max_seq_length, vocab_size, 20) / 3 / TRAIN_MACS_PER_SECOND
-    task = budget.tasks[stage.task]
+    task = budget.feature_based if stage.feature_choice else budget.tasks[stage.task]
     tiny = budgets.parse_size("tiny").encoder_flops_per_token()
     scale = 0.2 + 0.8 * size.encoder_flops_per_token() / tiny
     if stage.feature_choice:
@@ -300,5 +300,5 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
             finetune(variant, main, "ner", f"features:{MASKING_FEATURES}", budget.masking_seeds)
     if "7" in tables:
         for choice in FEATURE_CHOICES:
-            finetune(MLM_NSP, largest, "ner", f"features:{choice}", budget.tasks["ner"].seeds)
+            finetune(MLM_NSP, largest, "ner", f"features:{choice}", budget.feature_based.seeds)
     return list(stages.values())

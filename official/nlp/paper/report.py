@@ -158,12 +158,15 @@ def table7(rows: list[Row], budget: Budget) -> list[str]:
     size = budget.sizes[-1]
     notation = budgets.parse_size(size).notation
     layers = budgets.parse_size(size).layers
+    tuned, features = budget.tasks["ner"], budget.feature_based
     lines = [
         f"## Table 7: CoNLL-2003 NER, fine-tuned and feature-based (MLM + NSP, {notation})",
         "",
-        "Dev F1 on CoNLL-2003's valid.txt (the budget's slice). Feature-based: the encoder frozen, a two-layer BiLSTM "
-        "and a classifier trained on the named layers. The paper's rows are BERT-Base. A row's direction is its "
-        "difference from fine-tuning.",
+        "Dev F1 on CoNLL-2003's valid.txt (the budget's slice). Feature-based: the encoder frozen, a "
+        f"{budget.feature_lstm_layers}-layer BiLSTM ({budget.feature_lstm_units} units per direction) and a classifier "
+        f"trained on the named layers for {features.epochs:g} epochs at {features.learning_rate:g} (fine-tuning: "
+        f"{tuned.epochs:g} epochs at {tuned.learning_rate:g}). The paper's rows are BERT-Base. A row's direction is "
+        "its difference from fine-tuning.",
         "",
     ]
     clipped = [

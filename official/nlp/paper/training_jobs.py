@@ -151,8 +151,8 @@ def _random_init_files(space: Workspace, size: str) -> str:
 
 def finetune(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace) -> StageResult:
     variant = grid.VARIANTS[stage.variant]
-    task_budget = budget.tasks[stage.task]
     choice = stage.feature_choice
+    task_budget = budget.feature_based if choice else budget.tasks[stage.task]
     per_loop = 50
     common = dict(
         output_dir=space.run_dir(stage.id),
@@ -161,7 +161,7 @@ def finetune(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
         eval_batch_size=64,
         predict_batch_size=64,
         num_train_epochs=task_budget.epochs,
-        learning_rate=budget.feature_learning_rate if choice else task_budget.learning_rate,
+        learning_rate=task_budget.learning_rate,
         warmup_proportion=0.1,
         adam_bias_correction=True,  # as for pretraining (see `pretrain`)
         seed=stage.seed,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import pytest
 
 from official.nlp.common.errors import InputError
+from official.nlp.paper import budgets
 from official.nlp.paper import config as config_lib
 from official.nlp.paper.config import PaperConfig
 
@@ -40,6 +44,8 @@ def test_overrides_replace_the_budgets_numbers(tmp_path):
     )
     assert budget.sizes == ("L1-H16-A2", "L3-H16-A2") and budget.main_size == "L3-H16-A2"
     assert budget.pretrain_steps == 7 and {b.seeds for b in budget.tasks.values()} == {2}
+    assert budget.feature_based.seeds == 2
+    assert config_lib.resolved_budget(_config(tmp_path, seeds=2)).feature_based.seeds == 2
 
 
 def test_a_rerun_with_other_settings_is_refused_but_a_selection_may_change(tmp_path):
@@ -55,3 +61,21 @@ def test_the_command_line_names_the_flags_that_differ(tmp_path):
         f"python run_scripts/reproduce_paper.py --input_file=wiki/* --output_dir={tmp_path / 'paper'} "
         "--budget=smoke --tasks=mrpc,ner --noplots"
     )
+
+
+def test_a_rerun_whose_budget_changed_with_the_library_is_refused(tmp_path, monkeypatch):
+    config = _config(tmp_path, budget="smoke")
+    config_lib.check_rerun_settings(config)
+    changed = dataclasses.replace(budgets.BUDGETS["smoke"], feature_epochs=3.0)
+    monkeypatch.setitem(budgets.BUDGETS, "smoke", changed)
+    with pytest.raises(InputError, match=r"budget has changed since \(feature_epochs: 2.0 there, 3.0 now\)"):
+        config_lib.check_rerun_settings(config)
+    monkeypatch.undo()
+    config_lib.check_rerun_settings(config)
+    # A rerun started by a version that did not record the budget's numbers cannot be checked: refused too.
+    settings_file = tmp_path / "paper" / config_lib.PAPER_SETTINGS_FILE
+    recorded = json.loads(settings_file.read_text())
+    del recorded[config_lib.BUDGET_VALUES_KEY]
+    settings_file.write_text(json.dumps(recorded))
+    with pytest.raises(InputError, match="its numbers are not recorded there"):
+        config_lib.check_rerun_settings(config)

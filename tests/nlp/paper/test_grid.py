@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 
 import pytest
 
@@ -32,8 +33,8 @@ def test_the_default_grid_counted_by_hand():
     ]
     seeds = {task: b.seeds for task, b in budget.tasks.items()}
     per_variant = sum(seeds.values())
-    # Table 5: 4 variants at tiny + LTR's BiLSTM on SQuAD; Table 6 adds mini; Table 7: 6 choices on mini's NER.
-    expected = 4 * per_variant + seeds["squad"] + per_variant + 6 * seeds["ner"]
+    # Table 5: 4 variants at tiny + LTR's BiLSTM on SQuAD; Table 6 adds L4; Table 7: 6 choices on L4's NER.
+    expected = 4 * per_variant + seeds["squad"] + per_variant + 6 * budget.feature_seeds
     assert len(_ids(stages, "finetune")) == expected
     reads = {s.variant: s.records for s in stages if s.kind == "pretrain"}
     assert reads == {"mlm_nsp": "records", "mlm": "records-nonsp", "ltr": "records-nonsp"}
@@ -95,3 +96,21 @@ def test_every_budgets_main_size_is_one_of_its_sizes():
     for budget in BUDGETS.values():
         assert budget.main_size in budget.sizes and set(budget.tasks) == set(budgets.FINE_TUNING_TASKS)
         assert all(budgets.parse_size(s) for s in budget.sizes)
+
+
+def test_feature_based_runs_have_their_own_epochs_and_seeds():
+    budget = BUDGETS["default"]
+    features = budget.feature_based
+    assert (features.epochs, features.seeds, features.learning_rate) == (8.0, 1, budget.feature_learning_rate)
+    assert features.train_examples == budget.tasks["ner"].train_examples
+    stages = grid.build_grid(budget, ("ner",), ("7",), masking=False)
+    by_id = {s.id: s for s in stages}
+    feature_runs = [s for s in stages if s.feature_choice]
+    assert len(feature_runs) == len(grid.FEATURE_CHOICES) and {s.seed for s in feature_runs} == {1}
+    tuned = by_id[grid.finetune_id("mlm_nsp", "L4-H128-A2", "ner", None, 1)]
+    # 8 epochs against 2, at 0.6 of a fine-tuning epoch's cost: 2.4 times the run, overheads aside.
+    ratio = (grid.estimate(feature_runs[0], budget, 8192) - 8) / (grid.estimate(tuned, budget, 8192) - 8)
+    assert ratio == pytest.approx(8 / 2 * grid.FEATURE_BASED_SHARE)
+    # Without their own numbers they are the NER task's.
+    plain = dataclasses.replace(budget, feature_epochs=None, feature_seeds=None)
+    assert (plain.feature_based.epochs, plain.feature_based.seeds) == (2.0, budget.tasks["ner"].seeds)

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 import pytest
 
-from official.nlp.paper import report
+from official.nlp.paper import grid, report
 from official.nlp.paper.config import PaperConfig
 from official.nlp.paper.reproduce import reproduce_paper
 
@@ -95,6 +95,12 @@ def test_results_csv_has_a_row_per_run_and_metric(rerun):
     # Table 5: four variants on three tasks, plus LTR's BiLSTM on SQuAD; Table 6: the larger size on three tasks;
     # Table 7: six feature choices on the larger size (one seed each in the smoke budget).
     assert len(runs) == 4 * 3 + 1 + 3 + 6
+    # The feature-based runs train for the budget's feature_epochs (2), fine-tuning for NER's epochs (1).
+    ner_steps = {r["head"]: int(r["steps"]) for r in rows if r["task"] == "ner" and r["size"] == "L2-H32-A2"}
+    assert len(ner_steps) == 7 and ner_steps[""] > 0
+    assert {head: steps for head, steps in ner_steps.items() if head} == {
+        f"features:{choice}": 2 * ner_steps[""] for choice in grid.FEATURE_CHOICES
+    }
     for r in rows:
         assert r["machine"] and float(r["seconds"]) >= 0
     pretrained = {(r["variant"], r["size"]) for r in rows if r["metric"] == "examples_per_second"}
