@@ -154,7 +154,12 @@ def rerun_settings(config: PaperConfig) -> dict:
 def budget_values(config: PaperConfig) -> dict:
     """The numbers of the named budget (before the flags' overrides, which `rerun_settings` holds), as JSON: a
     rerun records them, so that a library whose budget changed between sittings does not mix its runs."""
-    return json.loads(json.dumps(dataclasses.asdict(budgets.get_budget(config.budget))))
+    return _numbers(json.loads(json.dumps(dataclasses.asdict(budgets.get_budget(config.budget)))))
+
+
+def _numbers(values: dict) -> dict:
+    """A budget's values without its name and description: new words for the same budget are the same budget."""
+    return {k: v for k, v in values.items() if k not in ("name", "description")}
 
 
 def check_rerun_settings(config: PaperConfig) -> None:
@@ -164,6 +169,7 @@ def check_rerun_settings(config: PaperConfig) -> None:
     if input_files.exists(path):
         recorded = json.loads(text_files.read_text(path))
         recorded_budget = recorded.pop(BUDGET_VALUES_KEY, None)
+        recorded_budget = None if recorded_budget is None else _numbers(recorded_budget)
         differing = settings_differences(recorded, settings)
         if differing:
             raise InputError(

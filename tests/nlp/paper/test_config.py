@@ -66,10 +66,14 @@ def test_the_command_line_names_the_flags_that_differ(tmp_path):
 def test_a_rerun_whose_budget_changed_with_the_library_is_refused(tmp_path, monkeypatch):
     config = _config(tmp_path, budget="smoke")
     config_lib.check_rerun_settings(config)
-    changed = dataclasses.replace(budgets.BUDGETS["smoke"], feature_epochs=3.0)
+    smoke = budgets.BUDGETS["smoke"]
+    changed = dataclasses.replace(smoke, feature_epochs=3.0)
     monkeypatch.setitem(budgets.BUDGETS, "smoke", changed)
     with pytest.raises(InputError, match=r"budget has changed since \(feature_epochs: 2.0 there, 3.0 now\)"):
         config_lib.check_rerun_settings(config)
+    # New words for the same numbers are the same budget.
+    monkeypatch.setitem(budgets.BUDGETS, "smoke", dataclasses.replace(smoke, description="reworded"))
+    config_lib.check_rerun_settings(config)
     monkeypatch.undo()
     config_lib.check_rerun_settings(config)
     # A rerun started by a version that did not record the budget's numbers cannot be checked: refused too.
