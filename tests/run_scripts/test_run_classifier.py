@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import model_dir, model_loading
 from official.nlp.data import glue
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -162,7 +162,7 @@ def test_model_fit_on_raw_strings_predicts_what_the_script_path_predicts(tiny_mo
     processor = glue.get_processor("mrpc")
     train = processor.read(str(mrpc / "train.tsv"), glue.TRAIN, skip_bad_rows=True).examples
     test = processor.read(str(mrpc / "test.tsv"), glue.TEST).examples
-    files = model_dir.read_model_files(tiny_model)
+    files = model_loading.read_model_files(tiny_model)
     keras.utils.set_random_seed(0)
     model = BertClassifier(files.build_encoder(), num_classes=2)
     labels = np.array([int(e.label) for e in train], "int32")
@@ -268,7 +268,7 @@ def test_group_by_length_off_draws_the_original_batches(tiny_model, mrpc, tmp_pa
     """`group_by_length=False`: the examples and order of a uniformly shuffled run, padded to max_seq_length."""
     from official.nlp.data import classifier_features
 
-    files = model_dir.read_model_files(tiny_model)
+    files = model_loading.read_model_files(tiny_model)
     seq = 64  # MRPC pairs fall into several length buckets
     context = tf.distribute.InputContext()
 
