@@ -28,7 +28,7 @@ import pytest
 
 from official.nlp.checkpoints import conversion, hf_export, model_dir, model_loading
 from official.nlp.common.errors import InputError, OutputExistsError
-from official.nlp.data import classifier_features, glue
+from official.nlp.data import classifier_examples, classifier_features
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer, BertTokenClassifier
@@ -56,8 +56,8 @@ def sentences(shared_data):
         comments = [row[0] for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)][:200:25]
     with open(shared_data / "glue" / "MRPC" / "dev.tsv", encoding="utf-8-sig", newline="") as f:
         pairs = [(row[3], row[4]) for row in list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:80:20]]
-    return [glue.InputExample(str(i), c) for i, c in enumerate(comments)] + [
-        glue.InputExample(f"p{i}", a, b) for i, (a, b) in enumerate(pairs)
+    return [classifier_examples.InputExample(str(i), c) for i, c in enumerate(comments)] + [
+        classifier_examples.InputExample(f"p{i}", a, b) for i, (a, b) in enumerate(pairs)
     ]
 
 
@@ -177,7 +177,9 @@ def test_the_folders_tokenizer_gives_our_ids(pretrained, sentences, uncased_voca
     import transformers
 
     cls = transformers.BertTokenizerFast if fast else transformers.BertTokenizer
-    hard = [glue.InputExample("h", "Déjà vu: Naïve CAFÉ in 東京 — ½ price!", "ÉCOLE Ärger ﬁne crème brûlée")]
+    hard = [
+        classifier_examples.InputExample("h", "Déjà vu: Naïve CAFÉ in 東京 — ½ price!", "ÉCOLE Ärger ﬁne crème brûlée")
+    ]
     cased = tmp_path / "cased"
     model_dir.save_model_dir(
         str(cased),
