@@ -45,11 +45,13 @@ class InputConfig:
 
 def _records(config: InputConfig, work: str) -> str:
     """The first `num_examples` SST-2 training rows as the fine-tuning pipeline's cached records."""
-    from official.nlp.data import classifier_features, feature_cache, glue
+    from official.nlp.data import classifier_examples, classifier_features, feature_cache, glue
     from official.nlp.tokenizers.tokenization import FullTokenizer
 
     processor = glue.get_processor("sst-2")
-    examples = processor.read(os.path.join(config.data_dir, "train.tsv"), glue.TRAIN).examples[: config.num_examples]
+    examples = processor.read(os.path.join(config.data_dir, "train.tsv"), classifier_examples.TRAIN).examples[
+        : config.num_examples
+    ]
     tokenizer = FullTokenizer(config.vocab_file, do_lower_case=True)
     path = os.path.join(work, "train.tf_record")
     feature_cache.cached_records(

@@ -29,11 +29,11 @@ class ServeConfig:
 
 
 def _export_ours(config: ServeConfig, target: str) -> str:
-    from official.nlp.checkpoints import model_dir
+    from official.nlp.checkpoints import model_loading
     from official.nlp.modeling.models import BertClassifier
     from official.nlp.serving import exporter
 
-    files = model_dir.read_model_files(config.hf_model_dir)
+    files = model_loading.read_model_files(config.hf_model_dir)
     model = BertClassifier(files.build_encoder(), num_classes=2)
     module = exporter.build_export(
         "classifier",

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import conversion, model_dir
 from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import generator
@@ -133,7 +133,7 @@ def _life_cycle(root: str) -> dict:
     out["pretrain_steps"] = [h["step"] for h in resumed.history]
     out["pretrained"] = _checkpoint_values(tf.train.latest_checkpoint(resumed.export_dir))
 
-    model_dir.convert_checkpoint(resumed.export_dir, f"{root}/tf1", output_format="tf1")
+    conversion.convert_checkpoint(resumed.export_dir, f"{root}/tf1", output_format="tf1")
     out["converted"] = _checkpoint_values(f"{root}/tf1/bert_model.ckpt")
 
     features = feature_extraction.run_feature_extraction(

@@ -104,7 +104,7 @@ def test_two_exports_into_one_folder_at_once_each_get_a_whole_version(classifier
 
 
 def test_two_conversions_into_one_folder_at_once_leave_one_whole_model_directory(classifiers, tmp_path):
-    from official.nlp.checkpoints import model_dir
+    from official.nlp.checkpoints import model_loading
 
     source = classifiers[("sad", "happy")]
     out = tmp_path / "converted"
@@ -114,7 +114,7 @@ def test_two_conversions_into_one_folder_at_once_leave_one_whole_model_directory
     refused = next(r for r in results if r.returncode == 2)
     message = assert_user_error(refused, str(out))
     assert "another job" in message or "already holds files" in message, message
-    model, files = model_dir.load_model(str(out))
+    model, files = model_loading.load_model(str(out))
     assert files.checkpoint == str(out / "ckpt-1") and model.config.vocab_size == CONFIG["vocab_size"]
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no claim or staging left
     assert json.loads((out / "bert_config.json").read_text())["hidden_size"] == CONFIG["hidden_size"]

@@ -165,11 +165,11 @@ def test_records_parse_with_the_original_schema(quickstart):
 
 @pytest.mark.slow
 def test_pretrained_checkpoint_restores_and_learned(quickstart):
-    from official.nlp.checkpoints import model_dir
+    from official.nlp.checkpoints import model_loading
     from official.nlp.modeling.models import BertPretrainer
 
     out, result = quickstart
-    files = model_dir.read_model_files(str(out / "pretraining" / "export"))
+    files = model_loading.read_model_files(str(out / "pretraining" / "export"))
     vocab_size = len((out / "vocab.txt").read_text().splitlines())
     assert files.config.vocab_size == vocab_size and files.config.num_hidden_layers == 2
     pretrainer = BertPretrainer(files.build_encoder())
@@ -212,7 +212,7 @@ def test_served_answers_match_the_fine_tuned_checkpoint(quickstart):
     """The answers of the SavedModel (fresh process, raw strings) = the checkpoint run here on Python tokens."""
     import keras
 
-    from official.nlp.checkpoints import model_dir, tf_checkpoints
+    from official.nlp.checkpoints import model_loading, tf_checkpoints
     from official.nlp.modeling.models import BertClassifier
 
     out, _ = quickstart
@@ -224,7 +224,7 @@ def test_served_answers_match_the_fine_tuned_checkpoint(quickstart):
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["saved_model"] == str(out / "export" / "1")
-    files = model_dir.read_model_files(str(out / f"classifier_{summary['exported']}" / "best_model"))
+    files = model_loading.read_model_files(str(out / f"classifier_{summary['exported']}" / "best_model"))
     model = BertClassifier(files.build_encoder(), num_classes=2)
     tf_checkpoints.restore_checkpoint(model, files.checkpoint)
     tokenizer, seq = files.tokenizer(), 32

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir
-from official.nlp.data import glue
+from official.nlp.checkpoints import model_dir, model_loading
+from official.nlp.data import classifier_examples, glue
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier
@@ -160,9 +160,9 @@ def _in_graph_dataset(vocab_file, examples, labels, batch_size):
 @pytest.mark.slow
 def test_model_fit_on_raw_strings_predicts_what_the_script_path_predicts(tiny_model, mrpc, tmp_path):
     processor = glue.get_processor("mrpc")
-    train = processor.read(str(mrpc / "train.tsv"), glue.TRAIN, skip_bad_rows=True).examples
-    test = processor.read(str(mrpc / "test.tsv"), glue.TEST).examples
-    files = model_dir.read_model_files(tiny_model)
+    train = processor.read(str(mrpc / "train.tsv"), classifier_examples.TRAIN, skip_bad_rows=True).examples
+    test = processor.read(str(mrpc / "test.tsv"), classifier_examples.TEST).examples
+    files = model_loading.read_model_files(tiny_model)
     keras.utils.set_random_seed(0)
     model = BertClassifier(files.build_encoder(), num_classes=2)
     labels = np.array([int(e.label) for e in train], "int32")
@@ -257,7 +257,7 @@ def test_multi_label_bad_rows_stop_before_training(tiny_model, shared_data, tmp_
         max_seq_length=SEQ,
         do_train=True,
     )
-    with pytest.raises(glue.BadRowError) as raised:
+    with pytest.raises(classifier_examples.BadRowError) as raised:
         classification.run_classifier(config)
     assert str(raised.value).startswith(f"{tmp_path / 'train.tsv'}:6: {message}")
     assert str(raised.value).endswith("(--skip_bad_rows skips and counts such rows)")
@@ -268,7 +268,7 @@ def test_group_by_length_off_draws_the_original_batches(tiny_model, mrpc, tmp_pa
     """`group_by_length=False`: the examples and order of a uniformly shuffled run, padded to max_seq_length."""
     from official.nlp.data import classifier_features
 
-    files = model_dir.read_model_files(tiny_model)
+    files = model_loading.read_model_files(tiny_model)
     seq = 64  # MRPC pairs fall into several length buckets
     context = tf.distribute.InputContext()
 

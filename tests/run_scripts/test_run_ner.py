@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir, tf_checkpoints
+from official.nlp.checkpoints import model_dir, model_loading, tf_checkpoints
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll
 from official.nlp.modeling.configs import BertConfig
@@ -115,7 +115,7 @@ def test_fine_tuning_end_to_end(setup, tmp_path):
     assert (out / "best_model" / model_dir.TASK_FILE).exists()
     _check_served_equals_predicted(out, dev, written, tmp_path)
     # The encoder was fine-tuned.
-    init = _encoder_values(model_dir.read_model_files(setup["init"]).checkpoint)
+    init = _encoder_values(model_loading.read_model_files(setup["init"]).checkpoint)
     final = _encoder_values(tf.train.latest_checkpoint(str(out)))
     assert any(not np.array_equal(init[k], final[k]) for k in init if k in final)
 
@@ -169,7 +169,7 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
     result = tagging.run_ner(config)
     model = result.finetuning.model
     assert {w.path.split("/")[0] for w in model.trainable_weights} == {"bilstm_0", "bilstm_1", "classifier"}
-    init = _encoder_values(model_dir.read_model_files(setup["init"]).checkpoint)
+    init = _encoder_values(model_loading.read_model_files(setup["init"]).checkpoint)
     final_prefix = tf.train.latest_checkpoint(str(out))
     final = _encoder_values(final_prefix)
     common = [k for k in init if k in final]
@@ -178,7 +178,7 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
         np.testing.assert_array_equal(init[k], final[k], err_msg=k)
     # The checkpoint gives the trained BiLSTMs back to a fresh model (as a resumed run and best_model/ need).
     restored = tagging.make_ner_task(dataclasses.replace(config, train_file=None)).build_model(
-        model_dir.read_model_files(setup["init"]).build_encoder()
+        model_loading.read_model_files(setup["init"]).build_encoder()
     )
     x = {k: np.ones((2, 24), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
     assert not np.allclose(restored(x), model(x))

@@ -371,12 +371,11 @@ def test_run_pretraining_from_an_encoder_only_checkpoint(tmp_path, records, voca
 def test_a_tf1_checkpoint_without_heads_initializes_a_pretrainer_encoder(tf1_encoder_dir):
     import keras
 
-    from official.nlp.checkpoints import model_dir as model_dir_lib
-    from official.nlp.checkpoints import tf_checkpoints
+    from official.nlp.checkpoints import model_loading, tf_checkpoints
     from official.nlp.modeling.encoder import BertEncoder
     from official.nlp.modeling.models import BertPretrainer
 
-    files = model_dir_lib.read_model_files(tf1_encoder_dir)
+    files = model_loading.read_model_files(tf1_encoder_dir)
     assert files.checkpoint_format == "tf1" and not tf_checkpoints.checkpoint_has_masked_lm_head(files.checkpoint)
     keras.utils.set_random_seed(1)
     pretrainer = BertPretrainer(BertEncoder.from_bert_config(files.config))

@@ -1,4 +1,5 @@
-"""`ConversionConfig`: the settings of a checkpoint conversion (the flags of `run_scripts/convert_checkpoint.py`).
+"""Checkpoint conversion: `convert_checkpoint` writes any checkpoint `model_loading` reads (TF1, Hugging Face, ours)
+as a model directory, and `ConversionConfig` holds its settings (the flags of `run_scripts/convert_checkpoint.py`).
 
 convert(ConversionConfig(input="uncased_L-12_H-768_A-12/bert_model.ckpt", output_dir="models/bert_base"))
 """
@@ -6,9 +7,14 @@ convert(ConversionConfig(input="uncased_L-12_H-768_A-12/bert_model.ckpt", output
 from __future__ import annotations
 
 import dataclasses
+import os
 
-from official.nlp.checkpoints import hf_export, model_dir
+from absl import logging
+
+from official.nlp.checkpoints import hf_export, model_dir, model_loading, tf_checkpoints
+from official.nlp.common import output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
+from official.nlp.common.errors import InputError
 
 
 @dataclasses.dataclass
@@ -37,7 +43,7 @@ class ConversionConfig(CheckedConfig):
 
 
 def convert(config: ConversionConfig) -> model_dir.ModelFiles:
-    """`model_dir.convert_checkpoint` (or, for `output_format="hf"`, `hf_export.export_to_hugging_face`) with the
+    """`convert_checkpoint` (or, for `output_format="hf"`, `hf_export.export_to_hugging_face`) with the
     settings of `config` (it logs what it wrote)."""
     if config.output_format == "hf":
         return hf_export.export_to_hugging_face(
@@ -48,7 +54,7 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
             vocab_file=config.vocab_file,
             do_lower_case=config.do_lower_case,
         )
-    return model_dir.convert_checkpoint(
+    return convert_checkpoint(
         config.input,
         config.output_dir,
         input_format=config.input_format,
@@ -57,3 +63,55 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
         vocab_file=config.vocab_file,
         do_lower_case=config.do_lower_case,
     )
+
+
+def convert_checkpoint(
+    input_path: str,
+    output_dir: str,
+    *,
+    input_format: str = "auto",
+    output_format: str = "ours",
+    bert_config_file: str | None = None,
+    vocab_file: str | None = None,
+    do_lower_case: bool | None = None,
+) -> model_dir.ModelFiles:
+    """Converts a TF1, Hugging Face or our checkpoint into a model directory (`output_format` ours or tf1).
+
+    The model keeps the source's activation (`hidden_act`), its pretraining heads when present, and travels
+    with its config, vocabulary and case. Returns the written directory's `ModelFiles`.
+    """
+    if output_format not in ("ours", "tf1"):
+        raise InputError(f"--output_format must be 'ours' or 'tf1', got {output_format!r}")
+    inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
+    output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
+    model, files = model_loading.load_model(
+        input_path,
+        input_format=input_format,
+        bert_config_file=bert_config_file,
+        vocab_file=vocab_file,
+        do_lower_case=do_lower_case,
+    )
+    model_dir.export_model_dir(
+        model,
+        output_dir,
+        vocab_file=files.vocab_file,
+        do_lower_case=files.do_lower_case,
+        checkpoint_format=output_format,
+        flag="--output_dir",
+    )
+    prefix = f"{model_dir.CHECKPOINT_NAME}-1" if output_format == "ours" else model_dir.TF1_CHECKPOINT_NAME
+    written = model_dir.ModelFiles(
+        config=files.config,
+        vocab_file=os.path.join(output_dir, model_dir.VOCAB_FILE) if files.vocab_file else None,
+        do_lower_case=files.do_lower_case,
+        checkpoint=os.path.join(output_dir, prefix),
+        checkpoint_format=output_format,
+    )
+    logging.info(
+        "Wrote %s (%s, %s) to %s",
+        type(model).__name__,
+        output_format,
+        tf_checkpoints._describe(files.config),
+        output_dir,
+    )
+    return written

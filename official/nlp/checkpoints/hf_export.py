@@ -40,7 +40,7 @@ import os
 import numpy as np
 from absl import logging
 
-from official.nlp.checkpoints import hf_weights, tf_checkpoints
+from official.nlp.checkpoints import hf_weights, model_loading, tf_checkpoints
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import output_files, output_folders
@@ -166,7 +166,7 @@ def _load(path: str, *, input_format: str, **overrides) -> tuple[object, model_d
     """The model at `path` with every weight, its files, and its fine-tuning record (`{}` for a pretrained one)."""
     head = init_checkpoint_lib.fine_tuned_head(path)
     if head is None:
-        model, files = model_dir_lib.load_model(path, input_format=input_format, **overrides)
+        model, files = model_loading.load_model(path, input_format=input_format, **overrides)
         return model, files, {}
     if head.get("head") not in CLASSIFIER_HEADS:
         kind = head.get("head") or f"{head.get('task')!r} (no best_model/ says which head)"

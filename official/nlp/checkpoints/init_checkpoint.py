@@ -24,6 +24,7 @@ import os
 import tensorflow as tf
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
+from official.nlp.checkpoints import model_loading
 from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
@@ -98,7 +99,7 @@ def resolve_model_files(
     do_lower_case: bool | None = None,
     require_vocab: bool = True,
 ) -> model_dir_lib.ModelFiles:
-    """`model_dir.read_model_files` for anything the module docstring lists; the same arguments and errors."""
+    """`model_loading.read_model_files` for anything the module docstring lists; the same arguments and errors."""
     path = locate(init_checkpoint) if init_checkpoint else init_checkpoint
     output_dir = _output_dir_of(path) if path else None
     if output_dir:
@@ -109,7 +110,7 @@ def resolve_model_files(
             do_lower_case = settings.get("do_lower_case")
         if vocab_file is None:
             vocab_file = _recorded_vocab(output_dir, settings)
-    return model_dir_lib.read_model_files(
+    return model_loading.read_model_files(
         path,
         bert_config=bert_config,
         bert_config_file=bert_config_file,

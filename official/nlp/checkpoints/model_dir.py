@@ -13,16 +13,17 @@ A fine-tuning job's output directory is a model directory too (its checkpoints h
 `finetuning_settings.json` (the settings it was trained with, SETTINGS_FILE) and `best_model/` (the best checkpoint
 as a fine-tuned model directory, BEST_MODEL_DIR).
 
-`read_model_files` reads a model directory, an original TF1 checkpoint prefix (with `bert_config.json`/`vocab.txt`
-looked up next to it, as in Google's released zips), one of our checkpoint prefixes or a Hugging Face folder, fills
-in what the flags did not give and refuses contradictions at start-up. A script's `--init_checkpoint` goes through
-`init_checkpoint.resolve_model_files`, which also takes a fine-tuning job's output directory and then calls this.
+This module is the format: its file names, `ModelFiles` (a model directory's contents, and how its checkpoint of
+any format is restored into a Keras model), the readers of its small files and the checks of its vocabulary and
+case, and the writers: `save_model_dir` writes a model directory, `export_model_dir` puts a trained model's in
+place so that no half-written one looks complete. Finding the model in whatever a user names (a model directory, a
+checkpoint prefix, an original TF1 checkpoint, a Hugging Face folder) is `model_loading`'s.
 
 Example:
 
-    files = read_model_files("/models/uncased_L-12_H-768_A-12/bert_model.ckpt")
-    encoder = files.build_encoder()            # weights restored
-    tokenizer = files.tokenizer()              # FullTokenizer(vocab.txt, do_lower_case)
+    written = save_model_dir("/models/mine", encoder, vocab_file="vocab.txt", do_lower_case=True)
+    written.checkpoint                         # "/models/mine/ckpt-1"
+    written.build_encoder()                    # a new encoder with the saved weights
 """
 
 from __future__ import annotations
@@ -255,46 +256,9 @@ def read_do_lower_case(path: str) -> bool:
     raise InputError(f"{path}: expected 'true' or 'false', found {text!r}")
 
 
-def find_checkpoint(path: str) -> tuple[str, str]:
-    """`(prefix, format)` for a model directory or a checkpoint prefix; format is `"ours"` or `"tf1"`."""
-    if input_files.isdir(path):
-        prefix = tf.train.latest_checkpoint(path)
-        if prefix is None:
-            indexes = sorted(tf.io.gfile.glob(os.path.join(path, "*.index")))
-            if not indexes:
-                hf = (
-                    "it has config.json, as a Hugging Face folder does, but no model.safetensors (the weights; "
-                    "a pytorch_model.bin alone is not read)"
-                    if input_files.exists(os.path.join(path, "config.json"))
-                    else "it holds no weights"
-                )
-                raise MissingInputError(
-                    f"{path}: {hf}. Expected a model directory (checkpoint + ckpt-N.index), an original TF1 "
-                    "checkpoint (bert_model.ckpt.index) or a Hugging Face folder (config.json + model.safetensors "
-                    "+ vocab.txt)"
-                )
-            if len(indexes) != 1:
-                found = ", ".join(os.path.basename(i) for i in indexes)
-                raise MissingInputError(
-                    f"{path}: cannot tell which checkpoint to use (no `checkpoint` state file; "
-                    f"*.index files: {found}); pass the checkpoint prefix instead"
-                )
-            prefix = indexes[0][: -len(".index")]
-    elif input_files.exists(path + ".index"):
-        prefix = path
-    else:
-        raise MissingInputError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
-    if tf_checkpoints.is_our_checkpoint(prefix):
-        return prefix, "ours"
-    if tf_checkpoints.is_tf1_checkpoint(prefix):
-        return prefix, "tf1"
-    raise InputError(
-        f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
-        "an original TF1 one (`bert/...` variables). Convert it with run_scripts/convert_checkpoint.py"
-    )
-
-
-def _case_from_directory_name(directory: str | None) -> bool | None:
+def case_from_directory_name(directory: str | None) -> bool | None:
+    """The case Google's released folder names state (`uncased_L-12_H-768_A-12`, `cased_L-12_H-768_A-12`), else
+    None."""
     if directory:
         name = os.path.basename(os.path.normpath(directory)).lower()
         if re.search(r"(^|[_\-])uncased([_\-]|$)", name):
@@ -318,12 +282,7 @@ def _case_from_vocab(vocab) -> bool | None:
     return verdicts[0] if len(verdicts) == 1 else None
 
 
-def validate_vocab_file(vocab_file: str, config: BertConfig, do_lower_case: bool | None) -> None:
-    """Refuses a vocabulary whose size differs from `config.vocab_size` or whose case contradicts `do_lower_case`."""
-    _check_vocab(vocab_file, config, do_lower_case)
-
-
-def _check_vocab(
+def validate_vocab_file(
     vocab_file: str,
     config: BertConfig,
     do_lower_case: bool | None,
@@ -332,7 +291,8 @@ def _check_vocab(
     infer_from: str | None = None,
     require_case: bool = False,
 ) -> bool | None:
-    """Reads `vocab_file` once and checks it against `config` and the case; returns the case.
+    """Refuses a vocabulary whose size differs from `config.vocab_size` or whose case contradicts `do_lower_case`;
+    returns the case. Reads `vocab_file` once.
 
     With `infer_case`, a case left None is inferred first: from Google's name of the directory `infer_from`
     (`uncased_L-12_H-768_A-12`), else from the vocabulary. With `require_case`, a case that stays unknown is an
@@ -344,7 +304,7 @@ def _check_vocab(
         raise MissingInputError(f"Vocabulary file not found: {vocab_file}")
     vocab = tokenization.load_vocab(vocab_file)
     if do_lower_case is None and infer_case:
-        do_lower_case = _case_from_directory_name(infer_from)
+        do_lower_case = case_from_directory_name(infer_from)
         if do_lower_case is None:
             do_lower_case = _case_from_vocab(vocab)
         if do_lower_case is None and require_case:
@@ -357,233 +317,8 @@ def _check_vocab(
     return do_lower_case
 
 
-def _merge_case(do_lower_case: bool | None, stored: bool | None, source: str) -> bool | None:
-    """The `--do_lower_case` flag, else the case stored with the model; refuses a flag that contradicts it."""
-    if do_lower_case is not None and stored is not None and do_lower_case != stored:
-        raise InputError(
-            f"--do_lower_case={do_lower_case} contradicts {source} ({stored}); the model was trained "
-            "with the latter. Drop the flag or fix the file."
-        )
-    return stored if do_lower_case is None else do_lower_case
-
-
-def read_model_files(
-    init_checkpoint: str | None = None,
-    *,
-    bert_config: BertConfig | None = None,
-    bert_config_file: str | None = None,
-    vocab_file: str | None = None,
-    do_lower_case: bool | None = None,
-    require_vocab: bool = True,
-) -> ModelFiles:
-    """The `ModelFiles` of a model directory, a checkpoint prefix or a Hugging Face folder (`init_checkpoint`),
-    with `--bert_config_file`, `--vocab_file` and `--do_lower_case` (a script's flags go through
-    `init_checkpoint.resolve_model_files`, which also takes a fine-tuning output directory).
-
-    Arguments left as None come from the model directory (or, for a checkpoint prefix, its folder): the config
-    from `bert_config.json`, the vocabulary from `vocab.txt`, the case from `do_lower_case`, else from Google's
-    folder names (`uncased_L-12_H-768_A-12`), else from the vocabulary itself. Pass absl flags as None when the
-    user did not set them (`FLAGS["do_lower_case"].present`), so that the directory's values apply. From Python,
-    `bert_config` gives the config itself instead of `bert_config_file`.
-
-    Raises (at start-up, naming the file and what to change): a missing file; a vocabulary whose size is not
-    the config's `vocab_size`; a `do_lower_case` that contradicts the directory's file or the vocabulary.
-    """
-    if bert_config is not None and bert_config_file is not None:
-        raise ValueError("Pass bert_config or --bert_config_file, not both")
-    if init_checkpoint and _is_hf(init_checkpoint):
-        files = hf_model_files(
-            init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
-        )
-        if bert_config is not None and bert_config != files.config:
-            raise ValueError(f"bert_config differs from {init_checkpoint}'s config.json")
-        return files
-    prefix = fmt = None
-    directory = None
-    if init_checkpoint:
-        prefix, fmt = find_checkpoint(init_checkpoint)
-        directory = init_checkpoint if input_files.isdir(init_checkpoint) else os.path.dirname(prefix)
-
-    def beside(name):
-        if directory is None:
-            return None
-        path = os.path.join(directory, name)
-        return path if input_files.exists(path) else None
-
-    config = bert_config
-    if config is None:
-        config_file = bert_config_file or beside(CONFIG_FILE)
-        if config_file is None:
-            if directory is None:
-                raise InputError(
-                    f"--bert_config_file is required (there is no --init_checkpoint to take {CONFIG_FILE} from)"
-                )
-            raise MissingInputError(
-                f"No BERT config: --bert_config_file is not set and {directory} has no {CONFIG_FILE}"
-            )
-        config = BertConfig.from_json_file(config_file)
-
-    vocab_file = vocab_file or beside(VOCAB_FILE)
-    if vocab_file is None and require_vocab:
-        where = f" and {directory} has no {VOCAB_FILE}" if directory else ""
-        raise MissingInputError(f"No vocabulary: --vocab_file is not set{where}")
-
-    case_file = beside(DO_LOWER_CASE_FILE)
-    if case_file:
-        do_lower_case = _merge_case(do_lower_case, read_do_lower_case(case_file), case_file)
-    if vocab_file is not None:
-        do_lower_case = _check_vocab(
-            vocab_file, config, do_lower_case, infer_case=True, infer_from=directory, require_case=True
-        )
-    elif do_lower_case is None:
-        do_lower_case = _case_from_directory_name(directory)
-        if do_lower_case is not None:
-            logging.info("do_lower_case=%s inferred for %s", do_lower_case, directory)
-    return ModelFiles(
-        config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=prefix, checkpoint_format=fmt
-    )
-
-
 # ---------------------------------------------------------------------------------------------------------------
-# Conversion
-
-
-def _hf_do_lower_case(directory: str) -> bool | None:
-    path = os.path.join(directory, "tokenizer_config.json")
-    if input_files.exists(path):
-        value = json.loads(text_files.read_text(path)).get("do_lower_case")
-        if isinstance(value, bool):
-            return value
-    return None
-
-
-def hf_model_files(
-    path: str, *, bert_config_file: str | None = None, vocab_file: str | None = None, do_lower_case: bool | None = None
-) -> ModelFiles:
-    """`ModelFiles` of a Hugging Face BERT folder (`config.json`, `model.safetensors`, `vocab.txt`) or of its
-    `.safetensors` file; `checkpoint_format` is `"hf"`, so `restore` and `build_encoder` read the safetensors."""
-    directory = os.path.dirname(path) if path.endswith(".safetensors") else path
-    config = BertConfig.from_json_file(bert_config_file or os.path.join(directory, "config.json"))
-    vocab_file = vocab_file or (
-        os.path.join(directory, VOCAB_FILE) if input_files.exists(os.path.join(directory, VOCAB_FILE)) else None
-    )
-    if vocab_file is None:
-        raise MissingInputError(
-            f"{directory} has no {VOCAB_FILE} (a tokenizer.json alone is not read); pass --vocab_file"
-        )
-    do_lower_case = _merge_case(
-        do_lower_case, _hf_do_lower_case(directory), f"{directory}/tokenizer_config.json's do_lower_case"
-    )
-    do_lower_case = _check_vocab(vocab_file, config, do_lower_case, infer_case=True)
-    return ModelFiles(
-        config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=path, checkpoint_format="hf"
-    )
-
-
-def _is_hf(path: str) -> bool:
-    return path.endswith(".safetensors") or (
-        input_files.isdir(path)
-        and (
-            input_files.exists(os.path.join(path, "model.safetensors"))
-            or input_files.exists(os.path.join(path, "pytorch_model.bin"))
-        )
-    )
-
-
-def detect_format(path: str) -> str:
-    """`"hf"` for a Hugging Face model folder or `.safetensors` file, else `"ours"` or `"tf1"` (see find_checkpoint)."""
-    return "hf" if _is_hf(path) else find_checkpoint(path)[1]
-
-
-def load_model(
-    path: str,
-    *,
-    input_format: str = "auto",
-    bert_config_file: str | None = None,
-    vocab_file: str | None = None,
-    do_lower_case: bool | None = None,
-):
-    """Loads any supported checkpoint as `(model, ModelFiles)`; the model is a `BertPretrainer` when the source
-    has the masked-LM head (with NSP when it has that head), else a `BertEncoder`.
-
-    `input_format` is `auto`, `tf1` (original checkpoint prefix or folder), `hf` (Hugging Face folder with
-    `config.json` + `model.safetensors`) or `ours` (model directory or prefix).
-    """
-    if input_format == "auto":
-        input_format = detect_format(path)
-    if input_format == "hf":
-        files = hf_model_files(
-            path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
-        )
-        model = tf_checkpoints.model_from_weights(
-            hf_weights.read_hf_weights(path), files.config, source=path, display_name=hf_weights.tf1_name_to_hf
-        )
-        return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
-    if input_format not in ("tf1", "ours"):
-        raise InputError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
-    files = read_model_files(
-        path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
-    )
-    if files.checkpoint_format != input_format:
-        raise InputError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
-    if input_format == "tf1":
-        weights = tf_checkpoints.read_tf1_checkpoint(files.checkpoint)
-        model = tf_checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)
-    else:
-        model = tf_checkpoints.model_from_checkpoint(files.checkpoint, files.config)
-    return model, files
-
-
-def convert_checkpoint(
-    input_path: str,
-    output_dir: str,
-    *,
-    input_format: str = "auto",
-    output_format: str = "ours",
-    bert_config_file: str | None = None,
-    vocab_file: str | None = None,
-    do_lower_case: bool | None = None,
-) -> ModelFiles:
-    """Converts a TF1, Hugging Face or our checkpoint into a model directory (`output_format` ours or tf1).
-
-    The model keeps the source's activation (`hidden_act`), its pretraining heads when present, and travels
-    with its config, vocabulary and case. Returns the written directory's `ModelFiles`.
-    """
-    if output_format not in ("ours", "tf1"):
-        raise InputError(f"--output_format must be 'ours' or 'tf1', got {output_format!r}")
-    inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
-    output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
-    model, files = load_model(
-        input_path,
-        input_format=input_format,
-        bert_config_file=bert_config_file,
-        vocab_file=vocab_file,
-        do_lower_case=do_lower_case,
-    )
-    export_model_dir(
-        model,
-        output_dir,
-        vocab_file=files.vocab_file,
-        do_lower_case=files.do_lower_case,
-        checkpoint_format=output_format,
-        flag="--output_dir",
-    )
-    prefix = f"{CHECKPOINT_NAME}-1" if output_format == "ours" else TF1_CHECKPOINT_NAME
-    written = ModelFiles(
-        config=files.config,
-        vocab_file=os.path.join(output_dir, VOCAB_FILE) if files.vocab_file else None,
-        do_lower_case=files.do_lower_case,
-        checkpoint=os.path.join(output_dir, prefix),
-        checkpoint_format=output_format,
-    )
-    logging.info(
-        "Wrote %s (%s, %s) to %s",
-        type(model).__name__,
-        output_format,
-        tf_checkpoints._describe(files.config),
-        output_dir,
-    )
-    return written
+# Exporting
 
 
 def export_model_dir(

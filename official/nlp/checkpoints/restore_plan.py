@@ -19,7 +19,7 @@ is its `init_fn`, called only when there is nothing to resume.
 
 Example:
 
-    files = model_dir.read_model_files("/tmp/mrpc/best_model")
+    files = model_loading.read_model_files("/tmp/mrpc/best_model")
     plan = plan_restore(files, init_checkpoint="/tmp/mrpc/best_model", output_dir="/tmp/mrpc_dev",
                         head=Head("classifier", labels=("0", "1"), task="mrpc"))
     plan.source, plan.fresh    # ("fine_tuned", ())

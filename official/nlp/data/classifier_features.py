@@ -1,8 +1,9 @@
 """Sentence(-pair) classification features: tokenized examples as records, and the input pipeline that reads them.
 
-`convert_examples` turns `glue.InputExample`s into features with the exact WordPiece tokenizer, as the original
-`convert_single_example` does: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` (a B that tokenizes to nothing is left out,
-with its `[SEP]`), zero-padded to `max_seq_length`. A text too long for the sequence is handled by `long_text`:
+`convert_examples` turns `classifier_examples.InputExample`s into features with the exact WordPiece tokenizer, as the
+original `convert_single_example` does: `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]` (a B that tokenizes to nothing is
+left out, with its `[SEP]`), zero-padded to `max_seq_length`. A text too long for the sequence is handled by
+`long_text`:
 
 - `truncate` (the original): one feature; a pair loses tokens from the end of its longer segment first.
 - `sliding_window`: the longer segment is cut into windows `doc_stride` tokens apart by SQuAD's window rule
@@ -35,7 +36,7 @@ from absl import logging
 
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, length_buckets
-from official.nlp.data.glue import InputExample
+from official.nlp.data.classifier_examples import InputExample
 from official.nlp.data.pretraining.instances import removal_counts
 from official.nlp.data.squad import doc_windows  # the one home of the document-window rule
 

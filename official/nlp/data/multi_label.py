@@ -3,12 +3,13 @@
 A labels field is a comma-separated list of label names or ids (0-based indexes into the label set), as in
 GoEmotions' `4,27`; in JSON lines also a list (`["joy", "love"]` or `[4, 27]`). An entry that is a label name is
 that label; else a whole number is an id. An unknown name, an id out of range, an empty entry (`4,,27`) and, unless
-allowed, an empty field are bad rows (`glue.BadRowError`: the reader names the file and line).
+allowed, an empty field are bad rows (`classifier_examples.BadRowError`: the reader names the file and line).
 
 - `GoEmotionsProcessor`: GoEmotions (Demszky et al., 2020) as google-research releases it: `train.tsv`, `dev.tsv`,
   `test.tsv` without a header, columns text, label ids, comment id; its 28 labels (27 emotions and neutral) in
   the order of its `emotions.txt`.
-- `MultiLabelGenericProcessor`: any TSV, CSV or JSON-lines file with the column names of `glue.GenericProcessor`.
+- `MultiLabelGenericProcessor`: any TSV, CSV or JSON-lines file with the column names of
+  `classifier_examples.GenericProcessor`.
 
 Example:
 
@@ -27,7 +28,7 @@ from absl import logging
 
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError
-from official.nlp.data.glue import TEST, BadRowError, DataProcessor, EvalSet, GenericProcessor
+from official.nlp.data.classifier_examples import TEST, BadRowError, DataProcessor, EvalSet, GenericProcessor
 
 # The metrics of a multi-label task (`metrics.multi_label`); the first picks the best checkpoint.
 MULTI_LABEL_METRICS = ("macro_f1", "micro_f1")
@@ -134,8 +135,8 @@ class GoEmotionsProcessor(DataProcessor):
 
 
 class MultiLabelGenericProcessor(GenericProcessor):
-    """`glue.GenericProcessor` whose label column holds label sets; `labels` default to the sorted names found in
-    the training file (numbers in numeric order). `allow_empty`: an example may have no label."""
+    """`classifier_examples.GenericProcessor` whose label column holds label sets; `labels` default to the sorted names
+    found in the training file (numbers in numeric order). `allow_empty`: an example may have no label."""
 
     multi_label = True
 

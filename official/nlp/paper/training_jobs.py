@@ -107,11 +107,11 @@ def perplexity(stage: Stage, config: PaperConfig, budget: Budget, space: Workspa
     """exp(mean masked-LM cross entropy) over every prediction of the held-out records."""
     import tensorflow as tf
 
-    from official.nlp.checkpoints import model_dir as model_dir_lib
+    from official.nlp.checkpoints import model_loading
     from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
     from official.nlp.modeling import losses
 
-    model, files = model_dir_lib.load_model(pretrained_model(space, stage.variant, stage.size))
+    model, files = model_loading.load_model(pretrained_model(space, stage.variant, stage.size))
     loader = PretrainDataLoader(
         PretrainDataConfig(
             input_patterns=space.records(grid.HELDOUT_RECORDS),

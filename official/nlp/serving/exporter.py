@@ -27,7 +27,7 @@ from absl import logging
 
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.checkpoints import model_loading, tf_checkpoints
 from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.metrics import multi_label as multi_label_metrics
@@ -64,7 +64,7 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
     if task == "encoder":
         return files.build_encoder()
     if task == "pretrainer":
-        model, _ = model_dir_lib.load_model(files.checkpoint, bert_config_file=None, input_format="auto")
+        model, _ = model_loading.load_model(files.checkpoint, bert_config_file=None, input_format="auto")
         if not isinstance(model, models.BertPretrainer):
             raise InputError(
                 f"--init_checkpoint={init_checkpoint} holds no masked-LM head; --task=pretrainer needs "

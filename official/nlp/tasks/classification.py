@@ -31,7 +31,7 @@ from absl import logging
 
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
-from official.nlp.data import classifier_features, feature_cache, glue, length_buckets
+from official.nlp.data import classifier_examples, classifier_features, feature_cache, length_buckets
 from official.nlp.metrics.glue import compute_metrics
 from official.nlp.modeling.models import BertClassifier, check_label_names
 from official.nlp.tasks import finetuning, finetuning_outputs
@@ -65,8 +65,8 @@ class ClassificationTask:
                 f"max_position_embeddings ({files.config.max_position_embeddings})"
             )
         self.splits = self.processor.files(config.data_dir)
-        if isinstance(self.processor, glue.GenericProcessor) and self.splits[glue.TRAIN]:
-            train = self.splits[glue.TRAIN][0].file
+        if isinstance(self.processor, classifier_examples.GenericProcessor) and self.splits[classifier_examples.TRAIN]:
+            train = self.splits[classifier_examples.TRAIN][0].file
             if input_files.exists(train):
                 self.processor.infer_labels(train, skip_bad_rows=config.skip_bad_rows)
         self.regression = self.processor.is_regression
@@ -79,7 +79,7 @@ class ClassificationTask:
         self.metric_name = self.processor.metrics[0]
         self.thresholds: np.ndarray | None = None  # multi-label: those of the last evaluation
         self.bad_rows: dict[str, int] = {}
-        self._examples: dict[tuple[str, str], list[glue.InputExample]] = {}
+        self._examples: dict[tuple[str, str], list[classifier_examples.InputExample]] = {}
         self._tokenizer = None
         self._train_count = None
 
@@ -90,43 +90,43 @@ class ClassificationTask:
             self._tokenizer = self.files.tokenizer()
         return self._tokenizer
 
-    def _source(self, eval_set: glue.EvalSet) -> str:
+    def _source(self, eval_set: classifier_examples.EvalSet) -> str:
         return eval_set.file
 
     def check_inputs(self) -> None:
         """Reads every dev and test file the jobs ask for, so that a bad row there (a label the training file does
         not have) stops the job before training rather than after its first epoch (`finetuning.run_task`)."""
-        for job, split in (("do_eval", glue.DEV), ("do_predict", glue.TEST)):
+        for job, split in (("do_eval", classifier_examples.DEV), ("do_predict", classifier_examples.TEST)):
             if getattr(self.config, job):
                 for eval_set in self.splits[split]:
                     self.read(split, eval_set)
 
-    def read(self, split: str, eval_set: glue.EvalSet) -> list[glue.InputExample]:
+    def read(self, split: str, eval_set: classifier_examples.EvalSet) -> list[classifier_examples.InputExample]:
         """The examples of one file (read once: `check_inputs` reads them before training)."""
         key = (split, eval_set.file)
         if key not in self._examples:
             self._examples[key] = self._read(split, eval_set)
         return self._examples[key]
 
-    def _read(self, split: str, eval_set: glue.EvalSet) -> list[glue.InputExample]:
+    def _read(self, split: str, eval_set: classifier_examples.EvalSet) -> list[classifier_examples.InputExample]:
         result = self.processor.read(eval_set.file, split, skip_bad_rows=self.config.skip_bad_rows)
         if result.bad_rows:
             self.bad_rows[f"{split}{eval_set.suffix}"] = result.bad_rows
         examples = result.examples
         if any(e.text_b and e.text_b.strip() for e in examples):
             self.files.check_text_pairs(f"the examples of {eval_set.file}")
-        if split == glue.TRAIN and self.config.max_train_examples:
+        if split == classifier_examples.TRAIN and self.config.max_train_examples:
             examples = examples[: self.config.max_train_examples]
         if not examples:
             raise InputError(f"{eval_set.file}: no example to read")
         return examples
 
-    def _input_digest(self, eval_set: glue.EvalSet) -> str:
+    def _input_digest(self, eval_set: classifier_examples.EvalSet) -> str:
         if self.config.tfds_name:
             return f"{self.config.tfds_name}:{eval_set.file}:{self.processor.builder.info.version}"
         return feature_cache.file_digest([eval_set.file])
 
-    def cache_key(self, split: str, eval_set: glue.EvalSet) -> dict:
+    def cache_key(self, split: str, eval_set: classifier_examples.EvalSet) -> dict:
         """Everything the features of one file depend on."""
         return {
             "features_version": FEATURES_VERSION,
@@ -141,14 +141,20 @@ class ClassificationTask:
             "long_text": self.config.long_text,
             "doc_stride": self.config.doc_stride,
             "skip_bad_rows": self.config.skip_bad_rows,
-            "max_train_examples": self.config.max_train_examples if split == glue.TRAIN else None,
+            "max_train_examples": self.config.max_train_examples if split == classifier_examples.TRAIN else None,
             **({"multi_label": True, "allow_empty_labels": self.config.allow_empty_labels} if self.multi_label else {}),
         }
 
-    def features(self, split: str, eval_set: glue.EvalSet) -> tuple[str, list[glue.InputExample], int]:
+    def features(
+        self, split: str, eval_set: classifier_examples.EvalSet
+    ) -> tuple[str, list[classifier_examples.InputExample], int]:
         """`(record file, examples, number of features)` of one file, building the cached records if needed."""
         examples = self.read(split, eval_set)
-        name = {glue.TRAIN: "train", glue.DEV: "eval", glue.TEST: "predict"}[split]
+        name = {
+            classifier_examples.TRAIN: "train",
+            classifier_examples.DEV: "eval",
+            classifier_examples.TEST: "predict",
+        }[split]
         path = os.path.join(self.config.output_dir, f"{name}{eval_set.suffix}.tf_record")
         count = feature_cache.cached_records(
             path,
@@ -165,10 +171,10 @@ class ClassificationTask:
         )
         return path, examples, count
 
-    def _train_set(self) -> glue.EvalSet:
-        if not self.splits[glue.TRAIN]:
+    def _train_set(self) -> classifier_examples.EvalSet:
+        if not self.splits[classifier_examples.TRAIN]:
             raise InputError(f"{self.name} has no training data (AX is predicted with an MNLI model)")
-        return self.splits[glue.TRAIN][0]
+        return self.splits[classifier_examples.TRAIN][0]
 
     # ---- FineTuningTask ----
     def build_model(self, encoder) -> keras.Model:
@@ -181,7 +187,7 @@ class ClassificationTask:
 
     def num_train_examples(self) -> int:
         if self._train_count is None:
-            self._train_path, _, self._train_count = self.features(glue.TRAIN, self._train_set())
+            self._train_path, _, self._train_count = self.features(classifier_examples.TRAIN, self._train_set())
         return self._train_count
 
     def train_dataset(self, input_context, batch_size: int, seed: int) -> tf.data.Dataset:
@@ -251,14 +257,14 @@ class ClassificationTask:
 
     def evaluate(self, model: keras.Model) -> dict[str, float]:
         metrics = {}
-        for eval_set in self.splits[glue.DEV]:
-            path, examples, _ = self.features(glue.DEV, eval_set)
+        for eval_set in self.splits[classifier_examples.DEV]:
+            path, examples, _ = self.features(classifier_examples.DEV, eval_set)
             outputs = self.predict_outputs(model, path, len(examples), self.config.eval_batch_size)
             metrics.update({f"{k}{eval_set.suffix}": v for k, v in self.score(examples, outputs).items()})
         metrics.update({f"bad_rows_{k}": float(v) for k, v in self.bad_rows.items()})
         return metrics
 
-    def score(self, examples: Sequence[glue.InputExample], outputs: np.ndarray) -> dict[str, float]:
+    def score(self, examples: Sequence[classifier_examples.InputExample], outputs: np.ndarray) -> dict[str, float]:
         if self.multi_label:
             metrics, self.thresholds = multi_label_lib.evaluate_multi_label(self.config, self.labels, examples, outputs)
             return metrics
@@ -279,15 +285,15 @@ class ClassificationTask:
     def predict(self, model: keras.Model) -> list[str]:
         """Writes the GLUE submission file and `test_results.tsv` of each test set; returns their paths."""
         written = []
-        if not self.splits[glue.TEST]:
+        if not self.splits[classifier_examples.TEST]:
             raise InputError(f"{self.name} has no test set to predict")
-        for eval_set in self.splits[glue.TEST]:
-            path, examples, _ = self.features(glue.TEST, eval_set)
+        for eval_set in self.splits[classifier_examples.TEST]:
+            path, examples, _ = self.features(classifier_examples.TEST, eval_set)
             outputs = self.predict_outputs(model, path, len(examples), self.config.predict_batch_size)
             written += self.write_predictions(examples, outputs, eval_set)
         return written
 
-    def write_predictions(self, examples, outputs: np.ndarray, eval_set: glue.EvalSet) -> list[str]:
+    def write_predictions(self, examples, outputs: np.ndarray, eval_set: classifier_examples.EvalSet) -> list[str]:
         out = self.config.output_dir
         output_files.makedirs(out, name="--output_dir")
         submission = os.path.join(out, eval_set.submission or f"{self.name}{eval_set.suffix}.tsv")

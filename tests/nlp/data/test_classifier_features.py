@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import classifier_features, feature_cache, glue
+from official.nlp.data import classifier_examples, classifier_features, feature_cache, glue
 from official.nlp.data.squad import doc_windows
 from official.nlp.tasks import feature_extraction
 from official.nlp.tokenizers.tokenization import FullTokenizer
@@ -38,7 +38,7 @@ def test_truncation_matches_the_original_pair_rule(tokenizer, mrpc_dev):
 
 
 def test_hand_worked_truncation_and_windows(tokenizer):
-    example = glue.InputExample("0", "one two three four five six", "seven eight")
+    example = classifier_examples.InputExample("0", "one two three four five six", "seven eight")
     [f] = classifier_features.convert_examples([example], tokenizer, labels=None, max_seq_length=8)
     # 5 tokens fit: the longer A loses its tail first (A=3, B=2), the original's rule.
     assert tokenizer.convert_ids_to_tokens(f["input_ids"]) == [
@@ -51,7 +51,7 @@ def test_hand_worked_truncation_and_windows(tokenizer):
         "eight",
         "[SEP]",
     ]
-    single = glue.InputExample("1", "one two three four five six seven", None, "1")
+    single = classifier_examples.InputExample("1", "one two three four five six seven", None, "1")
     windows = list(
         classifier_features.convert_examples(
             [single], tokenizer, labels=("0", "1"), max_seq_length=6, long_text="sliding_window", doc_stride=2
@@ -64,7 +64,7 @@ def test_hand_worked_truncation_and_windows(tokenizer):
         ["[CLS]", "five", "six", "seven", "[SEP]", "[PAD]"],
     ]
     assert {tuple(w["example_index"]) for w in windows} == {(0,)} and windows[0]["label_ids"] == [1]
-    pair = glue.InputExample("2", "question here", "one two three four five six seven eight", "0")
+    pair = classifier_examples.InputExample("2", "question here", "one two three four five six seven eight", "0")
     pieces = list(
         classifier_features.convert_examples(
             [pair], tokenizer, labels=("0", "1"), max_seq_length=10, long_text="sliding_window", doc_stride=3
@@ -101,7 +101,9 @@ def test_average_by_example():
 def test_records_round_trip_through_make_dataset(tmp_path, tokenizer, mrpc_dev, regression):
     examples = mrpc_dev[:10]
     if regression:
-        examples = [glue.InputExample(e.guid, e.text_a, e.text_b, float(i) / 2) for i, e in enumerate(examples)]
+        examples = [
+            classifier_examples.InputExample(e.guid, e.text_a, e.text_b, float(i) / 2) for i, e in enumerate(examples)
+        ]
     labels = None if regression else ("0", "1")
     features = list(classifier_features.convert_examples(examples, tokenizer, labels=labels, max_seq_length=24))
     path = str(tmp_path / "eval.tf_record")
@@ -118,7 +120,7 @@ def test_records_round_trip_through_make_dataset(tmp_path, tokenizer, mrpc_dev, 
 
 
 def test_a_stride_longer_than_any_window_is_refused(tokenizer):
-    single = glue.InputExample("1", "one two three four five six seven", None, "1")
+    single = classifier_examples.InputExample("1", "one two three four five six seven", None, "1")
     with pytest.raises(
         InputError,
         match=r"--doc_stride=5 is longer than the largest window .* 4 tokens.*"
@@ -135,7 +137,7 @@ def test_an_empty_second_segment_is_left_out(tokenizer):
     """As the original (`if tokens_b:`): same hand-worked layouts as the in-graph packer's test."""
     from tests.nlp.tokenizers.test_text_layers import EMPTY_B_CASES
 
-    examples = [glue.InputExample(str(i), a, b, "0") for i, (a, b, _, _) in enumerate(EMPTY_B_CASES)]
+    examples = [classifier_examples.InputExample(str(i), a, b, "0") for i, (a, b, _, _) in enumerate(EMPTY_B_CASES)]
     features = classifier_features.convert_examples(examples, tokenizer, labels=("0", "1"), max_seq_length=8)
     for feature, (_, _, tokens, types) in zip(features, EMPTY_B_CASES):
         n = len(tokens)

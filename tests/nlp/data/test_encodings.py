@@ -11,7 +11,7 @@ import json
 import pytest
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import conll, glue, squad, swag
+from official.nlp.data import classifier_examples, conll, glue, squad, swag
 from official.nlp.modeling.configs import BertConfig
 
 
@@ -51,7 +51,7 @@ def test_glue(tmp_path, mrpc_text, codec):
     if codec == "latin-1":
         assert line == 105
     with pytest.raises(InputError) as e:
-        glue.get_processor("MRPC").read(path, glue.TRAIN)
+        glue.get_processor("MRPC").read(path, classifier_examples.TRAIN)
     assert_names(e, path, line, codec)
 
 
@@ -63,7 +63,9 @@ def test_generic_classification_files(tmp_path, mrpc_text, file_format):
     else:
         text = "".join(json.dumps({"label": r[0], "text": r[3]}, ensure_ascii=False) + "\n" for r in rows)
     path, line = write(tmp_path / f"train.{file_format}", text, "latin-1")
-    processor = glue.GenericProcessor(text_a_column="text", label_column="label", file_format=file_format)
+    processor = classifier_examples.GenericProcessor(
+        text_a_column="text", label_column="label", file_format=file_format
+    )
     with pytest.raises(InputError) as e:
         processor.infer_labels(path)
     assert_names(e, path, line, "latin-1")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import glue
+from official.nlp.data import classifier_examples
 from official.nlp.data import multi_label as data
 from official.nlp.tasks import multi_label as task_lib
 from official.nlp.tasks.classifier_config import ClassifierConfig, make_processor
@@ -41,7 +41,7 @@ def test_label_sets(value, expected):
     ],
 )
 def test_bad_label_sets(value, message):
-    with pytest.raises(glue.BadRowError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(classifier_examples.BadRowError, match=message.replace("(", r"\(").replace(")", r"\)")):
         data.parse_label_set(value, LABELS)
 
 
@@ -54,7 +54,7 @@ def test_goemotions_real_rows_and_bad_rows(shared_data, tmp_path):
     lines = (shared_data / "goemotions" / "train.tsv").read_text(encoding="utf-8").splitlines(keepends=True)[:20]
     first = lines[0].split("\t")
     (tmp_path / "train.tsv").write_text("".join(lines), encoding="utf-8")
-    examples = data.GoEmotionsProcessor().read(str(tmp_path / "train.tsv"), glue.TRAIN).examples
+    examples = data.GoEmotionsProcessor().read(str(tmp_path / "train.tsv"), classifier_examples.TRAIN).examples
     assert len(examples) == 20 and examples[0].text_a == first[0] and examples[0].guid == first[2].strip()
     assert examples[0].label == tuple(data.GOEMOTIONS_LABELS[int(i)] for i in first[1].split(","))
     several = [e for e in examples if len(e.label) > 1]
@@ -62,9 +62,9 @@ def test_goemotions_real_rows_and_bad_rows(shared_data, tmp_path):
 
     for bad, message in (("text\t28\tid1\n", "label id 28 is out of range"), ("text\t\tid1\n", "no label")):
         (tmp_path / "bad.tsv").write_text("".join(lines[:3]) + bad, encoding="utf-8")
-        with pytest.raises(glue.BadRowError, match=f"{tmp_path / 'bad.tsv'}:4: {message}"):
-            data.GoEmotionsProcessor().read(str(tmp_path / "bad.tsv"), glue.TRAIN)
-        read = data.GoEmotionsProcessor().read(str(tmp_path / "bad.tsv"), glue.TRAIN, skip_bad_rows=True)
+        with pytest.raises(classifier_examples.BadRowError, match=f"{tmp_path / 'bad.tsv'}:4: {message}"):
+            data.GoEmotionsProcessor().read(str(tmp_path / "bad.tsv"), classifier_examples.TRAIN)
+        read = data.GoEmotionsProcessor().read(str(tmp_path / "bad.tsv"), classifier_examples.TRAIN, skip_bad_rows=True)
         assert (len(read.examples), read.bad_rows) == (3, 1)
 
 
@@ -73,7 +73,7 @@ def test_goemotions_refuses_another_label_list(tmp_path):
     with pytest.raises(InputError, match="lists other labels than GoEmotions' 28"):
         data.GoEmotionsProcessor().files(str(tmp_path))
     (tmp_path / "emotions.txt").write_text("\n".join(data.GOEMOTIONS_LABELS))
-    assert data.GoEmotionsProcessor().files(str(tmp_path))[glue.DEV][0].file == str(tmp_path / "dev.tsv")
+    assert data.GoEmotionsProcessor().files(str(tmp_path))[classifier_examples.DEV][0].file == str(tmp_path / "dev.tsv")
 
 
 def test_generic_json_lines_and_tsv_with_inferred_labels(tmp_path):
@@ -88,7 +88,7 @@ def test_generic_json_lines_and_tsv_with_inferred_labels(tmp_path):
     )
     processor.infer_labels(str(tmp_path / "train.jsonl"))
     assert processor.labels == ("joy", "love", "neutral")
-    read = processor.read(str(tmp_path / "train.jsonl"), glue.TRAIN).examples
+    read = processor.read(str(tmp_path / "train.jsonl"), classifier_examples.TRAIN).examples
     assert [e.label for e in read] == [("joy", "love"), ("neutral",), ()]
 
     (tmp_path / "train.tsv").write_text("text\tlabels\na\t10,2\nb\t2\n")
@@ -97,8 +97,8 @@ def test_generic_json_lines_and_tsv_with_inferred_labels(tmp_path):
     assert numbers.labels == ("2", "10")  # numbers in numeric order
     strict = data.MultiLabelGenericProcessor(text_a_column="text", label_column="tags", file_format="jsonl")
     strict.labels = processor.labels
-    with pytest.raises(glue.BadRowError, match=r"train.jsonl:3: no label"):
-        strict.read(str(tmp_path / "train.jsonl"), glue.TRAIN)
+    with pytest.raises(classifier_examples.BadRowError, match=r"train.jsonl:3: no label"):
+        strict.read(str(tmp_path / "train.jsonl"), classifier_examples.TRAIN)
 
 
 def _config(**fields):

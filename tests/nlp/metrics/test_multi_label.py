@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sklearn.metrics
 
-from official.nlp.data import glue
+from official.nlp.data import classifier_examples
 from official.nlp.data import multi_label as multi_label_data
 from official.nlp.metrics import multi_label
 
@@ -36,7 +36,7 @@ def test_the_reader_gives_the_files_label_sets(dev, shared_data, tmp_path):
     assert tuple(names) == multi_label_data.GOEMOTIONS_LABELS
     lines = (shared_data / "goemotions" / "dev.tsv").read_text(encoding="utf-8").splitlines(keepends=True)[:ROWS]
     (tmp_path / "dev.tsv").write_text("".join(lines), encoding="utf-8")
-    examples = multi_label_data.GoEmotionsProcessor().read(str(tmp_path / "dev.tsv"), glue.DEV).examples
+    examples = multi_label_data.GoEmotionsProcessor().read(str(tmp_path / "dev.tsv"), classifier_examples.DEV).examples
     read = np.array([[int(name in e.label) for name in names] for e in examples])
     np.testing.assert_array_equal(read, labels)
     assert labels.sum(1).max() > 1  # the slice has examples with several labels

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from official.nlp.common.errors import InputError, MissingInputError
-from official.nlp.data import conll, glue
+from official.nlp.data import classifier_examples, conll, glue
 from official.nlp.paper import splits
 
 
@@ -23,8 +23,8 @@ def test_qnli_is_split_by_a_hash_of_the_index(shared_data, tmp_path):
     rows = (shared_data / "glue" / "QNLI" / "dev.tsv").read_text(encoding="utf-8").splitlines()[1:]
     expected_eval = {r.split("\t")[0] for r in rows if _fraction(r.split("\t")[0]) < 0.2}
     qnli = glue.get_processor("qnli")
-    train = qnli.read(str(tmp_path / "train.tsv"), glue.TRAIN).examples
-    evaluation = qnli.read(str(tmp_path / "dev.tsv"), glue.DEV).examples
+    train = qnli.read(str(tmp_path / "train.tsv"), classifier_examples.TRAIN).examples
+    evaluation = qnli.read(str(tmp_path / "dev.tsv"), classifier_examples.DEV).examples
     train_ids = {e.guid.split("-")[-1] for e in train}
     eval_ids = {e.guid.split("-")[-1] for e in evaluation}
     assert len(train) + len(evaluation) == len(rows) == 5463
@@ -37,8 +37,8 @@ def test_glue_slices_keep_the_first_rows_and_the_header(shared_data, tmp_path):
     counts = splits.glue_task("mrpc", str(shared_data / "glue"), str(tmp_path), 100, 40)
     assert counts == {"train_examples": 100, "eval_examples": 40}
     mrpc = glue.get_processor("mrpc")
-    train = mrpc.read(str(tmp_path / "train.tsv"), glue.TRAIN).examples
-    original = mrpc.read(str(shared_data / "glue" / "MRPC" / "train.tsv"), glue.TRAIN).examples
+    train = mrpc.read(str(tmp_path / "train.tsv"), classifier_examples.TRAIN).examples
+    original = mrpc.read(str(shared_data / "glue" / "MRPC" / "train.tsv"), classifier_examples.TRAIN).examples
     assert [(e.text_a, e.label) for e in train] == [(e.text_a, e.label) for e in original[:100]]
 
 

@@ -367,11 +367,11 @@ def test_classifier(exported, served, tok, texts):
 def test_classifier_sliding_window(exported, tok, texts):
     """Fine-tuned with --long_text=sliding_window: the export answers as run_classifier --do_predict does (logits
     averaged over the same windows of a long text), on the edge cases too (empty and zero-width B, accents, CJK)."""
-    from official.nlp.data import classifier_features, glue
+    from official.nlp.data import classifier_examples, classifier_features
 
     trained, paths = exported
     pairs = texts["pairs"][:8] + [("", "東京 " * 40), ("Déjà " * 50, "")]
-    examples = [glue.InputExample(str(i), a, b, MRPC_LABELS[0]) for i, (a, b) in enumerate(pairs)]
+    examples = [classifier_examples.InputExample(str(i), a, b, MRPC_LABELS[0]) for i, (a, b) in enumerate(pairs)]
     features = list(
         classifier_features.convert_examples(
             examples, tok, labels=MRPC_LABELS, max_seq_length=L, long_text="sliding_window", doc_stride=WINDOW_STRIDE

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from benchmarks import serving_rate
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import conversion
 from official.nlp.serving import exporter
 
 pytestmark = pytest.mark.slow
@@ -48,7 +48,7 @@ def pairs(shared_data):
 @pytest.fixture(scope="module")
 def export(package_dir, tmp_path_factory):
     root = tmp_path_factory.mktemp("minilm")
-    model_dir.convert_checkpoint(package_dir, str(root / "minilm"))
+    conversion.convert_checkpoint(package_dir, str(root / "minilm"))
     return exporter.export_model(
         "encoder",
         str(root / "minilm"),

@@ -14,7 +14,7 @@ import pathlib
 import keras
 import pytest
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import model_dir, model_loading
 from official.nlp.common.errors import InputError, OutputExistsError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -113,7 +113,7 @@ def test_save_classifier_writes_a_new_folder_and_refuses_any_other(scratch, clas
 
     saved = classification.save_classifier(classifier, str(scratch / "fit"), files, task_name="mrpc", labels=["0", "1"])
     assert json.loads((scratch / "fit" / model_dir.TASK_FILE).read_text())["labels"] == ["0", "1"]
-    assert model_dir.read_model_files(saved).checkpoint == os.path.join(saved, "ckpt-1")
+    assert model_loading.read_model_files(saved).checkpoint == os.path.join(saved, "ckpt-1")
     written = snapshot(scratch / "fit")
     with pytest.raises(OutputExistsError, match="fit already holds files"):  # onto an existing model directory
         classification.save_classifier(classifier, saved, files, task_name="mrpc", labels=["no", "yes"])

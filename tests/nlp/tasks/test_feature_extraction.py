@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import conversion, model_loading
 from official.nlp.common import owners
 from official.nlp.tasks import feature_extraction as fe
 
@@ -24,7 +24,7 @@ def _minilm_source() -> str:
 @pytest.fixture(scope="module")
 def minilm_dir(tmp_path_factory):
     output = str(tmp_path_factory.mktemp("minilm"))
-    model_dir.convert_checkpoint(_minilm_source(), output)
+    conversion.convert_checkpoint(_minilm_source(), output)
     return output
 
 
@@ -180,7 +180,7 @@ def test_mean_pooled_vectors_match_sentence_transformers(minilm_dir, shared_data
 
     lines = (shared_data / "glue" / "MRPC" / "dev.tsv").read_text(encoding="utf-8-sig").splitlines()[1:13]
     sentences = [line.split("\t")[3] for line in lines]
-    files = model_dir.read_model_files(minilm_dir)
+    files = model_loading.read_model_files(minilm_dir)
     examples = [fe.ExtractionExample(i, s) for i, s in enumerate(sentences)]
     results = list(fe.extract(files.build_encoder(), files.tokenizer(), examples, layers=[-1], batch_size=5))
     ours = fe.sentence_vectors(results, "mean")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir, tf_checkpoints
+from official.nlp.checkpoints import model_dir, model_loading, tf_checkpoints
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache
 from official.nlp.modeling.configs import BertConfig
@@ -124,7 +124,9 @@ def test_trains_evaluates_each_epoch_and_keeps_the_best(trained):
     best = json.loads((out / "best_model" / model_dir.TASK_FILE).read_text())
     assert best["labels"] == ["no", "yes"]
     assert best["evaluation"]["accuracy"] == max(e["accuracy"] for e in result.eval_history)
-    assert model_dir.read_model_files(str(out / "best_model")).checkpoint.endswith(f"ckpt-{best['evaluation']['step']}")
+    assert model_loading.read_model_files(str(out / "best_model")).checkpoint.endswith(
+        f"ckpt-{best['evaluation']['step']}"
+    )
     events = tf.io.gfile.glob(str(out / "summaries" / "eval" / "events*"))
     assert events
 

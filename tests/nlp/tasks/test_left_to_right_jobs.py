@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import model_dir, model_loading
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertTokenClassifier
@@ -113,7 +113,7 @@ def test_fine_tuning_keeps_the_model_left_to_right(ltr_dir, tmp_path):
     )
     result = finetuning.run_finetuning(config, ToyTagging())
     assert result.step == 4 and result.model.encoder.config == TINY
-    best = model_dir.read_model_files(result.best_model_dir)
+    best = model_loading.read_model_files(result.best_model_dir)
     assert best.config == TINY  # the fine-tuned model directory is left-to-right too
     settings = json.loads((tmp_path / "out" / model_dir.SETTINGS_FILE).read_text())
     assert settings["bert_config"]["attention"] == "left_to_right"

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints import model_dir, model_loading
 from official.nlp.data.pretraining.dataloader import PretrainDataError
 from official.nlp.modeling import losses
 from official.nlp.modeling.configs import BertConfig
@@ -265,7 +265,7 @@ def test_init_checkpoint_takes_a_fine_tuning_output_dir_as_every_script_does(dat
     result = run_pretraining(config)
     assert result.step == 1
     # A learning rate of 0 leaves the weights as loaded: the export's encoder is the fine-tuned one.
-    exported = model_dir.read_model_files(result.export_dir).build_encoder()
+    exported = model_loading.read_model_files(result.export_dir).build_encoder()
     assert len(exported.weights) == len(classifier.encoder.weights) > 20
     for ours, theirs in zip(exported.weights, classifier.encoder.weights):
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=ours.path)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.nlp.checkpoints import conversion, model_loading
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import losses
@@ -151,7 +152,7 @@ def test_a_tiny_run_learns_and_writes_a_left_to_right_model_directory(trained):
             else open(os.path.join(folder, "bert_config.json")).read()
         )
         assert config["attention"] == "left_to_right"
-    assert model_dir_lib.read_model_files(result.export_dir).config == BertConfig(**TINY, attention="left_to_right")
+    assert model_loading.read_model_files(result.export_dir).config == BertConfig(**TINY, attention="left_to_right")
     assert json.loads((model_dir / "pretraining_settings.json").read_text())["objective"] == "ltr"
     tags = {
         value.tag
@@ -207,7 +208,7 @@ def test_what_cannot_be_trained_is_refused_before_any_work(data, tmp_path):
     assert not fresh.exists()  # refused before --model_dir is touched
     # The original TF1 code has no causal attention: a left-to-right model has no TF1 form.
     with pytest.raises(InputError, match="a left-to-right model .* has no TF1 form"):
-        model_dir_lib.convert_checkpoint(left_to_right, str(tmp_path / "tf1"), output_format="tf1")
+        conversion.convert_checkpoint(left_to_right, str(tmp_path / "tf1"), output_format="tf1")
     assert not (tmp_path / "tf1").exists()
     with pytest.raises(InputError, match="is a left-to-right LM; --task=pretrainer serves the masked LM"):
         exporter.export_model("pretrainer", left_to_right, str(tmp_path / "export"))

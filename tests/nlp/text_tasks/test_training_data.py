@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_features, conll
-from official.nlp.data.glue import InputExample
+from official.nlp.data.classifier_examples import InputExample
 from official.nlp.modeling.models import BertClassifier, BertSpanLabeler, BertTokenClassifier
 from official.nlp.text_tasks.classifier import TextClassifier
 from official.nlp.text_tasks.question_answerer import QuestionAnswerer

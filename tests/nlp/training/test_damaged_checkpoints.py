@@ -88,7 +88,7 @@ def _remove_data(prefix: str) -> str:
 def test_a_missing_data_file_is_named_on_resume_and_in_any_checkpoint_given(tmp_path):
     """Issue 30: a checkpoint whose .data file is missing (a copy of the .index alone) ended in an OpError
     traceback, and a resume said the checkpoint "does not match the model being trained"."""
-    from official.nlp.checkpoints import model_dir
+    from official.nlp.checkpoints import model_loading
 
     run = str(tmp_path / "run")
     weights = tf.Variable(np.ones([4, 4], np.float32))
@@ -104,7 +104,7 @@ def test_a_missing_data_file_is_named_on_resume_and_in_any_checkpoint_given(tmp_
     )
     # A model directory given as --init_checkpoint (or to convert, export, extract): found when it is resolved.
     with pytest.raises(integrity.DamagedCheckpointError, match=rf"^{run}/ckpt-20 is incomplete: .* Copy the"):
-        model_dir.find_checkpoint(run)
+        model_loading.find_checkpoint(run)
     prefix = tf_checkpoints.write_tf1_checkpoint(
         str(tmp_path / "bert_model.ckpt"), {"bert/embeddings/word_embeddings": np.ones([5, 3], np.float32)}
     )
