@@ -11,8 +11,9 @@ checked as `classifier_examples.DataProcessor` checks every task's (`BadRowError
 Example:
 
     processor = get_processor("mrpc")
-    train = processor.read(processor.files("/data/glue/MRPC")["train"])
-    train.examples[0].text_a, train.examples[0].label     # ('Amrozi accused his brother , ...', '1')
+    (train_file,) = processor.files("/data/glue/MRPC")["train"]
+    train = processor.read(train_file.file, "train")
+    train.examples[0].text_a, train.examples[0].label     # ('Amrozi accused his brother, whom he called ...', '1')
 """
 
 from __future__ import annotations
