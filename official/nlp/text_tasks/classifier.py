@@ -54,6 +54,24 @@ from official.nlp.text_tasks.base import TextTask, input_check, model_files, str
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 
+def _check_fine_tuned_kind(path: str, model: BertClassifier, trained_multi_label: bool, multi_label, thresholds):
+    """Refuses a `from_model_dir` argument that contradicts how `path`'s head was trained: a sigmoid head read as a
+    softmax one (or back) would still answer, with wrong probabilities and without its thresholds."""
+    new_head = "or pass num_classes (or label_names) for a new head on its encoder"
+    if trained_multi_label and multi_label is False:
+        raise InputError(
+            f"{path} holds a multi-label classifier (a sigmoid per label, with its thresholds), but multi_label=False; "
+            f"leave multi_label out to load it as it was trained, {new_head}"
+        )
+    if not trained_multi_label and (multi_label or thresholds is not None):
+        given = "multi_label=True" if multi_label else "thresholds were given"
+        kind = "a regression head" if model.num_classes == 1 else "a single-label classifier (a softmax)"
+        raise InputError(
+            f"{path} holds {kind}, but {given}; leave multi_label and thresholds out to load it as it was trained, "
+            f"{new_head} (with multi_label=True: a multi-label one)"
+        )
+
+
 @keras.saving.register_keras_serializable(package="bert")
 class TextClassifier(TextTask):
     """`BertClassifier` on raw text: one text, or a pair (`text_pair=True`); `num_classes=1` is regression.
@@ -145,9 +163,11 @@ class TextClassifier(TextTask):
 
         With `num_classes` or `label_names` the head is new. Without them `path` must hold a fine-tuned classifier
         (`run_classifier.py`'s `--output_dir` or `best_model/`): its head, labels, text pair and sequence length
-        come along, and the other arguments override what it recorded. `seq_length` defaults to 128. A multi-label
-        classifier (`multi_label=True` for a new head; a fine-tuned one says so itself) keeps its recorded
-        thresholds unless `thresholds` are given.
+        come along, and the other arguments override what it recorded. `seq_length` defaults to 128. A fine-tuned
+        head loads as it was trained, which its directory records: a multi-label one (`run_classifier
+        --multi_label`, or `save_model_dir` of `multi_label=True`) as multi-label with its thresholds (unless
+        `thresholds` are given), any other as it was; `multi_label` may be left out, and one that contradicts the
+        directory is refused. For a new head, `multi_label=True` makes it multi-label.
         """
         files, record = model_files(path)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
@@ -171,10 +191,11 @@ class TextClassifier(TextTask):
             seq_length = seq_length or recorded["max_seq_length"]
             long_text = long_text or recorded["long_text"]
             doc_stride = doc_stride or recorded["doc_stride"]
-            if recorded["thresholds"] is not None:  # a multi-label head
-                multi_label = True if multi_label is None else multi_label
-                if multi_label and thresholds is None:
-                    thresholds = recorded["thresholds"]
+            trained_multi_label = found.get("head") == multi_label_lib.HEAD or recorded["thresholds"] is not None
+            _check_fine_tuned_kind(path, model, trained_multi_label, multi_label, thresholds)
+            multi_label = trained_multi_label
+            if multi_label and thresholds is None:
+                thresholds = recorded["thresholds"]
         else:
             if label_names is not None and num_classes not in (None, len(label_names)):
                 raise InputError(f"num_classes={num_classes} but {len(label_names)} label_names; pass one of them")

@@ -7,7 +7,8 @@ One tiny classifier is fit on 16 comments (label sets as names) and its threshol
   (numpy on `probabilities`), and setting `thresholds` changes them without a new trace;
 - the `.keras` file (loaded with safe_mode), `export()`, and `export_model` on `save_model_dir`'s directory keep the
   thresholds and answer as the classifier does in memory (1e-6); `from_model_dir` on that directory gives back a
-  multi-label classifier with its thresholds, and the Hugging Face export records them;
+  multi-label classifier with its thresholds, and the Hugging Face export records them; a `multi_label` that
+  contradicts what a fine-tuned directory holds (False for this one, True for a single-label one) is refused;
 - multi-hot labels (a NumPy array, a list of 0/1 rows, a `tf.data.Dataset` of 0/1 rows) train on the same matrix
   as the label sets, `fit` runs on such a dataset, and labels of another form are one `InputError` each;
 - bad label sets and thresholds are one `InputError` each.
@@ -164,6 +165,21 @@ def test_multi_hot_labels_train_as_the_label_sets_do(run):
         tagger.python_labels(expected[:, :-1], texts)
     with pytest.raises(InputError, match=r"y\[0\]: expected a label set .*, got int"):
         tagger.python_labels([row[0] for row in ids], texts)
+
+
+def test_a_model_dir_argument_that_contradicts_its_head_is_refused(run, tmp_path):
+    with pytest.raises(InputError, match=f"{run['model_dir']} holds a multi-label classifier.*leave multi_label out"):
+        TextClassifier.from_model_dir(run["model_dir"], multi_label=False)  # read it as softmax, before
+    single = TextClassifier(
+        BertClassifier(tiny_encoder(), 3),
+        run["tagger"].tokenizer,
+        label_names=["a", "b", "c"],
+        seq_length=32,
+        compile=False,
+    ).save_model_dir(str(tmp_path / "single"))
+    for given in (dict(multi_label=True), dict(thresholds=[0.5] * 3)):
+        with pytest.raises(InputError, match=f"{single} holds a single-label classifier .*leave multi_label and"):
+            TextClassifier.from_model_dir(single, compile=False, **given)
 
 
 def test_bad_dataset_labels_are_one_input_error(run):
