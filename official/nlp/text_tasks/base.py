@@ -20,7 +20,9 @@ Inputs: Python lists or NumPy arrays of strings (each task says how pairs, words
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import tempfile
 import types
 
@@ -72,6 +74,32 @@ def string_column(values, what: str) -> np.ndarray:
         if not isinstance(value, (str, bytes)):
             raise InputError(f"{what}[{i}] is {type(value).__name__}, not a string")
     return array
+
+
+# A dataset's values are seen only inside tf.data, where a bad one can only fail an op (`input_check`); `fit` and
+# `evaluate` turn that failure back into the one-line InputError it stands for. The op carries a key, not the
+# message: TensorFlow escapes the text of a failed assertion.
+_INPUT_CHECK = "text task input check #"
+_input_check_messages: dict[str, int] = {}
+
+
+def input_check(condition: tf.Tensor, message: str) -> tf.Operation:
+    """An op that fails when the scalar bool `condition` is false; `fit` and `evaluate` then raise
+    `InputError(message)`. Run it as a control dependency of what the check guards."""
+    key = _input_check_messages.setdefault(message, len(_input_check_messages))
+    return tf.debugging.Assert(condition, [f"{_INPUT_CHECK}{key}#"])
+
+
+@contextlib.contextmanager
+def _input_errors():
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as e:
+        found = re.search(re.escape(_INPUT_CHECK) + r"(\d+)#", e.message)
+        if found is None:
+            raise
+        message = next(text for text, key in _input_check_messages.items() if key == int(found.group(1)))
+        raise InputError(message) from None
 
 
 def _unconverted(function):
@@ -239,17 +267,21 @@ class TextTask(keras.Model):
     def fit(self, x=None, y=None, batch_size=None, validation_data=None, shuffle=True, **kwargs):
         """`keras.Model.fit` on raw text: `x` texts (see the task) and `y` labels, or a dataset of both. Python
         values are shuffled each epoch unless `shuffle=False`; a dataset is taken in its own order."""
-        data = self.training_data(x, y, batch_size, shuffle=shuffle)
-        if validation_data is not None:
-            val_x, val_y = (validation_data, None) if isinstance(validation_data, tf.data.Dataset) else validation_data
-            validation_data = self.training_data(val_x, val_y, batch_size)
-        return super().fit(data, validation_data=validation_data, shuffle=False, **kwargs)
+        with _input_errors():
+            data = self.training_data(x, y, batch_size, shuffle=shuffle)
+            if validation_data is not None:
+                val_x, val_y = (
+                    (validation_data, None) if isinstance(validation_data, tf.data.Dataset) else validation_data
+                )
+                validation_data = self.training_data(val_x, val_y, batch_size)
+            return super().fit(data, validation_data=validation_data, shuffle=False, **kwargs)
 
     def evaluate(self, x=None, y=None, batch_size=None, **kwargs):
         """`keras.Model.evaluate` on raw text, as `fit` takes it."""
         if kwargs.get("_use_cached_eval_dataset"):  # fit's validation: packed already
             return super().evaluate(x, y, batch_size=batch_size, **kwargs)
-        return super().evaluate(self.training_data(x, y, batch_size), **kwargs)
+        with _input_errors():
+            return super().evaluate(self.training_data(x, y, batch_size), **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto"):
         """The answers of the exported model for raw text `x` (see the task for the keys), batch by batch. No

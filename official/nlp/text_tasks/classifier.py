@@ -44,25 +44,32 @@ import tensorflow as tf
 
 from official.nlp.checkpoints import init_checkpoint
 from official.nlp.common.errors import InputError
-from official.nlp.data import multi_label as multi_label_data
 from official.nlp.metrics import multi_label as multi_label_metrics
 from official.nlp.modeling.models import BertClassifier
 from official.nlp.serving import exporter
 from official.nlp.tasks import multi_label as multi_label_lib
 from official.nlp.tasks.classification import ClassificationTask
-from official.nlp.text_tasks.base import TextTask, model_files, string_column
+from official.nlp.text_tasks import label_sets
+from official.nlp.text_tasks.base import TextTask, input_check, model_files, string_column
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 
-def _checked_thresholds(thresholds: Sequence[float] | None, num_labels: int) -> tuple[float, ...]:
-    """One probability in (0, 1) per label; None: `metrics.multi_label.DEFAULT_THRESHOLD` for each."""
-    try:
-        values = multi_label_metrics.decision_thresholds(num_labels, thresholds=thresholds)
-    except ValueError as e:
-        raise InputError(f"thresholds: {e}") from None
-    if not ((values > 0) & (values < 1)).all():
-        raise InputError(f"thresholds: each must be a probability in (0, 1); got {values.tolist()}")
-    return tuple(float(t) for t in values)
+def _check_fine_tuned_kind(path: str, model: BertClassifier, trained_multi_label: bool, multi_label, thresholds):
+    """Refuses a `from_model_dir` argument that contradicts how `path`'s head was trained: a sigmoid head read as a
+    softmax one (or back) would still answer, with wrong probabilities and without its thresholds."""
+    new_head = "or pass num_classes (or label_names) for a new head on its encoder"
+    if trained_multi_label and multi_label is False:
+        raise InputError(
+            f"{path} holds a multi-label classifier (a sigmoid per label, with its thresholds), but multi_label=False; "
+            f"leave multi_label out to load it as it was trained, {new_head}"
+        )
+    if not trained_multi_label and (multi_label or thresholds is not None):
+        given = "multi_label=True" if multi_label else "thresholds were given"
+        kind = "a regression head" if model.num_classes == 1 else "a single-label classifier (a softmax)"
+        raise InputError(
+            f"{path} holds {kind}, but {given}; leave multi_label and thresholds out to load it as it was trained, "
+            f"{new_head} (with multi_label=True: a multi-label one)"
+        )
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -76,13 +83,14 @@ class TextClassifier(TextTask):
       regression `score`. These are the outputs of the exported model's `serving_default`.
 
     Multi-label (`multi_label=True`, as `run_classifier --multi_label`): `y` holds a label set per text (a list of
-    names or indices, maybe empty; or a `[texts, labels]` array of 0/1, the form a dataset's labels take), the
-    loss is a binary cross-entropy per label, and a label is predicted when its probability reaches its threshold
-    (`thresholds`, one per label: 0.5 each unless set, or tuned on dev data with `tune_thresholds`). `predict` gives
-    `predicted_labels` and `predicted_scores` (per text a list of the names at or above their thresholds, most
-    probable first, and their probabilities), `predicted_count`, `above_threshold`, `probabilities` and `logits`:
-    the exported `MultiLabelClassifierExport`'s outputs. The thresholds travel with `.keras`, `save_model_dir`
-    (where `run_classifier --do_predict`, `export_model.py` and the Hugging Face export read them) and `export`.
+    names or indices, maybe empty), or is a multi-hot `[texts, labels]` array of 0/1 (a dataset's labels: 0/1 per
+    label; `label_sets` has every form), the loss is a binary cross-entropy per label, and a label is predicted
+    when its probability reaches its threshold (`thresholds`, one per label: 0.5 each unless set, or tuned on dev
+    data with `tune_thresholds`). `predict` gives `predicted_labels` and `predicted_scores` (per text a list of the
+    names at or above their thresholds, most probable first, and their probabilities), `predicted_count`,
+    `above_threshold`, `probabilities` and `logits`: the exported `MultiLabelClassifierExport`'s outputs. The
+    thresholds travel with `.keras`, `save_model_dir` (where `run_classifier --do_predict`, `export_model.py` and
+    the Hugging Face export read them) and `export`.
 
     A text longer than `seq_length` tokens is truncated as the original does, or with
     `long_text="sliding_window"` cut into windows `doc_stride` tokens apart whose logits are averaged (training
@@ -125,7 +133,7 @@ class TextClassifier(TextTask):
         self.multi_label = bool(multi_label)  # before Model.__init__: compile() reads it for the loss
         self._thresholds = None
         if multi_label:
-            self._thresholds = _checked_thresholds(thresholds, model.num_classes)
+            self._thresholds = label_sets.checked_thresholds(thresholds, model.num_classes)
         super().__init__(model, tokenizer, seq_length=seq_length, **kwargs)
         self.label_names = [] if regression else [str(name) for name in label_names]
         self.text_pair = bool(text_pair)
@@ -155,9 +163,11 @@ class TextClassifier(TextTask):
 
         With `num_classes` or `label_names` the head is new. Without them `path` must hold a fine-tuned classifier
         (`run_classifier.py`'s `--output_dir` or `best_model/`): its head, labels, text pair and sequence length
-        come along, and the other arguments override what it recorded. `seq_length` defaults to 128. A multi-label
-        classifier (`multi_label=True` for a new head; a fine-tuned one says so itself) keeps its recorded
-        thresholds unless `thresholds` are given.
+        come along, and the other arguments override what it recorded. `seq_length` defaults to 128. A fine-tuned
+        head loads as it was trained, which its directory records: a multi-label one (`run_classifier
+        --multi_label`, or `save_model_dir` of `multi_label=True`) as multi-label with its thresholds (unless
+        `thresholds` are given), any other as it was; `multi_label` may be left out, and one that contradicts the
+        directory is refused. For a new head, `multi_label=True` makes it multi-label.
         """
         files, record = model_files(path)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
@@ -181,10 +191,11 @@ class TextClassifier(TextTask):
             seq_length = seq_length or recorded["max_seq_length"]
             long_text = long_text or recorded["long_text"]
             doc_stride = doc_stride or recorded["doc_stride"]
-            if recorded["thresholds"] is not None:  # a multi-label head
-                multi_label = True if multi_label is None else multi_label
-                if multi_label and thresholds is None:
-                    thresholds = recorded["thresholds"]
+            trained_multi_label = found.get("head") == multi_label_lib.HEAD or recorded["thresholds"] is not None
+            _check_fine_tuned_kind(path, model, trained_multi_label, multi_label, thresholds)
+            multi_label = trained_multi_label
+            if multi_label and thresholds is None:
+                thresholds = recorded["thresholds"]
         else:
             if label_names is not None and num_classes not in (None, len(label_names)):
                 raise InputError(f"num_classes={num_classes} but {len(label_names)} label_names; pass one of them")
@@ -216,7 +227,7 @@ class TextClassifier(TextTask):
     def thresholds(self, values: Sequence[float]) -> None:
         if not self.multi_label:
             raise InputError("thresholds are for a multi-label classifier (multi_label=True)")
-        values = _checked_thresholds(values, len(self.label_names))
+        values = label_sets.checked_thresholds(values, len(self.label_names))
         self._thresholds = values
         if self._serving.module is not None:  # the traced serving function reads the variable
             self._serving.module.thresholds.assign(values)
@@ -297,7 +308,7 @@ class TextClassifier(TextTask):
     def python_labels(self, y, texts: dict) -> np.ndarray:
         count = len(texts["text_a"])
         if self.multi_label:
-            return self._label_sets(y, count)
+            return label_sets.python_label_matrix(y, self.label_names, count)
         values = np.asarray(y)
         if values.shape != (count,):
             raise InputError(f"y: expected {count} labels (one per text), got an array of shape {values.shape}")
@@ -313,24 +324,6 @@ class TextClassifier(TextTask):
             raise InputError(f"y: expected label indices 0..{len(self.label_names) - 1} or label names")
         return values.astype("int32")
 
-    def _label_sets(self, y, count: int) -> np.ndarray:
-        """Multi-label `y` as `[texts, labels]` float32 0/1: label sets of names or indices, or such an array."""
-        if isinstance(y, np.ndarray) and y.ndim == 2:
-            if y.shape != (count, len(self.label_names)) or not np.isin(y, (0, 1)).all():
-                raise InputError(f"y: expected a [{count}, {len(self.label_names)}] array of 0/1, got {y.shape}")
-            return y.astype("float32")
-        if isinstance(y, (str, bytes)) or len(y) != count:
-            raise InputError(f"y: expected {count} label sets (one list of label names per text)")
-        rows = np.zeros([count, len(self.label_names)], "float32")
-        index = {name: j for j, name in enumerate(self.label_names)}
-        for i, label_set in enumerate(y):
-            try:
-                names = multi_label_data.parse_label_set(list(label_set), self.label_names, allow_empty=True)
-            except (InputError, TypeError) as e:
-                raise InputError(f"y[{i}]: {e}") from None
-            rows[i, [index[name] for name in names]] = 1
-        return rows
-
     def training_data(self, x, y=None, batch_size=None, *, shuffle=False):
         if (
             not self.regression and not self.multi_label and not hasattr(self._serving, "label_ids")
@@ -342,14 +335,14 @@ class TextClassifier(TextTask):
         return super().training_data(x, y, batch_size, shuffle=shuffle)
 
     def tensor_labels(self, y):
-        if self.multi_label:  # a dataset's label sets: 0/1 per label
-            return tf.cast(y, tf.float32)
+        if self.multi_label:
+            return label_sets.tensor_label_matrix(y, self.label_names)
         if self.regression:
             return tf.cast(y, tf.float32)
         if y.dtype == tf.string:
             ids = self._serving.label_ids.lookup(y)
-            check = tf.debugging.assert_non_negative(ids, message=f"a label is not one of {self.label_names}")
-            with tf.control_dependencies([check]):
+            unknown = f"the dataset's labels: a label is not one of {', '.join(self.label_names)}"
+            with tf.control_dependencies([input_check(tf.reduce_all(ids >= 0), unknown)]):
                 return tf.identity(ids)
         return tf.cast(y, tf.int32)
 

@@ -36,7 +36,7 @@ from official.nlp.metrics import conlleval
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.serving import exporter
 from official.nlp.tasks.tagging import TaggingTask
-from official.nlp.text_tasks.base import TextTask, as_strings, model_files, string_column
+from official.nlp.text_tasks.base import TextTask, as_strings, input_check, model_files, string_column
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 _WHITESPACE = re.compile(r"[\t\n\r\u0020\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")  # BERT's: tab, CR, LF, Zs
@@ -225,8 +225,8 @@ class TokenClassifier(TextTask):
         if y.dtype != tf.string:
             return tf.cast(y, tf.int32)
         ids = tf.ragged.map_flat_values(self._serving.label_ids.lookup, y)
-        check = tf.debugging.assert_non_negative(ids.flat_values, message=f"a tag is not one of {self.label_names}")
-        with tf.control_dependencies([check]):
+        unknown = f"the dataset's labels: a tag is not one of {', '.join(self.label_names)}"
+        with tf.control_dependencies([input_check(tf.reduce_all(ids.flat_values >= 0), unknown)]):
             return tf.identity(ids)
 
     def training_batch(self, texts, labels):

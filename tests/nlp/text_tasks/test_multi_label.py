@@ -7,7 +7,10 @@ One tiny classifier is fit on 16 comments (label sets as names) and its threshol
   (numpy on `probabilities`), and setting `thresholds` changes them without a new trace;
 - the `.keras` file (loaded with safe_mode), `export()`, and `export_model` on `save_model_dir`'s directory keep the
   thresholds and answer as the classifier does in memory (1e-6); `from_model_dir` on that directory gives back a
-  multi-label classifier with its thresholds, and the Hugging Face export records them;
+  multi-label classifier with its thresholds, and the Hugging Face export records them; a `multi_label` that
+  contradicts what a fine-tuned directory holds (False for this one, True for a single-label one) is refused;
+- multi-hot labels (a NumPy array, a list of 0/1 rows, a `tf.data.Dataset` of 0/1 rows) train on the same matrix
+  as the label sets, `fit` runs on such a dataset, and labels of another form are one `InputError` each;
 - bad label sets and thresholds are one `InputError` each.
 """
 
@@ -18,6 +21,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from sklearn.preprocessing import MultiLabelBinarizer
 
 from official.nlp.checkpoints import hf_export
 from official.nlp.common.errors import InputError
@@ -70,11 +74,13 @@ def run(tmp_path_factory, tiny_model_dir, shared_data):
     )
 
 
-def test_fit_trains_on_the_label_sets_with_binary_cross_entropy(run):
-    from sklearn.preprocessing import MultiLabelBinarizer
+def _multi_hot(ids):
+    return MultiLabelBinarizer(classes=range(len(LABELS))).fit_transform(ids)
 
+
+def test_fit_trains_on_the_label_sets_with_binary_cross_entropy(run):
     tagger, texts = run["tagger"], run["texts"]
-    expected = MultiLabelBinarizer(classes=range(len(LABELS))).fit_transform(run["ids"])
+    expected = _multi_hot(run["ids"])
     given = tagger.python_labels([[LABELS[i] for i in row] for row in run["ids"]], tagger.python_texts(texts))
     np.testing.assert_array_equal(given, expected)
     np.testing.assert_array_equal(tagger.python_labels(run["ids"], tagger.python_texts(texts)), expected)  # ids
@@ -138,3 +144,61 @@ def test_bad_label_sets_and_thresholds_are_one_input_error(run):
         TextClassifier(BertClassifier(encoder, 2), tagger.tokenizer, thresholds=[0.5, 0.5])
     with pytest.raises(InputError, match="multi_label needs a head with one output per label"):
         TextClassifier(BertClassifier(encoder, 1), tagger.tokenizer, multi_label=True)
+
+
+def test_multi_hot_labels_train_as_the_label_sets_do(run):
+    tagger, texts, ids = run["tagger"], run["tagger"].python_texts(run["texts"]), run["ids"]
+    expected = _multi_hot(ids)
+    forms = {
+        "array": expected,
+        "bool array": expected.astype(bool),
+        "list of 0/1 rows": expected.tolist(),  # was read as the label indices 0 and 1
+        "list of NumPy rows": list(expected),
+        "NumPy index sets": [np.array(row) for row in ids],
+        "the files' labels fields": [",".join(str(i) for i in row) for row in ids],
+    }
+    for form, y in forms.items():
+        np.testing.assert_array_equal(tagger.python_labels(y, texts), expected, err_msg=form)
+    with pytest.raises(InputError, match=r"y\[0\]: \[0, 0, 0, .*\] lists a label twice.* each of the 28 labels"):
+        tagger.python_labels(expected[:, :-1].tolist(), texts)  # rows one short
+    with pytest.raises(InputError, match=r"a multi-hot array must be \[16, 28\].* got shape \(16, 27\)"):
+        tagger.python_labels(expected[:, :-1], texts)
+    with pytest.raises(InputError, match=r"y\[0\]: expected a label set .*, got int"):
+        tagger.python_labels([row[0] for row in ids], texts)
+
+
+def test_a_model_dir_argument_that_contradicts_its_head_is_refused(run, tmp_path):
+    with pytest.raises(InputError, match=f"{run['model_dir']} holds a multi-label classifier.*leave multi_label out"):
+        TextClassifier.from_model_dir(run["model_dir"], multi_label=False)  # read it as softmax, before
+    single = TextClassifier(
+        BertClassifier(tiny_encoder(), 3),
+        run["tagger"].tokenizer,
+        label_names=["a", "b", "c"],
+        seq_length=32,
+        compile=False,
+    ).save_model_dir(str(tmp_path / "single"))
+    for given in (dict(multi_label=True), dict(thresholds=[0.5] * 3)):
+        with pytest.raises(InputError, match=f"{single} holds a single-label classifier .*leave multi_label and"):
+            TextClassifier.from_model_dir(single, compile=False, **given)
+
+
+def test_bad_dataset_labels_are_one_input_error(run):
+    tagger, texts = run["tagger"], run["texts"][:2]
+    hot = _multi_hot(run["ids"][:2])
+    for labels, found in (
+        (hot[:, :5], r"got shape \[5\] per text"),
+        ([LABELS[row[0]] for row in run["ids"][:2]], "got string labels"),
+        (np.array([row[0] for row in run["ids"][:2]]), "got a scalar per text"),
+        (hot * 2, "got a value other than 0 and 1"),  # seen when read: was trained on
+    ):
+        with pytest.raises(InputError, match=rf"the dataset's labels: .*\[28\] per element.*; {found}"):
+            tagger.evaluate(tf.data.Dataset.from_tensor_slices((texts, labels)), verbose=0)
+
+
+def test_fit_on_a_dataset_of_multi_hot_rows(run):
+    """Last: it trains the module's classifier further."""
+    tagger, expected = run["tagger"], _multi_hot(run["ids"])
+    rows = expected.astype(bool)
+    np.testing.assert_array_equal(tagger.tensor_labels(tf.constant(rows)).numpy(), expected)  # what the map reads
+    history = tagger.fit(tf.data.Dataset.from_tensor_slices((run["texts"], rows)).batch(8), epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
