@@ -45,7 +45,7 @@ def _get(path: str) -> bytes:
 
 
 def _checkpoint_values(prefix: str) -> dict[str, np.ndarray]:
-    reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # a prefix: see tf_checkpoints.load_checkpoint
+    reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # a prefix: see tf1_checkpoints.load_checkpoint
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map() if "OPTIMIZER" not in name}
 
 

@@ -212,7 +212,7 @@ def test_served_answers_match_the_fine_tuned_checkpoint(quickstart):
     """The answers of the SavedModel (fresh process, raw strings) = the checkpoint run here on Python tokens."""
     import keras
 
-    from official.nlp.checkpoints import model_loading, tf_checkpoints
+    from official.nlp.checkpoints import model_loading, our_checkpoints
     from official.nlp.modeling.models import BertClassifier
 
     out, _ = quickstart
@@ -226,7 +226,7 @@ def test_served_answers_match_the_fine_tuned_checkpoint(quickstart):
     assert summary["saved_model"] == str(out / "export" / "1")
     files = model_loading.read_model_files(str(out / f"classifier_{summary['exported']}" / "best_model"))
     model = BertClassifier(files.build_encoder(), num_classes=2)
-    tf_checkpoints.restore_checkpoint(model, files.checkpoint)
+    our_checkpoints.restore_checkpoint(model, files.checkpoint)
     tokenizer, seq = files.tokenizer(), 32
     ids = np.zeros((len(served), seq), "int32")
     for i, row in enumerate(served):

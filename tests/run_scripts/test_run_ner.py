@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir, model_loading, tf_checkpoints
+from official.nlp.checkpoints import model_dir, model_loading, our_checkpoints
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll
 from official.nlp.modeling.configs import BertConfig
@@ -182,7 +182,7 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
     )
     x = {k: np.ones((2, 24), "int32") for k in ("input_word_ids", "input_mask", "input_type_ids")}
     assert not np.allclose(restored(x), model(x))
-    tf_checkpoints.restore_checkpoint(restored, final_prefix)
+    our_checkpoints.restore_checkpoint(restored, final_prefix)
     np.testing.assert_allclose(restored(x), model(x), atol=1e-6)
 
 

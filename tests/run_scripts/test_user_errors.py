@@ -371,12 +371,12 @@ def test_run_pretraining_from_an_encoder_only_checkpoint(tmp_path, records, voca
 def test_a_tf1_checkpoint_without_heads_initializes_a_pretrainer_encoder(tf1_encoder_dir):
     import keras
 
-    from official.nlp.checkpoints import model_loading, tf_checkpoints
+    from official.nlp.checkpoints import model_loading, our_checkpoints, tf1_checkpoints
     from official.nlp.modeling.encoder import BertEncoder
     from official.nlp.modeling.models import BertPretrainer
 
     files = model_loading.read_model_files(tf1_encoder_dir)
-    assert files.checkpoint_format == "tf1" and not tf_checkpoints.checkpoint_has_masked_lm_head(files.checkpoint)
+    assert files.checkpoint_format == "tf1" and not our_checkpoints.checkpoint_has_masked_lm_head(files.checkpoint)
     keras.utils.set_random_seed(1)
     pretrainer = BertPretrainer(BertEncoder.from_bert_config(files.config))
     encoder_ids = {id(w) for w in pretrainer.encoder.weights}
@@ -384,8 +384,8 @@ def test_a_tf1_checkpoint_without_heads_initializes_a_pretrainer_encoder(tf1_enc
     assert heads
     heads_before = [w.numpy().copy() for w in heads]
     files.restore(pretrainer)
-    stored = tf_checkpoints.read_tf1_checkpoint(files.checkpoint)
-    restored = tf_checkpoints.export_weights(pretrainer.encoder)
+    stored = tf1_checkpoints.read_tf1_checkpoint(files.checkpoint)
+    restored = tf1_checkpoints.export_weights(pretrainer.encoder)
     for name in ("bert/embeddings/word_embeddings", "bert/encoder/layer_1/output/dense/kernel"):
         np.testing.assert_array_equal(restored[name], stored[name])
     for before, after in zip(heads_before, heads):

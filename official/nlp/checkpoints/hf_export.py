@@ -18,7 +18,7 @@ which transformers keeps on its config without using. A left-to-right pretrainer
 --objective=ltr`) is a `BertLMHeadModel` with `is_decoder` (transformers' causal mask, the same next-token logits);
 any other left-to-right model is refused (`_architecture`): transformers' pooler reads `[CLS]`, ours the last real
 token, so its `pooled_output` and a classifier on it would differ. The weight names are those `hf_weights` reads, in
-reverse (`hf_weights.tf1_name_to_hf` over `tf_checkpoints.export_weights`), so a Hugging Face folder converted here
+reverse (`hf_weights.tf1_name_to_hf` over `tf1_checkpoints.export_weights`), so a Hugging Face folder converted here
 and written back gives the same tensors.
 
 Refused, naming what: other fine-tuned heads (token classification, span prediction, multiple choice), an
@@ -40,7 +40,7 @@ import os
 import numpy as np
 from absl import logging
 
-from official.nlp.checkpoints import hf_weights, model_loading, tf_checkpoints
+from official.nlp.checkpoints import hf_weights, model_loading, our_checkpoints, tf1_checkpoints
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import output_files, output_folders
@@ -133,7 +133,7 @@ def hf_tensors(model, *, pooler: bool = True) -> dict[str, np.ndarray]:
     prefix = "" if isinstance(model, BertEncoder) else "bert."
     tensors = {}
     try:
-        weights = tf_checkpoints.export_weights(model)
+        weights = tf1_checkpoints.export_weights(model)
     except ValueError as e:  # a masked-LM head with its own output embeddings
         raise InputError(f"{e}; Hugging Face's BERT ties them") from None
     for name, value in weights.items():
@@ -151,14 +151,14 @@ def hf_tensors(model, *, pooler: bool = True) -> dict[str, np.ndarray]:
 
 def _classifier(path: str, record: dict, files: model_dir_lib.ModelFiles) -> BertClassifier:
     shape = (
-        tf_checkpoints.saved_variable_shape(files.checkpoint, ("model", "classifier", "_kernel"))
+        our_checkpoints.saved_variable_shape(files.checkpoint, ("model", "classifier", "_kernel"))
         if files.checkpoint_format == "ours"
         else None
     )
     if shape is None:
         raise InputError(f"{path}: finetuning.json names a {record.get('head')} head, but the checkpoint holds none")
     model = BertClassifier(BertEncoder.from_bert_config(files.config), shape[-1])
-    tf_checkpoints.restore_checkpoint(model, files.checkpoint)
+    our_checkpoints.restore_checkpoint(model, files.checkpoint)
     return model
 
 
@@ -280,7 +280,7 @@ def export_to_hugging_face(
             os.path.join(staging, WEIGHTS_FILE), safetensors_bytes(tensors, metadata={"format": "pt"})
         )
         output_folders.commit_export(staging, output_dir, marker=WEIGHTS_FILE, replace=False)
-    described = tf_checkpoints._describe(files.config)
+    described = tf1_checkpoints._describe(files.config)
     logging.info("Wrote %s (%d tensors, %s) to %s", architecture, len(tensors), described, output_dir)
     return model_dir_lib.ModelFiles(
         config=files.config,

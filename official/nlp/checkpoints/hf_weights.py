@@ -1,4 +1,4 @@
-"""Hugging Face BERT weights (`model.safetensors`) as TF1-named, TF1-layout arrays for `checkpoints.assign_weights`.
+"""Hugging Face BERT weights (`model.safetensors`) as TF1-named, TF1-layout arrays for `tf1_checkpoints.assign_weights`.
 
 PyTorch stores dense weights as `[out, in]`; TF1 and Keras as `[in, out]`, so dense weights are transposed. The
 NSP weight `cls.seq_relationship.weight` is `[2, H]` in both PyTorch and TF1 and is not.

@@ -5,7 +5,7 @@ A model directory holds
     bert_config.json   the BertConfig
     vocab.txt          the WordPiece vocabulary
     do_lower_case      "true" or "false"
-    checkpoint, ckpt-N.index, ckpt-N.data-*    our checkpoint (tf.train.Checkpoint, see tf_checkpoints.py)
+    checkpoint, ckpt-N.index, ckpt-N.data-*    our checkpoint (tf.train.Checkpoint, see our_checkpoints.py)
       or bert_model.ckpt.index/.data-*         an original TF1 checkpoint (--output_format=tf1)
     finetuning.json    only in a fine-tuned model directory: the task, head and labels of its head (TASK_FILE)
 
@@ -38,7 +38,7 @@ from collections.abc import Mapping
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import hf_weights, tf_checkpoints
+from official.nlp.checkpoints import hf_weights, our_checkpoints, tf1_checkpoints
 from official.nlp.common import input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.modeling.configs import BertConfig
@@ -49,7 +49,7 @@ CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
 DO_LOWER_CASE_FILE = "do_lower_case"
 TF1_CHECKPOINT_NAME = "bert_model.ckpt"
-CHECKPOINT_NAME = tf_checkpoints.CHECKPOINT_NAME
+CHECKPOINT_NAME = our_checkpoints.CHECKPOINT_NAME
 CHECKPOINT_STATE_FILE = "checkpoint"  # written by tf.train.CheckpointManager after the checkpoint: the marker
 TASK_FILE = "finetuning.json"
 SETTINGS_FILE = "finetuning_settings.json"
@@ -83,7 +83,7 @@ class ModelFiles:
         Other task models get the encoder only (their heads start fresh, as in fine-tuning). A `BertPretrainer`
         from a checkpoint without pretraining heads (a converted Hugging Face encoder, a TF1 checkpoint without
         `cls/*`) gets the encoder, and its heads keep their fresh initial values. To resume a whole fine-tuned
-        model from our format use `tf_checkpoints.restore_checkpoint(model, prefix)`; a job decides what it starts
+        model from our format use `our_checkpoints.restore_checkpoint(model, prefix)`; a job decides what it starts
         from with `restore_plan.plan_restore`.
         """
         if self.checkpoint is None:
@@ -132,7 +132,7 @@ def has_masked_lm_head(checkpoint: str, checkpoint_format: str) -> bool:
     """Whether a checkpoint of any format holds the masked-LM head (public encoder-only ones do not)."""
     if checkpoint_format == "hf":
         return hf_weights.hf_has_masked_lm_head(checkpoint)
-    return tf_checkpoints.checkpoint_has_masked_lm_head(checkpoint)
+    return our_checkpoints.checkpoint_has_masked_lm_head(checkpoint)
 
 
 def restore_weights(model, checkpoint: str, checkpoint_format: str, *, whole_model: bool) -> None:
@@ -140,11 +140,11 @@ def restore_weights(model, checkpoint: str, checkpoint_format: str, *, whole_mod
     into all of `model` (a `BertPretrainer`'s heads; any task model's head from our format). Decides nothing."""
     target = model if whole_model or isinstance(model, BertEncoder) else model.encoder
     if checkpoint_format == "tf1":
-        tf_checkpoints.assign_weights(tf_checkpoints.read_tf1_checkpoint(checkpoint), target, source=checkpoint)
+        tf1_checkpoints.assign_weights(tf1_checkpoints.read_tf1_checkpoint(checkpoint), target, source=checkpoint)
     elif checkpoint_format == "hf":
-        tf_checkpoints.assign_weights(hf_weights.read_hf_weights(checkpoint), target, source=checkpoint)
+        tf1_checkpoints.assign_weights(hf_weights.read_hf_weights(checkpoint), target, source=checkpoint)
     else:
-        tf_checkpoints.restore_checkpoint(target, checkpoint, encoder_only=not whole_model)
+        our_checkpoints.restore_checkpoint(target, checkpoint, encoder_only=not whole_model)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -204,12 +204,12 @@ def save_model_dir(
                 "library reads bert_config.json correctly for this checkpoint",
                 config.hidden_act,
             )
-        prefix = tf_checkpoints.write_tf1_checkpoint(
-            os.path.join(model_dir, TF1_CHECKPOINT_NAME), tf_checkpoints.export_weights(model)
+        prefix = tf1_checkpoints.write_tf1_checkpoint(
+            os.path.join(model_dir, TF1_CHECKPOINT_NAME), tf1_checkpoints.export_weights(model)
         )
     else:
         prefix = tf.train.CheckpointManager(
-            tf_checkpoints.checkpoint_root(model), model_dir, max_to_keep=None, checkpoint_name=CHECKPOINT_NAME
+            our_checkpoints.checkpoint_root(model), model_dir, max_to_keep=None, checkpoint_name=CHECKPOINT_NAME
         ).save(1 if checkpoint_number is None else checkpoint_number)
     return ModelFiles(
         config=config,

@@ -24,7 +24,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import hf_weights, model_dir, tf_checkpoints
+from official.nlp.checkpoints import hf_weights, model_dir, our_checkpoints, tf1_checkpoints
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
@@ -59,9 +59,9 @@ def find_checkpoint(path: str) -> tuple[str, str]:
         prefix = path
     else:
         raise MissingInputError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
-    if tf_checkpoints.is_our_checkpoint(prefix):
+    if our_checkpoints.is_our_checkpoint(prefix):
         return prefix, "ours"
-    if tf_checkpoints.is_tf1_checkpoint(prefix):
+    if tf1_checkpoints.is_tf1_checkpoint(prefix):
         return prefix, "tf1"
     raise InputError(
         f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
@@ -226,7 +226,7 @@ def load_model(
         files = hf_model_files(
             path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
         )
-        model = tf_checkpoints.model_from_weights(
+        model = tf1_checkpoints.model_from_weights(
             hf_weights.read_hf_weights(path), files.config, source=path, display_name=hf_weights.tf1_name_to_hf
         )
         return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
@@ -238,8 +238,8 @@ def load_model(
     if files.checkpoint_format != input_format:
         raise InputError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
     if input_format == "tf1":
-        weights = tf_checkpoints.read_tf1_checkpoint(files.checkpoint)
-        model = tf_checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)
+        weights = tf1_checkpoints.read_tf1_checkpoint(files.checkpoint)
+        model = tf1_checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)
     else:
-        model = tf_checkpoints.model_from_checkpoint(files.checkpoint, files.config)
+        model = our_checkpoints.model_from_checkpoint(files.checkpoint, files.config)
     return model, files

@@ -35,7 +35,7 @@ from absl import logging
 
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.checkpoints import our_checkpoints
 from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 
@@ -114,7 +114,7 @@ class RestorePlan:
                 logging.warning(self.describe())
             return
         if self.source in (RESUME, BEST, FINE_TUNED):
-            tf_checkpoints.restore_checkpoint(model, self.checkpoint)
+            our_checkpoints.restore_checkpoint(model, self.checkpoint)
         else:
             model_dir_lib.restore_weights(
                 model, self.checkpoint, self.checkpoint_format, whole_model=self.head_restored

@@ -27,7 +27,7 @@ from absl import logging
 
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.checkpoints import model_loading, tf_checkpoints
+from official.nlp.checkpoints import model_loading, our_checkpoints
 from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.metrics import multi_label as multi_label_metrics
@@ -50,7 +50,7 @@ _SPAN_LSTM_KERNEL = ("model", "span_bilstm", "forward_layer", "cell", "kernel")
 
 
 def _head_shape(files: model_dir_lib.ModelFiles, path: tuple[str, ...], task: str, init_checkpoint: str):
-    shape = tf_checkpoints.saved_variable_shape(files.checkpoint, path) if files.checkpoint_format == "ours" else None
+    shape = our_checkpoints.saved_variable_shape(files.checkpoint, path) if files.checkpoint_format == "ours" else None
     if shape is None:
         raise InputError(
             f"--init_checkpoint={init_checkpoint} holds no fine-tuned {task} head ({'/'.join(path)}); "
@@ -80,7 +80,7 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
     if task == "squad":
         _head_shape(files, ("model", "span_logits", "_kernel"), task, init_checkpoint)
         # The checkpoint says which span head it holds (run_squad --span_head): a BiLSTM's kernel is [H, 4 * units].
-        lstm = tf_checkpoints.saved_variable_shape(files.checkpoint, _SPAN_LSTM_KERNEL)
+        lstm = our_checkpoints.saved_variable_shape(files.checkpoint, _SPAN_LSTM_KERNEL)
         head = {"span_head": "bilstm", "lstm_units": lstm[-1] // 4} if lstm else {}
         model = models.BertSpanLabeler(encoder, **head)
     else:
@@ -90,7 +90,7 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
             "ner": lambda: models.BertTokenClassifier(encoder, shape[-1]),
             "swag": lambda: models.BertMultipleChoice(encoder),
         }[task]()
-    tf_checkpoints.restore_checkpoint(model, files.checkpoint)
+    our_checkpoints.restore_checkpoint(model, files.checkpoint)
     return model
 
 

@@ -20,7 +20,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.checkpoints import our_checkpoints
 from official.nlp.common import input_files, output_files, text_files
 from official.nlp.training import summaries
 
@@ -68,7 +68,7 @@ def restore_best(model: keras.Model, best_dir: str, final_step: int) -> dict | N
     if evaluation.get("step") == final_step:
         logging.info("The model of this run is %s (%s): the weights training ended with", best_dir, described)
     else:
-        tf_checkpoints.restore_checkpoint(model, checkpoint)
+        our_checkpoints.restore_checkpoint(model, checkpoint)
         logging.info(
             "The model of this run is %s (%s), not the last step's (%d): its weights are restored for what "
             "follows (--do_predict, the returned model), as an export or a later --init_checkpoint would load them",

@@ -33,7 +33,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import integrity
-from official.nlp.checkpoints.tf_checkpoints import CHECKPOINT_NAME
+from official.nlp.checkpoints.our_checkpoints import CHECKPOINT_NAME
 from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.training.distribution import WorkerInfo

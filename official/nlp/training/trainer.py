@@ -45,7 +45,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.checkpoints import our_checkpoints
 from official.nlp.common import interruption, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.training import distribution, summaries
@@ -145,7 +145,7 @@ class Trainer:
       init_fn: called when `model_dir` has no checkpoint yet, e.g. to load `--init_checkpoint`.
       clock: seconds, for the speed, the time left and when to log progress (tests pass their own).
 
-    Checkpoints hold a BERT model in the library's layout (`tf_checkpoints.training_checkpoint_root`), so that every
+    Checkpoints hold a BERT model in the library's layout (`our_checkpoints.training_checkpoint_root`), so that every
     training checkpoint is also a valid `--init_checkpoint` for the next job.
     """
 
@@ -198,7 +198,7 @@ class Trainer:
                 optimizer.build(model.trainable_variables)
         self._rng_states = distribution.seed_generator_states(model)
         self._initial_rng_seeds = distribution.primary_seeds(self._rng_states)
-        self._checkpoint = tf_checkpoints.training_checkpoint_root(
+        self._checkpoint = our_checkpoints.training_checkpoint_root(
             model, optimizer=optimizer, step=self.step, nonfinite_steps=self.nonfinite_steps, rng_state=self._rng_states
         )
         self._train_step = TrainStep(

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import hf_weights, tf_checkpoints
+from official.nlp.checkpoints import hf_weights, tf1_checkpoints
 from official.nlp.modeling.models import BertPretrainer
-from tests.nlp.checkpoints.test_tf_checkpoints import _pretrainer, _pretraining_inputs
+from tests.nlp.checkpoints.test_tf1_checkpoints import _pretrainer, _pretraining_inputs
 
 
 def test_safetensors_reader(tmp_path):
@@ -65,7 +65,7 @@ def _hf_bert_names(num_layers):
 
 def test_hugging_face_names_map_onto_every_tf1_variable():
     model = _pretrainer()
-    variables = tf_checkpoints.tf1_variable_map(model.encoder, model.masked_lm, model.next_sentence)
+    variables = tf1_checkpoints.tf1_variable_map(model.encoder, model.masked_lm, model.next_sentence)
     hf_names = _hf_bert_names(model.encoder.config.num_hidden_layers)
     mapped = {name: hf_weights.hf_name_to_tf1(name) for name in hf_names}
     assert sorted(tf1 for tf1, _ in mapped.values()) == sorted(variables)

@@ -4,7 +4,7 @@ import shutil
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import model_dir, model_loading, tf_checkpoints
+from official.nlp.checkpoints import model_dir, model_loading, our_checkpoints, tf1_checkpoints
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
@@ -17,7 +17,7 @@ def test_google_zip_layout_tf1_prefix(tmp_path, uncased_vocab):
     pretrainer = BertPretrainer(_encoder())
     folder = tmp_path / "uncased_L-1_H-16_A-2"
     folder.mkdir()
-    tf_checkpoints.write_tf1_checkpoint(str(folder / "bert_model.ckpt"), tf_checkpoints.export_weights(pretrainer))
+    tf1_checkpoints.write_tf1_checkpoint(str(folder / "bert_model.ckpt"), tf1_checkpoints.export_weights(pretrainer))
     CONFIG.to_json_file(folder / "bert_config.json")
     shutil.copy(uncased_vocab, folder / "vocab.txt")
     for path in (folder / "bert_model.ckpt", folder):
@@ -36,8 +36,8 @@ def test_case_inferred_from_vocab_when_folder_says_nothing(tmp_path, cased_vocab
     folder = tmp_path / "my_model"
     config = BertConfig(**{**CONFIG.to_dict(), "vocab_size": 28996})
     model_dir.write_model_files(str(folder), config, str(cased_vocab), None)
-    tf_checkpoints.write_tf1_checkpoint(
-        str(folder / "bert_model.ckpt"), tf_checkpoints.export_weights(BertEncoder.from_bert_config(config))
+    tf1_checkpoints.write_tf1_checkpoint(
+        str(folder / "bert_model.ckpt"), tf1_checkpoints.export_weights(BertEncoder.from_bert_config(config))
     )
     assert model_loading.read_model_files(str(folder)).do_lower_case is False
 
@@ -68,7 +68,7 @@ def test_missing_pieces_are_named(tmp_path):
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="it holds no weights. Expected a model directory"):
         model_loading.read_model_files(str(empty))
-    prefix = tf_checkpoints.save_checkpoint(_encoder(), str(tmp_path / "bare" / "ckpt"))
+    prefix = our_checkpoints.save_checkpoint(_encoder(), str(tmp_path / "bare" / "ckpt"))
     with pytest.raises(FileNotFoundError, match="has no bert_config.json"):
         model_loading.read_model_files(prefix)
     CONFIG.to_json_file(tmp_path / "bare" / "bert_config.json")

@@ -109,12 +109,12 @@ def test_script_converts_the_package_and_matches_transformers(package_dir, refer
 
 def test_tanh_gelu_would_fail_the_tolerance(package_dir, reference):
     """Negative control: the same weights under the TF1 tanh GELU miss the bound, so the check can fail."""
-    from official.nlp.checkpoints import hf_weights, tf_checkpoints
+    from official.nlp.checkpoints import hf_weights, tf1_checkpoints
     from official.nlp.modeling.configs import BertConfig
 
     config = BertConfig.from_json_file(os.path.join(package_dir, "config.json"))
     wrong = BertConfig(**{**config.to_dict(), "hidden_act": "gelu"})
-    encoder = tf_checkpoints.model_from_weights(hf_weights.read_hf_weights(package_dir), wrong)
+    encoder = tf1_checkpoints.model_from_weights(hf_weights.read_hf_weights(package_dir), wrong)
     with pytest.raises(AssertionError):
         _compare(encoder, reference, "tanh GELU (must fail)")
 
@@ -135,13 +135,13 @@ def test_tanh_gelu_would_fail_the_tolerance(package_dir, reference):
 def test_wrong_config_for_the_package_is_reported(package_dir, change, kind, needle, tmp_path):
     import json
 
-    from official.nlp.checkpoints import tf_checkpoints
+    from official.nlp.checkpoints import tf1_checkpoints
 
     with open(os.path.join(package_dir, "config.json")) as f:
         values = json.load(f)
     values.update(change)
     (tmp_path / "config.json").write_text(json.dumps(values))
-    with pytest.raises(tf_checkpoints.CheckpointMismatchError) as info:
+    with pytest.raises(tf1_checkpoints.CheckpointMismatchError) as info:
         conversion.convert_checkpoint(
             package_dir, str(tmp_path / "out"), bert_config_file=str(tmp_path / "config.json")
         )

@@ -9,7 +9,14 @@ import keras
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import hf_weights, init_checkpoint, model_dir, model_loading, restore_plan, tf_checkpoints
+from official.nlp.checkpoints import (
+    hf_weights,
+    init_checkpoint,
+    model_dir,
+    model_loading,
+    restore_plan,
+    tf1_checkpoints,
+)
 from official.nlp.checkpoints.restore_plan import FINE_TUNED, PRETRAINED, PRETRAINING, RESUME, SCRATCH, Head
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
@@ -73,7 +80,7 @@ def sources(tmp_path_factory):
     for name, model in (("tf1", pretrainer), ("tf1_encoder", pretrainer.encoder)):
         folder = root / name
         folder.mkdir()
-        tf_checkpoints.write_tf1_checkpoint(str(folder / "bert_model.ckpt"), tf_checkpoints.export_weights(model))
+        tf1_checkpoints.write_tf1_checkpoint(str(folder / "bert_model.ckpt"), tf1_checkpoints.export_weights(model))
         CONFIG.to_json_file(folder / "bert_config.json")
         shutil.copy(vocab, folder / "vocab.txt")
         paths[name] = str(folder / "bert_model.ckpt")
@@ -84,7 +91,7 @@ def sources(tmp_path_factory):
         folder = root / name
         folder.mkdir()
         tensors = {}
-        for tf1_name, value in tf_checkpoints.export_weights(model).items():
+        for tf1_name, value in tf1_checkpoints.export_weights(model).items():
             key = hf_weights.tf1_name_to_hf(tf1_name)
             tensors[key] = np.ascontiguousarray(value.T if hf_weights.hf_name_to_tf1(key)[1] else value)
         save_file(tensors, str(folder / "model.safetensors"))

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import model_dir, model_loading, tf_checkpoints
+from official.nlp.checkpoints import model_dir, model_loading, our_checkpoints
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache
 from official.nlp.modeling.configs import BertConfig
@@ -316,7 +316,7 @@ class JobsConfig(finetuning.FineTuningConfig):
 def _logits_of(directory, task):
     """The logits of the latest checkpoint in `directory`, read into a new model."""
     model = task.build_model(BertEncoder.from_bert_config(BertConfig(**TINY)))
-    tf_checkpoints.restore_checkpoint(model, tf.train.latest_checkpoint(str(directory)))
+    our_checkpoints.restore_checkpoint(model, tf.train.latest_checkpoint(str(directory)))
     return model.predict(task.x, verbose=0)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import integrity, tf_checkpoints
+from official.nlp.checkpoints import integrity, tf1_checkpoints
 from official.nlp.training.checkpointing import CheckpointKeeper
 from official.nlp.training.distribution import WorkerInfo
 
@@ -62,12 +62,12 @@ def test_the_only_checkpoint_truncated_says_so(tmp_path):
 
 
 def test_a_truncated_tf1_checkpoint_is_named(tmp_path):
-    prefix = tf_checkpoints.write_tf1_checkpoint(
+    prefix = tf1_checkpoints.write_tf1_checkpoint(
         str(tmp_path / "bert_model.ckpt"), {"bert/embeddings/word_embeddings": np.ones([500, 32], np.float32)}
     )
     truncate(prefix)
     with pytest.raises(integrity.DamagedCheckpointError, match=rf"^{prefix} is truncated: .* Copy the checkpoint"):
-        tf_checkpoints.read_tf1_checkpoint(prefix)
+        tf1_checkpoints.read_tf1_checkpoint(prefix)
 
 
 def test_other_index_errors_are_not_mistaken_for_damage():
@@ -105,9 +105,9 @@ def test_a_missing_data_file_is_named_on_resume_and_in_any_checkpoint_given(tmp_
     # A model directory given as --init_checkpoint (or to convert, export, extract): found when it is resolved.
     with pytest.raises(integrity.DamagedCheckpointError, match=rf"^{run}/ckpt-20 is incomplete: .* Copy the"):
         model_loading.find_checkpoint(run)
-    prefix = tf_checkpoints.write_tf1_checkpoint(
+    prefix = tf1_checkpoints.write_tf1_checkpoint(
         str(tmp_path / "bert_model.ckpt"), {"bert/embeddings/word_embeddings": np.ones([5, 3], np.float32)}
     )
     data = _remove_data(prefix)
     with pytest.raises(integrity.DamagedCheckpointError, match=rf"^{prefix} is incomplete: {data} is missing; "):
-        tf_checkpoints.read_tf1_checkpoint(prefix)
+        tf1_checkpoints.read_tf1_checkpoint(prefix)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.checkpoints import our_checkpoints, tf1_checkpoints
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
@@ -96,33 +96,33 @@ def _assert_same_outputs(a, b, inputs):
 
 def test_tf1_checkpoint_has_the_original_names_and_round_trips(tmp_path):
     model = _pretrainer()
-    prefix = tf_checkpoints.write_tf1_checkpoint(
-        str(tmp_path / "bert_model.ckpt"), tf_checkpoints.export_weights(model)
+    prefix = tf1_checkpoints.write_tf1_checkpoint(
+        str(tmp_path / "bert_model.ckpt"), tf1_checkpoints.export_weights(model)
     )
     # Readable by TF's generic reader with exactly the original names and shapes.
     assert dict(tf.train.list_variables(prefix)) == ORIGINAL_NAMES
-    assert tf_checkpoints.is_tf1_checkpoint(prefix) and not tf_checkpoints.is_our_checkpoint(prefix)
-    weights = tf_checkpoints.read_tf1_checkpoint(prefix)
+    assert tf1_checkpoints.is_tf1_checkpoint(prefix) and not our_checkpoints.is_our_checkpoint(prefix)
+    weights = tf1_checkpoints.read_tf1_checkpoint(prefix)
     # NSP weights are [2, H] in TF1: row k scores class k.
     np.testing.assert_array_equal(weights["cls/seq_relationship/output_weights"], model.next_sentence.kernel.numpy().T)
-    restored = tf_checkpoints.model_from_weights(weights, CONFIG)
+    restored = tf1_checkpoints.model_from_weights(weights, CONFIG)
     assert isinstance(restored, BertPretrainer) and restored.use_next_sentence_label
     _assert_same_outputs(model, restored, _pretraining_inputs())
 
 
 def test_tf1_training_state_is_dropped_and_task_heads_are_ignored(tmp_path):
-    weights = tf_checkpoints.export_weights(_randomized(BertEncoder.from_bert_config(CONFIG)))
+    weights = tf1_checkpoints.export_weights(_randomized(BertEncoder.from_bert_config(CONFIG)))
     extra = {
         "global_step": np.array(7.0),
         "bert/pooler/dense/kernel/adam_m": np.zeros((16, 16)),
         "bert/pooler/dense/kernel/adam_v": np.zeros((16, 16)),
         "output_weights": np.zeros((3, 16)),
     }
-    prefix = tf_checkpoints.write_tf1_checkpoint(str(tmp_path / "model.ckpt-10"), {**weights, **extra})
-    read = tf_checkpoints.read_tf1_checkpoint(prefix)
+    prefix = tf1_checkpoints.write_tf1_checkpoint(str(tmp_path / "model.ckpt-10"), {**weights, **extra})
+    read = tf1_checkpoints.read_tf1_checkpoint(prefix)
     assert set(read) == set(weights) | {"output_weights"}
     classifier = BertClassifier(BertEncoder.from_bert_config(CONFIG), 3)
-    assert tf_checkpoints.assign_weights(read, classifier) == ["output_weights"]
+    assert tf1_checkpoints.assign_weights(read, classifier) == ["output_weights"]
 
 
 @pytest.mark.parametrize(
@@ -139,11 +139,11 @@ def test_tf1_training_state_is_dropped_and_task_heads_are_ignored(tmp_path):
     ],
 )
 def test_mismatches_are_listed(change, kind, needle):
-    weights = tf_checkpoints.export_weights(_pretrainer())
+    weights = tf1_checkpoints.export_weights(_pretrainer())
     other = BertPretrainer(BertEncoder.from_bert_config(BertConfig(**{**CONFIG.to_dict(), **change})))
     before = [w.numpy().copy() for w in other.weights]
-    with pytest.raises(tf_checkpoints.CheckpointMismatchError) as info:
-        tf_checkpoints.assign_weights(weights, other, source="ckpt/bert_model.ckpt")
+    with pytest.raises(tf1_checkpoints.CheckpointMismatchError) as info:
+        tf1_checkpoints.assign_weights(weights, other, source="ckpt/bert_model.ckpt")
     assert needle in getattr(info.value, kind)
     message = str(info.value)
     assert message.startswith("ckpt/bert_model.ckpt does not match the model (")
@@ -154,90 +154,15 @@ def test_mismatches_are_listed(change, kind, needle):
 
 
 def test_pretrainer_needs_its_heads():
-    weights = tf_checkpoints.export_weights(_randomized(BertEncoder.from_bert_config(CONFIG)))
-    with pytest.raises(tf_checkpoints.CheckpointMismatchError, match="cls/predictions/output_bias"):
-        tf_checkpoints.assign_weights(weights, BertPretrainer(BertEncoder.from_bert_config(CONFIG)))
-
-
-def test_our_checkpoint_keys_partial_restore_and_mismatch(tmp_path):
-    model = _pretrainer()
-    prefix = tf_checkpoints.save_checkpoint(model, str(tmp_path / "ckpt"))
-    names = dict(tf.train.list_variables(prefix))
-    # Keys follow attribute names, not positions in the functional graph.
-    assert "encoder/transformer_layer_1/attention/query/_kernel/.ATTRIBUTES/VARIABLE_VALUE" in names
-    assert "model/masked_lm/output_bias/.ATTRIBUTES/VARIABLE_VALUE" in names
-    assert tf_checkpoints.is_our_checkpoint(prefix) and not tf_checkpoints.is_tf1_checkpoint(prefix)
-
-    # The encoder alone out of a pretraining checkpoint (fine-tuning).
-    classifier = BertClassifier(BertEncoder.from_bert_config(CONFIG), 2)
-    tf_checkpoints.restore_checkpoint(classifier, prefix, encoder_only=True)
-    for a, b in zip(classifier.encoder.weights, model.encoder.weights):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
-
-    # The whole pretrainer.
-    other = BertPretrainer(BertEncoder.from_bert_config(CONFIG))
-    tf_checkpoints.restore_checkpoint(other, prefix)
-    _assert_same_outputs(model, other, _pretraining_inputs())
-
-    deeper = BertEncoder.from_bert_config(BertConfig(**{**CONFIG.to_dict(), "num_hidden_layers": 3}))
-    with pytest.raises(tf_checkpoints.CheckpointMismatchError, match=r"missing \(16\)"):
-        tf_checkpoints.restore_checkpoint(deeper, prefix)
-    shallower = BertEncoder.from_bert_config(BertConfig(**{**CONFIG.to_dict(), "num_hidden_layers": 1}))
-    with pytest.raises(tf_checkpoints.CheckpointMismatchError, match="unexpected .*\n.*transformer_layer_1"):
-        tf_checkpoints.restore_checkpoint(shallower, prefix)
-
-
-@pytest.mark.slow
-def test_checkpoint_with_training_state_restores_into_the_encoder(tmp_path):
-    import keras
-
-    model = _pretrainer()
-    model.compile(optimizer=keras.optimizers.Adam(1e-3))
-    x = _pretraining_inputs()
-    y = {
-        "masked_lm_ids": np.ones((3, 3), "int32"),
-        "masked_lm_weights": np.ones((3, 3), "float32"),
-        "next_sentence_labels": np.zeros((3, 1), "int32"),
-    }
-    model.fit(x, y, epochs=1, verbose=0)
-    step = tf.Variable(12, dtype=tf.int64)
-    manager = tf.train.CheckpointManager(
-        tf_checkpoints.checkpoint_root(model, optimizer=model.optimizer, step=step), str(tmp_path), max_to_keep=1
-    )
-    prefix = manager.save()
-    # The optimizer's variable list gives TF a shorter path than the encoder's attributes, so the keys are
-    # `optimizer/_trainable_variables/N/...`; restoring follows the object graph, not the key names.
-    assert any(n.startswith("optimizer/_trainable_variables/") for n, _ in tf.train.list_variables(prefix))
-    encoder = BertEncoder.from_bert_config(CONFIG)
-    tf_checkpoints.restore_checkpoint(encoder, prefix)
-    for a, b in zip(encoder.weights, model.encoder.weights):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
-    fresh = BertPretrainer(BertEncoder.from_bert_config(CONFIG))
-    tf_checkpoints.restore_checkpoint(fresh, prefix)
-    _assert_same_outputs(model, fresh, x)
-    # The heads are found in the object graph whatever the keys: the model is rebuilt with both of them.
-    rebuilt = tf_checkpoints.model_from_checkpoint(prefix, CONFIG)
-    assert isinstance(rebuilt, BertPretrainer) and rebuilt.use_next_sentence_label
-    _assert_same_outputs(model, rebuilt, x)
-
-
-def test_training_checkpoint_root_keeps_the_bert_layout():
-    import keras
-
-    classifier = BertClassifier(BertEncoder.from_bert_config(CONFIG), 2)
-    step = tf.Variable(3, dtype=tf.int64)
-    root = tf_checkpoints.training_checkpoint_root(classifier, step=step)
-    assert root.encoder is classifier.encoder and root.model is classifier and root.step is step
-    # Any other Keras model goes under `model` alone.
-    other = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
-    root = tf_checkpoints.training_checkpoint_root(other, step=step)
-    assert root.model is other and not hasattr(root, "encoder")
+    weights = tf1_checkpoints.export_weights(_randomized(BertEncoder.from_bert_config(CONFIG)))
+    with pytest.raises(tf1_checkpoints.CheckpointMismatchError, match="cls/predictions/output_bias"):
+        tf1_checkpoints.assign_weights(weights, BertPretrainer(BertEncoder.from_bert_config(CONFIG)))
 
 
 KILLED_MID_SAVE = """
 import os, signal, sys, threading, time
 import numpy as np
-from official.nlp.checkpoints import tf_checkpoints
+from official.nlp.checkpoints import tf1_checkpoints
 
 folder = sys.argv[1]
 
@@ -251,7 +176,7 @@ def kill_once_tensorflow_writes():  # SaveV2 writes <prefix>.data-...tempstate<n
 
 
 threading.Thread(target=kill_once_tensorflow_writes, daemon=True).start()
-tf_checkpoints.write_tf1_checkpoint(os.path.join(folder, "bert_model.ckpt"), {"big": np.ones(32 << 20, np.float32)})
+tf1_checkpoints.write_tf1_checkpoint(os.path.join(folder, "bert_model.ckpt"), {"big": np.ones(32 << 20, np.float32)})
 """
 
 
@@ -268,12 +193,12 @@ def test_a_tf1_write_killed_mid_save_leaves_nothing_a_rerun_keeps(tmp_path):
     assert not list(tmp_path.glob("*.index"))  # and no checkpoint
 
     weights = {"bert/embeddings/word_embeddings": np.arange(12, dtype=np.float32).reshape(4, 3)}
-    prefix = tf_checkpoints.write_tf1_checkpoint(str(tmp_path / "bert_model.ckpt"), weights)
+    prefix = tf1_checkpoints.write_tf1_checkpoint(str(tmp_path / "bert_model.ckpt"), weights)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "bert_model.ckpt.data-00000-of-00001",
         "bert_model.ckpt.index",
     ]
     np.testing.assert_array_equal(
-        tf_checkpoints.read_tf1_checkpoint(prefix)["bert/embeddings/word_embeddings"],
+        tf1_checkpoints.read_tf1_checkpoint(prefix)["bert/embeddings/word_embeddings"],
         weights["bert/embeddings/word_embeddings"],
     )
