@@ -6,6 +6,7 @@ missing directory is an error rather than a skip: a skipped parity test would pa
 
 import os
 import pathlib
+import signal
 
 import pytest
 
@@ -34,6 +35,14 @@ def uncased_vocab(shared_data) -> pathlib.Path:
 @pytest.fixture(scope="session")
 def cased_vocab(shared_data) -> pathlib.Path:
     return shared_data / "vocab" / "bert-base-cased-vocab.txt"
+
+
+def pytest_configure(config):
+    # A shell that starts the suite in the background (`cmd &` without job control, nohup) ignores SIGINT, and every
+    # process it starts inherits that: the Ctrl-C tests' children would never see their SIGINT. Undo it here, in the
+    # main process and in each xdist worker, so that those tests check the scripts, not how the suite was launched.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_xdist_auto_num_workers(config) -> int:
