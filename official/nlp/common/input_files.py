@@ -51,6 +51,19 @@ def expand_user(path: str) -> str:
     return path if is_remote(path) else os.path.expanduser(path)
 
 
+def relative_path(path: str) -> str:
+    """`path` as a report names it: a local path relative to the current folder (``../shared/data/glue``), so that
+    a report shipped with a repository names no folder of the machine it ran on; a remote path as it is. The
+    command a report quotes still runs from the folder it was run in."""
+    path = os.fspath(path)
+    if is_remote(path) or not os.path.isabs(path):
+        return path
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive (Windows): no relative form
+        return path
+
+
 def check_no_glob(path: str, *, name: str) -> None:
     """Refuses a path that holds a character TensorFlow reads as a glob pattern (`GLOB_CHARACTERS`): a checkpoint
     or SavedModel there is written but not found again (``out [9]/ckpt-1`` matches ``out 9/ckpt-1``), and a

@@ -126,7 +126,8 @@ def validate(config: PaperConfig) -> None:
 
 
 def command_line(config: PaperConfig) -> str:
-    """The script's command line for `config`: every flag that differs from its default (in field order)."""
+    """The script's command line for `config`: every flag that differs from its default (in field order), local
+    paths relative to the current folder (`input_files.relative_path`)."""
     words = ["python run_scripts/reproduce_paper.py"]
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
@@ -134,6 +135,10 @@ def command_line(config: PaperConfig) -> str:
             continue
         if f.default_factory is not dataclasses.MISSING and list(value or []) == list(f.default_factory()):
             continue
+        if f.metadata.get("path") == "path" and value:
+            value = input_files.relative_path(value)
+        elif f.metadata.get("path") in ("paths", "patterns") and isinstance(value, str):
+            value = ",".join(input_files.relative_path(part) for part in value.split(","))
         if isinstance(value, bool):
             words.append(f"--{f.name}" if value else f"--no{f.name}")
         elif isinstance(value, (list, tuple)):

@@ -86,15 +86,20 @@ def _header(config: PaperConfig, budget: budgets.Budget, rows: list[Row], sittin
     commands = list(dict.fromkeys(s["command"] for s in sittings))
     machines = sorted({r.machine for r in rows} or {s["machine"] for s in sittings})
     seconds = sum({r.stage: r.seconds for r in rows}.values())
+    corpus = ",".join(input_files.relative_path(part) for part in config.input_file.split(","))
     lines = [f"- **Command**: `{commands[0]}`"]
     lines += [f"  - resumed with `{c}`" for c in commands[1:]]
     lines += [
-        f"- **Corpus**: `{config.input_file}` ({config.input_format}): {count('corpus', 'input_documents')} documents "
+        f"- **Corpus**: `{corpus}` ({config.input_format}): {count('corpus', 'input_documents')} documents "
         f"({count('corpus', 'input_words')} words) after prepare_corpus; "
         f"{count('corpus', 'train_documents')} documents ({count('corpus', 'train_words')} words) to pretrain on, "
         f"{count('corpus', 'heldout_documents')} held out "
         f"for the perplexity (share {budget.heldout_share:g}); vocabulary: "
-        + (f"`{config.vocab_file}`" if config.vocab_file else f"learned on it, {count('vocab', 'tokens')} tokens"),
+        + (
+            f"`{input_files.relative_path(config.vocab_file)}`"
+            if config.vocab_file
+            else f"learned on it, {count('vocab', 'tokens')} tokens"
+        ),
         f"- **Budget**: {budget.describe()}",
         f"- **Machine**: {'; '.join(machines)}",
         f"- **Time**: {stages.hms(seconds)} of stage time over {len(sittings)} "

@@ -55,11 +55,16 @@ def test_a_rerun_with_other_settings_is_refused_but_a_selection_may_change(tmp_p
         config_lib.check_rerun_settings(_config(tmp_path))
 
 
-def test_the_command_line_names_the_flags_that_differ(tmp_path):
+def test_the_command_line_names_the_flags_that_differ(tmp_path, monkeypatch):
     config = _config(tmp_path, budget="smoke", tasks=["mrpc", "ner"], plots=False)
+    # Local paths are named relative to the current folder (a shipped report names no folder of its machine).
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    config.input_file = f"{tmp_path / 'data' / 'wiki_*'},gs://bucket/wiki_*"
+    config.vocab_file = str(tmp_path / "work" / "vocab.txt")
     assert config_lib.command_line(config) == (
-        f"python run_scripts/reproduce_paper.py --input_file=wiki/* --output_dir={tmp_path / 'paper'} "
-        "--budget=smoke --tasks=mrpc,ner --noplots"
+        "python run_scripts/reproduce_paper.py --input_file=../data/wiki_*,gs://bucket/wiki_* "
+        "--output_dir=../paper --budget=smoke --vocab_file=vocab.txt --tasks=mrpc,ner --noplots"
     )
 
 

@@ -24,6 +24,8 @@ from tests.conftest import REPO_ROOT
 pytestmark = pytest.mark.slow
 
 TASKS = ("mrpc", "squad", "ner")
+# A local absolute path in a report (`--output_dir=/work/run/out`, `/home/me/data`): it names the machine's folders.
+_ABSOLUTE_PATH = re.compile(r"(?:^|[\s=`(,\"])/[\w.-]+/", re.M)
 
 
 def _config(shared_data, output_dir) -> PaperConfig:
@@ -178,6 +180,9 @@ def test_the_shipped_reports_trace_to_their_results_csv(folder):
     report_dir = REPO_ROOT / "docs" / folder
     markdown = (report_dir / "results.md").read_text()
     assert _traced_numbers(markdown, _csv_rows(report_dir / "results.csv")) >= 8
+    for name in ("results.md", "results.csv"):  # paths relative to the folder the run started in, as a user types
+        text = (report_dir / name).read_text()
+        assert not _ABSOLUTE_PATH.findall(text), (name, _ABSOLUTE_PATH.findall(text))
     for plot in re.findall(r"\]\(([^)]+\.png)\)", markdown):
         assert (report_dir / plot).is_file(), plot
 
@@ -194,6 +199,7 @@ def test_the_report_lays_out_the_papers_tables(rerun):
         "**Machine**",
     ):
         assert part in header
+    assert not _ABSOLUTE_PATH.findall(header), header  # the data and output folders, relative to the current one
     cells = _table_cells(markdown)
     # The paper's numbers, typed here from the paper a second time: BERT-Base's SQuAD F1 and MRPC accuracy
     # (Table 5), the 3-layer model's perplexity (Table 6), feature-based Concat Last Four's dev F1 (Table 7).
