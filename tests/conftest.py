@@ -52,6 +52,9 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 
 # The files whose module fixtures take minutes go first, so that neither worker starts one while the other is idle.
+# xdist hands out whole files in this order only with `--no-loadscope-reorder` (setup.cfg's addopts): its default
+# sorts the files by their number of tests, which put these few-test files last, one worker running a long fixture
+# alone at the end.
 _LONGEST_FIRST = (
     "nlp/serving/test_exports.py",
     "test_readme.py",
