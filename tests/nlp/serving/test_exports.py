@@ -116,8 +116,13 @@ def texts(shared_data):
     return dict(pairs=pairs, conll=conll, swag=swag, qa=qa, sample=sample)
 
 
+# The tests compare each export with the model it was exported from, so training need only move the weights off
+# their initial values: a few eager steps do that without tracing (or XLA-compiling) a train function per model.
+EAGER = dict(run_eagerly=True, jit_compile=False)
+
+
 def _fit(model, x, y, loss):
-    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=loss)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=loss, **EAGER)
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)
 
 
@@ -151,7 +156,7 @@ def _trained_models(tok, texts):
     span = models.BertSpanLabeler(BertEncoder.from_bert_config(tiny_config()))
     x = stack([py_pack(tok, q, c, SQUAD_L) for q, c in texts["qa"]])
     targets = np.full(len(texts["qa"]), 20)
-    span.compile(optimizer=keras.optimizers.Adam(1e-3), loss={"start_logits": sparse, "end_logits": sparse})
+    span.compile(optimizer=keras.optimizers.Adam(1e-3), loss={"start_logits": sparse, "end_logits": sparse}, **EAGER)
     span.fit(x, {"start_logits": targets, "end_logits": targets + 2}, batch_size=8, epochs=1, verbose=0)
     trained["squad"] = span
 
@@ -163,7 +168,7 @@ def _trained_models(tok, texts):
         "masked_lm_weights": np.ones((16, 3), np.float32),
         "next_sentence_labels": np.zeros((16, 1), np.int32),
     }
-    pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3))
+    pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3), **EAGER)
     pretrainer.fit(x, y, batch_size=8, epochs=1, verbose=0)
     trained["pretrainer"] = pretrainer
     return trained
