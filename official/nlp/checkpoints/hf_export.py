@@ -45,6 +45,7 @@ from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import output_files, output_folders
 from official.nlp.common.errors import InputError
+from official.nlp.metrics import multi_label as metrics_lib
 from official.nlp.modeling.activations import HF_ACTIVATIONS
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -165,6 +166,8 @@ def _classifier(path: str, record: dict, files: model_dir_lib.ModelFiles) -> Ber
 def _load(path: str, *, input_format: str, **overrides) -> tuple[object, model_dir_lib.ModelFiles, dict]:
     """The model at `path` with every weight, its files, and its fine-tuning record (`{}` for a pretrained one)."""
     head = init_checkpoint_lib.fine_tuned_head(path)
+    if head is not None and head.get("head") is None:
+        head = {**head, "head": _head_of_run(path)}
     if head is None:
         model, files = model_loading.load_model(path, input_format=input_format, **overrides)
         return model, files, {}
@@ -181,6 +184,17 @@ def _load(path: str, *, input_format: str, **overrides) -> tuple[object, model_d
         raise InputError(f"{path}: {e}") from e
     record = init_checkpoint_lib.read_record(path)
     return _classifier(path, {**record, **head}, files), files, {**record, **head}
+
+
+def _head_of_run(path: str) -> str | None:
+    """The head kind of a fine-tuning run without `best_model/` (trained without --do_eval), whose
+    `finetuning_settings.json` names its task but not its head: run_classifier's runs are told by their
+    `task_name` setting (`ClassifierConfig`), a sequence classifier, multi-label with the `multi_label` one;
+    other tasks record their head (`head`)."""
+    settings = model_dir_lib.read_settings_file(init_checkpoint_lib.locate(path)) or {}
+    if "task_name" in settings:
+        return CLASSIFIER_HEADS[1] if settings.get("multi_label") else CLASSIFIER_HEADS[0]
+    return settings.get("head")
 
 
 def _architecture(model, record: dict, source: str) -> tuple[str, dict]:
@@ -211,7 +225,11 @@ def _architecture(model, record: dict, source: str) -> tuple[str, dict]:
         raise InputError(f"{source}: {len(labels)} recorded labels for a classifier with {model.num_classes} outputs")
     head = {"labels": labels}
     if record.get("multi_label") or record.get("head") == "multi_label_classifier":
-        head.update(problem_type="multi_label_classification", thresholds=record.get("thresholds"))
+        # A run without best_model/ records its --threshold (or none: 0.5), not tuned ones.
+        thresholds = metrics_lib.decision_thresholds(
+            len(labels), thresholds=record.get("thresholds"), threshold=record.get("threshold")
+        )
+        head.update(problem_type="multi_label_classification", thresholds=[float(t) for t in thresholds])
     else:
         head["problem_type"] = "single_label_classification"
     return "BertForSequenceClassification", head
