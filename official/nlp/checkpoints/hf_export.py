@@ -45,7 +45,6 @@ from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import output_files, output_folders
 from official.nlp.common.errors import InputError
-from official.nlp.metrics import multi_label as metrics_lib
 from official.nlp.modeling.activations import HF_ACTIVATIONS
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -225,10 +224,9 @@ def _architecture(model, record: dict, source: str) -> tuple[str, dict]:
         raise InputError(f"{source}: {len(labels)} recorded labels for a classifier with {model.num_classes} outputs")
     head = {"labels": labels}
     if record.get("multi_label") or record.get("head") == "multi_label_classifier":
-        # A run without best_model/ records its --threshold (or none: 0.5), not tuned ones.
-        thresholds = metrics_lib.decision_thresholds(
-            len(labels), thresholds=record.get("thresholds"), threshold=record.get("threshold")
-        )
+        # A run without best_model/ records its --threshold (or none: the default 0.5 of `metrics.multi_label`),
+        # not the thresholds of an evaluation.
+        thresholds = record.get("thresholds") or [record.get("threshold") or 0.5] * len(labels)
         head.update(problem_type="multi_label_classification", thresholds=[float(t) for t in thresholds])
     else:
         head["problem_type"] = "single_label_classification"
