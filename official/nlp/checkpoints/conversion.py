@@ -24,8 +24,8 @@ class ConversionConfig(CheckedConfig):
 
     input: str = field(
         path="path",
-        help="TF1 checkpoint prefix or folder, Hugging Face model folder, model directory, or (for "
-        "--output_format=hf) a fine-tuned classifier's directory.",
+        help="TF1 checkpoint prefix or folder, Hugging Face model folder, model directory, or a fine-tuning "
+        "run's --output_dir (for --output_format=hf, a classifier's keeps its head).",
     )
     output_dir: str = field(
         path="path",
