@@ -45,11 +45,20 @@ def is_bzip2(sample: bytes) -> bool:
     return sample.startswith(_BZ2_MAGIC) and len(sample) >= 4 and sample[3:4] in b"123456789"
 
 
-def decompressed_start(path: str, sample: bytes) -> bytes:
-    """The first bytes of the dump that `sample` (the start of file `path`) decompresses to."""
+def decompressed_start(path: str) -> bytes:
+    """The first bytes of the dump that bzip2 file `path` decompresses to (a bzip2 block is up to 900 kB of text,
+    so its whole first block is read)."""
     try:
-        return bz2.BZ2Decompressor().decompress(sample, 1 << 16)
+        with _open_dump(path) as f:
+            return f.read(4096)
+    except EOFError:
+        raise InputError(
+            f"{path}: the compressed file ends inside its first bzip2 block; the file is cut short: download it "
+            "again (or check it with bzip2 -t)"
+        ) from None
     except OSError as e:
+        if "invalid data stream" not in str(e).lower():
+            raise
         raise InputError(f"{path}: the file starts as bzip2 but is not bzip2 data ({e}); download it again") from None
 
 

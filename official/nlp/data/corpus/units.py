@@ -50,7 +50,7 @@ def file_format(path: str, requested: str) -> str | None:
         sample = f.read(_SAMPLE_BYTES)
     compressed = is_bzip2(sample)
     if compressed:
-        sample = decompressed_start(path, sample)
+        sample = decompressed_start(path)
     if requested in (AUTO, DUMP) and is_dump_start(sample[:4096].decode("utf-8", "replace")):
         return DUMP
     if compressed:
