@@ -145,31 +145,40 @@ def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     formats = [file_format(f, config.input_format) for f in files]
     if all(f is None for f in formats):
         raise InputError(f"--input_file: {', '.join(files)} hold(s) no text")
-    if dump_lib.DUMP in formats:
-        return _prepare_dumps(config, files, formats, paths, summary_path, start)
-    units = plan_corpus_units(files, formats, max(1, int(config.unit_mb * 2**20)))
-    if len(units) < len(paths):
-        raise InputError(
-            f"--output_file: {len(paths)} shards, but the input makes only {len(units)} work units of "
-            f"--unit_mb={config.unit_mb}; write at most {len(units)} shards, or lower --unit_mb"
-        )
+    is_dump = dump_lib.DUMP in formats
+    if is_dump:
+        _check_dump_inputs(files, formats)
+        units = None  # a dump's units are read as a stream: their number is known at the end
+    else:
+        units = plan_corpus_units(files, formats, max(1, int(config.unit_mb * 2**20)))
+        if len(units) < len(paths):
+            raise InputError(
+                f"--output_file: {len(paths)} shards, but the input makes only {len(units)} work units of "
+                f"--unit_mb={config.unit_mb}; write at most {len(units)} shards, or lower --unit_mb"
+            )
     for path in [summary_path, *paths]:  # the marker first: a run killed from here on leaves no summary
         output_files.remove(path)
     output_files.remove_leftovers([*paths, summary_path])  # temporary files of a run killed before its commits
-    num_workers = max(1, min(config.num_workers or os.cpu_count() or 1, len(units)))
+    num_workers = max(1, config.num_workers or os.cpu_count() or 1)
+    if units is not None:
+        num_workers = min(num_workers, len(units))
     if num_workers > 1 and any(input_files.is_process_local(f) for f in files):
         logging.info("an input is on a filesystem of this process alone (ram://): the units run in this process")
         num_workers = 1
     input_bytes = sum(input_files.getsize(f) for f in files)
     logging.info(
-        "%d input files, %.1f MB, %d work units, %d output files, %d workers",
+        "%d input files%s, %.1f MB, %s work units, %d output files, %d workers",
         len(files),
+        " (Wikipedia dumps)" if is_dump else "",
         input_bytes / 2**20,
-        len(units),
+        "streamed" if units is None else len(units),
         len(paths),
         num_workers,
     )
-    counts = _write_outputs(config, units, paths, num_workers, start)
+    if is_dump:
+        counts = _write_dump_outputs(config, files, paths, num_workers, start)
+    else:
+        counts = _write_outputs(config, units, paths, num_workers, start)
     summary = CorpusSummary(
         counts=counts,
         input_files=len(files),
@@ -184,8 +193,7 @@ def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     return summary
 
 
-def _prepare_dumps(config, files, formats, paths, summary_path, start) -> CorpusSummary:
-    """`prepare_corpus` for Wikipedia dumps: the pages streamed from the main process, shards taking units in turn."""
+def _check_dump_inputs(files: list[str], formats: list[str | None]) -> None:
     others = [f for f, kind in zip(files, formats) if kind not in (dump_lib.DUMP, None)]
     if others:
         dump = files[formats.index(dump_lib.DUMP)]
@@ -193,21 +201,10 @@ def _prepare_dumps(config, files, formats, paths, summary_path, start) -> Corpus
             f"--input_file: {dump} is a Wikipedia XML dump but {others[0]} is not; prepare dumps and extracted text "
             "in two runs"
         )
-    for path in [summary_path, *paths]:  # the marker first: a run killed from here on leaves no summary
-        output_files.remove(path)
-    output_files.remove_leftovers([*paths, summary_path])
-    num_workers = max(1, config.num_workers or os.cpu_count() or 1)
-    if num_workers > 1 and any(input_files.is_process_local(f) for f in files):
-        logging.info("an input is on a filesystem of this process alone (ram://): the units run in this process")
-        num_workers = 1
-    input_bytes = sum(input_files.getsize(f) for f in files)
-    logging.info(
-        "%d Wikipedia dumps, %.1f MB, %d output files, %d workers",
-        len(files),
-        input_bytes / 2**20,
-        len(paths),
-        num_workers,
-    )
+
+
+def _write_dump_outputs(config: CorpusConfig, files: list[str], paths: list[str], num_workers: int, start) -> Counts:
+    """The pages of the dumps streamed from this process to the workers; shard i mod N takes unit i."""
     counts = Counts()  # the reader counts the pages it drops here, the workers' counts are added
     unit_chars = max(1, int(config.unit_mb * 2**20))
     tasks = ((pages, config.keep_headings) for pages in dump_lib.page_units(files, unit_chars, counts))
@@ -238,18 +235,7 @@ def _prepare_dumps(config, files, formats, paths, summary_path, start) -> Corpus
     for path, wrote in zip(paths, written):
         if not wrote:
             logging.warning("%s holds no document: the dump has fewer work units than shards", path)
-    summary = CorpusSummary(
-        counts=counts,
-        input_files=len(files),
-        input_bytes=input_bytes,
-        empty_files=formats.count(None),
-        output_files=paths,
-        summary_file=summary_path,
-        seconds=time.time() - start,
-        keep_headings=config.keep_headings,
-    )
-    _write_summary(summary, config)
-    return summary
+    return counts
 
 
 def _write_outputs(config: CorpusConfig, units: list[CorpusUnit], paths: list[str], num_workers: int, start) -> Counts:
