@@ -30,13 +30,13 @@ from mwparserfromhell import nodes
 # Tags whose contents are not running text: footnotes, formulas, code, media, tables.
 _DROPPED_TAGS = frozenset(
     "ref references math chem ce gallery imagemap timeline graph score syntaxhighlight source pre code "
-    "templatedata templatestyles mapframe maplink table poem hiero inputbox categorytree noinclude".split()
+    "templatedata templatestyles mapframe maplink table poem hiero inputbox categorytree noinclude includeonly".split()
 )
 _LIST_TAGS = frozenset(("li", "dt", "dd"))
 _LINE_BREAK_TAGS = frozenset(("br", "hr"))
-# Namespaces of a link that is not text: media, categories, and interwiki / interlanguage prefixes (any short
-# lowercase prefix of letters: "fr:", "de:", "wikt:", "simple:").
-_DROPPED_LINKS = re.compile(r"^\s*:?\s*(file|image|media|category|[a-z]{2,3}(-[a-z]+)?|wikt|simple)\s*:", re.I)
+# Namespaces of a link that is not text: media and categories (any case), and interwiki / interlanguage prefixes
+# (lowercase, as they are written: "fr:", "de:", "zh-yue:", "wikt:", "simple:"; "[[CSI: Miami]]" stays a link).
+_DROPPED_LINKS = re.compile(r"^\s*:?\s*((?i:file|image|media|category)|[a-z]{2,3}(-[a-z]+)?|wikt|simple)\s*:")
 _CATEGORY_LINK = re.compile(r"^\s*:\s*category\s*:", re.I)
 _SWITCH = re.compile(r"__[A-Z]+__")
 DISAMBIGUATION_TEMPLATES = frozenset(

@@ -79,6 +79,7 @@ def test_headings_are_known_from_the_markup(tmp_path):
         ("Text.\n\n{| class=wikitable\n|-\n| a || b\n|}\nMore text.", ["Text.", "More text."], set()),
         ("Intro:\n* one\n* two [[x]]\n# three\n; term\n: definition\nAfter.", ["Intro:", "After."], set()),
         ("[[File:a.jpg|thumb|A caption.]]Text [[fr:Texte]].\n[[Category:Things]]", ["Text ."], set()),
+        ("[[image:b.png]]See [[CSI: Miami]] and [[:Category:Things]].", ["See CSI: Miami and Category:Things."], set()),
         (
             "Lead.\n== Early life ==\nBorn.\n=== Empty ===\n== Career! ==\nWorked.",
             ["Lead.", "Early life.", "Born.", "Career!", "Worked."],
