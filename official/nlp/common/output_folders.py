@@ -1,17 +1,25 @@
 """Output folders: which ones a job may write, replace or delete, and how two jobs on one output keep apart.
 
 **A job deletes or replaces only what it can prove it wrote.** That is its own staging folders and claims (their
-names carry the job's id, see `job_id`) and its own earlier export of the same kind: a model directory whose
-`OWNER_FILE` names the run now exporting (`run_pretraining --export_dir`, a fine-tuning run's `best_model/`).
-Everything else is the user's. So every job that writes an output folder checks it up front, before any training,
-and refuses, as one line, an output folder that
+names carry the job's id, see `job_id`), its own earlier run (a folder whose `RUN_FILE` names the job) and its own
+earlier export of the same kind: a model directory whose `OWNER_FILE` names the run now exporting
+(`run_pretraining --export_dir`, a fine-tuning run's `best_model/`). Everything else is the user's. So every job
+that writes an output folder checks it up front, before any training, and refuses, as one line, an output folder
+that
 
 - is the working folder or holds it (``--export_dir=.``, ``--export_dir=..``), or is the root of a bucket;
-- is, or holds, another input or output of the job (``--export_dir=<model_dir>``, ``--export_dir=<model_dir>/..``);
+- is, or holds, another input or output of the job (``--export_dir=<model_dir>``, ``--export_dir=<model_dir>/..``),
+  compared with symbolic links resolved (`normalized`): a link to an input folder is that folder;
 - holds anything the job would not write itself (a fine-tuning run, a user's files).
+
+A job whose output is a file refuses one that is an input file, links resolved too (`check_output_files`).
 
 What a folder may already hold depends on its kind:
 
+- a *run folder* (`run_folder`: a fine-tuning `--output_dir`, `run_pretraining --model_dir`,
+  `reproduce_paper --output_dir`, which a rerun resumes): an earlier run of the same job, proven by the `RUN_FILE`
+  the job writes as it starts (or, written by an earlier version, the job's settings file); the job holds a claim
+  on the folder while it runs, so that a second job on it is refused at start-up, naming the first;
 - a *new folder* (`check_new_folder`: `convert_checkpoint --output_dir`, `save_classifier`): nothing;
 - a *replaceable export* (`check_export`: a model directory that a run writes again): this run's earlier export;
 - a *version base* (`check_version_base`: `export_model --export_dir`, which adds a numbered version at each export):
