@@ -234,20 +234,7 @@ def refusals(inputs, tmp_path_factory, shared_data) -> dict[tuple[str, str], tup
             args = [f.format(IN=work / "IN", OUT=out, WORK=work, GLUE=shared_data / "glue") for f in flags]
             runs[(script, case)] = (work, out, snapshot(work), args)
     cases = [[key[0].split(" ")[0] + ".py", str(work), args] for key, (work, _, _, args) in runs.items()]
-    done = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "tests" / "run_scripts" / "every_script.py"), "--cases"],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    results = {}
-    for key, (status, stderr) in zip(runs, json.loads(done.stdout)):
-        work, out, before, args = runs[key]
-        results[key] = (subprocess.CompletedProcess(args, status, "", stderr), work, out, before)
-    return results
+    return {key: (result, *runs[key][:3]) for key, result in zip(runs, _run_cases(cases))}
 
 
 def test_every_script_that_writes_a_folder_is_checked(refusals):
@@ -278,6 +265,14 @@ def test_a_folder_that_is_not_the_jobs_own_is_refused_at_start_up_and_kept(refus
 
 FILE_SCRIPTS = {
     "prepare_corpus.py": ["--input_file={input}", "--output_file={output}"],
+    "build_vocab.py": ["--input_file={input}", "--output_file={output}", "--vocab_size=50", "--min_count=1"],
+    "extract_features.py": [
+        "--input_file={input}",
+        "--output_file={output}",
+        "--init_checkpoint={tmp}/no_model",
+        "--layers=-1",
+        "--max_seq_length=16",
+    ],
     "create_pretraining_data.py": [
         "--input_file={input}",
         "--output_file={output}",
@@ -306,24 +301,54 @@ def _file_scene(tmp_path: pathlib.Path, case: str) -> tuple[str, str]:
     return str(real), str(tmp_path / "d2" / "out.txt")
 
 
-@pytest.mark.parametrize(
-    "case",
-    [
-        "the input",
-        "a link to the output",
-        "the output through a linked folder",
-        "an output that is a link to the input",
-    ],
+FILE_CASES = (
+    "the input",
+    "a link to the output",
+    "the output through a linked folder",
+    "an output that is a link to the input",
 )
+
+
+def _run_cases(cases: list[list]) -> list[subprocess.CompletedProcess]:
+    """Runs `[script, working folder, args]` cases in one process (`every_script.py --cases`)."""
+    done = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "tests" / "run_scripts" / "every_script.py"), "--cases"],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    return [
+        subprocess.CompletedProcess(args, status, "", stderr)
+        for (_, _, args), (status, stderr) in zip(cases, json.loads(done.stdout))
+    ]
+
+
+@pytest.fixture(scope="module")
+def file_refusals(tmp_path_factory) -> dict[tuple[str, str], tuple]:
+    """{(script, case): (result, scene folder, output, snapshot before)}, all run in one process."""
+    root = tmp_path_factory.mktemp("file_scenes")
+    scenes = {}
+    for script in FILE_SCRIPTS:
+        for case in FILE_CASES:
+            folder = root / script.removesuffix(".py") / case.replace(" ", "_")
+            folder.mkdir(parents=True)
+            vocab = pretraining_records.write_vocab(folder / "vocab.txt")
+            corpus, output = _file_scene(folder, case)
+            flags = [f.format(input=corpus, output=output, vocab=vocab, tmp=folder) for f in FILE_SCRIPTS[script]]
+            scenes[(script, case)] = (folder, output, snapshot(folder), [script, str(folder), flags])
+    results = _run_cases([scene[3] for scene in scenes.values()])
+    return {key: (result, *scene[:3]) for (key, scene), result in zip(scenes.items(), results)}
+
+
+@pytest.mark.parametrize("case", FILE_CASES)
 @pytest.mark.parametrize("script", FILE_SCRIPTS)
-def test_an_output_file_that_is_an_input_through_a_link_is_refused_and_kept(tmp_path, script, case):
-    vocab = pretraining_records.write_vocab(tmp_path / "vocab.txt")
-    corpus, output = _file_scene(tmp_path, case)
-    before = snapshot(tmp_path)
-    flags = [f.format(input=corpus, output=output, vocab=vocab) for f in FILE_SCRIPTS[script]]
-    result = run_script(script, *flags, cwd=tmp_path)
+def test_an_output_file_that_is_an_input_through_a_link_is_refused_and_kept(file_refusals, script, case):
+    result, folder, output, before = file_refusals[(script, case)]
     assert_user_error(result, f"--output_file={output} is also an input", "writing the output would replace it")
-    assert snapshot(tmp_path) == before
+    assert snapshot(folder) == before
 
 
 def test_prepare_corpus_rerun_on_a_damaged_input_keeps_the_earlier_output(tmp_path):
@@ -356,3 +381,16 @@ def test_prepare_corpus_rerun_with_fewer_shards_leaves_no_old_shard(tmp_path):
     assert summary["output_files"] == [f"{out}/c-00000-of-00002", f"{out}/c-00001-of-00002"]
     text = (out / "c-00000-of-00002").read_text() + "\n" + (out / "c-00001-of-00002").read_text()
     assert text.count("has one sentence.") == 8
+
+
+@pytest.mark.parametrize("text", ['{"accuracy": 0.9}', "[1, 2]", '[{"epoch": 1}]', "not json"])
+def test_an_eval_history_the_job_did_not_write_is_one_clean_message(tmp_path, text):
+    """Issue 40: a foreign eval_history.json in a run's folder gave a TypeError; now it is a user error naming it."""
+    from official.nlp.common.errors import InputError
+    from official.nlp.tasks import finetuning_outputs
+
+    (tmp_path / "eval_history.json").write_text(text)
+    with pytest.raises(InputError, match=r"eval_history.json is not an evaluation history that a fine-tuning run"):
+        finetuning_outputs.read_history(str(tmp_path))
+    (tmp_path / "eval_history.json").write_text('[{"epoch": 1, "step": 4, "accuracy": 0.5}]')
+    assert finetuning_outputs.read_history(str(tmp_path)) == [{"epoch": 1, "step": 4, "accuracy": 0.5}]
