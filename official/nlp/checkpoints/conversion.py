@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import hf_export, model_dir, model_loading, tf1_checkpoints
+from official.nlp.checkpoints import fine_tuned, hf_export, model_dir, model_loading, tf1_checkpoints
 from official.nlp.common import output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
@@ -78,28 +79,42 @@ def convert_checkpoint(
     """Converts a TF1, Hugging Face or our checkpoint into a model directory (`output_format` ours or tf1).
 
     The model keeps the source's activation (`hidden_act`), its pretraining heads when present, and travels
-    with its config, vocabulary and case. Returns the written directory's `ModelFiles`.
+    with its config, vocabulary and case. A fine-tuned model (a Hugging Face `BertForSequenceClassification`
+    folder, a fine-tuned model directory) becomes a fine-tuned model directory with its head, labels, multi-label
+    and thresholds (`fine_tuned`), which only our format holds. Returns the written directory's `ModelFiles`.
     """
     if output_format not in ("ours", "tf1"):
         raise InputError(f"--output_format must be 'ours' or 'tf1', got {output_format!r}")
     inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
     output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
-    model, files = model_loading.load_model(
-        input_path,
-        input_format=input_format,
-        bert_config_file=bert_config_file,
-        vocab_file=vocab_file,
-        do_lower_case=do_lower_case,
-    )
-    model_dir.export_model_dir(
-        model,
-        output_dir,
-        vocab_file=files.vocab_file,
-        do_lower_case=files.do_lower_case,
-        checkpoint_format=output_format,
-        flag="--output_dir",
-    )
-    prefix = f"{model_dir.CHECKPOINT_NAME}-1" if output_format == "ours" else model_dir.TF1_CHECKPOINT_NAME
+    overrides = dict(bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case)
+    described = None
+    if input_format in ("auto", model_loading.detect_format(input_path)):
+        described = fine_tuned.describe(input_path, **overrides)
+    if described is not None and (described.head is not None or described.task is not None):
+        if output_format != "ours":
+            kind = described.head.name if described.head else described.task
+            raise InputError(
+                f"--input={input_path} is a fine-tuned model ({kind} head), and --output_format=tf1 holds an "
+                "encoder only; write our format (--output_format=ours), which keeps its head, labels and thresholds"
+            )
+        described, model = fine_tuned.load_fine_tuned(
+            input_path, files=described.files, hint="convert the pretrained model it was fine-tuned from instead"
+        )
+        files = described.files
+        fine_tuned.save_described(model, output_dir, described, flag="--output_dir")
+    else:
+        model, files = model_loading.load_model(input_path, input_format=input_format, **overrides)
+        model_dir.export_model_dir(
+            model,
+            output_dir,
+            vocab_file=files.vocab_file,
+            do_lower_case=files.do_lower_case,
+            checkpoint_format=output_format,
+            flag="--output_dir",
+        )
+    prefix = tf.train.latest_checkpoint(output_dir) if output_format == "ours" else None
+    prefix = os.path.basename(prefix) if prefix else model_dir.TF1_CHECKPOINT_NAME
     written = model_dir.ModelFiles(
         config=files.config,
         vocab_file=os.path.join(output_dir, model_dir.VOCAB_FILE) if files.vocab_file else None,

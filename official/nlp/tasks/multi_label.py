@@ -25,8 +25,6 @@ from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.metrics import multi_label as metrics_lib
 
-HEAD = "multi_label_classifier"  # the head kind fine-tuned model directories record (single-label: "classifier")
-
 
 def check_flags(config, multi_label: bool) -> None:
     """Refuses the multi-label flags of a `ClassifierConfig` where they cannot apply or contradict each other."""
@@ -113,12 +111,6 @@ def evaluate_multi_label(config, labels: Sequence[str], examples, logits: np.nda
     else:
         thresholds = fixed_thresholds(config, len(labels))
     return score(labels, examples, logits, thresholds, tuned=config.tune_thresholds), thresholds
-
-
-def model_settings(num_labels: int, thresholds: Sequence[float] | None) -> dict:
-    """What a multi-label model directory records for serving (`finetuning_settings.json`)."""
-    chosen = metrics_lib.decision_thresholds(num_labels, thresholds=thresholds)
-    return {"multi_label": True, "thresholds": [float(t) for t in chosen]}
 
 
 def score(labels: Sequence[str], examples, logits: np.ndarray, thresholds: np.ndarray, *, tuned: bool) -> dict:
