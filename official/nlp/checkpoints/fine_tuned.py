@@ -133,10 +133,10 @@ HEADS: dict[str, HeadKind] = {
 
 
 def head_kind(name: str) -> HeadKind:
-    """The registered head kind `name` (as `finetuning.json` records it)."""
-    if name not in HEADS:
-        raise InputError(f"unknown fine-tuned head kind {name!r}; known: {', '.join(HEADS)}")
-    return HEADS[name]
+    """The head kind `name` (as `finetuning.json` records it). A kind not registered (a `FineTuningTask` of the
+    user's own records its class name) is one that only its own task builds, exports nothing and is not written as
+    a Hugging Face folder."""
+    return HEADS.get(name) or HeadKind(name, None, _dense_outputs, None)
 
 
 def classifier_head(multi_label: bool) -> str:
@@ -363,7 +363,6 @@ def save_fine_tuned(
 
     `owner`: the run's `--output_dir`, whose earlier `best_model/` this replaces; without it, `directory` must be
     new or empty (see `model_dir.export_model_dir`)."""
-    head_kind(head)  # a kind the readers know
     step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
     task_file = {
         "task": task_name,

@@ -47,15 +47,10 @@ SQUAD_SETTINGS = (  # the answer post-processing settings a SQuAD export records
 
 
 def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str):
-    """The Keras model of `task` with every weight from the checkpoint (heads included)."""
-    return load_task(task, files, init_checkpoint)[1]
-
-
-def load_task(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str) -> tuple[dict, object]:
-    """`(record, model)`: what the model of `task` at `init_checkpoint` recorded (`recorded_settings` reads it; a
-    Hugging Face classifier folder's `config.json` says it too) and the model with every weight."""
+    """The Keras model of `task` with every weight from the checkpoint (a fine-tuned head included: its kind must be
+    one `task` serves, `fine_tuned.HEADS`)."""
     if task == "encoder":
-        return init_checkpoint_lib.read_record(init_checkpoint), files.build_encoder()
+        return files.build_encoder()
     if task == "pretrainer":
         model, _ = model_loading.load_model(files.checkpoint, bert_config_file=None, input_format="auto")
         if not isinstance(model, models.BertPretrainer):
@@ -68,16 +63,24 @@ def load_task(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str) 
                 f"--init_checkpoint={init_checkpoint} is a left-to-right LM; --task=pretrainer serves the masked LM "
                 "(it fills in [MASK]s): export --task=encoder, or a model fine-tuned from it"
             )
-        return init_checkpoint_lib.read_record(init_checkpoint), model
-    described, model = fine_tuned.load_fine_tuned(
+        return model
+    return fine_tuned.load_fine_tuned(
         init_checkpoint,
         serving_task=task,
         files=files,
         name=f"--init_checkpoint={init_checkpoint}",
         what=f"{task} head",
         hint="export the fine-tuning job's --output_dir, or use --task=encoder for the encoder alone",
-    )
-    return {**init_checkpoint_lib.read_record(init_checkpoint), **described.record}, model
+    )[1]
+
+
+def task_record(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str) -> dict:
+    """What the model at `init_checkpoint` recorded, as `recorded_settings` reads it: its directory's records, or
+    for a Hugging Face classifier folder what its `config.json` says (`fine_tuned.describe`)."""
+    record = init_checkpoint_lib.read_record(init_checkpoint)
+    if task in ("encoder", "pretrainer"):
+        return record
+    return {**record, **fine_tuned.describe(init_checkpoint, files=files).record}
 
 
 def build_export(
@@ -190,8 +193,8 @@ def export_model(
         raise InputError(f"--init_checkpoint={init_checkpoint}: {e}") from e
     if files.checkpoint is None:
         raise InputError(f"--init_checkpoint={init_checkpoint} holds no checkpoint")
-    record, model = load_task(task, files, init_checkpoint)
-    settings = recorded_settings(task, record)
+    model = load_task_model(task, files, init_checkpoint)
+    settings = recorded_settings(task, task_record(task, files, init_checkpoint))
     recorded_length = settings.pop("max_seq_length")
     if label_names is not None:
         settings["label_names"] = label_names
