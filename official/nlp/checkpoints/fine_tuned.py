@@ -296,6 +296,11 @@ def _kind_for(fine_tuned: FineTuned, serving_task: str | None, name: str, what: 
         return next(kind for kind in HEADS.values() if kind.serving_task == serving_task)
     if head is None:
         raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
+    if head.build is None:
+        raise InputError(
+            f"{name} holds a fine-tuned {head.name} head, which only the job that trained it builds (with its flags); "
+            f"it cannot be loaded or exported as a {what}. {hint[0].upper()}{hint[1:]}"
+        )
     if serving_task is not None and head.serving_task != serving_task:
         raise InputError(f"{name} holds a fine-tuned {head.name} head, not a {what}; {hint}")
     return head
@@ -321,8 +326,6 @@ def load_fine_tuned(
     what = what or f"{serving_task or 'task'} head"
     kind = _kind_for(fine_tuned, serving_task, name, what, hint)
     recorded, fine_tuned = fine_tuned.head, dataclasses.replace(fine_tuned, head=kind)
-    if kind.build is None:
-        raise InputError(f"{name} holds a fine-tuned {kind.name} head, which only its own task loads; {hint}")
     files = fine_tuned.files
     if files.checkpoint is None:
         raise InputError(f"{name} holds no checkpoint")

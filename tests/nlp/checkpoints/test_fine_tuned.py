@@ -167,3 +167,21 @@ def test_a_fine_tuned_model_is_not_written_as_an_encoder_alone(files, tmp_path):
     hf_export.export_to_hugging_face(files.checkpoint.rsplit("/", 1)[0], str(encoder_hf))
     written = conversion.convert(conversion.ConversionConfig(str(encoder_hf), str(tmp_path / "encoder")))
     assert fine_tuned.describe(str(tmp_path / "encoder")).head is None and written.checkpoint_format == "ours"
+
+
+def test_a_feature_based_tagger_is_refused_by_name_not_by_a_checkpoint_mismatch(files, tmp_path):
+    """run_ner --feature_based's head is built from that job's flags (layers, BiLSTM): the export and the text task
+    say so in one line instead of failing to restore it into a token classifier."""
+    from official.nlp.modeling.feature_tagger import BertFeatureTagger
+
+    tagger = BertFeatureTagger(BertEncoder.from_bert_config(files.config), 3, layers=(-1,), lstm_units=4)
+    path = str(tmp_path / "tagger")
+    fine_tuned.save_fine_tuned(
+        tagger, path, files, task_name="conll_ner_feature_based", head="feature_tagger", labels=["O", "B", "I"]
+    )
+    model_files = model_loading.read_model_files(path)
+    with pytest.raises(
+        InputError, match=r"feature_tagger head, which only the job that trained it builds .* as a ner head\. Export"
+    ):
+        exporter.load_task_model("ner", model_files, path)
+    assert fine_tuned.describe(path).labels == ["O", "B", "I"]
