@@ -24,8 +24,8 @@ class ConversionConfig(CheckedConfig):
 
     input: str = field(
         path="path",
-        help="TF1 checkpoint prefix or folder, Hugging Face model folder, model directory, or (for "
-        "--output_format=hf) a fine-tuned classifier's directory.",
+        help="TF1 checkpoint prefix or folder, Hugging Face model folder (a BertForSequenceClassification keeps its "
+        "head, labels and thresholds), model directory, or a fine-tuned model directory (written with its head).",
     )
     output_dir: str = field(
         path="path",

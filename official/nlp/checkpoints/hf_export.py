@@ -14,7 +14,9 @@ What the model directory holds decides the architecture: an encoder is a `BertMo
 `run_classifier` (its `finetuning.json` says `classifier` or `multi_label_classifier`) a
 `BertForSequenceClassification` with `id2label`/`label2id` and `problem_type` (`single_label_classification`,
 `multi_label_classification` or `regression`); a multi-label model's thresholds go to `multi_label_thresholds`,
-which transformers keeps on its config without using. A left-to-right pretrainer (`run_pretraining
+which transformers keeps on its config without using. The head kinds, and which of them are written, are
+`fine_tuned.HEADS`'s; `fine_tuned.load_fine_tuned` reads such a classifier folder back with its head, labels and
+thresholds. A left-to-right pretrainer (`run_pretraining
 --objective=ltr`) is a `BertLMHeadModel` with `is_decoder` (transformers' causal mask, the same next-token logits);
 any other left-to-right model is refused (`_architecture`): transformers' pooler reads `[CLS]`, ours the last real
 token, so its `pooled_output` and a classifier on it would differ. The weight names are those `hf_weights` reads, in
