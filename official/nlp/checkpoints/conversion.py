@@ -12,8 +12,9 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import fine_tuned, hf_export, model_dir, model_loading, tf1_checkpoints
-from official.nlp.common import output_folders
+from official.nlp.checkpoints import fine_tuned, hf_export, model_dir, model_loading, our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
+from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 
@@ -25,7 +26,8 @@ class ConversionConfig(CheckedConfig):
     input: str = field(
         path="path",
         help="TF1 checkpoint prefix or folder, Hugging Face model folder (a BertForSequenceClassification keeps its "
-        "head, labels and thresholds), model directory, or a fine-tuned model directory (written with its head).",
+        "head, labels and thresholds), model directory, or a fine-tuning run's --output_dir or best_model/ (written "
+        "with its head).",
     )
     output_dir: str = field(
         path="path",
@@ -66,6 +68,24 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
     )
 
 
+def _load(input_path: str, *, input_format: str, **overrides):
+    """`model_loading.load_model`, which also takes a fine-tuning run's `--output_dir` (or a checkpoint prefix in
+    it), as every script's `--init_checkpoint` does: the model of the run, its `best_model/` when it has one, else
+    (trained without --do_eval) its last checkpoint, with the config, vocabulary and case its
+    `finetuning_settings.json` records. Its encoder is what a model directory holds (a head `fine_tuned` can build
+    is converted with it by `convert_checkpoint`, before this)."""
+    source = init_checkpoint_lib.locate(input_path)
+    folder = source if input_files.isdir(source) else os.path.dirname(source)
+    if input_format not in ("auto", "ours") or not init_checkpoint_lib.is_output_dir(folder):
+        return model_loading.load_model(source, input_format=input_format, **overrides)
+    try:
+        files = init_checkpoint_lib.resolve_model_files(source, **overrides)
+    except (FileNotFoundError, ValueError) as e:
+        raise InputError(f"--input={input_path}: {e}") from e
+    logging.info("Converting the model of the run in %s: its checkpoint %s (no best_model/)", folder, files.checkpoint)
+    return our_checkpoints.model_from_checkpoint(files.checkpoint, files.config), files
+
+
 def convert_checkpoint(
     input_path: str,
     output_dir: str,
@@ -91,20 +111,24 @@ def convert_checkpoint(
     described = None
     if input_format in ("auto", model_loading.detect_format(input_path)):
         described = fine_tuned.describe(input_path, **overrides)
-    if described is not None and (described.head is not None or described.task is not None):
+    if described is not None and described.head is not None and described.head.build is not None:
         if output_format != "ours":
-            kind = described.head.name if described.head else described.task
             raise InputError(
-                f"--input={input_path} is a fine-tuned model ({kind} head), and --output_format=tf1 holds an "
-                "encoder only; write our format (--output_format=ours), which keeps its head, labels and thresholds"
+                f"--input={input_path} is a fine-tuned model ({described.head.name} head), and --output_format=tf1 "
+                "holds an encoder only; write our format (--output_format=ours), which keeps its head, labels and "
+                "thresholds"
             )
-        described, model = fine_tuned.load_fine_tuned(
-            input_path, files=described.files, hint="convert the pretrained model it was fine-tuned from instead"
-        )
+        described, model = fine_tuned.load_fine_tuned(input_path, files=described.files)
         files = described.files
         fine_tuned.save_described(model, output_dir, described, flag="--output_dir")
     else:
-        model, files = model_loading.load_model(input_path, input_format=input_format, **overrides)
+        if described is not None and described.head is not None:
+            logging.warning(
+                "%s holds a fine-tuned %s head, which only the job that trained it builds: its encoder is converted",
+                input_path,
+                described.head.name,
+            )
+        model, files = _load(input_path, input_format=input_format, **overrides)
         model_dir.export_model_dir(
             model,
             output_dir,

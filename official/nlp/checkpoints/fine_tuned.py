@@ -264,11 +264,21 @@ def _resolve(path: str, overrides: Mapping) -> model_dir_lib.ModelFiles:
         raise InputError(f"{path}: {e}") from e
 
 
+def _head_of_run(record: dict) -> str | None:
+    """The head kind of a fine-tuning run without `best_model/` (trained without --do_eval), whose settings name
+    its task but not always its head: run_classifier's runs (their `task_name` setting) are sequence classifiers,
+    multi-label with `multi_label`; other tasks record `head` in their settings where they do."""
+    if "task_name" in record:
+        return classifier_head(bool(record.get("multi_label")))
+    return record.get("head")
+
+
 def describe(path: str, *, files: model_dir_lib.ModelFiles | None = None, **overrides) -> FineTuned:
     """What the model at `path` is (nothing is built): anything `--init_checkpoint` takes, or a Hugging Face
     folder. `files` (already resolved) or `overrides` (`bert_config_file`, `vocab_file`, `do_lower_case`) give its
-    files. A fine-tuning `--output_dir` without `best_model/` has `head` None but its `task` and `labels`: its head
-    is that of the task, which `load_fine_tuned(serving_task=...)` names."""
+    files. A fine-tuning `--output_dir` without `best_model/` has the head its settings say (`_head_of_run`), else
+    `head` None but its `task` and `labels`: its head is then that of the task, which
+    `load_fine_tuned(serving_task=...)` names."""
     files = files or _resolve(path, overrides)
     config = read_hf_config(path)
     if config is not None:
@@ -277,7 +287,8 @@ def describe(path: str, *, files: model_dir_lib.ModelFiles | None = None, **over
     if found is None:
         return FineTuned(path, files, None)
     record = {**init_checkpoint_lib.read_record(path), **found}
-    head = head_kind(found["head"]) if found.get("head") else None
+    name = found.get("head") or _head_of_run(record)
+    head = head_kind(name) if name else None
     labels = [str(label) for label in record.get("labels") or []]
     multi_label = (head.multi_label if head else False) or bool(record.get("multi_label"))
     thresholds = None

@@ -255,7 +255,12 @@ def export_to_hugging_face(
     config = hf_config(files.config, architecture=architecture, pad_token_id=vocab["[PAD]"], **head)
     tensors = hf_tensors(model, pooler=architecture != "BertLMHeadModel")
     parent, name = output_folders.split(output_dir)
-    with output_folders.claim(parent, name, what=output_dir), output_folders.staging_folder(output_dir) as staging:
+    full = output_files.naming_output_when_full(output_dir, name="--output_dir")  # names it, not the staging file
+    with (
+        full,
+        output_folders.claim(parent, name, what=output_dir),
+        output_folders.staging_folder(output_dir) as staging,
+    ):
         tokenizer = _tokenizer_files(files.do_lower_case, files.config.max_position_embeddings)
         for file_name, content in {"config.json": config, **tokenizer}.items():
             output_files.write_text(

@@ -30,7 +30,7 @@ from official.nlp.checkpoints import fine_tuned
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.serving import exporter
-from official.nlp.text_tasks.base import TextTask, model_files, string_column
+from official.nlp.text_tasks.base import TextTask, check_seq_length, model_files, string_column
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 _NAMES = ("question", "context")
@@ -91,6 +91,8 @@ class QuestionAnswerer(TextTask):
         """The SQuAD model `run_squad.py` fine-tuned in `path` (its `--output_dir`, `best_model/` or a checkpoint
         prefix), with its span head, vocabulary, and the settings it recorded; keyword arguments override them."""
         files = model_files(path)
+        if seq_length is not None:  # before any model is built
+            check_seq_length(seq_length, files.config.max_position_embeddings)
         described, model = fine_tuned.load_fine_tuned(
             path,
             serving_task=cls.serving_task,
@@ -102,7 +104,9 @@ class QuestionAnswerer(TextTask):
         return cls(
             model,
             BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size),
-            seq_length=seq_length or (recorded["max_seq_length"] if described.record else 384),
+            seq_length=seq_length
+            if seq_length is not None
+            else (recorded["max_seq_length"] if described.record else 384),
             **{**recorded["squad_settings"], **settings},
         )
 
