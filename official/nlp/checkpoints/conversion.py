@@ -101,7 +101,8 @@ def convert_checkpoint(
     The model keeps the source's activation (`hidden_act`), its pretraining heads when present, and travels
     with its config, vocabulary and case. A fine-tuned model (a Hugging Face `BertForSequenceClassification`
     folder, a fine-tuned model directory) becomes a fine-tuned model directory with its head, labels, multi-label
-    and thresholds (`fine_tuned`), which only our format holds. Returns the written directory's `ModelFiles`.
+    and thresholds (`fine_tuned`), which only our format holds (`tf1`, or a head only its own job builds, keeps the
+    encoder, with a warning naming the head). Returns the written directory's `ModelFiles`.
     """
     if output_format not in ("ours", "tf1"):
         raise InputError(f"--output_format must be 'ours' or 'tf1', got {output_format!r}")
@@ -111,22 +112,20 @@ def convert_checkpoint(
     described = None
     if input_format in ("auto", model_loading.detect_format(input_path)):
         described = fine_tuned.describe(input_path, **overrides)
-    if described is not None and described.head is not None and described.head.build is not None:
-        if output_format != "ours":
-            raise InputError(
-                f"--input={input_path} is a fine-tuned model ({described.head.name} head), and --output_format=tf1 "
-                "holds an encoder only; write our format (--output_format=ours), which keeps its head, labels and "
-                "thresholds"
-            )
+    head = described.head if described is not None else None
+    if head is not None and head.build is not None and output_format == "ours":
         described, model = fine_tuned.load_fine_tuned(input_path, files=described.files)
         files = described.files
         fine_tuned.save_described(model, output_dir, described, flag="--output_dir")
     else:
-        if described is not None and described.head is not None:
+        if head is not None:
+            why = (
+                "which only the job that trained it builds"
+                if head.build is None
+                else "which tf1 does not hold (--output_format=ours keeps it)"
+            )
             logging.warning(
-                "%s holds a fine-tuned %s head, which only the job that trained it builds: its encoder is converted",
-                input_path,
-                described.head.name,
+                "%s holds a fine-tuned %s head, %s: its encoder alone is converted", input_path, head.name, why
             )
         model, files = _load(input_path, input_format=input_format, **overrides)
         model_dir.export_model_dir(

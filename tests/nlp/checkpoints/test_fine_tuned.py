@@ -157,11 +157,16 @@ def test_a_hugging_face_folder_that_contradicts_itself_is_refused(files, tmp_pat
     assert not (tmp_path / "back").exists()
 
 
-def test_a_fine_tuned_model_is_not_written_as_an_encoder_alone(files, tmp_path):
-    """Converting to the original TF1 layout, which holds no head, is refused rather than dropping it."""
+def test_a_head_is_left_out_only_with_a_warning(files, tmp_path, caplog):
+    """The original TF1 layout holds an encoder: converting a classifier to it says what it leaves out."""
     hf = _hf_classifier(files, tmp_path, ["no", "yes"])
-    with pytest.raises(InputError, match="is a fine-tuned model .classifier head., and --output_format=tf1 holds an"):
+    with caplog.at_level("WARNING"):
         conversion.convert(conversion.ConversionConfig(hf, str(tmp_path / "tf1"), output_format="tf1"))
+    assert (
+        "holds a fine-tuned classifier head, which tf1 does not hold (--output_format=ours keeps it): its "
+        in caplog.text
+    )
+    assert model_loading.read_model_files(str(tmp_path / "tf1")).checkpoint_format == "tf1"
     # A pretrained Hugging Face folder still converts to an encoder.
     encoder_hf = tmp_path / "encoder_hf"
     hf_export.export_to_hugging_face(files.checkpoint.rsplit("/", 1)[0], str(encoder_hf))
