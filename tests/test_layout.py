@@ -121,6 +121,31 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return circles
 
 
+# Packages that may not import a lower one: what they need of it lives lower still.
+SEPARATE = {("text_tasks", "tasks"): "fine-tuned models are checkpoints.fine_tuned's (head kinds, records, loading)"}
+
+
+def _separation_breaches(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} imports {target} ({why})"
+        for module, targets in graph.items()
+        for target in targets
+        for (source, dest), why in SEPARATE.items()
+        if _layer(module) == source and _layer(target) == dest
+    )
+
+
+def test_the_text_tasks_do_not_import_the_tasks():
+    breaches = _separation_breaches(_graph())
+    assert not breaches, "\n".join(breaches)
+    graph = _graph()  # and the check sees one
+    module = next(m for m in sorted(graph) if _layer(m) == "text_tasks")
+    graph[module] = graph[module] | {"official.nlp.tasks.classification"}
+    assert _separation_breaches(graph) == [
+        f"{module} imports official.nlp.tasks.classification ({SEPARATE[('text_tasks', 'tasks')]})"
+    ]
+
+
 def test_no_import_circles():
     circles = _circles(_graph())
     assert not circles, f"import circles: {circles}"

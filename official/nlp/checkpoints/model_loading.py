@@ -103,7 +103,7 @@ def read_model_files(
     """
     if bert_config is not None and bert_config_file is not None:
         raise ValueError("Pass bert_config or --bert_config_file, not both")
-    if init_checkpoint and _is_hf(init_checkpoint):
+    if init_checkpoint and is_hugging_face(init_checkpoint):
         files = hf_model_files(
             init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
         )
@@ -191,7 +191,9 @@ def hf_model_files(
     )
 
 
-def _is_hf(path: str) -> bool:
+def is_hugging_face(path: str) -> bool:
+    """Whether `path` is a Hugging Face model folder (`model.safetensors` or `pytorch_model.bin`) or `.safetensors`
+    file."""
     return path.endswith(".safetensors") or (
         input_files.isdir(path)
         and (
@@ -203,7 +205,7 @@ def _is_hf(path: str) -> bool:
 
 def detect_format(path: str) -> str:
     """`"hf"` for a Hugging Face model folder or `.safetensors` file, else `"ours"` or `"tf1"` (see find_checkpoint)."""
-    return "hf" if _is_hf(path) else find_checkpoint(path)[1]
+    return "hf" if is_hugging_face(path) else find_checkpoint(path)[1]
 
 
 def load_model(

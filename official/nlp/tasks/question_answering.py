@@ -38,8 +38,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import fine_tuned, model_dir
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
-from official.nlp.checkpoints import model_dir
 from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
@@ -192,9 +192,7 @@ class SquadTask:
 
     @property
     def head(self) -> str:
-        # "SquadTask" is what fine-tuned SQuAD directories have recorded for the dense head since before there was a
-        # choice (the base's fallback, the class name): kept, so that they still load as --init_checkpoint.
-        return "SquadTask" if self.span_head == "dense" else "span_bilstm"
+        return fine_tuned.SPAN_LABELER if self.span_head == "dense" else fine_tuned.SPAN_BILSTM
 
     # ---- FineTuningTask ----
     def build_model(self, encoder: BertEncoder) -> keras.Model:

@@ -28,8 +28,8 @@ import tensorflow as tf
 from absl import logging
 from keras import ops
 
+from official.nlp.checkpoints import fine_tuned, model_dir
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
-from official.nlp.checkpoints import model_dir
 from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
@@ -133,8 +133,8 @@ class TaggingTask:
       init_checkpoint: read for the labels when there is no training file.
     """
 
-    name = "conll_ner"
-    head = "token_classifier"
+    name = fine_tuned.NER_TASK
+    head = fine_tuned.TOKEN_CLASSIFIER
     metric_name = "f1"
 
     def __init__(
@@ -321,7 +321,7 @@ class FeatureBasedTaggingTask(TaggingTask):
     classifier train (a learning rate around 1e-3 suits them better than fine-tuning's 5e-5)."""
 
     name = "conll_ner_feature_based"
-    head = "feature_tagger"
+    head = fine_tuned.FEATURE_TAGGER
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
         c = self.config

@@ -26,6 +26,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from official.nlp.checkpoints import fine_tuned
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.serving import exporter
@@ -89,21 +90,23 @@ class QuestionAnswerer(TextTask):
     def from_model_dir(cls, path: str, *, seq_length: int | None = None, **settings) -> QuestionAnswerer:
         """The SQuAD model `run_squad.py` fine-tuned in `path` (its `--output_dir`, `best_model/` or a checkpoint
         prefix), with its span head, vocabulary, and the settings it recorded; keyword arguments override them."""
-        files, record = model_files(path)
+        files = model_files(path)
         if seq_length is not None:  # before any model is built
             check_seq_length(seq_length, files.config.max_position_embeddings)
-        try:
-            model = exporter.load_task_model("squad", files, path)
-        except InputError:
-            raise InputError(
-                f"{path} holds no fine-tuned question-answering head; fine-tune one with run_squad.py (its "
-                "--output_dir is what this takes)"
-            ) from None
-        recorded = exporter.recorded_settings("squad", record)
+        described, model = fine_tuned.load_fine_tuned(
+            path,
+            serving_task=cls.serving_task,
+            files=files,
+            what="question-answering head",
+            hint="fine-tune one with run_squad.py (its --output_dir is what this takes)",
+        )
+        recorded = exporter.recorded_settings(cls.serving_task, described.record)
         return cls(
             model,
             BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size),
-            seq_length=seq_length if seq_length is not None else (recorded["max_seq_length"] if record else 384),
+            seq_length=seq_length
+            if seq_length is not None
+            else (recorded["max_seq_length"] if described.record else 384),
             **{**recorded["squad_settings"], **settings},
         )
 
