@@ -11,7 +11,7 @@ import os
 
 from absl import logging
 
-from official.nlp.checkpoints import hf_export, model_dir, model_loading, tf1_checkpoints
+from official.nlp.checkpoints import checkpoint_base, hf_export, model_dir, model_loading
 from official.nlp.common import output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
@@ -111,7 +111,7 @@ def convert_checkpoint(
         "Wrote %s (%s, %s) to %s",
         type(model).__name__,
         output_format,
-        tf1_checkpoints._describe(files.config),
+        checkpoint_base.describe_config(files.config),
         output_dir,
     )
     return written

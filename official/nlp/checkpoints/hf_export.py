@@ -40,7 +40,7 @@ import os
 import numpy as np
 from absl import logging
 
-from official.nlp.checkpoints import hf_weights, model_loading, our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import checkpoint_base, hf_weights, model_loading, our_checkpoints, tf1_checkpoints
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import output_files, output_folders
@@ -280,7 +280,7 @@ def export_to_hugging_face(
             os.path.join(staging, WEIGHTS_FILE), safetensors_bytes(tensors, metadata={"format": "pt"})
         )
         output_folders.commit_export(staging, output_dir, marker=WEIGHTS_FILE, replace=False)
-    described = tf1_checkpoints._describe(files.config)
+    described = checkpoint_base.describe_config(files.config)
     logging.info("Wrote %s (%d tensors, %s) to %s", architecture, len(tensors), described, output_dir)
     return model_dir_lib.ModelFiles(
         config=files.config,

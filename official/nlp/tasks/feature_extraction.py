@@ -49,7 +49,7 @@ from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
 from official.nlp.common.text_files import decode_line
-from official.nlp.data.pretraining.instances import removal_counts
+from official.nlp.tokenizers.packing import removal_counts
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
 # Batches are padded to a multiple of this many tokens (not always to max_seq_length): real tokens give the same
