@@ -211,7 +211,7 @@ def save_checkpoint(model, prefix: str) -> str:
 
 
 @names_damage
-def saved_variableshape_text(prefix: str, path: tuple[str, ...]) -> list[int] | None:
+def saved_variable_shape(prefix: str, path: tuple[str, ...]) -> list[int] | None:
     """The shape of the variable at object path `path` in one of our checkpoints (e.g. `("model", "classifier",
     "_kernel")`), or None when there is none; tells what head a fine-tuned checkpoint holds before building it."""
     reader = load_checkpoint(prefix)
