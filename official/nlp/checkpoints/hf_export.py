@@ -46,7 +46,7 @@ from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.activations import HF_ACTIVATIONS
-from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.configs import LTR, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
 from official.nlp.tokenizers.vocabulary import load_vocab
@@ -187,7 +187,7 @@ def _architecture(model, record: dict, source: str) -> tuple[str, dict]:
     """The Hugging Face class `model` is, and the `hf_config` arguments of its head."""
     config = model.config if isinstance(model, BertEncoder) else model.encoder.config
     if config.left_to_right:
-        if isinstance(model, BertPretrainer) and model.objective == "ltr":
+        if isinstance(model, BertPretrainer) and model.objective == LTR:
             return "BertLMHeadModel", {"is_decoder": True}
         kind = "BertModel" if isinstance(model, BertEncoder) else "BertForSequenceClassification"
         raise InputError(

@@ -37,6 +37,38 @@ PRESETS = {
 BIDIRECTIONAL, LEFT_TO_RIGHT = "bidirectional", "left_to_right"
 ATTENTION_KINDS = (BIDIRECTIONAL, LEFT_TO_RIGHT)
 
+# The pretraining objectives, one per attention kind: the masked LM (BERT) of a bidirectional model, and the
+# next-token LM of a left-to-right one (`--objective=ltr`). A model's attention (`BertConfig.left_to_right`, the
+# `causal` flag of its transformer blocks) and its objective always go together: `objective_for`, `attention_for`.
+MLM, LTR = "mlm", "ltr"
+OBJECTIVES = (MLM, LTR)
+
+
+def objective_for(attention: str) -> str:
+    """The pretraining objective of a model with this attention kind."""
+    return LTR if attention == LEFT_TO_RIGHT else MLM
+
+
+def attention_for(objective: str) -> str:
+    """The attention kind a model pretrained with this objective has."""
+    return LEFT_TO_RIGHT if objective == LTR else BIDIRECTIONAL
+
+
+def left_to_right_conflicts(objective: str, *, use_next_sentence_label: bool, dynamic_masking: bool) -> list[str]:
+    """The rules of the left-to-right LM, in one place: the settings `objective` cannot take, in this order.
+
+    The left-to-right LM reads the original tokens and predicts the next one at every position: it has no
+    next-sentence head (`use_next_sentence_label`) and draws no masks (`dynamic_masking`). The masked LM takes both.
+    An unknown objective is a `ValueError` (the jobs' configs check the names first).
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if objective != LTR:
+        return []
+    named = {"use_next_sentence_label": use_next_sentence_label, "dynamic_masking": dynamic_masking}
+    return [name for name, value in named.items() if value]
+
+
 # Keys a bert_config.json must hold; the others have the original defaults. Requiring these catches a config
 # file that is not a BERT config at all (or has a typo in a key) before it silently builds a default model.
 _REQUIRED_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")

@@ -14,11 +14,10 @@ from keras import ops
 
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import losses
+from official.nlp.modeling.configs import LTR, MLM, attention_for, left_to_right_conflicts, objective_for
 from official.nlp.modeling.encoder import BertEncoder, encoder_inputs
 from official.nlp.modeling.heads import MaskedLMHead
 from official.nlp.modeling.task_base import BertTask, float32_dense, head_initializer_range
-
-OBJECTIVES = ("mlm", "ltr")
 
 
 @keras.saving.register_keras_serializable(package="bert")
@@ -66,18 +65,19 @@ class BertPretrainer(BertTask):
         **kwargs,
     ):
         config = encoder.config
-        objective = ("ltr" if config.left_to_right else "mlm") if objective is None else objective
-        if objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-        if (objective == "ltr") != config.left_to_right:
+        objective = objective_for(config.attention) if objective is None else objective
+        conflicts = left_to_right_conflicts(
+            objective, use_next_sentence_label=bool(use_next_sentence_label), dynamic_masking=False
+        )
+        if attention_for(objective) != config.attention:
             raise ValueError(
-                f"objective={objective!r} needs a {'left_to_right' if objective == 'ltr' else 'bidirectional'} "
-                f"encoder; this one's attention is {config.attention!r}"
+                f"objective={objective!r} needs a {attention_for(objective)} encoder; this one's attention is "
+                f"{config.attention!r}"
             )
-        if objective == "ltr" and use_next_sentence_label:
-            raise ValueError("the left-to-right LM (objective='ltr') has no next-sentence head")
+        if conflicts:
+            raise ValueError(f"the left-to-right LM (objective={LTR!r}) has no next-sentence head")
         # Default: NSP with the masked LM, as the original.
-        use_next_sentence_label = objective == "mlm" if use_next_sentence_label is None else use_next_sentence_label
+        use_next_sentence_label = objective == MLM if use_next_sentence_label is None else use_next_sentence_label
         mlm_activation = config.hidden_act if mlm_activation is None else mlm_activation
         initializer_range = head_initializer_range(encoder, initializer_range)
 
@@ -97,10 +97,10 @@ class BertPretrainer(BertTask):
         # === Functional model ===
         inputs = encoder_inputs()
         encoder_input_names = tuple(inputs)
-        if objective == "mlm":
+        if objective == MLM:
             inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
         encoder_outputs = encoder({key: inputs[key] for key in encoder_input_names})
-        if objective == "ltr":
+        if objective == LTR:
             outputs = {"ltr_logits": masked_lm(encoder_outputs["sequence_output"])}
         else:
             outputs = {"mlm_logits": masked_lm(encoder_outputs["sequence_output"], inputs["masked_lm_positions"])}
@@ -120,7 +120,7 @@ class BertPretrainer(BertTask):
         self.use_next_sentence_label = use_next_sentence_label
         self.masked_lm = masked_lm
         self.next_sentence = next_sentence
-        prefix = "ltr" if objective == "ltr" else "mlm"
+        prefix = objective
         self.lm_loss_tracker = keras.metrics.Mean(name=f"{prefix}_loss")
         self.lm_accuracy = keras.metrics.SparseCategoricalAccuracy(name=f"{prefix}_accuracy")
         if use_next_sentence_label:
@@ -144,12 +144,12 @@ class BertPretrainer(BertTask):
             self.optimizer.build(self.trainable_variables)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        needed = losses.LTR_LABELS if self.objective == "ltr" else losses.PRETRAINING_LABELS
+        needed = losses.LTR_LABELS if self.objective == LTR else losses.PRETRAINING_LABELS
         if y is None:
             raise ValueError(f"BertPretrainer needs labels: fit/evaluate on (x, y) with y = {{{', '.join(needed)}}}")
         if sample_weight is not None:
             raise ValueError(f"BertPretrainer weighs predictions by y['{needed[1]}']; do not pass sample_weight")
-        if self.objective == "ltr":
+        if self.objective == LTR:
             terms = losses.ltr_losses(y, y_pred)
             self.lm_loss_tracker.update_state(
                 terms["ltr_loss"], sample_weight=ops.sum(ops.cast(y["next_token_weights"], "float32"))
@@ -171,7 +171,7 @@ class BertPretrainer(BertTask):
         return loss / replicas if replicas > 1 else loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        if self.objective == "ltr":
+        if self.objective == LTR:
             self.lm_accuracy.update_state(
                 y["next_token_ids"], y_pred["ltr_logits"], sample_weight=y["next_token_weights"]
             )

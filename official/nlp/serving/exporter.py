@@ -32,6 +32,7 @@ from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.metrics import multi_label as multi_label_metrics
 from official.nlp.modeling import models
+from official.nlp.modeling.configs import MLM
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
@@ -70,7 +71,7 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
                 f"--init_checkpoint={init_checkpoint} holds no masked-LM head; --task=pretrainer needs "
                 "a pretraining checkpoint (run_pretraining.py's export, or a converted one with heads)"
             )
-        if model.objective != "mlm":
+        if model.objective != MLM:
             raise InputError(
                 f"--init_checkpoint={init_checkpoint} is a left-to-right LM; --task=pretrainer serves the masked LM "
                 "(it fills in [MASK]s): export --task=encoder, or a model fine-tuned from it"

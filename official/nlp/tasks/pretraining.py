@@ -33,9 +33,17 @@ from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
 from official.nlp.data.pretraining.masking import action_rate_problems
-from official.nlp.modeling.configs import LEFT_TO_RIGHT, PRESETS, BertConfig
+from official.nlp.modeling.configs import (
+    LTR,
+    MLM,
+    OBJECTIVES,
+    PRESETS,
+    BertConfig,
+    attention_for,
+    left_to_right_conflicts,
+)
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.models import OBJECTIVES, BertPretrainer
+from official.nlp.modeling.models import BertPretrainer
 from official.nlp.training import distribution, optimization, run_settings
 from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.objectives import PretrainingObjective
@@ -85,7 +93,7 @@ class PretrainingConfig(TrainingConfig):
     poly_power: float = field(1.0, minimum=0, help="Power of the polynomial decay (1 = linear).")
     use_next_sentence_label: bool = field(True, help="Train next sentence prediction.")
     objective: str = field(
-        "mlm",
+        MLM,
         enum=OBJECTIVES,
         help=(
             "mlm: masked LM (BERT). ltr: a left-to-right LM (the paper's LTR baseline): a causal encoder "
@@ -176,12 +184,17 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
         weight_decay=config.weight_decay,
         clip_norm=config.clip_norm,
     )
-    if config.objective == "ltr" and config.use_next_sentence_label:
+    conflicts = left_to_right_conflicts(
+        config.objective,
+        use_next_sentence_label=config.use_next_sentence_label,
+        dynamic_masking=config.dynamic_masking,
+    )
+    if "use_next_sentence_label" in conflicts:
         raise InputError(
             "--objective=ltr trains a left-to-right LM without next sentence prediction; add "
             "--use_next_sentence_label=false"
         )
-    if config.objective == "ltr" and config.dynamic_masking:
+    if "dynamic_masking" in conflicts:
         raise InputError(
             "--dynamic_masking draws masks for --objective=mlm; the left-to-right LM reads the original tokens: "
             "drop --dynamic_masking"
@@ -218,8 +231,7 @@ def model_config(config: PretrainingConfig, files: model_dir_lib.ModelFiles) -> 
     A model that is started from `--init_checkpoint` keeps its attention, so it must be the objective's own.
     """
     bert_config = files.config
-    ltr = config.objective == "ltr"
-    if bert_config.left_to_right == ltr:
+    if bert_config.attention == attention_for(config.objective):
         return bert_config
     if files.checkpoint is not None:
         kind = "left-to-right" if bert_config.left_to_right else "bidirectional"
@@ -232,13 +244,13 @@ def model_config(config: PretrainingConfig, files: model_dir_lib.ModelFiles) -> 
             f"--objective={config.objective} cannot start from --init_checkpoint={config.init_checkpoint}, a {kind} "
             f"model (its config's attention is {bert_config.attention!r}); {fix}"
         )
-    if not ltr:
+    if config.objective != LTR:
         source = f"--bert_config_file={config.bert_config_file}" if config.bert_config_file else "the model config"
         raise InputError(
             f"--objective=mlm trains a bidirectional model, but {source} says attention=left_to_right; pass "
             "--objective=ltr or a bidirectional config"
         )
-    return dataclasses.replace(bert_config, attention=LEFT_TO_RIGHT)
+    return dataclasses.replace(bert_config, attention=attention_for(LTR))
 
 
 def build_model_and_optimizer(
