@@ -32,7 +32,7 @@ from official.nlp.common import input_files, interruption, output_folders
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
-from official.nlp.data.pretraining.masking import action_rate_problems
+from official.nlp.data.pretraining.masking import MaskingFlags, action_rate_problems
 from official.nlp.modeling.configs import (
     LTR,
     MLM,
@@ -51,9 +51,10 @@ from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
 
 
 @dataclasses.dataclass
-class PretrainingConfig(TrainingConfig):
+class PretrainingConfig(TrainingConfig, MaskingFlags):
     """Every setting of a pretraining run: the records, the model, the schedule in steps, dynamic masking, and
-    `TrainingConfig`'s loop. The field names are the script's flags (see the README)."""
+    `TrainingConfig`'s loop. The field names are the script's flags (see the README); the masking flags of
+    `--dynamic_masking` are `create_pretraining_data`'s (`MaskingFlags`)."""
 
     input_file: str = field(path="patterns", help="TFRecord files: globs, comma-separated (plain or gzip).")
     model_dir: str = field(path="path", help="Checkpoints, summaries and the export go here.")
@@ -104,24 +105,6 @@ class PretrainingConfig(TrainingConfig):
     dynamic_masking: bool = field(
         False, help="Draw new masks on every pass (records masked offline are unmasked first); needs --vocab_file."
     )
-    masked_lm_prob: float = field(
-        0.15, exclusive_minimum=0, maximum=1, help="Share of tokens masked by --dynamic_masking."
-    )
-    whole_word_mask: bool = field(False, help="Whole-word masking for --dynamic_masking.")
-    mask_token_prob: float = field(
-        0.8,
-        minimum=0,
-        maximum=1,
-        help="Share of the --dynamic_masking targets replaced by [MASK] (the paper's MASK column of Table 8).",
-    )
-    random_token_prob: float = field(
-        0.1,
-        minimum=0,
-        maximum=1,
-        help=(
-            "Share of the --dynamic_masking targets replaced by a random token (RND); the rest keep their token (SAME)."
-        ),
-    )
     shuffle_buffer_size: int = field(
         1000, minimum=0, help="Records in the shuffle buffer, saved with every checkpoint (0 or 1: no shuffling)."
     )
@@ -163,6 +146,7 @@ def check_pretraining_resume(config: PretrainingConfig) -> bool:
         hint=f" (with --init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)",
         unrecorded="warn",
         defaults=run_settings.field_defaults(config),
+        renamed={"whole_word_mask": "do_whole_word_mask"},  # run_pretraining's name before it took the original's
     )
 
 
@@ -303,16 +287,10 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
     if config.dynamic_masking:
         if not config.vocab_file:
             raise InputError("--dynamic_masking needs --vocab_file (for the [MASK], [CLS] and [SEP] ids)")
-        from official.nlp.data.pretraining.masking import MaskingConfig
         from official.nlp.tokenizers import tokenization
 
-        masking_config = MaskingConfig.from_vocab(
-            tokenization.load_vocab(config.vocab_file),
-            max_predictions_per_seq=config.max_predictions_per_seq,
-            masked_lm_prob=config.masked_lm_prob,
-            whole_word_mask=config.whole_word_mask,
-            mask_token_prob=config.mask_token_prob,
-            random_token_prob=config.random_token_prob,
+        masking_config = config.masking_config(
+            tokenization.load_vocab(config.vocab_file), max_predictions_per_seq=config.max_predictions_per_seq
         )
     return PretrainDataLoader(
         PretrainDataConfig(
