@@ -30,6 +30,7 @@ from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import model_loading, our_checkpoints
 from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.errors import InputError
+from official.nlp.data.squad_postprocessing import AnswerSettings
 from official.nlp.metrics import multi_label as multi_label_metrics
 from official.nlp.modeling import models
 from official.nlp.modeling.configs import MLM
@@ -38,14 +39,7 @@ from official.nlp.serving import hub, ner_export, sequence_exports, squad_export
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
 # The one-sentence tasks: GLUE's and GoEmotions (names of official.nlp.data.glue and data.multi_label).
 _SINGLE_TEXT_TASKS = ("cola", "sst-2", "goemotions")
-SQUAD_SETTINGS = (  # the answer post-processing settings a SQuAD export records
-    "doc_stride",
-    "max_query_length",
-    "n_best_size",
-    "max_answer_length",
-    "version_2_with_negative",
-    "null_score_diff_threshold",
-)
+SQUAD_SETTINGS = AnswerSettings.names()  # the answer post-processing settings a SQuAD export records
 
 _SPAN_LSTM_KERNEL = ("model", "span_bilstm", "forward_layer", "cell", "kernel")
 
@@ -129,7 +123,7 @@ def build_export(
     if task == "swag":
         return sequence_exports.MultipleChoiceExport(model, **common)
     if task == "squad":
-        return squad_export.SpanLabelerExport(model, **(squad_settings or {}), **common)
+        return squad_export.SpanLabelerExport(model, answer_settings=AnswerSettings(**(squad_settings or {})), **common)
     if task == "pretrainer":
         return sequence_exports.PretrainerExport(model, **common)
     raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
