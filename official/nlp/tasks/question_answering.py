@@ -150,14 +150,14 @@ class SquadTask:
     labels: Sequence[str] = ()
     metric_name = "f1"
 
-    def __init__(
-        self, config: SquadConfig, tokenizer, do_lower_case: bool, *, span_head: str = "dense", lstm_units=None
-    ):
+    def __init__(self, config: SquadConfig, files):
+        """`files`: the `ModelFiles` of `config.init_checkpoint` (the tokenizer and its case; the span head follows
+        the model being loaded: `span_head_settings`)."""
+        files.check_text_pairs("SQuAD inputs (question, context)")
         self.config = config
-        self.span_head = span_head
-        self.lstm_units = lstm_units
-        self.tokenizer = tokenizer
-        self.do_lower_case = do_lower_case
+        self.files = files
+        self.span_head, self.lstm_units = span_head_settings(config, files.config.hidden_size)
+        self.tokenizer = files.tokenizer()
         self.name = "squad_v2.0" if config.version_2_with_negative else "squad_v1.1"
         self.answer_settings = config.answer_settings()
         v2 = config.version_2_with_negative
@@ -286,7 +286,9 @@ class SquadTask:
         started = time.monotonic()
         starts, ends = predict_logits(model, features, c.predict_batch_size)
         elapsed = max(time.monotonic() - started, 1e-9)
-        result = postprocess(self.predict_examples, features, starts, ends, self.answer_settings, self.do_lower_case)
+        result = postprocess(
+            self.predict_examples, features, starts, ends, self.answer_settings, self.files.do_lower_case
+        )
         write_squad_predictions(result, c.output_dir, c.version_2_with_negative)
         info = {
             "predict_examples": len(self.predict_examples),
@@ -376,9 +378,7 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
                 f"--max_seq_length={config.max_seq_length} exceeds the model's "
                 f"max_position_embeddings={files.config.max_position_embeddings}"
             )
-        files.check_text_pairs("SQuAD inputs (question, context)")
-        span_head, lstm_units = span_head_settings(config, files.config.hidden_size)
-        task = SquadTask(config, files.tokenizer(), files.do_lower_case, span_head=span_head, lstm_units=lstm_units)
+        task = SquadTask(config, files)
         started = time.monotonic()  # the files are read: what follows is the work
         return task
 
