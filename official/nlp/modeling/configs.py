@@ -37,6 +37,22 @@ PRESETS = {
 BIDIRECTIONAL, LEFT_TO_RIGHT = "bidirectional", "left_to_right"
 ATTENTION_KINDS = (BIDIRECTIONAL, LEFT_TO_RIGHT)
 
+# The sequence length a job packs to when it is not told (the original scripts' --max_seq_length default; SQuAD's
+# is 384).
+DEFAULT_SEQ_LENGTH = 128
+
+
+def check_seq_length(seq_length: int, max_position_embeddings: int, *, name: str = "--max_seq_length") -> None:
+    """The one rule between a sequence length and a model, which every job checks at start-up (pretraining's loader,
+    every fine-tuning job when it reads `--init_checkpoint`, feature extraction, exports, text tasks): the model has
+    a position embedding for each position, so `seq_length` may not exceed `max_position_embeddings`."""
+    if seq_length > max_position_embeddings:
+        raise InputError(
+            f"{name}={seq_length} exceeds the model's max_position_embeddings ({max_position_embeddings}) in its "
+            f"bert_config.json; lower {name}, or use a model with more position embeddings"
+        )
+
+
 # The pretraining objectives, one per attention kind: the masked LM (BERT) of a bidirectional model, and the
 # next-token LM of a left-to-right one (`--objective=ltr`). A model's attention (`BertConfig.left_to_right`, the
 # `causal` flag of its transformer blocks) and its objective always go together: `objective_for`, `attention_for`.

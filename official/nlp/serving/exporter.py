@@ -33,7 +33,7 @@ from official.nlp.common.errors import InputError
 from official.nlp.data.squad_postprocessing import AnswerSettings
 from official.nlp.metrics import multi_label as multi_label_metrics
 from official.nlp.modeling import models
-from official.nlp.modeling.configs import MLM
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH, MLM
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
@@ -142,7 +142,7 @@ def recorded_settings(task: str, record: dict) -> dict:
     return {
         "label_names": [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else [],
         "text_pair": text_pair,
-        "max_seq_length": int(record.get("max_seq_length") or 128),
+        "max_seq_length": int(record.get("max_seq_length") or DEFAULT_SEQ_LENGTH),
         "long_text": record.get("long_text") or "truncate",
         "doc_stride": record.get("doc_stride"),
         "window_stride": record.get("window_stride"),

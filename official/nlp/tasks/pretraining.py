@@ -34,6 +34,7 @@ from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
 from official.nlp.data.pretraining.masking import MaskingFlags, action_rate_problems
 from official.nlp.modeling.configs import (
+    DEFAULT_SEQ_LENGTH,
     LTR,
     MLM,
     OBJECTIVES,
@@ -86,7 +87,9 @@ class PretrainingConfig(TrainingConfig, MaskingFlags):
             "this run's earlier export, which it replaces."
         ),
     )
-    max_seq_length: int = field(128, minimum=5, help="Sequence length of the records ([CLS] A [SEP] B [SEP] at least).")
+    max_seq_length: int = field(
+        DEFAULT_SEQ_LENGTH, minimum=5, help="Sequence length of the records ([CLS] A [SEP] B [SEP] at least)."
+    )
     max_predictions_per_seq: int = field(20, minimum=1, help="Masked LM predictions per sequence in the records.")
     num_train_steps: int = field(100000, minimum=1, help="Optimizer steps.")
     num_warmup_steps: int = field(10000, minimum=0, help="Linear warmup steps.")

@@ -45,6 +45,7 @@ import tensorflow as tf
 from official.nlp.checkpoints import init_checkpoint
 from official.nlp.common.errors import InputError
 from official.nlp.metrics import multi_label as multi_label_metrics
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH
 from official.nlp.modeling.models import BertClassifier
 from official.nlp.serving import exporter
 from official.nlp.tasks import multi_label as multi_label_lib
@@ -114,7 +115,7 @@ class TextClassifier(TextTask):
         model: BertClassifier,
         tokenizer: BertTokenizer,
         *,
-        seq_length: int = 128,
+        seq_length: int = DEFAULT_SEQ_LENGTH,
         label_names: Sequence[str] = (),
         text_pair: bool = False,
         long_text: str = "truncate",
@@ -204,7 +205,7 @@ class TextClassifier(TextTask):
         return cls(
             model,
             tokenizer,
-            seq_length=seq_length or 128,
+            seq_length=seq_length or DEFAULT_SEQ_LENGTH,
             label_names=label_names or (),
             text_pair=bool(text_pair),
             long_text=long_text or "truncate",

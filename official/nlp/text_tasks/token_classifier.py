@@ -33,6 +33,7 @@ from official.nlp.checkpoints import init_checkpoint
 from official.nlp.common.errors import InputError
 from official.nlp.data.conll import IGNORE
 from official.nlp.metrics import conlleval
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.serving import exporter
 from official.nlp.tasks.tagging import TaggingTask
@@ -91,7 +92,7 @@ class TokenClassifier(TextTask):
         model: BertTokenClassifier,
         tokenizer: BertTokenizer,
         *,
-        seq_length: int = 128,
+        seq_length: int = DEFAULT_SEQ_LENGTH,
         label_names: Sequence[str] = (),
         window_stride: int | None = None,
         **kwargs,
@@ -148,7 +149,7 @@ class TokenClassifier(TextTask):
         return cls(
             model,
             tokenizer,
-            seq_length=seq_length or 128,
+            seq_length=seq_length or DEFAULT_SEQ_LENGTH,
             label_names=label_names,
             window_stride=window_stride,
             **kwargs,

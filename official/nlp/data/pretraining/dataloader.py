@@ -40,7 +40,7 @@ from official.nlp.data import tfrecord_io
 from official.nlp.data.pretraining import masking
 from official.nlp.data.pretraining.masking import MaskingConfig
 from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATURES, SEQUENCE_FEATURES, feature_spec
-from official.nlp.modeling.configs import LTR, MLM, OBJECTIVES, left_to_right_conflicts
+from official.nlp.modeling.configs import LTR, MLM, OBJECTIVES, check_seq_length, left_to_right_conflicts
 from official.nlp.modeling.losses import next_token_labels
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -270,12 +270,8 @@ class PretrainDataLoader:
             raise InputError(f"global_batch_size must be positive, got {config.global_batch_size}")
         if config.shard_policy not in ("auto", "file", "data"):
             raise InputError(f"shard_policy must be 'auto', 'file' or 'data', got {config.shard_policy!r}")
-        if config.max_position_embeddings is not None and config.seq_length > config.max_position_embeddings:
-            raise PretrainDataError(
-                f"max_seq_length={config.seq_length} is larger than the model's max_position_embeddings="
-                f"{config.max_position_embeddings}; use records of at most that length or a config with more "
-                "position embeddings"
-            )
+        if config.max_position_embeddings is not None:
+            check_seq_length(config.seq_length, config.max_position_embeddings)
         self.skipped_files: list[str] = []
         self.files = resolve_files(config.input_patterns, self.skipped_files)
         if self.skipped_files:

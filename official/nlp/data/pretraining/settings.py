@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import masking as masking_lib
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH
 
 
 @dataclasses.dataclass
@@ -28,7 +29,9 @@ class PretrainingDataConfig(CheckedConfig, masking_lib.MaskingFlags):
     )
     vocab_file: str = field(path="path", help="The vocabulary file that the BERT model was trained on.")
     do_lower_case: bool = field(True, help="Lower-case the input (True for uncased models, False for cased).")
-    max_seq_length: int = field(128, minimum=5, help="Maximum sequence length ([CLS] A [SEP] B [SEP] at least).")
+    max_seq_length: int = field(
+        DEFAULT_SEQ_LENGTH, minimum=5, help="Maximum sequence length ([CLS] A [SEP] B [SEP] at least)."
+    )
     max_predictions_per_seq: int = field(20, minimum=1, help="Maximum number of masked-LM predictions per sequence.")
     random_seed: int = field(12345, help="Random seed for data generation.")
     dupe_factor: int = field(10, minimum=1, help="Number of passes over the input (each with different masks).")
