@@ -32,7 +32,7 @@ from official.nlp.common.errors import InputError
 from official.nlp.data.squad_postprocessing import AnswerSettings
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.serving import exporter
-from official.nlp.text_tasks.base import TextTask, check_seq_length, model_files, string_column
+from official.nlp.text_tasks.base import TextTask, checked_seq_length, model_files, string_column
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 _NAMES = ("question", "context")
@@ -85,7 +85,7 @@ class QuestionAnswerer(TextTask):
         prefix), with its span head, vocabulary, and the settings it recorded; keyword arguments override them."""
         files, record = model_files(path)
         if seq_length is not None:  # before any model is built
-            check_seq_length(seq_length, files.config.max_position_embeddings)
+            checked_seq_length(seq_length, files.config.max_position_embeddings)
         try:
             model = exporter.load_task_model("squad", files, path)
         except InputError:

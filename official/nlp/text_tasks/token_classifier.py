@@ -41,8 +41,8 @@ from official.nlp.tasks.tagging import TaggingTask
 from official.nlp.text_tasks.base import (
     TextTask,
     as_strings,
-    check_seq_length,
     checked_label_names,
+    checked_seq_length,
     input_check,
     model_files,
     string_column,
@@ -146,7 +146,7 @@ class TokenClassifier(TextTask):
             label_names = checked_label_names(label_names)
         files, record = model_files(path)
         if seq_length is not None:  # before any model is built
-            check_seq_length(seq_length, files.config.max_position_embeddings)
+            checked_seq_length(seq_length, files.config.max_position_embeddings)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
         if label_names is None:
             found = init_checkpoint.fine_tuned_head(path) or {}
