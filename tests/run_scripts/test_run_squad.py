@@ -148,7 +148,7 @@ def _replace(flags, out, other):
         ),
         (
             ["--do_predict", "--predict_file=TMP/x.json"],  # a file that is there: input files are checked first
-            "--max_seq_length=384 exceeds the model's max_position_embeddings=64",
+            "--max_seq_length=384 exceeds the model's max_position_embeddings (64)",
         ),
     ],
 )

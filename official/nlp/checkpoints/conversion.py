@@ -12,7 +12,14 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import fine_tuned, hf_export, model_dir, model_loading, our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import (
+    checkpoint_base,
+    fine_tuned,
+    hf_export,
+    model_dir,
+    model_loading,
+    our_checkpoints,
+)
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
@@ -149,7 +156,7 @@ def convert_checkpoint(
         "Wrote %s (%s, %s) to %s",
         type(model).__name__,
         output_format,
-        tf1_checkpoints._describe(files.config),
+        checkpoint_base.describe_config(files.config),
         output_dir,
     )
     return written

@@ -42,12 +42,18 @@ import os
 import numpy as np
 from absl import logging
 
-from official.nlp.checkpoints import fine_tuned, hf_weights, model_loading, tf1_checkpoints
+from official.nlp.checkpoints import (
+    checkpoint_base,
+    fine_tuned,
+    hf_weights,
+    model_loading,
+    tf1_checkpoints,
+)
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.activations import HF_ACTIVATIONS
-from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.configs import LTR, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
 from official.nlp.tokenizers.vocabulary import load_vocab
@@ -172,7 +178,7 @@ def _architecture(model, described, source: str) -> tuple[str, dict]:
     """The Hugging Face class `model` is, and the `hf_config` arguments of its head."""
     config = model.config if isinstance(model, BertEncoder) else model.encoder.config
     if config.left_to_right:
-        if isinstance(model, BertPretrainer) and model.objective == "ltr":
+        if isinstance(model, BertPretrainer) and model.objective == LTR:
             return "BertLMHeadModel", {"is_decoder": True}
         kind = "BertModel" if isinstance(model, BertEncoder) else "BertForSequenceClassification"
         raise InputError(
@@ -271,7 +277,7 @@ def export_to_hugging_face(
             os.path.join(staging, WEIGHTS_FILE), safetensors_bytes(tensors, metadata={"format": "pt"})
         )
         output_folders.commit_export(staging, output_dir, marker=WEIGHTS_FILE, replace=False)
-    described = tf1_checkpoints._describe(files.config)
+    described = checkpoint_base.describe_config(files.config)
     logging.info("Wrote %s (%d tensors, %s) to %s", architecture, len(tensors), described, output_dir)
     return model_dir_lib.ModelFiles(
         config=files.config,

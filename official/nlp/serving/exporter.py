@@ -30,20 +30,15 @@ from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.errors import InputError
+from official.nlp.data.squad_postprocessing import AnswerSettings
 from official.nlp.modeling import models
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH, MLM
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions
 
 TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")  # a head kind's: `fine_tuned.HEADS`
 # The one-sentence tasks: GLUE's and GoEmotions (names of official.nlp.data.glue and data.multi_label).
 _SINGLE_TEXT_TASKS = ("cola", "sst-2", "goemotions")
-SQUAD_SETTINGS = (  # the answer post-processing settings a SQuAD export records
-    "doc_stride",
-    "max_query_length",
-    "n_best_size",
-    "max_answer_length",
-    "version_2_with_negative",
-    "null_score_diff_threshold",
-)
+SQUAD_SETTINGS = AnswerSettings.names()  # the answer post-processing settings a SQuAD export records
 
 
 def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str):
@@ -58,7 +53,7 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
                 f"--init_checkpoint={init_checkpoint} holds no masked-LM head; --task=pretrainer needs "
                 "a pretraining checkpoint (run_pretraining.py's export, or a converted one with heads)"
             )
-        if model.objective != "mlm":
+        if model.objective != MLM:
             raise InputError(
                 f"--init_checkpoint={init_checkpoint} is a left-to-right LM; --task=pretrainer serves the masked LM "
                 "(it fills in [MASK]s): export --task=encoder, or a model fine-tuned from it"
@@ -117,7 +112,7 @@ def build_export(
     if task == "swag":
         return sequence_exports.MultipleChoiceExport(model, **common)
     if task == "squad":
-        return squad_export.SpanLabelerExport(model, **(squad_settings or {}), **common)
+        return squad_export.SpanLabelerExport(model, answer_settings=AnswerSettings(**(squad_settings or {})), **common)
     if task == "pretrainer":
         return sequence_exports.PretrainerExport(model, **common)
     raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
@@ -136,7 +131,7 @@ def recorded_settings(task: str, record: dict) -> dict:
     return {
         "label_names": [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else [],
         "text_pair": text_pair,
-        "max_seq_length": int(record.get("max_seq_length") or 128),
+        "max_seq_length": int(record.get("max_seq_length") or DEFAULT_SEQ_LENGTH),
         "long_text": record.get("long_text") or "truncate",
         "doc_stride": record.get("doc_stride"),
         "window_stride": record.get("window_stride"),

@@ -61,11 +61,6 @@ class ClassificationTask:
         if not config.tfds_name and not config.data_dir:
             raise InputError("--data_dir is required (the folder with the task's files), or --tfds_name")
         classifier_features.check_long_text_settings(config.max_seq_length, config.long_text, config.doc_stride)
-        if config.max_seq_length > files.config.max_position_embeddings:
-            raise InputError(
-                f"--max_seq_length={config.max_seq_length} is longer than the model's "
-                f"max_position_embeddings ({files.config.max_position_embeddings})"
-            )
         self.splits = self.processor.files(config.data_dir)
         if isinstance(self.processor, classifier_examples.GenericProcessor) and self.splits[classifier_examples.TRAIN]:
             train = self.splits[classifier_examples.TRAIN][0].file

@@ -49,7 +49,8 @@ from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
 from official.nlp.common.text_files import decode_line
-from official.nlp.data.pretraining.instances import removal_counts
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH, check_seq_length
+from official.nlp.tokenizers.packing import removal_counts
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
 # Batches are padded to a multiple of this many tokens (not always to max_seq_length): real tokens give the same
@@ -188,11 +189,9 @@ def _check_settings(
             f"--layers {list(layers)}: the model has {num_layers} layers, so each index must be in "
             f"[{-num_layers}, {num_layers - 1}] (-1 is the last layer)"
         )
-    if not 3 <= max_seq_length <= max_positions:
-        raise InputError(
-            f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] A [SEP] B [SEP]) and at "
-            f"most the model's max_position_embeddings={max_positions}"
-        )
+    if max_seq_length < 3:
+        raise InputError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] A [SEP] B [SEP])")
+    check_seq_length(max_seq_length, max_positions)
     if batch_size < 1:
         raise InputError(f"--batch_size={batch_size}: must be at least 1")
 
@@ -203,7 +202,7 @@ def extract(
     examples: Sequence[ExtractionExample],
     *,
     layers: Sequence[int] = (-1, -2, -3, -4),
-    max_seq_length: int = 128,
+    max_seq_length: int = DEFAULT_SEQ_LENGTH,
     batch_size: int = 32,
 ) -> Iterator[ExampleResult]:
     """Runs `encoder` over `examples` and yields one `ExampleResult` per example, in input order.
@@ -333,7 +332,9 @@ class FeatureExtractionConfig(CheckedConfig):
     )
     vocab_file: str | None = field(None, path="path", help="Defaults to vocab.txt next to --init_checkpoint.")
     do_lower_case: bool | None = field(None, help="Defaults to the model directory's do_lower_case.")
-    max_seq_length: int = field(128, minimum=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] included.")
+    max_seq_length: int = field(
+        DEFAULT_SEQ_LENGTH, minimum=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] included."
+    )
     batch_size: int = field(32, minimum=1, help="Examples per forward pass.")
     output_format: str = field(
         "original",

@@ -94,9 +94,10 @@ def checked_label_names(label_names) -> list[str]:
     return names
 
 
-def check_seq_length(seq_length, max_position_embeddings: int) -> int:
+def checked_seq_length(seq_length, max_position_embeddings: int) -> int:
     """`seq_length` when it is a whole number of tokens that the model's position embeddings hold (at least
-    [CLS], one token and [SEP])."""
+    [CLS], one token and [SEP]): `configs.check_seq_length`'s rule, with the type and the lower bound a Python
+    argument also needs, in one message."""
     limit = max_position_embeddings
     if isinstance(seq_length, bool) or not isinstance(seq_length, (int, np.integer)) or not 3 <= seq_length <= limit:
         raise InputError(
@@ -144,7 +145,7 @@ class TextTask(keras.Model):
     serving_task = ""  # the task name of `official.nlp.serving.exporter`
 
     def __init__(self, model: keras.Model, tokenizer: BertTokenizer, *, seq_length: int, compile=True, **kwargs):
-        seq_length = check_seq_length(seq_length, model.encoder.config.max_position_embeddings)
+        seq_length = checked_seq_length(seq_length, model.encoder.config.max_position_embeddings)
         inputs = encoder_inputs()
         super().__init__(inputs=inputs, outputs=model(inputs), **kwargs)
         self.model = model

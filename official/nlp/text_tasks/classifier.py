@@ -45,13 +45,14 @@ import tensorflow as tf
 from official.nlp.checkpoints import fine_tuned
 from official.nlp.common.errors import InputError
 from official.nlp.metrics import multi_label as multi_label_metrics
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH
 from official.nlp.modeling.models import BertClassifier
 from official.nlp.serving import exporter
 from official.nlp.text_tasks import label_sets
 from official.nlp.text_tasks.base import (
     TextTask,
-    check_seq_length,
     checked_label_names,
+    checked_seq_length,
     input_check,
     model_files,
     string_column,
@@ -119,7 +120,7 @@ class TextClassifier(TextTask):
         model: BertClassifier,
         tokenizer: BertTokenizer,
         *,
-        seq_length: int = 128,
+        seq_length: int = DEFAULT_SEQ_LENGTH,
         label_names: Sequence[str] = (),
         text_pair: bool = False,
         long_text: str = "truncate",
@@ -182,7 +183,7 @@ class TextClassifier(TextTask):
             label_names = checked_label_names(label_names)
         files = model_files(path)
         if seq_length is not None:  # before any model is built
-            check_seq_length(seq_length, files.config.max_position_embeddings)
+            checked_seq_length(seq_length, files.config.max_position_embeddings)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
         if num_classes is None and label_names is None:
             described, model = fine_tuned.load_fine_tuned(
@@ -211,7 +212,7 @@ class TextClassifier(TextTask):
         return cls(
             model,
             tokenizer,
-            seq_length=128 if seq_length is None else seq_length,
+            seq_length=DEFAULT_SEQ_LENGTH if seq_length is None else seq_length,
             label_names=label_names or (),
             text_pair=bool(text_pair),
             long_text=long_text or "truncate",

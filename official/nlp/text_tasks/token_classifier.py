@@ -34,13 +34,14 @@ from official.nlp.common.errors import InputError
 from official.nlp.data import conll
 from official.nlp.data.conll import IGNORE
 from official.nlp.metrics import conlleval
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.serving import exporter
 from official.nlp.text_tasks.base import (
     TextTask,
     as_strings,
-    check_seq_length,
     checked_label_names,
+    checked_seq_length,
     input_check,
     model_files,
     string_column,
@@ -99,7 +100,7 @@ class TokenClassifier(TextTask):
         model: BertTokenClassifier,
         tokenizer: BertTokenizer,
         *,
-        seq_length: int = 128,
+        seq_length: int = DEFAULT_SEQ_LENGTH,
         label_names: Sequence[str] = (),
         window_stride: int | None = None,
         **kwargs,
@@ -144,7 +145,7 @@ class TokenClassifier(TextTask):
             label_names = checked_label_names(label_names)
         files = model_files(path)
         if seq_length is not None:  # before any model is built
-            check_seq_length(seq_length, files.config.max_position_embeddings)
+            checked_seq_length(seq_length, files.config.max_position_embeddings)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
         if label_names is None:
             described, model = fine_tuned.load_fine_tuned(
@@ -163,7 +164,7 @@ class TokenClassifier(TextTask):
         return cls(
             model,
             tokenizer,
-            seq_length=128 if seq_length is None else seq_length,
+            seq_length=DEFAULT_SEQ_LENGTH if seq_length is None else seq_length,
             label_names=label_names,
             window_stride=window_stride,
             **kwargs,

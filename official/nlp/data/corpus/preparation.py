@@ -45,14 +45,13 @@ from official.nlp.common import input_files, output_files, output_folders, text_
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target
-from official.nlp.common.text_files import decode_text
+from official.nlp.common.output_names import default_stats_path, output_paths
+from official.nlp.common.text_files import decode_text, line_number
 from official.nlp.data.corpus import documents as documents_lib
 from official.nlp.data.corpus import dump as dump_lib
 from official.nlp.data.corpus.documents import Counts
 from official.nlp.data.corpus.settings import CorpusConfig
 from official.nlp.data.corpus.units import CorpusUnit, file_format, plan_corpus_units
-from official.nlp.data.pretraining.documents import line_number
-from official.nlp.data.pretraining.outputs import default_stats_path, output_paths
 
 _LOG_EVERY_S = 10
 

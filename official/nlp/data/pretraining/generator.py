@@ -44,19 +44,19 @@ import numpy as np
 
 from official.nlp.common import input_files, interruption, output_files, output_folders, worker_pool
 from official.nlp.common.errors import InputError
-from official.nlp.common.input_files import expand_input_files
+from official.nlp.common.input_files import absolute, expand_input_files
 from official.nlp.common.output_files import check_target
+from official.nlp.common.output_names import default_stats_path, output_paths
+from official.nlp.common.output_names import stats_path as shard_stats_path
+from official.nlp.common.text_files import line_number
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
 from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining.outputs import (
     ShardJoiner,
-    absolute,
     check_written,
-    default_stats_path,
     file_content,
     finish_shard,
-    output_paths,
     output_settings,
     part_path,
     parts_dir,
@@ -64,7 +64,6 @@ from official.nlp.data.pretraining.outputs import (
     shard_record,
     shard_state,
 )
-from official.nlp.data.pretraining.outputs import stats_path as shard_stats_path
 from official.nlp.data.pretraining.settings import (
     PretrainingDataConfig,
     load_checked_vocab,
@@ -80,7 +79,7 @@ from official.nlp.data.pretraining.writer import write_instances
 _WORKER: dict = {}
 
 
-def _keep_freed_memory() -> None:
+def keep_freed_memory() -> None:
     """Tells glibc's malloc to keep freed memory for reuse instead of handing it back to the kernel.
 
     A worker allocates and frees the same few-MB numpy buffers for every batch. By default glibc serves each of
@@ -98,7 +97,7 @@ def _keep_freed_memory() -> None:
 
 
 def _worker_init(config: PretrainingDataConfig) -> None:
-    _keep_freed_memory()
+    keep_freed_memory()
     from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer, LineCache
     from official.nlp.tokenizers import tokenization
 
@@ -349,7 +348,7 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
                     "%s:%d: a document of a single sentence (the first of those counted in the "
                     "statistics); as in the original, it always takes a random next segment",
                     path,
-                    documents_lib.line_number(path, offset),
+                    line_number(path, offset),
                 )
             done_bytes += result["bytes"]
             for s, part_dict in zip(placement[u], result["stats"]):
