@@ -80,7 +80,7 @@ def resolve(name: str) -> str:
 def _resolve_hf(name: str) -> str:
     repo, revision = parse_hf(name)
     import huggingface_hub
-    from huggingface_hub import errors
+    from huggingface_hub import constants, errors
 
     try:
         folder = huggingface_hub.snapshot_download(repo, revision=revision, allow_patterns=HF_FILES)
@@ -97,7 +97,7 @@ def _resolve_hf(name: str) -> str:
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
         why = "HF_HUB_OFFLINE is set" if offline else "the Hugging Face Hub cannot be reached"
         raise MissingInputError(
-            f"{name}: not in the Hugging Face cache ({huggingface_hub.constants.HF_HUB_CACHE}) and {why}; "
+            f"{name}: not in the Hugging Face cache ({constants.HF_HUB_CACHE}) and {why}; "
             "download it once with network, or name a local folder"
         ) from None
     except (errors.HfHubHTTPError, OSError) as e:
@@ -105,6 +105,11 @@ def _resolve_hf(name: str) -> str:
         raise InputError(f"{name}: downloading from the Hugging Face Hub failed ({first}); try again") from None
     if not os.path.exists(os.path.join(folder, "config.json")):
         raise InputError(f"{name}: {repo} has no config.json: not a BERT model folder or keras-hub preset")
+    if not any(os.path.exists(os.path.join(folder, w)) for w in ("model.safetensors", "model.weights.h5")):
+        raise MissingInputError(
+            f"{name}: the cached snapshot {folder} has no model.safetensors (or model.weights.h5): {repo} has no "
+            "safetensors weights, or an earlier download stopped; run again with network"
+        )
     return folder
 
 
