@@ -34,12 +34,12 @@ from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 
-CONFIG_FILE = "config.json"
-WEIGHTS_FILE = "model.weights.h5"
+PRESET_CONFIG_FILE = "config.json"
+PRESET_WEIGHTS_FILE = "model.weights.h5"
 TOKENIZER_FILE = "tokenizer.json"
 PREPROCESSOR_FILE = "preprocessor.json"
 METADATA_FILE = "metadata.json"
-VOCAB_FILE = "assets/tokenizer/vocabulary.txt"
+PRESET_VOCAB_FILE = "assets/tokenizer/vocabulary.txt"
 _BACKBONE = "BertBackbone"
 _LAYER_NORM_EPS = 1e-12
 
@@ -88,8 +88,8 @@ def is_preset_folder(path: str) -> bool:
     """Whether `path` is a folder holding a keras-hub preset's `config.json` and `model.weights.h5`."""
     return (
         input_files.isdir(path)
-        and input_files.exists(os.path.join(path, CONFIG_FILE))
-        and input_files.exists(os.path.join(path, WEIGHTS_FILE))
+        and input_files.exists(os.path.join(path, PRESET_CONFIG_FILE))
+        and input_files.exists(os.path.join(path, PRESET_WEIGHTS_FILE))
     )
 
 
@@ -103,11 +103,11 @@ def _read_json(path: str, folder: str) -> dict:
     return value
 
 
-def preset_config(folder: str) -> BertConfig:
+def read_preset_config(folder: str) -> BertConfig:
     """The `BertConfig` of a preset's `config.json` (a `BertBackbone`; any other class is refused)."""
-    path = os.path.join(folder, CONFIG_FILE)
+    path = os.path.join(folder, PRESET_CONFIG_FILE)
     if not input_files.exists(path):
-        raise MissingInputError(f"{folder} has no {CONFIG_FILE}: not a keras-hub preset folder")
+        raise MissingInputError(f"{folder} has no {PRESET_CONFIG_FILE}: not a keras-hub preset folder")
     stored = _read_json(path, folder)
     if stored.get("class_name") != _BACKBONE:
         raise InputError(
@@ -162,14 +162,16 @@ def preset_case(folder: str) -> bool | None:
 
 def preset_vocab_file(folder: str) -> str | None:
     """`assets/tokenizer/vocabulary.txt` of the preset (one token a line, as `vocab.txt`), None if absent."""
-    path = os.path.join(folder, VOCAB_FILE)
+    path = os.path.join(folder, PRESET_VOCAB_FILE)
     return path if input_files.exists(path) else None
 
 
 def _open_weights(folder: str) -> h5py.File:
-    path = os.path.join(folder, WEIGHTS_FILE)
+    path = os.path.join(folder, PRESET_WEIGHTS_FILE)
     if not input_files.exists(path):
-        raise MissingInputError(f"{folder} has no {WEIGHTS_FILE}: not a keras-hub preset folder (or a partial copy)")
+        raise MissingInputError(
+            f"{folder} has no {PRESET_WEIGHTS_FILE}: not a keras-hub preset folder (or a partial copy)"
+        )
     try:
         return h5py.File(io.BytesIO(input_files.read_bytes(path)), "r")
     except OSError as e:
@@ -186,7 +188,7 @@ def _numbered(group: h5py.Group, base: str) -> list[str]:
 
 def read_preset_weights(folder: str) -> dict[str, np.ndarray]:
     """The preset's backbone weights under TF1 names, in TF1 layout (float32), for `tf1_checkpoints.assign_weights`."""
-    path = os.path.join(folder, WEIGHTS_FILE)
+    path = os.path.join(folder, PRESET_WEIGHTS_FILE)
     weights: dict[str, np.ndarray] = {}
 
     def take(group_path: str, count: int) -> list[np.ndarray]:
@@ -230,7 +232,7 @@ def read_preset(folder: str) -> tuple[dict[str, np.ndarray], BertConfig, str | N
     """`(weights, config, vocab_file, do_lower_case)` of a keras-hub preset folder (see `read_preset_weights`)."""
     if not input_files.isdir(folder):
         raise MissingInputError(f"{folder} is not a folder: expected a keras-hub preset folder")
-    config = preset_config(folder)
+    config = read_preset_config(folder)
     return read_preset_weights(folder), config, preset_vocab_file(folder), preset_case(folder)
 
 
@@ -292,7 +294,7 @@ def preset_json_files(config: BertConfig, do_lower_case: bool | None) -> dict[st
     """`config.json`, `metadata.json` and, with a case, `tokenizer.json` + `preprocessor.json` of a preset."""
     float32 = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}}
     files = {
-        CONFIG_FILE: _layer_json(
+        PRESET_CONFIG_FILE: _layer_json(
             "keras_hub.src.models.bert.bert_backbone",
             _BACKBONE,
             {
@@ -387,13 +389,13 @@ def write_preset(
     parent, name = output_folders.split(folder)
     full = output_files.naming_output_when_full(folder, name="--output_dir")
     with full, output_folders.claim(parent, name, what=folder), output_folders.staging_folder(folder) as staging:
-        output_files.write_bytes(os.path.join(staging, WEIGHTS_FILE), weights_file_bytes(weights, config))
+        output_files.write_bytes(os.path.join(staging, PRESET_WEIGHTS_FILE), weights_file_bytes(weights, config))
         if vocab_file is not None:
-            output_files.makedirs(os.path.join(staging, os.path.dirname(VOCAB_FILE)))
-            output_files.copy(vocab_file, os.path.join(staging, VOCAB_FILE))
+            output_files.makedirs(os.path.join(staging, os.path.dirname(PRESET_VOCAB_FILE)))
+            output_files.copy(vocab_file, os.path.join(staging, PRESET_VOCAB_FILE))
         for file_name, content in preset_json_files(config, do_lower_case if vocab_file else None).items():
             output_files.write_text(os.path.join(staging, file_name), json.dumps(content, indent=4))
-        output_folders.commit_export(staging, folder, marker=CONFIG_FILE, replace=False)
+        output_folders.commit_export(staging, folder, marker=PRESET_CONFIG_FILE, replace=False)
     logging.info(
         "Wrote the keras-hub preset %s (%d layers, hidden %d)", folder, config.num_hidden_layers, config.hidden_size
     )

@@ -207,11 +207,13 @@ def preset_model_files(
     path: str, *, bert_config_file: str | None = None, vocab_file: str | None = None, do_lower_case: bool | None = None
 ) -> model_dir.ModelFiles:
     """`ModelFiles` of a keras-hub preset folder; `checkpoint_format` is `"keras_hub"` (see keras_hub_presets.py)."""
-    config = BertConfig.from_json_file(bert_config_file) if bert_config_file else keras_hub_presets.preset_config(path)
+    config = (
+        BertConfig.from_json_file(bert_config_file) if bert_config_file else keras_hub_presets.read_preset_config(path)
+    )
     vocab_file = vocab_file or keras_hub_presets.preset_vocab_file(path)
     if vocab_file is None:
         raise MissingInputError(
-            f"{path} has no {keras_hub_presets.VOCAB_FILE} (a backbone-only preset); pass --vocab_file"
+            f"{path} has no {keras_hub_presets.PRESET_VOCAB_FILE} (a backbone-only preset); pass --vocab_file"
         )
     do_lower_case = _merge_case(do_lower_case, keras_hub_presets.preset_case(path), f"{path}'s tokenizer lowercase")
     do_lower_case = model_dir.validate_vocab_file(vocab_file, config, do_lower_case, infer_case=True)

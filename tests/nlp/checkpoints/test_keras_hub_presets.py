@@ -56,7 +56,7 @@ def test_a_keras_hub_preset_folder_gives_keras_hub_outputs(preset):
     folder, (sequence, pooled) = preset
     files = model_loading.read_model_files(folder)
     assert files.checkpoint_format == "keras_hub" and files.do_lower_case is True
-    assert files.vocab_file == os.path.join(folder, keras_hub_presets.VOCAB_FILE)
+    assert files.vocab_file == os.path.join(folder, keras_hub_presets.PRESET_VOCAB_FILE)
     assert files.config.hidden_act == "gelu" and files.config.max_position_embeddings == 24
     ours = _our_outputs(files.build_encoder())
     np.testing.assert_allclose(ours[0], sequence, atol=1e-5)
@@ -116,7 +116,7 @@ def test_bad_preset_folders_are_one_line(preset, tmp_path):
     with pytest.raises(InputError, match="describes a 'GPT2Backbone', not a keras-hub BertBackbone"):
         model_loading.read_model_files(wrong)
     no_vocab = _copy(folder, tmp_path / "no_vocab")
-    os.remove(os.path.join(no_vocab, keras_hub_presets.VOCAB_FILE))
+    os.remove(os.path.join(no_vocab, keras_hub_presets.PRESET_VOCAB_FILE))
     with pytest.raises(MissingInputError, match="has no assets/tokenizer/vocabulary.txt"):
         model_loading.read_model_files(no_vocab)
     not_h5 = _copy(folder, tmp_path / "not_h5")
