@@ -44,7 +44,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
-from official.nlp.common import input_files
+from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
@@ -364,6 +364,9 @@ class FeatureExtractionResult:
 def run_feature_extraction(config: FeatureExtractionConfig) -> FeatureExtractionResult:
     """Writes the token vectors of `config.input_file` (and its sentence vectors, when asked for)."""
     layers = parse_layers(config.layers)
+    outputs = [config.output_file, *([config.sentence_vectors_file] if config.sentence_vectors_file else [])]
+    named = {f"--{name}={getattr(config, name)}": [getattr(config, name)] for name in ("input_file", "vocab_file")}
+    output_folders.check_output_files(outputs, flag="--output_file", inputs={k: v for k, v in named.items() if v[0]})
     examples = read_examples(config.input_file)  # first: bad input fails before any model work
     files = init_checkpoint_lib.resolve_model_files(
         config.init_checkpoint,

@@ -200,6 +200,32 @@ def run_task(
     jobs = [name for name in JOBS if hasattr(config, name)]
     if not any(getattr(config, name) for name in jobs):
         raise InputError(f"Nothing to do: give at least one of {', '.join('--' + name for name in jobs)}")
+    strategy = strategy or config.make_strategy()  # first (see `TrainingConfig.make_strategy`)
+    with output_folders.run_folder(
+        config.output_dir,
+        flag="--output_dir",
+        job=type(config).__name__.removesuffix("Config").lower() + " fine-tuning",  # "classifier fine-tuning"
+        markers=(model_dir_lib.SETTINGS_FILE,),
+        related=output_related(config),
+        writer=distribution.worker_info(strategy).is_chief,
+    ):
+        return _run_task(config, make_task, evaluate=evaluate, strategy=strategy)
+
+
+def output_related(config: FineTuningConfig) -> dict[str, str]:
+    """The job's other paths, which `--output_dir` may neither be nor hold (`output_folders.check_location`): every
+    path field of `config`. A job without `--do_train` may read its `--init_checkpoint` from its own earlier run
+    (`<output_dir>/best_model`, a `ckpt-N` prefix there): it writes only evaluations and predictions beside it."""
+    return {
+        f"--{f.name}": getattr(config, f.name)
+        for f in dataclasses.fields(config)
+        if "path" in f.metadata
+        and f.name != "output_dir"
+        and not (f.name == "init_checkpoint" and not getattr(config, "do_train", True))
+    }
+
+
+def _run_task(config, make_task, *, evaluate, strategy) -> TaskRun:
     check_job_inputs(config)
     files = init_checkpoint_files(config)
     task = make_task(files)

@@ -22,6 +22,7 @@ from absl import logging
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import our_checkpoints
 from official.nlp.common import input_files, output_files, text_files
+from official.nlp.common.errors import InputError
 from official.nlp.training import summaries
 
 EVAL_RESULTS_FILE = "eval_results.txt"
@@ -29,10 +30,21 @@ EVAL_HISTORY_FILE = "eval_history.json"
 
 
 def read_history(output_dir: str) -> list[dict]:
+    """The evaluations of the run in `output_dir` (`eval_history.json`); one that is not a list of evaluations
+    (a file of the same name put there by hand, or cut) is refused as one line."""
     path = os.path.join(output_dir, EVAL_HISTORY_FILE)
     if not input_files.exists(path):
         return []
-    return json.loads(text_files.read_text(path))
+    try:
+        history = json.loads(text_files.read_text(path))
+    except ValueError:
+        history = None
+    if not (isinstance(history, list) and all(isinstance(e, dict) and "step" in e for e in history)):
+        raise InputError(
+            f"{path} is not an evaluation history that a fine-tuning run wrote (a JSON list of evaluations, each "
+            "with its step); move it away, or choose another --output_dir"
+        )
+    return history
 
 
 def write_eval(output_dir: str, history: list[dict]) -> None:

@@ -348,6 +348,24 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
     export_dir = check_pretraining_export_dir(config)
+    related = {
+        "--input_file": config.input_file,
+        "--init_checkpoint": config.init_checkpoint,
+        "--vocab_file": config.vocab_file,
+        "--bert_config_file": config.bert_config_file,
+    }
+    with output_folders.run_folder(
+        config.model_dir,
+        flag="--model_dir",
+        job="run_pretraining",
+        markers=(PRETRAINING_SETTINGS_FILE,),
+        related=related,
+        writer=distribution.worker_info(strategy).is_chief,
+    ):
+        return _run_pretraining(config, strategy, export_dir)
+
+
+def _run_pretraining(config: PretrainingConfig, strategy: tf.distribute.Strategy, export_dir: str) -> PretrainingResult:
     recorded = check_pretraining_resume(config)
     files = init_checkpoint_lib.resolve_model_files(
         config.init_checkpoint,

@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from official.nlp.common import input_files, interruption, output_files, worker_pool
+from official.nlp.common import input_files, interruption, output_files, output_folders, worker_pool
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target
@@ -204,6 +204,15 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
         check_target(shard_stats_path(path), name="statistics file")
     check_target(stats_path, name="--stats_file" if config.stats_file else "statistics file")
     files = expand_input_files(config.input_file)
+    # Before a shard that is not this job's is removed: an output that is an input (through a link too) is refused.
+    output_folders.check_output_files(
+        [*paths, *map(shard_stats_path, paths), stats_path],
+        flag="--output_file",
+        inputs={
+            f"--input_file={config.input_file}": files,
+            f"--vocab_file={config.vocab_file}": [config.vocab_file] if config.vocab_file else [],
+        },
+    )
     # Empty inputs would give complete-looking shards of 0 records; one empty file among others is only counted.
     if not any(_holds_text(f) for f in files):
         raise InputError(
