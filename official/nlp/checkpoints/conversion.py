@@ -16,6 +16,7 @@ from official.nlp.checkpoints import (
     checkpoint_base,
     fine_tuned,
     hf_export,
+    keras_hub_presets,
     model_dir,
     model_loading,
     our_checkpoints,
@@ -33,19 +34,21 @@ class ConversionConfig(CheckedConfig):
     input: str = field(
         path="path",
         help="TF1 checkpoint prefix or folder, Hugging Face model folder (a BertForSequenceClassification keeps its "
-        "head, labels and thresholds), model directory, or a fine-tuning run's --output_dir or best_model/ (written "
-        "with its head).",
+        "head, labels and thresholds), keras-hub preset folder, hf://org/name[@revision], "
+        "kaggle://owner/model/framework/variation[/version], model directory, or a fine-tuning run's --output_dir "
+        "or best_model/ (written with its head).",
     )
     output_dir: str = field(
         path="path",
         help="Model directory to write (must not hold a checkpoint yet); for --output_format=hf a new or empty folder.",
     )
-    input_format: str = field("auto", enum=["auto", "tf1", "hf", "ours"], help="Format of --input.")
+    input_format: str = field("auto", enum=["auto", "tf1", "hf", "keras_hub", "ours"], help="Format of --input.")
     output_format: str = field(
         "ours",
-        enum=["ours", "tf1", "hf"],
-        help="What to write: our model directory, an original TF1 checkpoint, or a Hugging Face folder "
-        "(config.json, model.safetensors, vocab.txt, tokenizer settings).",
+        enum=["ours", "tf1", "hf", "keras_hub"],
+        help="What to write: our model directory, an original TF1 checkpoint, a Hugging Face folder "
+        "(config.json, model.safetensors, vocab.txt, tokenizer settings), or a keras-hub preset folder "
+        "(BertBackbone.from_preset(folder)).",
     )
     bert_config_file: str | None = field(None, path="path", help="Overrides the config found next to --input.")
     vocab_file: str | None = field(None, path="path", help="Overrides the vocab.txt found next to --input.")
@@ -57,6 +60,15 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
     settings of `config` (it logs what it wrote)."""
     if config.output_format == "hf":
         return hf_export.export_to_hugging_face(
+            config.input,
+            config.output_dir,
+            input_format=config.input_format,
+            bert_config_file=config.bert_config_file,
+            vocab_file=config.vocab_file,
+            do_lower_case=config.do_lower_case,
+        )
+    if config.output_format == "keras_hub":
+        return export_to_keras_hub(
             config.input,
             config.output_dir,
             input_format=config.input_format,
@@ -160,3 +172,15 @@ def convert_checkpoint(
         output_dir,
     )
     return written
+
+
+def export_to_keras_hub(input_path: str, output_dir: str, *, input_format: str = "auto", **overrides):
+    """Writes the encoder of any model `convert_checkpoint` reads as a keras-hub preset folder (keras_hub_presets.py);
+    returns the source's `ModelFiles`."""
+    inputs = {"--input": input_path, "--bert_config_file": overrides.get("bert_config_file")}
+    output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
+    model, files = _load(input_path, input_format=input_format, **overrides)
+    keras_hub_presets.write_preset(
+        model, output_dir, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, source=input_path
+    )
+    return files
