@@ -30,12 +30,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.checkpoints import init_checkpoint, model_dir
+from official.nlp.checkpoints import fine_tuned, init_checkpoint, model_dir
 from official.nlp.common import output_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import encoder_inputs
 from official.nlp.serving import exporter
-from official.nlp.tasks import finetuning_outputs
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 DEFAULT_BATCH_SIZE = 32
@@ -51,7 +50,8 @@ def as_strings(array) -> np.ndarray:
 
 
 def model_files(path: str):
-    """The config, vocabulary, case and checkpoint of `path` (anything `--init_checkpoint` takes) and its record."""
+    """The config, vocabulary, case and checkpoint of `path` (anything `--init_checkpoint` takes, or a Hugging Face
+    folder); what it holds is `fine_tuned.load_fine_tuned`'s to say."""
     try:
         files = init_checkpoint.resolve_model_files(path)
     except (FileNotFoundError, ValueError) as e:
@@ -60,7 +60,7 @@ def model_files(path: str):
         raise InputError(f"{path}: {e}") from e
     if files.checkpoint is None:
         raise InputError(f"{path} holds no checkpoint; convert one first (convert_checkpoint.py)")
-    return files, init_checkpoint.read_record(path)
+    return files
 
 
 def string_column(values, what: str) -> np.ndarray:
@@ -94,9 +94,10 @@ def checked_label_names(label_names) -> list[str]:
     return names
 
 
-def check_seq_length(seq_length, max_position_embeddings: int) -> int:
+def checked_seq_length(seq_length, max_position_embeddings: int) -> int:
     """`seq_length` when it is a whole number of tokens that the model's position embeddings hold (at least
-    [CLS], one token and [SEP])."""
+    [CLS], one token and [SEP]): `configs.check_seq_length`'s rule, with the type and the lower bound a Python
+    argument also needs, in one message."""
     limit = max_position_embeddings
     if isinstance(seq_length, bool) or not isinstance(seq_length, (int, np.integer)) or not 3 <= seq_length <= limit:
         raise InputError(
@@ -144,7 +145,7 @@ class TextTask(keras.Model):
     serving_task = ""  # the task name of `official.nlp.serving.exporter`
 
     def __init__(self, model: keras.Model, tokenizer: BertTokenizer, *, seq_length: int, compile=True, **kwargs):
-        seq_length = check_seq_length(seq_length, model.encoder.config.max_position_embeddings)
+        seq_length = checked_seq_length(seq_length, model.encoder.config.max_position_embeddings)
         inputs = encoder_inputs()
         super().__init__(inputs=inputs, outputs=model(inputs), **kwargs)
         self.model = model
@@ -344,7 +345,7 @@ class TextTask(keras.Model):
             files = model_dir.ModelFiles(
                 config=self.model.encoder.config, vocab_file=vocab_file, do_lower_case=self.tokenizer.do_lower_case
             )
-            return finetuning_outputs.save_fine_tuned(
+            return fine_tuned.save_fine_tuned(
                 self.model,
                 path,
                 files,

@@ -42,18 +42,17 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.checkpoints import init_checkpoint
+from official.nlp.checkpoints import fine_tuned
 from official.nlp.common.errors import InputError
 from official.nlp.metrics import multi_label as multi_label_metrics
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH
 from official.nlp.modeling.models import BertClassifier
 from official.nlp.serving import exporter
-from official.nlp.tasks import multi_label as multi_label_lib
-from official.nlp.tasks.classification import ClassificationTask
 from official.nlp.text_tasks import label_sets
 from official.nlp.text_tasks.base import (
     TextTask,
-    check_seq_length,
     checked_label_names,
+    checked_seq_length,
     input_check,
     model_files,
     string_column,
@@ -121,7 +120,7 @@ class TextClassifier(TextTask):
         model: BertClassifier,
         tokenizer: BertTokenizer,
         *,
-        seq_length: int = 128,
+        seq_length: int = DEFAULT_SEQ_LENGTH,
         label_names: Sequence[str] = (),
         text_pair: bool = False,
         long_text: str = "truncate",
@@ -175,35 +174,32 @@ class TextClassifier(TextTask):
         head loads as it was trained, which its directory records: a multi-label one (`run_classifier
         --multi_label`, or `save_model_dir` of `multi_label=True`) as multi-label with its thresholds (unless
         `thresholds` are given), any other as it was; `multi_label` may be left out, and one that contradicts the
-        directory is refused. For a new head, `multi_label=True` makes it multi-label.
+        directory is refused. For a new head, `multi_label=True` makes it multi-label. A Hugging Face
+        `BertForSequenceClassification` folder (`convert_checkpoint --output_format=hf` writes them) loads as the
+        classifier its `config.json` says: `id2label`, `problem_type` and a multi-label one's thresholds; it records
+        no text pair or sequence length (pass them).
         """
         if label_names is not None:  # before any model is built
             label_names = checked_label_names(label_names)
-        files, record = model_files(path)
+        files = model_files(path)
         if seq_length is not None:  # before any model is built
-            check_seq_length(seq_length, files.config.max_position_embeddings)
+            checked_seq_length(seq_length, files.config.max_position_embeddings)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
         if num_classes is None and label_names is None:
-            found = init_checkpoint.fine_tuned_head(path) or {}
-            if found.get("head") not in (None, ClassificationTask.head, multi_label_lib.HEAD):
-                raise InputError(
-                    f"{path} holds a fine-tuned {found['head']} head, not a classifier; pass num_classes (or "
-                    "label_names) for a new classifier head on its encoder"
-                )
-            try:
-                model = exporter.load_task_model("classifier", files, path)
-            except InputError:
-                raise InputError(
-                    f"{path} holds no fine-tuned classifier; pass num_classes (or label_names) for a new head on "
-                    "its encoder"
-                ) from None
-            recorded = exporter.recorded_settings("classifier", record)
+            described, model = fine_tuned.load_fine_tuned(
+                path,
+                serving_task=cls.serving_task,
+                files=files,
+                what="classifier",
+                hint="pass num_classes (or label_names) for a new head on its encoder",
+            )
+            recorded = exporter.recorded_settings(cls.serving_task, described.record)
             label_names = recorded["label_names"] or None
             text_pair = recorded["text_pair"] if text_pair is None else text_pair
             seq_length = recorded["max_seq_length"] if seq_length is None else seq_length
             long_text = long_text or recorded["long_text"]
             doc_stride = doc_stride or recorded["doc_stride"]
-            trained_multi_label = found.get("head") == multi_label_lib.HEAD or recorded["thresholds"] is not None
+            trained_multi_label = described.multi_label or recorded["thresholds"] is not None
             _check_fine_tuned_kind(path, model, trained_multi_label, multi_label, thresholds)
             multi_label = trained_multi_label
             if multi_label and thresholds is None:
@@ -216,7 +212,7 @@ class TextClassifier(TextTask):
         return cls(
             model,
             tokenizer,
-            seq_length=128 if seq_length is None else seq_length,
+            seq_length=DEFAULT_SEQ_LENGTH if seq_length is None else seq_length,
             label_names=label_names or (),
             text_pair=bool(text_pair),
             long_text=long_text or "truncate",
@@ -274,10 +270,10 @@ class TextClassifier(TextTask):
     def model_dir_record(self) -> dict:
         settings = {"text_pair": self.text_pair, "long_text": self.long_text, "doc_stride": self.doc_stride}
         if self.multi_label:  # what run_classifier's best_model/ records (tasks.multi_label)
-            settings.update(multi_label_lib.model_settings(len(self.label_names), self._thresholds))
+            settings.update(fine_tuned.classifier_settings(len(self.label_names), self._thresholds))
         return {
-            "task": "generic",
-            "head": multi_label_lib.HEAD if self.multi_label else ClassificationTask.head,
+            "task": fine_tuned.GENERIC_TASK,
+            "head": fine_tuned.classifier_head(self.multi_label),
             "labels": list(self.label_names),
             "settings": settings,
         }

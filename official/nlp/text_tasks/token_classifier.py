@@ -29,19 +29,19 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.checkpoints import init_checkpoint
+from official.nlp.checkpoints import fine_tuned
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll
 from official.nlp.data.conll import IGNORE
 from official.nlp.metrics import conlleval
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.serving import exporter
-from official.nlp.tasks.tagging import TaggingTask
 from official.nlp.text_tasks.base import (
     TextTask,
     as_strings,
-    check_seq_length,
     checked_label_names,
+    checked_seq_length,
     input_check,
     model_files,
     string_column,
@@ -100,7 +100,7 @@ class TokenClassifier(TextTask):
         model: BertTokenClassifier,
         tokenizer: BertTokenizer,
         *,
-        seq_length: int = 128,
+        seq_length: int = DEFAULT_SEQ_LENGTH,
         label_names: Sequence[str] = (),
         window_stride: int | None = None,
         **kwargs,
@@ -143,24 +143,19 @@ class TokenClassifier(TextTask):
         """
         if label_names is not None:  # before any model is built
             label_names = checked_label_names(label_names)
-        files, record = model_files(path)
+        files = model_files(path)
         if seq_length is not None:  # before any model is built
-            check_seq_length(seq_length, files.config.max_position_embeddings)
+            checked_seq_length(seq_length, files.config.max_position_embeddings)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
         if label_names is None:
-            found = init_checkpoint.fine_tuned_head(path) or {}
-            if found.get("head") not in (None, "token_classifier"):
-                raise InputError(
-                    f"{path} holds a fine-tuned {found['head']} head, not a token classifier; pass label_names for "
-                    "a new head on its encoder"
-                )
-            try:
-                model = exporter.load_task_model("ner", files, path)
-            except InputError:
-                raise InputError(
-                    f"{path} holds no fine-tuned token classifier; pass label_names for a new head on its encoder"
-                ) from None
-            recorded = exporter.recorded_settings("ner", record)
+            described, model = fine_tuned.load_fine_tuned(
+                path,
+                serving_task=cls.serving_task,
+                files=files,
+                what="token classifier",
+                hint="pass label_names for a new head on its encoder",
+            )
+            recorded = exporter.recorded_settings(cls.serving_task, described.record)
             label_names = recorded["label_names"] or [str(i) for i in range(model.num_classes)]
             seq_length = recorded["max_seq_length"] if seq_length is None else seq_length
             window_stride = window_stride or recorded["window_stride"]
@@ -169,7 +164,7 @@ class TokenClassifier(TextTask):
         return cls(
             model,
             tokenizer,
-            seq_length=128 if seq_length is None else seq_length,
+            seq_length=DEFAULT_SEQ_LENGTH if seq_length is None else seq_length,
             label_names=label_names,
             window_stride=window_stride,
             **kwargs,
@@ -182,8 +177,8 @@ class TokenClassifier(TextTask):
 
     def model_dir_record(self) -> dict:
         return {
-            "task": TaggingTask.name,
-            "head": TaggingTask.head,
+            "task": fine_tuned.NER_TASK,
+            "head": fine_tuned.TOKEN_CLASSIFIER,
             "labels": list(self.label_names),
             "settings": {"window_stride": self.window_stride},
         }
