@@ -14,9 +14,9 @@ packages of `official.nlp` below it stay importable one by one (the scripts impo
 """
 
 from official.nlp.checkpoints.conversion import convert_checkpoint
-from official.nlp.checkpoints.hf_export import export_to_hugging_face
 from official.nlp.checkpoints.model_dir import save_model_dir
 from official.nlp.checkpoints.model_loading import load_model, read_model_files
+from official.nlp.checkpoints.peers.hf_export import export_to_hugging_face
 from official.nlp.data.corpus.preparation import prepare_corpus
 from official.nlp.data.corpus.settings import CorpusConfig
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader

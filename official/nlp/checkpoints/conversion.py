@@ -12,16 +12,9 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import (
-    checkpoint_base,
-    fine_tuned,
-    hf_export,
-    keras_hub_presets,
-    model_dir,
-    model_loading,
-    our_checkpoints,
-)
+from official.nlp.checkpoints import checkpoint_base, fine_tuned, model_dir, model_loading, our_checkpoints
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
+from official.nlp.checkpoints.peers import hf_export, keras_hub_presets
 from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError

@@ -34,9 +34,10 @@ from collections.abc import Callable, Mapping, Sequence
 import keras
 import numpy as np
 
-from official.nlp.checkpoints import hf_weights, model_loading, our_checkpoints, tf1_checkpoints
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
+from official.nlp.checkpoints import model_loading, our_checkpoints
+from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder

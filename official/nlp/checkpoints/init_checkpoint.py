@@ -23,8 +23,9 @@ import os
 
 import tensorflow as tf
 
-from official.nlp.checkpoints import hub_names, model_loading
 from official.nlp.checkpoints import model_dir as model_dir_lib
+from official.nlp.checkpoints import model_loading
+from official.nlp.checkpoints.peers import hub_names
 from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig

@@ -38,7 +38,8 @@ from collections.abc import Mapping
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import hf_weights, keras_hub_presets, our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import our_checkpoints
+from official.nlp.checkpoints.peers import hf_weights, keras_hub_presets, tf1_checkpoints
 from official.nlp.common import input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.modeling.configs import BertConfig

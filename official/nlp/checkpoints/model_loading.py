@@ -24,14 +24,8 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import (
-    hf_weights,
-    hub_names,
-    keras_hub_presets,
-    model_dir,
-    our_checkpoints,
-    tf1_checkpoints,
-)
+from official.nlp.checkpoints import model_dir, our_checkpoints
+from official.nlp.checkpoints.peers import hf_weights, hub_names, keras_hub_presets, tf1_checkpoints
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig

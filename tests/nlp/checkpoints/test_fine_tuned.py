@@ -1,7 +1,7 @@
 """`checkpoints.fine_tuned`: the head kinds every task records are registered and load back as written; a
 directory written before it existed (one scalar `threshold`) still reads; a Hugging Face classifier folder is read
 from its `config.json` (by the export too), and one that contradicts itself is refused naming what. transformers is
-the reference for the round trip in tests/nlp/checkpoints/test_hf_export.py."""
+the reference for the round trip in tests/nlp/checkpoints/peers/test_hf_export.py."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import keras
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import conversion, fine_tuned, hf_export, model_dir, model_loading
+from official.nlp.checkpoints import conversion, fine_tuned, model_dir, model_loading
+from official.nlp.checkpoints.peers import hf_export
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder

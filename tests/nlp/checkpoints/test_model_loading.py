@@ -4,7 +4,8 @@ import shutil
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import model_dir, model_loading, our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import model_dir, model_loading, our_checkpoints
+from official.nlp.checkpoints.peers import tf1_checkpoints
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import our_checkpoints
+from official.nlp.checkpoints.peers import tf1_checkpoints
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer

@@ -109,7 +109,7 @@ def test_script_converts_the_package_and_matches_transformers(package_dir, refer
 
 def test_tanh_gelu_would_fail_the_tolerance(package_dir, reference):
     """Negative control: the same weights under the TF1 tanh GELU miss the bound, so the check can fail."""
-    from official.nlp.checkpoints import hf_weights, tf1_checkpoints
+    from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
     from official.nlp.modeling.configs import BertConfig
 
     config = BertConfig.from_json_file(os.path.join(package_dir, "config.json"))
@@ -135,7 +135,7 @@ def test_tanh_gelu_would_fail_the_tolerance(package_dir, reference):
 def test_wrong_config_for_the_package_is_reported(package_dir, change, kind, needle, tmp_path):
     import json
 
-    from official.nlp.checkpoints import tf1_checkpoints
+    from official.nlp.checkpoints.peers import tf1_checkpoints
 
     with open(os.path.join(package_dir, "config.json")) as f:
         values = json.load(f)

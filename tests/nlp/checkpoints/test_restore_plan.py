@@ -9,14 +9,8 @@ import keras
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import (
-    hf_weights,
-    init_checkpoint,
-    model_dir,
-    model_loading,
-    restore_plan,
-    tf1_checkpoints,
-)
+from official.nlp.checkpoints import init_checkpoint, model_dir, model_loading, restore_plan
+from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
 from official.nlp.checkpoints.restore_plan import FINE_TUNED, PRETRAINED, PRETRAINING, RESUME, SCRATCH, Head
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig

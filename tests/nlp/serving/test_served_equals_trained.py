@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import hf_export, model_dir
+from official.nlp.checkpoints import model_dir
+from official.nlp.checkpoints.peers import hf_export
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.serving import exporter

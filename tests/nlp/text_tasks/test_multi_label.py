@@ -23,7 +23,7 @@ import pytest
 import tensorflow as tf
 from sklearn.preprocessing import MultiLabelBinarizer
 
-from official.nlp.checkpoints import hf_export
+from official.nlp.checkpoints.peers import hf_export
 from official.nlp.common.errors import InputError
 from official.nlp.data.multi_label import GOEMOTIONS_LABELS
 from official.nlp.modeling.models import BertClassifier

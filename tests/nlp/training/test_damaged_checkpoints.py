@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import integrity, tf1_checkpoints
+from official.nlp.checkpoints import integrity
+from official.nlp.checkpoints.peers import tf1_checkpoints
 from official.nlp.training.checkpointing import CheckpointKeeper
 from official.nlp.training.distribution import WorkerInfo
 

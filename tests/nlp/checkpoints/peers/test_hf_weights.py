@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import hf_weights, tf1_checkpoints
+from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
 from official.nlp.modeling.models import BertPretrainer
 from tests.nlp.checkpoints.test_tf1_checkpoints import _pretrainer, _pretraining_inputs
 

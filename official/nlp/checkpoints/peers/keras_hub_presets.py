@@ -28,7 +28,7 @@ import h5py
 import numpy as np
 from absl import logging
 
-from official.nlp.checkpoints import tf1_checkpoints
+from official.nlp.checkpoints.peers import tf1_checkpoints
 from official.nlp.common import input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
@@ -311,7 +311,7 @@ def preset_json_files(config: BertConfig, do_lower_case: bool | None) -> dict[st
                 "num_segments": config.type_vocab_size,
             },
         ),
-        METADATA_FILE: {"written_by": "official.nlp.checkpoints.keras_hub_presets", "tasks": ["TextClassifier"]},
+        METADATA_FILE: {"written_by": "official.nlp.checkpoints.peers.keras_hub_presets", "tasks": ["TextClassifier"]},
     }
     if do_lower_case is not None:
         files[TOKENIZER_FILE] = _tokenizer_json(do_lower_case)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import our_checkpoints
+from official.nlp.checkpoints.peers import tf1_checkpoints
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
@@ -162,7 +163,7 @@ def test_pretrainer_needs_its_heads():
 KILLED_MID_SAVE = """
 import os, signal, sys, threading, time
 import numpy as np
-from official.nlp.checkpoints import tf1_checkpoints
+from official.nlp.checkpoints.peers import tf1_checkpoints
 
 folder = sys.argv[1]
 

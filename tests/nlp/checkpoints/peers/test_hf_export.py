@@ -29,7 +29,8 @@ import keras
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import conversion, fine_tuned, hf_export, model_dir, model_loading
+from official.nlp.checkpoints import conversion, fine_tuned, model_dir, model_loading
+from official.nlp.checkpoints.peers import hf_export
 from official.nlp.common.errors import InputError, OutputExistsError
 from official.nlp.data import classifier_examples, classifier_features
 from official.nlp.modeling.configs import BertConfig
