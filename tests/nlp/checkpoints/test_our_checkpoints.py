@@ -7,7 +7,12 @@ from official.nlp.checkpoints.peers import tf1_checkpoints
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
-from tests.nlp.checkpoints.test_tf1_checkpoints import CONFIG, _assert_same_outputs, _pretrainer, _pretraining_inputs
+from tests.nlp.checkpoints.peers.test_tf1_checkpoints import (
+    CONFIG,
+    _assert_same_outputs,
+    _pretrainer,
+    _pretraining_inputs,
+)
 
 
 def test_our_checkpoint_keys_partial_restore_and_mismatch(tmp_path):

@@ -3,7 +3,7 @@ import pytest
 
 from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
 from official.nlp.modeling.models import BertPretrainer
-from tests.nlp.checkpoints.test_tf1_checkpoints import _pretrainer, _pretraining_inputs
+from tests.nlp.checkpoints.peers.test_tf1_checkpoints import _pretrainer, _pretraining_inputs
 
 
 def test_safetensors_reader(tmp_path):
