@@ -14,7 +14,7 @@ from absl import logging
 
 from official.nlp.checkpoints import checkpoint_base, fine_tuned, model_dir, model_loading, our_checkpoints
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
-from official.nlp.checkpoints.peers import hf_export, keras_hub_presets
+from official.nlp.checkpoints.peers import hf_export, hub_names, keras_hub_presets
 from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
@@ -51,6 +51,8 @@ class ConversionConfig(CheckedConfig):
 def convert(config: ConversionConfig) -> model_dir.ModelFiles:
     """`convert_checkpoint` (or, for `output_format="hf"`, `hf_export.export_to_hugging_face`) with the
     settings of `config` (it logs what it wrote)."""
+    # A hub name is fetched (or found in its cache) once, here: every reader below takes the local folder.
+    config = dataclasses.replace(config, input=hub_names.resolve(config.input))
     if config.output_format == "hf":
         return hf_export.export_to_hugging_face(
             config.input,
