@@ -13,7 +13,7 @@ workers. Every path may be on ``gs://`` or ``ram://`` (the file layer; a ``ram:/
 (`output_files.write_atomically`). A summary (``stats/<name>.json`` next to the output: the counts, the settings,
 the splitter's version, the speed) is written last: it is the marker of a complete job. A rerun first removes the
 summary and the earlier output files, so a run killed half-way leaves finished files and no summary, never a mix of
-two runs.
+two runs. An input that gives no document at all (only stubs) is refused, and nothing is written.
 
 Example:
 
@@ -178,6 +178,7 @@ def _write_outputs(config: CorpusConfig, units: list[CorpusUnit], paths: list[st
     tasks = [(unit, config.keep_headings) for unit in units]
     for path in paths:
         output_files.makedirs_for(path)
+    committed = []
     with worker_pool.ordered_results(prepare_unit, tasks, num_workers=num_workers) as results:
         for path, shard_units in zip(paths, _shards_of_units(units, len(paths))):
             written = False
@@ -197,9 +198,29 @@ def _write_outputs(config: CorpusConfig, units: list[CorpusUnit], paths: list[st
                             counts.documents,
                             counts.sentences,
                         )
+                if path == paths[-1] and not counts.documents:  # the last output is not committed, and no other
+                    for empty in committed:
+                        output_files.remove(empty)
+                    raise _nothing_to_write(config, counts)
+            committed.append(path)
             if not written:
                 logging.warning("%s holds no document: its part of the input has no text", path)
     return counts
+
+
+def _nothing_to_write(config: CorpusConfig, counts: Counts) -> InputError:
+    """The refusal of an input whose every document was dropped: an empty corpus trains nothing."""
+    if counts.stubs:
+        why = (
+            f"all {counts.stubs} of its documents were dropped as stubs without text (a WikiExtractor article that "
+            "is a title and no paragraph, or a document of which the sentence splitter keeps nothing)"
+        )
+    else:
+        why = "it holds no document"
+    return InputError(
+        f"--input_file={config.input_file}: nothing to write, no output was written: {why}; give it files with text "
+        "(WikiExtractor writes a stub for every short article: most files hold both)"
+    )
 
 
 def _write_summary(summary: CorpusSummary, config: CorpusConfig) -> None:

@@ -34,7 +34,8 @@ class CorpusConfig(CheckedConfig):
         enum=FORMATS,
         help=(
             "wikiextractor: <doc ...> blocks of WikiExtractor; text: a blank line between documents, a paragraph per "
-            "line; auto: each file by its first line (a <doc ...> tag or not)."
+            "line; auto: each file by its first line (a <doc ...> tag or not; a file read as text that holds <doc> "
+            "lines is refused)."
         ),
     )
     keep_headings: bool = field(
