@@ -59,6 +59,16 @@ def _head_shape(files: model_dir_lib.ModelFiles, path: tuple[str, ...], task: st
     return shape
 
 
+def _refuse_feature_based(init_checkpoint: str) -> None:
+    """A feature-based NER model (`run_ner --feature_based`: BiLSTMs on the frozen encoder's layers) is not the
+    fine-tuned token classifier the export builds: one line, not a checkpoint mismatch."""
+    raise InputError(
+        f"--init_checkpoint={init_checkpoint} is a feature-based NER model (run_ner --feature_based: BiLSTMs on the "
+        "frozen encoder's layers), which cannot be exported; tag files with run_ner --do_predict and that "
+        "--output_dir, or fine-tune without --feature_based to get a model that exports"
+    )
+
+
 def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str):
     """The Keras model of `task` with every weight from the checkpoint (heads included)."""
     if task == "encoder":
@@ -85,6 +95,8 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
         model = models.BertSpanLabeler(encoder, **head)
     else:
         shape = _head_shape(files, ("model", "classifier", "_kernel"), task, init_checkpoint)
+        if task == "ner" and shape[0] != files.config.hidden_size:  # the classifier sits on BiLSTMs, not the encoder
+            _refuse_feature_based(init_checkpoint)
         model = {
             "classifier": lambda: models.BertClassifier(encoder, shape[-1]),
             "ner": lambda: models.BertTokenClassifier(encoder, shape[-1]),
@@ -204,6 +216,8 @@ def export_model(
         raise InputError(f"--init_checkpoint={init_checkpoint}: {e}") from e
     if files.checkpoint is None:
         raise InputError(f"--init_checkpoint={init_checkpoint} holds no checkpoint")
+    if task == "ner" and record.get("head") == "feature_tagger":  # tasks.tagging.FeatureBasedTaggingTask's
+        _refuse_feature_based(init_checkpoint)
     model = load_task_model(task, files, init_checkpoint)
     settings = recorded_settings(task, record)
     recorded_length = settings.pop("max_seq_length")
