@@ -25,7 +25,7 @@ def profile_stages(corpus: str, vocab_file: str, units: int = 3) -> tuple[int, d
     config = generator.PretrainingDataConfig(
         input_file=corpus, output_file="unused", vocab_file=vocab_file, dupe_factor=5, random_seed=12345
     )
-    generator._keep_freed_memory()  # as a worker does (a private tuning of the library, reached on purpose)
+    generator.keep_freed_memory()  # as a worker does
     tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
     tokenize, line_cache = CachedTokenizer(tokenizer).ids, LineCache()
     mask_config = generator.masking_config(config, tokenizer.vocab)

@@ -1,6 +1,7 @@
 """The layout rule of DESIGN.md, kept true: imports only go down the layers, there are no import circles, no folder
 holds more than about a dozen modules, the library never imports the benchmarks beside it, and each public name of
-the library is defined once. Every import counts, including those inside functions."""
+the library is defined once, and no module reaches into another module's private names. Every import counts,
+including those inside functions."""
 
 import ast
 import pathlib
@@ -10,6 +11,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "official"
 BENCHMARKS = ROOT / "benchmarks"  # may import official; official never imports it (it is not installed)
+RUN_SCRIPTS = ROOT / "run_scripts"
 # Lower rank = lower layer. A package may import its own modules and any package of a lower rank.
 LAYERS = {
     "common": 0,
@@ -121,6 +123,31 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return circles
 
 
+# Packages that may not import a lower one: what they need of it lives lower still.
+SEPARATE = {("text_tasks", "tasks"): "fine-tuned models are checkpoints.fine_tuned's (head kinds, records, loading)"}
+
+
+def _separation_breaches(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{module} imports {target} ({why})"
+        for module, targets in graph.items()
+        for target in targets
+        for (source, dest), why in SEPARATE.items()
+        if _layer(module) == source and _layer(target) == dest
+    )
+
+
+def test_the_text_tasks_do_not_import_the_tasks():
+    breaches = _separation_breaches(_graph())
+    assert not breaches, "\n".join(breaches)
+    graph = _graph()  # and the check sees one
+    module = next(m for m in sorted(graph) if _layer(m) == "text_tasks")
+    graph[module] = graph[module] | {"official.nlp.tasks.classification"}
+    assert _separation_breaches(graph) == [
+        f"{module} imports official.nlp.tasks.classification ({SEPARATE[('text_tasks', 'tasks')]})"
+    ]
+
+
 def test_no_import_circles():
     circles = _circles(_graph())
     assert not circles, f"import circles: {circles}"
@@ -230,3 +257,64 @@ def test_the_name_check_sees_a_second_definition(tmp_path):
         "SETTINGS_FILE": ["a:5", "b:5"],
         "read_text": ["a:1", "b:1"],
     }
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_imports(path: pathlib.Path, root: pathlib.Path = ROOT) -> list[str]:
+    """Where `path` takes a private name of another module: `from official.x import _name` (or a relative import of
+    one), or `m._name` (`m.Class._name`, ...) on a name `m` that an import of `official` bound."""
+    tree = ast.parse(path.read_text(), str(path))
+    where = path.relative_to(root)
+    found, bound = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("official")):
+            for alias in node.names:
+                if _is_private(alias.name):
+                    found.append(f"{where}:{node.lineno} imports {'.' * node.level}{node.module or ''}:{alias.name}")
+                bound.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            bound.update(
+                alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name.startswith("official")
+            )
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            value = node.value
+            while isinstance(value, ast.Attribute):
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in bound:
+                found.append(f"{where}:{node.lineno} uses {ast.unparse(node)}")
+    return sorted(found)
+
+
+def test_no_module_takes_another_modules_private_names():
+    """A helper two modules need is public, in the lower of the two (or below both): a private name is free to
+    change with its module, and an import of one from elsewhere breaks when it does. Tests may reach in."""
+    paths = [*sorted(PACKAGE.rglob("*.py")), *sorted(RUN_SCRIPTS.rglob("*.py")), *sorted(BENCHMARKS.rglob("*.py"))]
+    offending = [line for path in paths for line in _private_imports(path)]
+    assert not offending, "\n".join(offending)
+
+
+def test_the_private_import_check_sees_one(tmp_path):
+    module = tmp_path / "probe.py"
+    module.write_text(
+        "from official.nlp.modeling.models import _BertTask, BertClassifier\n"
+        "from official.nlp.checkpoints import tf1_checkpoints\n"
+        "import official.nlp.data.pretraining.generator as gen\n"
+        "import keras\n\n\n"
+        "def f(self, other):\n"
+        "    tf1_checkpoints._describe(None)\n"
+        "    gen._keep_freed_memory()\n"
+        "    BertClassifier._finish_init\n"
+        "    keras._private, self._own, other._field, tf1_checkpoints.__name__\n"
+        "    from . import _helper\n"
+    )
+    assert _private_imports(module, tmp_path) == [
+        "probe.py:1 imports official.nlp.modeling.models:_BertTask",
+        "probe.py:10 uses BertClassifier._finish_init",
+        "probe.py:12 imports .:_helper",
+        "probe.py:8 uses tf1_checkpoints._describe",
+        "probe.py:9 uses gen._keep_freed_memory",
+    ]

@@ -118,3 +118,90 @@ def test_two_conversions_into_one_folder_at_once_leave_one_whole_model_directory
     assert files.checkpoint == str(out / "ckpt-1") and model.config.vocab_size == CONFIG["vocab_size"]
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no claim or staging left
     assert json.loads((out / "bert_config.json").read_text())["hidden_size"] == CONFIG["hidden_size"]
+
+
+# ---- issue 40: jobs that write and resume one output; one of two started together is refused ---------------------
+
+
+def _refused_for_the_other_job(result: subprocess.CompletedProcess, output: str) -> None:
+    message = assert_user_error(result, output)
+    assert "is being written by another job" in message or "holds a run with other settings" in message, message
+
+
+def test_two_prepare_corpus_jobs_on_one_output_never_both_write_it(tmp_path):
+    """Issue 40: two jobs of different inputs on one output both exited 0. Now one is refused while the other runs
+    (a claim on each output file), and the output is one job's, whole."""
+    from official.nlp.data.corpus.preparation import prepare_corpus
+    from official.nlp.data.corpus.settings import CorpusConfig
+
+    inputs, expected = {}, {}
+    for name in ("a", "b"):
+        inputs[name] = tmp_path / f"{name}.txt"
+        inputs[name].write_text(
+            "\n\n".join(f"Corpus {name}, document {i}. It has two sentences." for i in range(40)) + "\n"
+        )
+        prepare_corpus(
+            CorpusConfig(
+                input_file=str(inputs[name]), output_file=str(tmp_path / name / "c@2"), unit_mb=0.0005, num_workers=1
+            )
+        )
+        expected[name] = [(tmp_path / name / f"c-0000{i}-of-00002").read_bytes() for i in range(2)]
+    out = tmp_path / "out"
+    jobs = [
+        ["prepare_corpus.py", f"--input_file={inputs[name]}", f"--output_file={out}/c@2", "--unit_mb=0.0005"]
+        for name in ("a", "b")
+    ]
+    results = _start_together(tmp_path, *jobs)
+    succeeded = [name for name, r in zip(("a", "b"), results) if r.returncode == 0]
+    for result in results:
+        if result.returncode != 0:
+            _refused_for_the_other_job(result, f"--output_file {out}")
+    assert succeeded, [r.stderr[-2000:] for r in results]
+    written = [(out / f"c-0000{i}-of-00002").read_bytes() for i in range(2)]
+    assert written in [expected[name] for name in succeeded]  # one job's output, whole: never a mix
+    assert sorted(p.name for p in out.iterdir()) == ["c-00000-of-00002", "c-00001-of-00002", "stats"]  # no claim left
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory) -> str:
+    import keras
+
+    from official.nlp.checkpoints import model_dir
+    from official.nlp.modeling.configs import BertConfig
+    from official.nlp.modeling.encoder import BertEncoder
+
+    root = tmp_path_factory.mktemp("encoder")
+    vocab = pretraining_records.write_vocab(root / "vocab.txt")
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder.from_bert_config(BertConfig(**CONFIG))
+    model_dir.save_model_dir(str(root / "model"), encoder, vocab_file=vocab, do_lower_case=True)
+    return str(root / "model")
+
+
+def test_two_run_classifier_jobs_of_other_settings_on_one_output_dir_never_both_succeed(
+    tiny_encoder, shared_data, tmp_path
+):
+    """Issue 40: two jobs of different learning rates in one --output_dir both exited 0, leaving one job's
+    settings beside the other's best_model/. Now the second is refused (while the first runs: its claim; after:
+    the settings the first recorded), and the folder holds one job's run."""
+    data = tmp_path / "mrpc"
+    data.mkdir()
+    for name, rows in (("train.tsv", 24), ("dev.tsv", 8)):
+        lines = (shared_data / "glue" / "MRPC" / name).read_text(encoding="utf-8").splitlines(keepends=True)
+        (data / name).write_text("".join(lines[: rows + 1]), encoding="utf-8")
+    out = tmp_path / "out"
+    jobs = [
+        ["run_classifier.py", "--task_name=MRPC", f"--data_dir={data}", f"--init_checkpoint={tiny_encoder}",
+         f"--output_dir={out}", "--do_train", "--do_eval", "--max_seq_length=32", "--train_batch_size=8",
+         "--num_train_epochs=1", f"--learning_rate={rate}"]
+        for rate in ("1e-3", "5e-4")
+    ]  # fmt: skip
+    results = _start_together(tmp_path, *jobs)
+    assert sorted(r.returncode for r in results) == [0, 2], [r.stderr[-3000:] for r in results]
+    winner = 0 if results[0].returncode == 0 else 1
+    _refused_for_the_other_job(results[1 - winner], f"--output_dir={out}")
+    rate = float(jobs[winner][-1].split("=")[1])
+    assert json.loads((out / "finetuning_settings.json").read_text())["learning_rate"] == rate
+    best = json.loads((out / "best_model" / "finetuning_settings.json").read_text())
+    assert best["learning_rate"] == rate
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no claim left behind

@@ -33,7 +33,7 @@ def _flags(shared_data, tmp_path) -> dict[str, str]:
         (dict(conll_dir="{tmp}"), "--conll_dir: {tmp}/train.txt (CoNLL-2003 train.txt) does not exist"),
         (dict(input_file="{tmp}/wiki_*"), "--input_file pattern '{tmp}/wiki_*' matches no file"),
         (dict(vocab_file="{tmp}/vocab.txt"), "--vocab_file={tmp}/vocab.txt does not exist"),
-        (dict(output_dir="{tmp}/a_file/paper"), "{tmp}/a_file/paper: Not a directory"),
+        (dict(output_dir="{tmp}/a_file/paper"), "{tmp}/a_file is a regular file, not a folder"),
     ],
 )
 def test_bad_input_is_refused_before_any_work(shared_data, tmp_path, change, message):

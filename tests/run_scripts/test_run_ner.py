@@ -197,7 +197,9 @@ def test_bad_input_named(setup, tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("EU NNP I-NP I-ORG\nrejects VBZ\n")
     # No --do_eval: it would need an --eval_file, which is checked (and missing) before the training file is read.
-    config = tagging.TaggingConfig(output_dir=str(tmp_path / "o"), init_checkpoint=setup["init"], do_train=True)
+    config = tagging.TaggingConfig(
+        output_dir=str(tmp_path / "o"), init_checkpoint=setup["init"], do_train=True, max_seq_length=64
+    )
     with pytest.raises(InputError, match=r"bad\.txt:2: malformed CoNLL line"):
         tagging.run_ner(dataclasses.replace(config, train_file=str(bad)))
     for layers, message in (

@@ -148,14 +148,14 @@ def _replace(flags, out, other):
         ),
         (
             ["--do_predict", "--predict_file=TMP/x.json"],  # a file that is there: input files are checked first
-            "--max_seq_length=384 exceeds the model's max_position_embeddings=64",
+            "--max_seq_length=384 exceeds the model's max_position_embeddings (64)",
         ),
     ],
 )
 def test_user_errors_are_one_line(tmp_path, tiny_model_dir, args, message):
     (tmp_path / "x.json").write_text('{"data": []}')
     args = [arg.replace("TMP", str(tmp_path)) for arg in args]
-    done = _run(f"--init_checkpoint={tiny_model_dir}", f"--output_dir={tmp_path}", *args)
+    done = _run(f"--init_checkpoint={tiny_model_dir}", f"--output_dir={tmp_path / 'out'}", *args)
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("run_squad: ") and message in last

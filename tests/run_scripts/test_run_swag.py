@@ -76,7 +76,11 @@ def test_run_swag_on_the_sample(shared_data, tmp_path):
 
     # Without --skip_bad_rows the bad row stops the job, named (from Python here: a subprocess costs ~10 s).
     config = multiple_choice.MultipleChoiceConfig(
-        output_dir=str(tmp_path / "refused"), init_checkpoint=init, train_file=str(bad), do_train=True
+        output_dir=str(tmp_path / "refused"),
+        init_checkpoint=init,
+        train_file=str(bad),
+        do_train=True,
+        max_seq_length=40,
     )
     with pytest.raises(InputError, match=r"with_bad_row\.jsonl:11: missing ending: 'ending3'"):
         multiple_choice.run_swag(config)

@@ -9,10 +9,20 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import hf_export, model_dir, model_loading, tf1_checkpoints
-from official.nlp.common import output_folders
+from official.nlp.checkpoints import (
+    checkpoint_base,
+    fine_tuned,
+    hf_export,
+    keras_hub_presets,
+    model_dir,
+    model_loading,
+    our_checkpoints,
+)
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
+from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 
@@ -23,19 +33,22 @@ class ConversionConfig(CheckedConfig):
 
     input: str = field(
         path="path",
-        help="TF1 checkpoint prefix or folder, Hugging Face model folder, model directory, or (for "
-        "--output_format=hf) a fine-tuned classifier's directory.",
+        help="TF1 checkpoint prefix or folder, Hugging Face model folder (a BertForSequenceClassification keeps its "
+        "head, labels and thresholds), keras-hub preset folder, hf://org/name[@revision], "
+        "kaggle://owner/model/framework/variation[/version], model directory, or a fine-tuning run's --output_dir "
+        "or best_model/ (written with its head).",
     )
     output_dir: str = field(
         path="path",
         help="Model directory to write (must not hold a checkpoint yet); for --output_format=hf a new or empty folder.",
     )
-    input_format: str = field("auto", enum=["auto", "tf1", "hf", "ours"], help="Format of --input.")
+    input_format: str = field("auto", enum=["auto", "tf1", "hf", "keras_hub", "ours"], help="Format of --input.")
     output_format: str = field(
         "ours",
-        enum=["ours", "tf1", "hf"],
-        help="What to write: our model directory, an original TF1 checkpoint, or a Hugging Face folder "
-        "(config.json, model.safetensors, vocab.txt, tokenizer settings).",
+        enum=["ours", "tf1", "hf", "keras_hub"],
+        help="What to write: our model directory, an original TF1 checkpoint, a Hugging Face folder "
+        "(config.json, model.safetensors, vocab.txt, tokenizer settings), or a keras-hub preset folder "
+        "(BertBackbone.from_preset(folder)).",
     )
     bert_config_file: str | None = field(None, path="path", help="Overrides the config found next to --input.")
     vocab_file: str | None = field(None, path="path", help="Overrides the vocab.txt found next to --input.")
@@ -54,6 +67,15 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
             vocab_file=config.vocab_file,
             do_lower_case=config.do_lower_case,
         )
+    if config.output_format == "keras_hub":
+        return export_to_keras_hub(
+            config.input,
+            config.output_dir,
+            input_format=config.input_format,
+            bert_config_file=config.bert_config_file,
+            vocab_file=config.vocab_file,
+            do_lower_case=config.do_lower_case,
+        )
     return convert_checkpoint(
         config.input,
         config.output_dir,
@@ -63,6 +85,24 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
         vocab_file=config.vocab_file,
         do_lower_case=config.do_lower_case,
     )
+
+
+def _load(input_path: str, *, input_format: str, **overrides):
+    """`model_loading.load_model`, which also takes a fine-tuning run's `--output_dir` (or a checkpoint prefix in
+    it), as every script's `--init_checkpoint` does: the model of the run, its `best_model/` when it has one, else
+    (trained without --do_eval) its last checkpoint, with the config, vocabulary and case its
+    `finetuning_settings.json` records. Its encoder is what a model directory holds (a head `fine_tuned` can build
+    is converted with it by `convert_checkpoint`, before this)."""
+    source = init_checkpoint_lib.locate(input_path)
+    folder = source if input_files.isdir(source) else os.path.dirname(source)
+    if input_format not in ("auto", "ours") or not init_checkpoint_lib.is_output_dir(folder):
+        return model_loading.load_model(source, input_format=input_format, **overrides)
+    try:
+        files = init_checkpoint_lib.resolve_model_files(source, **overrides)
+    except (FileNotFoundError, ValueError) as e:
+        raise InputError(f"--input={input_path}: {e}") from e
+    logging.info("Converting the model of the run in %s: its checkpoint %s (no best_model/)", folder, files.checkpoint)
+    return our_checkpoints.model_from_checkpoint(files.checkpoint, files.config), files
 
 
 def convert_checkpoint(
@@ -78,28 +118,45 @@ def convert_checkpoint(
     """Converts a TF1, Hugging Face or our checkpoint into a model directory (`output_format` ours or tf1).
 
     The model keeps the source's activation (`hidden_act`), its pretraining heads when present, and travels
-    with its config, vocabulary and case. Returns the written directory's `ModelFiles`.
+    with its config, vocabulary and case. A fine-tuned model (a Hugging Face `BertForSequenceClassification`
+    folder, a fine-tuned model directory) becomes a fine-tuned model directory with its head, labels, multi-label
+    and thresholds (`fine_tuned`), which only our format holds (`tf1`, or a head only its own job builds, keeps the
+    encoder, with a warning naming the head). Returns the written directory's `ModelFiles`.
     """
     if output_format not in ("ours", "tf1"):
         raise InputError(f"--output_format must be 'ours' or 'tf1', got {output_format!r}")
     inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
     output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
-    model, files = model_loading.load_model(
-        input_path,
-        input_format=input_format,
-        bert_config_file=bert_config_file,
-        vocab_file=vocab_file,
-        do_lower_case=do_lower_case,
-    )
-    model_dir.export_model_dir(
-        model,
-        output_dir,
-        vocab_file=files.vocab_file,
-        do_lower_case=files.do_lower_case,
-        checkpoint_format=output_format,
-        flag="--output_dir",
-    )
-    prefix = f"{model_dir.CHECKPOINT_NAME}-1" if output_format == "ours" else model_dir.TF1_CHECKPOINT_NAME
+    overrides = dict(bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case)
+    described = None
+    if input_format in ("auto", model_loading.detect_format(input_path)):
+        described = fine_tuned.describe(input_path, **overrides)
+    head = described.head if described is not None else None
+    if head is not None and head.build is not None and output_format == "ours":
+        described, model = fine_tuned.load_fine_tuned(input_path, files=described.files)
+        files = described.files
+        fine_tuned.save_described(model, output_dir, described, flag="--output_dir")
+    else:
+        if head is not None:
+            why = (
+                "which only the job that trained it builds"
+                if head.build is None
+                else "which tf1 does not hold (--output_format=ours keeps it)"
+            )
+            logging.warning(
+                "%s holds a fine-tuned %s head, %s: its encoder alone is converted", input_path, head.name, why
+            )
+        model, files = _load(input_path, input_format=input_format, **overrides)
+        model_dir.export_model_dir(
+            model,
+            output_dir,
+            vocab_file=files.vocab_file,
+            do_lower_case=files.do_lower_case,
+            checkpoint_format=output_format,
+            flag="--output_dir",
+        )
+    prefix = tf.train.latest_checkpoint(output_dir) if output_format == "ours" else None
+    prefix = os.path.basename(prefix) if prefix else model_dir.TF1_CHECKPOINT_NAME
     written = model_dir.ModelFiles(
         config=files.config,
         vocab_file=os.path.join(output_dir, model_dir.VOCAB_FILE) if files.vocab_file else None,
@@ -111,7 +168,19 @@ def convert_checkpoint(
         "Wrote %s (%s, %s) to %s",
         type(model).__name__,
         output_format,
-        tf1_checkpoints._describe(files.config),
+        checkpoint_base.describe_config(files.config),
         output_dir,
     )
     return written
+
+
+def export_to_keras_hub(input_path: str, output_dir: str, *, input_format: str = "auto", **overrides):
+    """Writes the encoder of any model `convert_checkpoint` reads as a keras-hub preset folder (keras_hub_presets.py);
+    returns the source's `ModelFiles`."""
+    inputs = {"--input": input_path, "--bert_config_file": overrides.get("bert_config_file")}
+    output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
+    model, files = _load(input_path, input_format=input_format, **overrides)
+    keras_hub_presets.write_preset(
+        model, output_dir, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, source=input_path
+    )
+    return files

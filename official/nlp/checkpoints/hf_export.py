@@ -14,7 +14,9 @@ What the model directory holds decides the architecture: an encoder is a `BertMo
 `run_classifier` (its `finetuning.json` says `classifier` or `multi_label_classifier`) a
 `BertForSequenceClassification` with `id2label`/`label2id` and `problem_type` (`single_label_classification`,
 `multi_label_classification` or `regression`); a multi-label model's thresholds go to `multi_label_thresholds`,
-which transformers keeps on its config without using. A left-to-right pretrainer (`run_pretraining
+which transformers keeps on its config without using. The head kinds, and which of them are written, are
+`fine_tuned.HEADS`'s; `fine_tuned.load_fine_tuned` reads such a classifier folder back with its head, labels and
+thresholds. A left-to-right pretrainer (`run_pretraining
 --objective=ltr`) is a `BertLMHeadModel` with `is_decoder` (transformers' causal mask, the same next-token logits);
 any other left-to-right model is refused (`_architecture`): transformers' pooler reads `[CLS]`, ours the last real
 token, so its `pooled_output` and a classifier on it would differ. The weight names are those `hf_weights` reads, in
@@ -40,19 +42,23 @@ import os
 import numpy as np
 from absl import logging
 
-from official.nlp.checkpoints import hf_weights, model_loading, our_checkpoints, tf1_checkpoints
-from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
+from official.nlp.checkpoints import (
+    checkpoint_base,
+    fine_tuned,
+    hf_weights,
+    model_loading,
+    tf1_checkpoints,
+)
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.activations import HF_ACTIVATIONS
-from official.nlp.modeling.configs import BertConfig
+from official.nlp.modeling.configs import LTR, BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
 from official.nlp.tokenizers.vocabulary import load_vocab
 
 WEIGHTS_FILE = "model.safetensors"  # the folder's marker: a folder without it is not a Hugging Face model
-CLASSIFIER_HEADS = ("classifier", "multi_label_classifier")  # the head kinds `tasks.classification` records
 HF_SPECIAL_TOKENS = {
     "unk_token": "[UNK]",
     "sep_token": "[SEP]",
@@ -122,7 +128,7 @@ def hf_config(
             label2id={name: i for i, name in enumerate(names)},
         )
     if thresholds is not None:
-        values["multi_label_thresholds"] = {name: float(t) for name, t in zip(labels, thresholds)}
+        values[fine_tuned.HF_THRESHOLDS_KEY] = {name: float(t) for name, t in zip(labels, thresholds)}
     return values
 
 
@@ -149,45 +155,30 @@ def hf_tensors(model, *, pooler: bool = True) -> dict[str, np.ndarray]:
     return tensors
 
 
-def _classifier(path: str, record: dict, files: model_dir_lib.ModelFiles) -> BertClassifier:
-    shape = (
-        our_checkpoints.saved_variable_shape(files.checkpoint, ("model", "classifier", "_kernel"))
-        if files.checkpoint_format == "ours"
-        else None
-    )
-    if shape is None:
-        raise InputError(f"{path}: finetuning.json names a {record.get('head')} head, but the checkpoint holds none")
-    model = BertClassifier(BertEncoder.from_bert_config(files.config), shape[-1])
-    our_checkpoints.restore_checkpoint(model, files.checkpoint)
-    return model
+def _load(path: str, *, input_format: str, **overrides) -> tuple[object, model_dir_lib.ModelFiles, object]:
+    """The model at `path` with every weight, its files, and what it is (`fine_tuned.FineTuned`; its `head` None
+    for a pretrained model)."""
+    if input_format == "auto" or input_format == model_loading.detect_format(path):
+        described = fine_tuned.describe(path, **overrides)
+        if described.head is not None or described.task is not None:
+            if described.head is None or described.head.hugging_face is None:
+                kind = described.head.name if described.head else f"{described.task!r} (no best_model/ says which head)"
+                raise InputError(
+                    f"{path} holds a fine-tuned {kind} head; a Hugging Face folder is written for an encoder, a "
+                    "pretraining model or a sequence classifier (run_classifier's best_model/). Convert the "
+                    "pretrained model it was fine-tuned from instead"
+                )
+            described, model = fine_tuned.load_fine_tuned(path, files=described.files)
+            return model, described.files, described
+    model, files = model_loading.load_model(path, input_format=input_format, **overrides)
+    return model, files, None
 
 
-def _load(path: str, *, input_format: str, **overrides) -> tuple[object, model_dir_lib.ModelFiles, dict]:
-    """The model at `path` with every weight, its files, and its fine-tuning record (`{}` for a pretrained one)."""
-    head = init_checkpoint_lib.fine_tuned_head(path)
-    if head is None:
-        model, files = model_loading.load_model(path, input_format=input_format, **overrides)
-        return model, files, {}
-    if head.get("head") not in CLASSIFIER_HEADS:
-        kind = head.get("head") or f"{head.get('task')!r} (no best_model/ says which head)"
-        raise InputError(
-            f"{path} holds a fine-tuned {kind} head; a Hugging Face folder is written for an encoder, a pretraining "
-            "model or a sequence classifier (run_classifier's best_model/). Convert the pretrained model it was "
-            "fine-tuned from instead"
-        )
-    try:
-        files = init_checkpoint_lib.resolve_model_files(path, **overrides)
-    except (FileNotFoundError, ValueError) as e:
-        raise InputError(f"{path}: {e}") from e
-    record = init_checkpoint_lib.read_record(path)
-    return _classifier(path, {**record, **head}, files), files, {**record, **head}
-
-
-def _architecture(model, record: dict, source: str) -> tuple[str, dict]:
+def _architecture(model, described, source: str) -> tuple[str, dict]:
     """The Hugging Face class `model` is, and the `hf_config` arguments of its head."""
     config = model.config if isinstance(model, BertEncoder) else model.encoder.config
     if config.left_to_right:
-        if isinstance(model, BertPretrainer) and model.objective == "ltr":
+        if isinstance(model, BertPretrainer) and model.objective == LTR:
             return "BertLMHeadModel", {"is_decoder": True}
         kind = "BertModel" if isinstance(model, BertEncoder) else "BertForSequenceClassification"
         raise InputError(
@@ -204,17 +195,18 @@ def _architecture(model, record: dict, source: str) -> tuple[str, dict]:
                 f"({model.encoder.config.hidden_act}); Hugging Face's BertForPreTraining uses the encoder's"
             )
         return ("BertForPreTraining" if model.use_next_sentence_label else "BertForMaskedLM"), {}
-    labels = [str(name) for name in record.get("labels") or []]
+    labels = list(described.labels)
+    architecture = described.head.hugging_face
     if model.num_classes == 1 and not labels:
-        return "BertForSequenceClassification", {"problem_type": "regression"}
+        return architecture, {"problem_type": fine_tuned.REGRESSION_PROBLEM}
     if len(labels) != model.num_classes:
         raise InputError(f"{source}: {len(labels)} recorded labels for a classifier with {model.num_classes} outputs")
     head = {"labels": labels}
-    if record.get("multi_label") or record.get("head") == "multi_label_classifier":
-        head.update(problem_type="multi_label_classification", thresholds=record.get("thresholds"))
+    if described.multi_label:
+        head.update(problem_type=fine_tuned.MULTI_LABEL_PROBLEM, thresholds=described.thresholds)
     else:
-        head["problem_type"] = "single_label_classification"
-    return "BertForSequenceClassification", head
+        head["problem_type"] = fine_tuned.SINGLE_LABEL_PROBLEM
+    return architecture, head
 
 
 def _tokenizer_files(do_lower_case: bool, max_length: int) -> dict[str, dict]:
@@ -252,7 +244,7 @@ def export_to_hugging_face(
 
     inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
     output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
-    model, files, record = _load(
+    model, files, described = _load(
         input_path,
         input_format=input_format,
         bert_config_file=bert_config_file,
@@ -262,14 +254,19 @@ def export_to_hugging_face(
     if files.vocab_file is None or files.do_lower_case is None:
         raise InputError(f"{input_path}: no vocabulary or case to write with it; pass --vocab_file and --do_lower_case")
     _check_expressible(files.config, input_path)
-    architecture, head = _architecture(model, record, input_path)
+    architecture, head = _architecture(model, described, input_path)
     vocab = load_vocab(files.vocab_file)
     if "[PAD]" not in vocab:
         raise InputError(f"{files.vocab_file} has no [PAD], which Hugging Face's BertTokenizer needs")
     config = hf_config(files.config, architecture=architecture, pad_token_id=vocab["[PAD]"], **head)
     tensors = hf_tensors(model, pooler=architecture != "BertLMHeadModel")
     parent, name = output_folders.split(output_dir)
-    with output_folders.claim(parent, name, what=output_dir), output_folders.staging_folder(output_dir) as staging:
+    full = output_files.naming_output_when_full(output_dir, name="--output_dir")  # names it, not the staging file
+    with (
+        full,
+        output_folders.claim(parent, name, what=output_dir),
+        output_folders.staging_folder(output_dir) as staging,
+    ):
         tokenizer = _tokenizer_files(files.do_lower_case, files.config.max_position_embeddings)
         for file_name, content in {"config.json": config, **tokenizer}.items():
             output_files.write_text(
@@ -280,7 +277,7 @@ def export_to_hugging_face(
             os.path.join(staging, WEIGHTS_FILE), safetensors_bytes(tensors, metadata={"format": "pt"})
         )
         output_folders.commit_export(staging, output_dir, marker=WEIGHTS_FILE, replace=False)
-    described = tf1_checkpoints._describe(files.config)
+    described = checkpoint_base.describe_config(files.config)
     logging.info("Wrote %s (%d tensors, %s) to %s", architecture, len(tensors), described, output_dir)
     return model_dir_lib.ModelFiles(
         config=files.config,

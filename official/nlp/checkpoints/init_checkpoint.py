@@ -23,8 +23,8 @@ import os
 
 import tensorflow as tf
 
+from official.nlp.checkpoints import hub_names, model_loading
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.checkpoints import model_loading
 from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
@@ -36,7 +36,8 @@ def _has_checkpoint(path: str) -> bool:
 
 def locate(init_checkpoint: str) -> str:
     """What to load for `init_checkpoint`: a fine-tuning output directory's `best_model/` when it holds a
-    checkpoint, else `init_checkpoint` itself."""
+    checkpoint, the local folder of a hub name (`hf://`, `kaggle://`: hub_names.py), else `init_checkpoint` itself."""
+    init_checkpoint = hub_names.resolve(init_checkpoint)
     best = os.path.join(init_checkpoint, model_dir_lib.BEST_MODEL_DIR)
     if input_files.isdir(init_checkpoint) and _has_checkpoint(best):
         return best
@@ -51,6 +52,12 @@ def is_output_dir(path: str) -> bool:
         and input_files.exists(os.path.join(path, model_dir_lib.SETTINGS_FILE))
         and not input_files.exists(os.path.join(path, model_dir_lib.CONFIG_FILE))
     )
+
+
+def holds_a_run(path: str | None) -> bool:
+    """Whether folder `path` holds a fine-tuning run's model: a `best_model/`, or checkpoints with the run's
+    `finetuning_settings.json`."""
+    return bool(path) and (_has_checkpoint(os.path.join(path, model_dir_lib.BEST_MODEL_DIR)) or is_output_dir(path))
 
 
 def _output_dir_of(path: str) -> str | None:

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import hf_weights, our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import hf_weights, keras_hub_presets, our_checkpoints, tf1_checkpoints
 from official.nlp.common import input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.modeling.configs import BertConfig
@@ -132,6 +132,8 @@ def has_masked_lm_head(checkpoint: str, checkpoint_format: str) -> bool:
     """Whether a checkpoint of any format holds the masked-LM head (public encoder-only ones do not)."""
     if checkpoint_format == "hf":
         return hf_weights.hf_has_masked_lm_head(checkpoint)
+    if checkpoint_format == "keras_hub":
+        return False  # a preset holds the backbone only
     return our_checkpoints.checkpoint_has_masked_lm_head(checkpoint)
 
 
@@ -143,6 +145,9 @@ def restore_weights(model, checkpoint: str, checkpoint_format: str, *, whole_mod
         tf1_checkpoints.assign_weights(tf1_checkpoints.read_tf1_checkpoint(checkpoint), target, source=checkpoint)
     elif checkpoint_format == "hf":
         tf1_checkpoints.assign_weights(hf_weights.read_hf_weights(checkpoint), target, source=checkpoint)
+    elif checkpoint_format == "keras_hub":
+        weights = keras_hub_presets.read_preset_weights(checkpoint)
+        tf1_checkpoints.assign_weights(weights, target, source=checkpoint)
     else:
         our_checkpoints.restore_checkpoint(target, checkpoint, encoder_only=not whole_model)
 
@@ -354,7 +359,9 @@ def export_model_dir(
     else:
         output_folders.check_export(export_dir, flag=flag, owner=owner)
         claim = contextlib.nullcontext()
-    with claim, output_folders.staging_folder(export_dir) as staging:
+    # A full disk names export_dir (and the flag), not the staging file being written.
+    full = output_files.naming_output_when_full(export_dir, name=flag)
+    with full, claim, output_folders.staging_folder(export_dir) as staging:
         save_model_dir(
             staging,
             model,

@@ -24,7 +24,14 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import hf_weights, model_dir, our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import (
+    hf_weights,
+    hub_names,
+    keras_hub_presets,
+    model_dir,
+    our_checkpoints,
+    tf1_checkpoints,
+)
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
@@ -103,7 +110,12 @@ def read_model_files(
     """
     if bert_config is not None and bert_config_file is not None:
         raise ValueError("Pass bert_config or --bert_config_file, not both")
-    if init_checkpoint and _is_hf(init_checkpoint):
+    init_checkpoint = hub_names.resolve(init_checkpoint) if init_checkpoint else init_checkpoint
+    if init_checkpoint and keras_hub_presets.is_preset_folder(init_checkpoint):
+        return preset_model_files(
+            init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
+        )
+    if init_checkpoint and is_hugging_face(init_checkpoint):
         files = hf_model_files(
             init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
         )
@@ -191,7 +203,32 @@ def hf_model_files(
     )
 
 
-def _is_hf(path: str) -> bool:
+def preset_model_files(
+    path: str, *, bert_config_file: str | None = None, vocab_file: str | None = None, do_lower_case: bool | None = None
+) -> model_dir.ModelFiles:
+    """`ModelFiles` of a keras-hub preset folder; `checkpoint_format` is `"keras_hub"` (see keras_hub_presets.py)."""
+    config = (
+        BertConfig.from_json_file(bert_config_file) if bert_config_file else keras_hub_presets.read_preset_config(path)
+    )
+    vocab_file = vocab_file or keras_hub_presets.preset_vocab_file(path)
+    if vocab_file is None:
+        raise MissingInputError(
+            f"{path} has no {keras_hub_presets.PRESET_VOCAB_FILE} (a backbone-only preset); pass --vocab_file"
+        )
+    do_lower_case = _merge_case(do_lower_case, keras_hub_presets.preset_case(path), f"{path}'s tokenizer lowercase")
+    do_lower_case = model_dir.validate_vocab_file(vocab_file, config, do_lower_case, infer_case=True)
+    return model_dir.ModelFiles(
+        config=config,
+        vocab_file=vocab_file,
+        do_lower_case=do_lower_case,
+        checkpoint=path,
+        checkpoint_format="keras_hub",
+    )
+
+
+def is_hugging_face(path: str) -> bool:
+    """Whether `path` is a Hugging Face model folder (`model.safetensors` or `pytorch_model.bin`) or `.safetensors`
+    file."""
     return path.endswith(".safetensors") or (
         input_files.isdir(path)
         and (
@@ -202,8 +239,11 @@ def _is_hf(path: str) -> bool:
 
 
 def detect_format(path: str) -> str:
-    """`"hf"` for a Hugging Face model folder or `.safetensors` file, else `"ours"` or `"tf1"` (see find_checkpoint)."""
-    return "hf" if _is_hf(path) else find_checkpoint(path)[1]
+    """`"keras_hub"` for a keras-hub preset folder, `"hf"` for a Hugging Face model folder or `.safetensors` file,
+    else `"ours"` or `"tf1"` (see find_checkpoint)."""
+    if keras_hub_presets.is_preset_folder(path):
+        return "keras_hub"
+    return "hf" if is_hugging_face(path) else find_checkpoint(path)[1]
 
 
 def load_model(
@@ -220,8 +260,17 @@ def load_model(
     `input_format` is `auto`, `tf1` (original checkpoint prefix or folder), `hf` (Hugging Face folder with
     `config.json` + `model.safetensors`) or `ours` (model directory or prefix).
     """
+    path = hub_names.resolve(path)
     if input_format == "auto":
         input_format = detect_format(path)
+    if input_format == "keras_hub":
+        files = preset_model_files(
+            path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
+        )
+        model = tf1_checkpoints.model_from_weights(
+            keras_hub_presets.read_preset_weights(path), files.config, source=path
+        )
+        return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
     if input_format == "hf":
         files = hf_model_files(
             path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
@@ -231,7 +280,7 @@ def load_model(
         )
         return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
     if input_format not in ("tf1", "ours"):
-        raise InputError(f"input_format must be auto, tf1, hf or ours; got {input_format!r}")
+        raise InputError(f"input_format must be auto, tf1, hf, keras_hub or ours; got {input_format!r}")
     files = read_model_files(
         path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
     )

@@ -1,4 +1,4 @@
-"""Our checkpoint format (original TF1 checkpoints, and what both formats share: tf1_checkpoints.py).
+"""Our checkpoint format (original TF1 checkpoints: tf1_checkpoints.py; what every format shares: checkpoint_base.py).
 
 **Our format** is a `tf.train.Checkpoint` whose root has the child `encoder` (the `BertEncoder`) and, for a task
 model, `model` (the whole model), plus whatever training state the caller adds (`optimizer`, `step`, ...).
@@ -13,17 +13,17 @@ import collections
 import keras
 import tensorflow as tf
 
-from official.nlp.checkpoints.integrity import names_damage
-from official.nlp.checkpoints.tf1_checkpoints import (
-    _MLM_SCOPE,
+from official.nlp.checkpoints.checkpoint_base import (
+    MLM_SCOPE,
     CheckpointMismatchError,
-    _bert_parts,
-    _describe,
-    _model_for_heads,
-    _shape,
-    _split_model,
+    bert_parts,
+    describe_config,
     load_checkpoint,
+    model_for_heads,
+    shape_text,
+    split_model,
 )
+from official.nlp.checkpoints.integrity import names_damage
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
 
@@ -34,7 +34,7 @@ CHECKPOINT_NAME = "ckpt"
 def training_checkpoint_root(model, **training_state) -> tf.train.Checkpoint:
     """The root a training loop saves: `checkpoint_root` for a BERT model, so that every training checkpoint is
     also a valid `--init_checkpoint` for the next job; any other Keras model goes under `model`."""
-    if _bert_parts(model) is None:
+    if bert_parts(model) is None:
         return tf.train.Checkpoint(model=model, **training_state)
     return checkpoint_root(model, **training_state)
 
@@ -47,7 +47,7 @@ def checkpoint_root(model, **training_state) -> tf.train.Checkpoint:
         manager = tf.train.CheckpointManager(
             checkpoint_root(pretrainer, optimizer=optimizer, step=step), model_dir, max_to_keep=3)
     """
-    encoder, _, _ = _split_model(model)
+    encoder, _, _ = split_model(model)
     children = {"encoder": encoder}
     if model is not encoder:
         children["model"] = model
@@ -135,7 +135,7 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
     hold an optimizer and a step. Raises `CheckpointMismatchError` listing missing, unexpected and wrong-shape
     variables; nothing is assigned then.
     """
-    encoder, _, _ = _split_model(model)
+    encoder, _, _ = split_model(model)
     root = tf.train.Checkpoint(encoder=encoder) if encoder_only or model is encoder else checkpoint_root(model)
     reader = load_checkpoint(prefix)
     if not reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
@@ -158,17 +158,17 @@ def restore_checkpoint(model, prefix: str, *, encoder_only: bool = False) -> Non
         key = saved.variable_key(node) if node is not None else None
         shown = "/".join(path)
         if key is None:
-            missing.append(f"{shown} {_shape(variable.shape)}")
+            missing.append(f"{shown} {shape_text(variable.shape)}")
         elif tuple(shapes[key]) != tuple(variable.shape):
-            wrong_shape.append(f"{shown}: checkpoint {_shape(shapes[key])}, model {_shape(variable.shape)}")
+            wrong_shape.append(f"{shown}: checkpoint {shape_text(shapes[key])}, model {shape_text(variable.shape)}")
         else:
             matched[key] = variable
     reachable = set().union(*(saved.keys_under(saved.node((name,))) for name in children))
-    unexpected = [f"{key} {_shape(shapes[key])}" for key in sorted(reachable - set(matched))]
+    unexpected = [f"{key} {shape_text(shapes[key])}" for key in sorted(reachable - set(matched))]
     if missing or unexpected or wrong_shape:
         raise CheckpointMismatchError(
             prefix,
-            _describe(encoder.config),
+            describe_config(encoder.config),
             missing,
             unexpected,
             wrong_shape,
@@ -185,7 +185,7 @@ def checkpoint_has_masked_lm_head(prefix: str) -> bool:
     reader = load_checkpoint(prefix)
     if reader.has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"):
         return _SavedGraph(reader).node(("model", "masked_lm")) is not None
-    return any(name.startswith(_MLM_SCOPE) for name in reader.get_variable_to_shape_map())
+    return any(name.startswith(MLM_SCOPE) for name in reader.get_variable_to_shape_map())
 
 
 @names_damage
@@ -196,7 +196,7 @@ def model_from_checkpoint(prefix: str, config: BertConfig):
     them whatever keys TF chose for their variables.
     """
     saved = _SavedGraph(load_checkpoint(prefix))
-    model = _model_for_heads(
+    model = model_for_heads(
         config,
         masked_lm=saved.node(("model", "masked_lm")) is not None,
         next_sentence=saved.node(("model", "next_sentence")) is not None,

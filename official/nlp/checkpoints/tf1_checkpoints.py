@@ -6,8 +6,8 @@ layouts (`bert/encoder/layer_3/attention/self/query/kernel`, ...). `read_tf1_che
 `write_tf1_checkpoint` write it back. Any disagreement between weights and model raises
 `CheckpointMismatchError`, which lists what is missing, unexpected and of the wrong shape.
 
-Our format (our_checkpoints.py) takes what both formats share from here: `CheckpointMismatchError`, `load_checkpoint`
-(a reader of any checkpoint prefix), the parts of a BERT model a checkpoint covers, and the model its heads describe.
+What every format shares (`CheckpointMismatchError`, `load_checkpoint`, the parts of a BERT model a checkpoint covers,
+the model its heads describe) is in checkpoint_base.py.
 """
 
 from __future__ import annotations
@@ -21,12 +21,22 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints.checkpoint_base import (
+    ENCODER_SCOPE,
+    MLM_SCOPE,
+    NSP_SCOPE,
+    CheckpointMismatchError,
+    describe_config,
+    load_checkpoint,
+    model_for_heads,
+    shape_text,
+    split_model,
+)
 from official.nlp.checkpoints.integrity import names_damage
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.models import BertPretrainer
 
 # Stored [2, H] in TF1 (used with transpose_b) and in PyTorch; a Keras Dense kernel is [H, 2].
 _TRANSPOSED_IN_TF1 = frozenset({"cls/seq_relationship/output_weights"})
@@ -35,42 +45,6 @@ _TF1_TRAINING_STATE = re.compile(
     r"(^|/)(global_step|good_steps|bad_steps|loss_scale|current_loss_scale)$|/(adam_[mv]|lamb_[mv]|Adam(_1)?|"
     r"Momentum|LAMB(_1)?)$"
 )
-ENCODER_SCOPE = "bert/"
-_MLM_SCOPE = "cls/predictions/"
-_NSP_SCOPE = "cls/seq_relationship/"
-
-
-class CheckpointMismatchError(InputError):
-    """Weights and model disagree. `missing`, `unexpected` and `wrong_shape` hold the details."""
-
-    def __init__(
-        self, source: str, model_desc: str, missing: list, unexpected: list, wrong_shape: list, hint: str = ""
-    ):
-        self.missing, self.unexpected, self.wrong_shape = missing, unexpected, wrong_shape
-        lines = [f"{source} does not match the model ({model_desc}):"]
-        for title, items in (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong_shape)):
-            if items:
-                lines.append(f"  {title} ({len(items)}):")
-                lines.extend(f"    {item}" for item in items[:20])
-                if len(items) > 20:
-                    lines.append(f"    ... and {len(items) - 20} more")
-        if hint:
-            lines.append(hint)
-        super().__init__("\n".join(lines))
-
-
-def _shape(shape) -> str:
-    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
-
-
-def _describe(config: BertConfig) -> str:
-    return (
-        f"{config.num_hidden_layers} layers, hidden {config.hidden_size}, {config.num_attention_heads} heads, "
-        f"intermediate {config.intermediate_size}, vocab {config.vocab_size}, "
-        f"{config.max_position_embeddings} positions, {config.type_vocab_size} token types"
-    )
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # TF1 names <-> our variables
 
@@ -115,24 +89,6 @@ def tf1_variable_map(encoder: BertEncoder, masked_lm=None, next_sentence=None) -
     return names
 
 
-def _bert_parts(model) -> tuple[BertEncoder, object, object] | None:
-    """`(encoder, masked_lm, next_sentence)` of a BERT model (heads None where absent); None for other models."""
-    if isinstance(model, BertEncoder):
-        return model, None, None
-    if isinstance(model, BertPretrainer):
-        return model.encoder, model.masked_lm, model.next_sentence
-    if hasattr(model, "encoder"):
-        return model.encoder, None, None
-    return None
-
-
-def _split_model(model) -> tuple[BertEncoder, object, object]:
-    parts = _bert_parts(model)
-    if parts is None:
-        raise TypeError(f"Expected a BertEncoder or a BERT task model, got {type(model).__name__}")
-    return parts
-
-
 def assign_weights(
     weights: Mapping[str, np.ndarray],
     model,
@@ -157,12 +113,12 @@ def assign_weights(
       the names that were ignored because the model does not cover them (e.g. the pretraining heads when loading
       an encoder, or a fine-tuned classifier's `output_weights`).
     """
-    encoder, masked_lm, next_sentence = _split_model(model)
+    encoder, masked_lm, next_sentence = split_model(model)
     variables = tf1_variable_map(encoder, masked_lm, next_sentence)
     scopes = (
         [ENCODER_SCOPE]
-        + ([_MLM_SCOPE] if masked_lm is not None else [])
-        + ([_NSP_SCOPE] if next_sentence is not None else [])
+        + ([MLM_SCOPE] if masked_lm is not None else [])
+        + ([NSP_SCOPE] if next_sentence is not None else [])
     )
     shown = display_name or (lambda name: name)
     missing, wrong_shape, values = [], [], {}
@@ -176,13 +132,13 @@ def assign_weights(
         if tuple(value.shape) != tuple(variable.shape):
             shown_shape = value.T.shape if name in _TRANSPOSED_IN_TF1 else value.shape
             expected = tuple(variable.shape)[::-1] if name in _TRANSPOSED_IN_TF1 else variable.shape
-            wrong_shape.append(f"{shown(name)}: checkpoint {_shape(shown_shape)}, model {_shape(expected)}")
+            wrong_shape.append(f"{shown(name)}: checkpoint {shape_text(shown_shape)}, model {shape_text(expected)}")
             continue
         values[name] = value
     unexpected, ignored = [], []
     for name in sorted(set(weights) - set(variables)):
         (unexpected if name.startswith(tuple(scopes)) else ignored).append(name)
-    unexpected = [f"{shown(name)} {_shape(np.shape(weights[name]))}" for name in unexpected]
+    unexpected = [f"{shown(name)} {shape_text(np.shape(weights[name]))}" for name in unexpected]
     pooler = [m for m in missing if m.startswith("bert/pooler/")]
     if allow_missing_pooler and len(pooler) == 2 and len(missing) == 2 and not (unexpected or wrong_shape):
         logging.warning(
@@ -192,10 +148,10 @@ def assign_weights(
         )
         missing = []
     if missing or unexpected or wrong_shape:
-        missing = [f"{shown(name)} {_shape(variables[name].shape)}" for name in missing]
+        missing = [f"{shown(name)} {shape_text(variables[name].shape)}" for name in missing]
         raise CheckpointMismatchError(
             source,
-            _describe(encoder.config),
+            describe_config(encoder.config),
             missing,
             unexpected,
             wrong_shape,
@@ -215,7 +171,7 @@ def assign_weights(
 
 def export_weights(model) -> dict[str, np.ndarray]:
     """The weights of `model` (encoder, plus pretraining heads) under TF1 names, in TF1 layout."""
-    encoder, masked_lm, next_sentence = _split_model(model)
+    encoder, masked_lm, next_sentence = split_model(model)
     result = {}
     for name, variable in tf1_variable_map(encoder, masked_lm, next_sentence).items():
         value = np.asarray(variable.numpy(), np.float32)
@@ -223,22 +179,15 @@ def export_weights(model) -> dict[str, np.ndarray]:
     return result
 
 
-def _model_for_heads(config: BertConfig, *, masked_lm: bool, next_sentence: bool):
-    """The model that a checkpoint with these heads describes: a `BertPretrainer` when it has the masked-LM head
-    (with NSP when it has that head too), else a `BertEncoder`."""
-    encoder = BertEncoder.from_bert_config(config)
-    return BertPretrainer(encoder, use_next_sentence_label=next_sentence) if masked_lm else encoder
-
-
 def model_from_weights(
     weights: Mapping[str, np.ndarray], config: BertConfig, *, source: str = "weights", display_name=None
 ):
     """Builds the model the weights describe: a `BertPretrainer` when MLM weights are present, else an encoder.
     `display_name`: see `assign_weights`."""
-    model = _model_for_heads(
+    model = model_for_heads(
         config,
-        masked_lm=any(name.startswith(_MLM_SCOPE) for name in weights),
-        next_sentence=any(name.startswith(_NSP_SCOPE) for name in weights),
+        masked_lm=any(name.startswith(MLM_SCOPE) for name in weights),
+        next_sentence=any(name.startswith(NSP_SCOPE) for name in weights),
     )
     assign_weights(weights, model, source=source, display_name=display_name)
     return model
@@ -246,12 +195,6 @@ def model_from_weights(
 
 # ---------------------------------------------------------------------------------------------------------------
 # Original TF1 checkpoints
-
-
-def load_checkpoint(prefix: str):
-    """A reader of the checkpoint `prefix` (a prefix, never a folder). `tf.train.load_checkpoint` first asks whether
-    the path is a folder, and ``ram://`` answers yes for any prefix of a file name (``ckpt-4`` of ``ckpt-4.index``)."""
-    return tf.compat.v1.train.NewCheckpointReader(prefix)
 
 
 @names_damage

@@ -259,3 +259,8 @@ def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
     if not files:
         raise InputError("--input_file names no file")
     return files
+
+
+def absolute(path: str) -> str:
+    """`path` made absolute where that means something (a local path); a path with a scheme is absolute."""
+    return path if is_remote(path) else os.path.abspath(path)

@@ -1,17 +1,25 @@
 """Output folders: which ones a job may write, replace or delete, and how two jobs on one output keep apart.
 
 **A job deletes or replaces only what it can prove it wrote.** That is its own staging folders and claims (their
-names carry the job's id, see `job_id`) and its own earlier export of the same kind: a model directory whose
-`OWNER_FILE` names the run now exporting (`run_pretraining --export_dir`, a fine-tuning run's `best_model/`).
-Everything else is the user's. So every job that writes an output folder checks it up front, before any training,
-and refuses, as one line, an output folder that
+names carry the job's id, see `job_id`), its own earlier run (a folder whose `RUN_FILE` names the job) and its own
+earlier export of the same kind: a model directory whose `OWNER_FILE` names the run now exporting
+(`run_pretraining --export_dir`, a fine-tuning run's `best_model/`). Everything else is the user's. So every job
+that writes an output folder checks it up front, before any training, and refuses, as one line, an output folder
+that
 
 - is the working folder or holds it (``--export_dir=.``, ``--export_dir=..``), or is the root of a bucket;
-- is, or holds, another input or output of the job (``--export_dir=<model_dir>``, ``--export_dir=<model_dir>/..``);
+- is, or holds, another input or output of the job (``--export_dir=<model_dir>``, ``--export_dir=<model_dir>/..``),
+  compared with symbolic links resolved (`normalized`): a link to an input folder is that folder;
 - holds anything the job would not write itself (a fine-tuning run, a user's files).
+
+A job whose output is a file refuses one that is an input file, links resolved too (`check_output_files`).
 
 What a folder may already hold depends on its kind:
 
+- a *run folder* (`run_folder`: a fine-tuning `--output_dir`, `run_pretraining --model_dir`,
+  `reproduce_paper --output_dir`, which a rerun resumes): an earlier run of the same job, proven by the `RUN_FILE`
+  the job writes as it starts (or, written by an earlier version, the job's settings file); the job holds a claim
+  on the folder while it runs, so that a second job on it is refused at start-up, naming the first;
 - a *new folder* (`check_new_folder`: `convert_checkpoint --output_dir`, `save_classifier`): nothing;
 - a *replaceable export* (`check_export`: a model directory that a run writes again): this run's earlier export;
 - a *version base* (`check_version_base`: `export_model --export_dir`, which adds a numbered version at each export):
@@ -49,6 +57,7 @@ from official.nlp.common import input_files, output_files, owners, text_files
 from official.nlp.common.errors import InputError, OutputExistsError
 
 OWNER_FILE = "export_owner.json"  # in a replaceable export: the run folder that may replace it, relative to it
+RUN_FILE = "output_owner.json"  # in a folder a job writes and resumes: the job (see `run_folder`)
 _STAGING, _CLAIM = "incomplete", "claim"
 _TOKEN = {}  # pid -> this process's random part of the job id (a forked worker gets its own)
 _HELD: set[str] = set()  # the claim files this process holds: claiming a held name again is a no-op
@@ -112,6 +121,34 @@ def _where(flag: str, path: str) -> str:
     return f"{flag}={path}" if flag.startswith("--") else f"{flag} {path}"
 
 
+def _related_paths(related: Mapping[str, str | Sequence[str] | None]) -> Iterator[tuple[str, str, str]]:
+    """`(flag, path as given, its literal part)` for each of a job's other paths (`related`: `{flag: path, paths or
+    comma-separated patterns}`)."""
+    for other_flag, value in dict(related).items():
+        values = value.split(",") if isinstance(value, str) else list(value or ())
+        for other in filter(None, (v.strip() for v in values)):
+            yield other_flag, other, _literal_part(other)
+
+
+def check_output_files(paths: Sequence[str], *, flag: str, inputs: Mapping[str, Sequence[str]], hint: str = "") -> None:
+    """Refuses output files that are one of the job's input files, compared with symbolic links resolved (the one
+    comparison of a job's outputs with its inputs, as `check_location` does for folders): an input that is a link
+    to an output, or an output that is a link to an input (or reached through a linked folder), is the same file,
+    and writing the output would replace or delete it. `inputs`: `{how the job names them ("--input_file=a/*"):
+    the files}`; `hint`: more of what to change."""
+    resolved = {normalized(f): (named, f) for named, files in inputs.items() for f in files}
+    for path in paths:
+        found = resolved.get(normalized(path))
+        if found:
+            named, name = found
+            absolute = [p if input_files.is_remote(p) else os.path.abspath(p) for p in (name, path)]
+            through = "" if absolute[0] == absolute[1] else f" ({name}, through a link)"
+            raise InputError(
+                f"{_where(flag, path)} is also an input{through} ({named} names it): writing the output would replace "
+                f"it. Write the output to another folder{hint}"
+            )
+
+
 def check_location(path: str, *, flag: str, related: Mapping[str, str | Sequence[str] | None] = ()) -> None:
     """Refuses an output folder that is the working folder or holds it, the root of a bucket, or a folder that is
     or holds one of the job's other paths (`related`: `{flag: path, paths or comma-separated patterns}`)."""
@@ -124,17 +161,14 @@ def check_location(path: str, *, flag: str, related: Mapping[str, str | Sequence
         )
     if input_files.is_remote(path) and not input_files.is_process_local(path) and "/" not in here.split("://", 1)[1]:
         raise InputError(f"{_where(flag, path)} is the root of its bucket; name a folder in it")
-    for other_flag, value in dict(related).items():
-        values = value.split(",") if isinstance(value, str) else list(value or ())
-        for other in filter(None, (v.strip() for v in values)):
-            literal = _literal_part(other)
-            other_path = normalized(literal or ".")
-            if _holds(here, other_path):
-                what = "is" if other_path == here and literal == other else "holds"
-                raise InputError(
-                    f"{_where(flag, path)} {what} {_where(other_flag, other)}: writing the output there would "
-                    f"replace it. Name a folder of its own for {flag}"
-                )
+    for other_flag, other, literal in _related_paths(related):
+        other_path = normalized(literal or ".")
+        if _holds(here, other_path):
+            what = "is" if other_path == here and literal == other else "holds"
+            raise InputError(
+                f"{_where(flag, path)} {what} {_where(other_flag, other)}: writing the output there would "
+                f"replace it. Name a folder of its own for {flag}"
+            )
 
 
 def split(path: str) -> tuple[str, str]:
@@ -251,6 +285,76 @@ def check_version_base(path: str, *, flag: str, layout: Iterable[str], related: 
             f"{_where(flag, path)} holds files that are not exports ({_listed(others)}): exports go into a folder "
             f"of their own, one numbered version each. Name a new or empty folder for {flag}"
         )
+
+
+def _marker_job(path: str) -> str | None:
+    """The job that `path`'s `RUN_FILE` names ("" for an unreadable one; None without one)."""
+    file = os.path.join(path, RUN_FILE)
+    if not input_files.exists(file):
+        return None
+    try:
+        job = json.loads(text_files.read_text(file)).get("job")
+    except (ValueError, AttributeError, InputError):
+        return ""
+    return job if isinstance(job, str) else ""
+
+
+def check_run_folder(path: str, *, flag: str, job: str, markers: Sequence[str] = (), related: Mapping = ()) -> bool:
+    """Refuses, before any work, a folder that a job writes and resumes (a training run's `--output_dir` or
+    `--model_dir`, a rerun of the paper) unless it is new, empty, or an earlier run of this same job: one whose
+    `RUN_FILE` names `job` (written by `run_folder` as the job starts), or, written by an earlier version, one that
+    holds a file of `markers` (the job's settings file). Whether an earlier run's settings fit is the job's own
+    check (`training.run_settings.check_resume`). Returns whether the folder holds an earlier run."""
+    check_location(path, flag=flag, related=related)
+    names = [n for n in _entries(path) if not _OWN_NAME.match(n)]
+    if not names:
+        return False
+    found = _marker_job(path)
+    if found == job or (found is None and any(m in names for m in markers)):
+        return True
+    if found:
+        raise OutputExistsError(
+            f"{_where(flag, path)} holds a run of {found}, not of {job} ({os.path.join(path, RUN_FILE)} says so): "
+            f"this job would mix its files with that run's. Name a new or empty folder for {flag}"
+        )
+    raise OutputExistsError(
+        f"{_where(flag, path)} holds files this job did not write ({_listed(sorted(names))}): it writes only into "
+        f"a new or empty folder, or into its own earlier run. Name a new or empty folder for {flag}"
+    )
+
+
+@contextlib.contextmanager
+def run_folder(
+    path: str, *, flag: str, job: str, markers: Sequence[str] = (), related: Mapping = (), writer: bool = True
+) -> Iterator[bool]:
+    """Holds folder `path` for a job that writes and resumes it, for the block: checks it (`check_run_folder`),
+    claims it (`claim` on its name in its parent: a second job on the same folder is refused at start-up, naming
+    the first) and marks it as this job's (`RUN_FILE`) before the job writes anything else there. Yields whether
+    the folder holds an earlier run. A process that does not write the folder itself (`writer=False`: a worker
+    other than the chief of a multi-worker job, while the chief writes there) only checks where it is."""
+    if not writer:
+        check_location(path, flag=flag, related=related)
+        yield input_files.isdir(path) and bool(input_files.listdir(path))
+        return
+    check_run_folder(path, flag=flag, job=job, markers=markers, related=related)  # before the claim makes a folder
+    parent, name = split(path)
+    with claim(parent, name, what=_where(flag, path)):
+        earlier = check_run_folder(path, flag=flag, job=job, markers=markers, related=related)  # one ended meanwhile
+        created = not input_files.isdir(path)
+        marker = os.path.join(path, RUN_FILE)
+        if _marker_job(path) != job:
+            output_files.makedirs(path, name=flag)
+            record = {"about": "a folder that this job writes and resumes; another job refuses it", "job": job}
+            output_files.write_text(marker, json.dumps(record, indent=1) + "\n", name=flag)
+        try:
+            yield earlier
+        except BaseException:
+            # A job refused at start-up (a missing input, a bad flag found late) leaves the folder as it found it.
+            if not earlier and input_files.isdir(path) and input_files.listdir(path) == [RUN_FILE]:
+                output_files.remove(marker)
+                if created:
+                    output_files.rmtree(path)
+            raise
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -107,3 +107,17 @@ def read_text(path: str) -> str:
     not exist). Wrap the result in `io.StringIO(text, newline=...)` to read it line by line as a file object would.
     """
     return decode_text(input_files.read_bytes(path), path)
+
+
+def line_number(path: str, offset: int) -> int:
+    """1-based number of the line that starts at byte ``offset``."""
+    count = 0
+    with input_files.open_file(path, "rb") as f:
+        remaining = offset
+        while remaining > 0:
+            chunk = f.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            remaining -= len(chunk)
+    return count + 1

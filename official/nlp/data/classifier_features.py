@@ -37,8 +37,8 @@ from absl import logging
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, length_buckets
 from official.nlp.data.classifier_examples import InputExample
-from official.nlp.data.pretraining.instances import removal_counts
 from official.nlp.data.squad import doc_windows  # the one home of the document-window rule
+from official.nlp.tokenizers.packing import removal_counts
 
 LONG_TEXT = ("truncate", "sliding_window")
 

@@ -1,8 +1,8 @@
 """SQuAD post-processing: from start/end logits of every window to one answer string per question.
 
-`postprocess(examples, features, start_logits, end_logits, settings)` is a pure function of its arguments (no
-model, no files), so that another implementation (e.g. an in-graph decoder) can be tested against it. It follows
-google-research/bert `write_predictions`:
+`postprocess(examples, features, start_logits, end_logits, settings, do_lower_case)` is a pure function of its
+arguments (no model, no files), so that another implementation (e.g. an in-graph decoder) can be tested against it.
+It follows google-research/bert `write_predictions`:
 
 1. For each window, the `n_best_size` highest start logits and end logits (over the whole window, padding
    included; ties go to the lower position) are paired. A pair is kept only if both ends are context tokens of
@@ -22,8 +22,8 @@ span at all (e.g. an empty context) gets the text "" where the original writes t
 
 Example:
 
-    settings = PostprocessSettings(n_best_size=20, max_answer_length=30, do_lower_case=True)
-    result = postprocess(examples, features, start_logits, end_logits, settings)   # logits: [num_features, seq]
+    settings = AnswerSettings(n_best_size=20, max_answer_length=30)
+    result = postprocess(examples, features, start_logits, end_logits, settings, do_lower_case=True)  # [features, seq]
     result.predictions["56be4db0acb8001400a502ec"]   # 'Denver Broncos'
 """
 
@@ -35,21 +35,41 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.data.squad import SquadExample, SquadFeature, group_features
 from official.nlp.tokenizers.tokenization import BasicTokenizer
 
 NO_SPAN_ODDS = sys.float_info.max
 
 
-@dataclasses.dataclass(frozen=True)
-class PostprocessSettings:
-    """The original `run_squad.py` flags that shape the answers."""
+@dataclasses.dataclass(kw_only=True)
+class AnswerSettings(CheckedConfig):
+    """The original `run_squad.py` settings that cut a context into windows and pick the answers, with its defaults,
+    defined once: `run_squad`'s flags (`SquadConfig` inherits them), `postprocess`, the in-graph decoder of a SQuAD
+    export, `QuestionAnswerer`, and what a fine-tuned SQuAD model records for its exports. Ranges are checked when
+    it is made."""
 
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    do_lower_case: bool = True
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: float = 0.0
+    doc_stride: int = field(128, minimum=1, help="Tokens between the starts of consecutive windows.")
+    max_query_length: int = field(64, minimum=1, help="Longer questions are truncated (and counted).")
+    n_best_size: int = field(20, minimum=1, help="Candidates kept per question (nbest_predictions).")
+    max_answer_length: int = field(30, minimum=1, help="Longest answer, in tokens.")
+    version_2_with_negative: bool = field(False, help="SQuAD 2.0: questions may have no answer.")
+    null_score_diff_threshold: float = field(
+        0.0, help='v2.0: answer "" when null score - best span score exceeds this.'
+    )
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The settings' names, in order (a job config that inherits them has more fields)."""
+        return tuple(f.name for f in dataclasses.fields(AnswerSettings))
+
+    def answer_settings(self) -> AnswerSettings:
+        """These settings alone (of a job config that inherits them)."""
+        return AnswerSettings(**self.to_dict())
+
+    def to_dict(self) -> dict:
+        """The settings by name, as JSON records them."""
+        return {name: getattr(self, name) for name in self.names()}
 
 
 @dataclasses.dataclass
@@ -121,7 +141,8 @@ def postprocess(
     features: Sequence[SquadFeature],
     start_logits,
     end_logits,
-    settings: PostprocessSettings,
+    settings: AnswerSettings,
+    do_lower_case: bool = True,
 ) -> SquadPredictions:
     """Answers for `examples` from the logits of `features` (row i of each logits array belongs to feature i).
 
@@ -129,7 +150,8 @@ def postprocess(
       examples: the examples the features were built from (`features[i].example_index` indexes this list).
       features: the windows, as built by `squad.convert_examples_to_features`.
       start_logits, end_logits: float arrays `[num_features, max_seq_length]`.
-      settings: `PostprocessSettings`.
+      settings: `AnswerSettings` (its window settings were the features').
+      do_lower_case: the tokenizer's case (an answer's text is mapped back to the original words with it).
     """
     start_logits = np.asarray(start_logits, np.float32)
     end_logits = np.asarray(end_logits, np.float32)
@@ -170,7 +192,7 @@ def postprocess(
         for feature, s, e, start_logit, end_logit in prelim:
             if len(nbest) >= n_best:
                 break
-            text = "" if feature is None else _span_text(example, feature, s, e, settings.do_lower_case)
+            text = "" if feature is None else _span_text(example, feature, s, e, do_lower_case)
             if text in seen:
                 continue
             seen.add(text)

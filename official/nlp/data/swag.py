@@ -32,8 +32,8 @@ from absl import logging
 
 from official.nlp.common import text_files
 from official.nlp.common.errors import InputError
-from official.nlp.data.pretraining.instances import removal_counts
 from official.nlp.modeling.encoder import INPUT_NAMES
+from official.nlp.tokenizers.packing import removal_counts
 
 NUM_CHOICES = 4
 ENDINGS = tuple(f"ending{i}" for i in range(NUM_CHOICES))

@@ -37,6 +37,54 @@ PRESETS = {
 BIDIRECTIONAL, LEFT_TO_RIGHT = "bidirectional", "left_to_right"
 ATTENTION_KINDS = (BIDIRECTIONAL, LEFT_TO_RIGHT)
 
+# The sequence length a job packs to when it is not told (the original scripts' --max_seq_length default; SQuAD's
+# is 384).
+DEFAULT_SEQ_LENGTH = 128
+
+
+def check_seq_length(seq_length: int, max_position_embeddings: int, *, name: str = "--max_seq_length") -> None:
+    """The one rule between a sequence length and a model, which every job checks at start-up (pretraining's loader,
+    every fine-tuning job when it reads `--init_checkpoint`, feature extraction, exports, text tasks): the model has
+    a position embedding for each position, so `seq_length` may not exceed `max_position_embeddings`."""
+    if seq_length > max_position_embeddings:
+        raise InputError(
+            f"{name}={seq_length} exceeds the model's max_position_embeddings ({max_position_embeddings}) in its "
+            f"bert_config.json; lower {name}, or use a model with more position embeddings"
+        )
+
+
+# The pretraining objectives, one per attention kind: the masked LM (BERT) of a bidirectional model, and the
+# next-token LM of a left-to-right one (`--objective=ltr`). A model's attention (`BertConfig.left_to_right`, the
+# `causal` flag of its transformer blocks) and its objective always go together: `objective_for`, `attention_for`.
+MLM, LTR = "mlm", "ltr"
+OBJECTIVES = (MLM, LTR)
+
+
+def objective_for(attention: str) -> str:
+    """The pretraining objective of a model with this attention kind."""
+    return LTR if attention == LEFT_TO_RIGHT else MLM
+
+
+def attention_for(objective: str) -> str:
+    """The attention kind a model pretrained with this objective has."""
+    return LEFT_TO_RIGHT if objective == LTR else BIDIRECTIONAL
+
+
+def left_to_right_conflicts(objective: str, *, use_next_sentence_label: bool, dynamic_masking: bool) -> list[str]:
+    """The rules of the left-to-right LM, in one place: the settings `objective` cannot take, in this order.
+
+    The left-to-right LM reads the original tokens and predicts the next one at every position: it has no
+    next-sentence head (`use_next_sentence_label`) and draws no masks (`dynamic_masking`). The masked LM takes both.
+    An unknown objective is a `ValueError` (the jobs' configs check the names first).
+    """
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if objective != LTR:
+        return []
+    named = {"use_next_sentence_label": use_next_sentence_label, "dynamic_masking": dynamic_masking}
+    return [name for name, value in named.items() if value]
+
+
 # Keys a bert_config.json must hold; the others have the original defaults. Requiring these catches a config
 # file that is not a BERT config at all (or has a typo in a key) before it silently builds a default model.
 _REQUIRED_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")

@@ -26,7 +26,8 @@ import keras
 from keras import ops
 
 from official.nlp.modeling.encoder import BertEncoder, encoder_inputs
-from official.nlp.modeling.models import _BertTask, _float32_dense, _initializer_range, real_tokens_mask
+from official.nlp.modeling.models import real_tokens_mask
+from official.nlp.modeling.task_base import BertTask, float32_dense, head_initializer_range
 
 COMBINE = ("concat", "weighted_sum")
 EMBEDDINGS = "embeddings"
@@ -127,7 +128,7 @@ class _FrozenFeatures(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertFeatureTagger(_BertTask):
+class BertFeatureTagger(BertTask):
     """Token classification from frozen BERT features through a BiLSTM (the paper's feature-based approach).
 
     Args:
@@ -172,7 +173,7 @@ class BertFeatureTagger(_BertTask):
         layers = feature_layers(layers, encoder.config.num_hidden_layers)
         if lstm_units < 1 or num_lstm_layers < 1:
             raise ValueError("lstm_units and num_lstm_layers must be positive")
-        initializer_range = _initializer_range(encoder, initializer_range)
+        initializer_range = head_initializer_range(encoder, initializer_range)
         encoder.trainable = False
         policy = encoder.dtype_policy
         combination = LayerCombination(combine, dtype=policy, name="layer_combination")
@@ -184,7 +185,7 @@ class BertFeatureTagger(_BertTask):
             for i in range(num_lstm_layers)
         ]
         between = [keras.layers.Dropout(dropout_rate, name=f"lstm_dropout_{i}") for i in range(num_lstm_layers)]
-        classifier = _float32_dense(num_classes, initializer_range, "classifier")
+        classifier = float32_dense(num_classes, initializer_range, "classifier")
 
         inputs = encoder_inputs()
         # The features are those of the pretrained model, without dropout, as in feature extraction.

@@ -14,51 +14,14 @@ from keras import ops
 
 from official.nlp.common.errors import InputError
 from official.nlp.modeling import losses
+from official.nlp.modeling.configs import LTR, MLM, attention_for, left_to_right_conflicts, objective_for
 from official.nlp.modeling.encoder import BertEncoder, encoder_inputs
 from official.nlp.modeling.heads import MaskedLMHead
-
-
-def _float32_dense(units: int, initializer_range: float, name: str) -> keras.layers.Dense:
-    # Logits are float32 under any policy; these heads are one small matmul, so they run in float32 too.
-    return keras.layers.Dense(
-        units,
-        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
-        dtype="float32",
-        name=name,
-    )
-
-
-class _BertTask(keras.Model):
-    """Shared plumbing: holds `encoder`, serializes it inside `get_config`, rebuilds it in `from_config`."""
-
-    def _finish_init(self, encoder: BertEncoder, **config):
-        self.encoder = encoder
-        self._task_config = config
-
-    def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            **self._task_config,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
-
-
-def _initializer_range(encoder: BertEncoder, value: float | None) -> float:
-    return encoder.config.initializer_range if value is None else value
-
-
-OBJECTIVES = ("mlm", "ltr")
+from official.nlp.modeling.task_base import BertTask, float32_dense, head_initializer_range
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertPretrainer(_BertTask):
+class BertPretrainer(BertTask):
     """BERT pretraining: the masked-LM head (tied to the word embeddings) and, optionally, next-sentence prediction;
     or, with `objective="ltr"`, the paper's left-to-right LM baseline.
 
@@ -102,20 +65,21 @@ class BertPretrainer(_BertTask):
         **kwargs,
     ):
         config = encoder.config
-        objective = ("ltr" if config.left_to_right else "mlm") if objective is None else objective
-        if objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-        if (objective == "ltr") != config.left_to_right:
+        objective = objective_for(config.attention) if objective is None else objective
+        conflicts = left_to_right_conflicts(
+            objective, use_next_sentence_label=bool(use_next_sentence_label), dynamic_masking=False
+        )
+        if attention_for(objective) != config.attention:
             raise ValueError(
-                f"objective={objective!r} needs a {'left_to_right' if objective == 'ltr' else 'bidirectional'} "
-                f"encoder; this one's attention is {config.attention!r}"
+                f"objective={objective!r} needs a {attention_for(objective)} encoder; this one's attention is "
+                f"{config.attention!r}"
             )
-        if objective == "ltr" and use_next_sentence_label:
-            raise ValueError("the left-to-right LM (objective='ltr') has no next-sentence head")
+        if conflicts:
+            raise ValueError(f"the left-to-right LM (objective={LTR!r}) has no next-sentence head")
         # Default: NSP with the masked LM, as the original.
-        use_next_sentence_label = objective == "mlm" if use_next_sentence_label is None else use_next_sentence_label
+        use_next_sentence_label = objective == MLM if use_next_sentence_label is None else use_next_sentence_label
         mlm_activation = config.hidden_act if mlm_activation is None else mlm_activation
-        initializer_range = _initializer_range(encoder, initializer_range)
+        initializer_range = head_initializer_range(encoder, initializer_range)
 
         # === Layers ===
         # The LTR model uses the same head (and so the same checkpoint names): transform, tied decoder, bias.
@@ -128,15 +92,15 @@ class BertPretrainer(_BertTask):
             dtype=encoder.dtype_policy,
             name="masked_lm",
         )
-        next_sentence = _float32_dense(2, initializer_range, "next_sentence") if use_next_sentence_label else None
+        next_sentence = float32_dense(2, initializer_range, "next_sentence") if use_next_sentence_label else None
 
         # === Functional model ===
         inputs = encoder_inputs()
         encoder_input_names = tuple(inputs)
-        if objective == "mlm":
+        if objective == MLM:
             inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32", name="masked_lm_positions")
         encoder_outputs = encoder({key: inputs[key] for key in encoder_input_names})
-        if objective == "ltr":
+        if objective == LTR:
             outputs = {"ltr_logits": masked_lm(encoder_outputs["sequence_output"])}
         else:
             outputs = {"mlm_logits": masked_lm(encoder_outputs["sequence_output"], inputs["masked_lm_positions"])}
@@ -156,7 +120,7 @@ class BertPretrainer(_BertTask):
         self.use_next_sentence_label = use_next_sentence_label
         self.masked_lm = masked_lm
         self.next_sentence = next_sentence
-        prefix = "ltr" if objective == "ltr" else "mlm"
+        prefix = objective
         self.lm_loss_tracker = keras.metrics.Mean(name=f"{prefix}_loss")
         self.lm_accuracy = keras.metrics.SparseCategoricalAccuracy(name=f"{prefix}_accuracy")
         if use_next_sentence_label:
@@ -180,12 +144,12 @@ class BertPretrainer(_BertTask):
             self.optimizer.build(self.trainable_variables)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        needed = losses.LTR_LABELS if self.objective == "ltr" else losses.PRETRAINING_LABELS
+        needed = losses.LTR_LABELS if self.objective == LTR else losses.PRETRAINING_LABELS
         if y is None:
             raise ValueError(f"BertPretrainer needs labels: fit/evaluate on (x, y) with y = {{{', '.join(needed)}}}")
         if sample_weight is not None:
             raise ValueError(f"BertPretrainer weighs predictions by y['{needed[1]}']; do not pass sample_weight")
-        if self.objective == "ltr":
+        if self.objective == LTR:
             terms = losses.ltr_losses(y, y_pred)
             self.lm_loss_tracker.update_state(
                 terms["ltr_loss"], sample_weight=ops.sum(ops.cast(y["next_token_weights"], "float32"))
@@ -207,7 +171,7 @@ class BertPretrainer(_BertTask):
         return loss / replicas if replicas > 1 else loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        if self.objective == "ltr":
+        if self.objective == LTR:
             self.lm_accuracy.update_state(
                 y["next_token_ids"], y_pred["ltr_logits"], sample_weight=y["next_token_weights"]
             )
@@ -219,7 +183,7 @@ class BertPretrainer(_BertTask):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertClassifier(_BertTask):
+class BertClassifier(BertTask):
     """Sentence (pair) classification on the pooled `[CLS]` output; `num_classes=1` is regression (STS-B).
 
     Outputs float32 logits `[batch, num_classes]` (a tensor, so `compile(loss=...)` takes any Keras loss).
@@ -245,9 +209,9 @@ class BertClassifier(_BertTask):
     ):
         if num_classes < 1:
             raise ValueError(f"num_classes must be >= 1 (1 means regression), got {num_classes}")
-        initializer_range = _initializer_range(encoder, initializer_range)
+        initializer_range = head_initializer_range(encoder, initializer_range)
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
-        classifier = _float32_dense(num_classes, initializer_range, "classifier")
+        classifier = float32_dense(num_classes, initializer_range, "classifier")
 
         inputs = encoder_inputs()
         logits = classifier(dropout(encoder(inputs)["pooled_output"]))
@@ -292,7 +256,7 @@ def check_label_names(label_names: Sequence[str], num_classes: int, *, head: str
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertSpanLabeler(_BertTask):
+class BertSpanLabeler(BertTask):
     """Extractive QA (SQuAD): start and end logits for every token.
 
     Outputs a dict of float32 `start_logits` and `end_logits`, each `[batch, seq]`. Padding positions are not
@@ -332,8 +296,8 @@ class BertSpanLabeler(_BertTask):
             lstm_units = encoder.config.hidden_size if lstm_units is None else int(lstm_units)
             if lstm_units < 1:
                 raise ValueError(f"lstm_units must be positive, got {lstm_units}")
-        initializer_range = _initializer_range(encoder, initializer_range)
-        span = _float32_dense(2, initializer_range, "span_logits")
+        initializer_range = head_initializer_range(encoder, initializer_range)
+        span = float32_dense(2, initializer_range, "span_logits")
         bilstm = None
         if span_head == "bilstm":
             policy = encoder.dtype_policy
@@ -359,7 +323,7 @@ class BertSpanLabeler(_BertTask):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertTokenClassifier(_BertTask):
+class BertTokenClassifier(BertTask):
     """Token classification (NER): float32 logits `[batch, seq, num_classes]` for every token."""
 
     def __init__(
@@ -372,9 +336,9 @@ class BertTokenClassifier(_BertTask):
     ):
         if num_classes < 1:
             raise ValueError(f"num_classes must be >= 1, got {num_classes}")
-        initializer_range = _initializer_range(encoder, initializer_range)
+        initializer_range = head_initializer_range(encoder, initializer_range)
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
-        classifier = _float32_dense(num_classes, initializer_range, "classifier")
+        classifier = float32_dense(num_classes, initializer_range, "classifier")
 
         inputs = encoder_inputs()
         logits = classifier(dropout(encoder(inputs)["sequence_output"]))
@@ -407,7 +371,7 @@ class _UnflattenChoices(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="bert")
-class BertMultipleChoice(_BertTask):
+class BertMultipleChoice(BertTask):
     """Multiple choice (SWAG): each `[CLS] context [SEP] ending [SEP]` gets a score from the pooled output.
 
     Inputs: the encoder input names, each int32 `[batch, num_choices, seq]`. Outputs float32 logits
@@ -418,9 +382,9 @@ class BertMultipleChoice(_BertTask):
     def __init__(
         self, encoder: BertEncoder, dropout_rate: float = 0.1, initializer_range: float | None = None, **kwargs
     ):
-        initializer_range = _initializer_range(encoder, initializer_range)
+        initializer_range = head_initializer_range(encoder, initializer_range)
         dropout = keras.layers.Dropout(dropout_rate, name="classifier_dropout")
-        classifier = _float32_dense(1, initializer_range, "classifier")
+        classifier = float32_dense(1, initializer_range, "classifier")
 
         inputs = encoder_inputs(batch_shape=(None, None))
         flat = _FlattenChoices(name="flatten_choices")(inputs)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from official.nlp.modeling import configs
 from official.nlp.paper import budgets
 from official.nlp.paper.budgets import Budget
 
@@ -33,7 +34,7 @@ class Variant:
 
     name: str
     label: str
-    objective: str | None  # "mlm", "ltr", or None for no pretraining
+    objective: str | None  # configs.MLM, configs.LTR, or None for no pretraining
     nsp: bool
     mask_rates: tuple[float, float] | None = None
 
@@ -46,9 +47,9 @@ class Variant:
         return SHARED_RECORDS if self.nsp else NO_NSP_RECORDS
 
 
-MLM_NSP = Variant("mlm_nsp", "MLM + NSP (BERT)", "mlm", True)
-MLM = Variant("mlm", "No NSP (MLM only)", "mlm", False)
-LTR = Variant("ltr", "LTR & No NSP", "ltr", False)
+MLM_NSP = Variant("mlm_nsp", "MLM + NSP (BERT)", configs.MLM, True)
+MLM = Variant("mlm", "No NSP (MLM only)", configs.MLM, False)
+LTR = Variant("ltr", "LTR & No NSP", configs.LTR, False)
 RANDOM = Variant("random", "No pretraining (random init)", None, False)
 TABLE5_VARIANTS = (MLM_NSP, MLM, LTR, RANDOM)
 
@@ -58,7 +59,7 @@ def masking_variant(mask: int, same: int, random: int) -> Variant:
     return Variant(
         f"mask{mask}-{same}-{random}",
         f"MLM + NSP, masking {mask}/{same}/{random}",
-        "mlm",
+        configs.MLM,
         True,
         (mask / 100, random / 100),
     )
@@ -252,7 +253,7 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
                     depends=(f"data/{variant.records}",),
                 )
             )
-        if variant.objective == "mlm" and needs_heldout:
+        if variant.objective == configs.MLM and needs_heldout:
             add(
                 Stage(
                     f"perplexity/{variant.name}/{size}",

@@ -21,10 +21,11 @@ import json
 import os
 from collections.abc import Callable
 
-from official.nlp.common import input_files, output_files, text_files
+from official.nlp.common import input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import MissingInputError
 from official.nlp.paper import budgets, data_jobs, grid, plots, report, splits, stages, training_jobs
 from official.nlp.paper.config import (
+    PAPER_SETTINGS_FILE,
     PaperConfig,
     Workspace,
     check_rerun_settings,
@@ -121,6 +122,18 @@ def reproduce_paper(config: PaperConfig, *, echo: Callable[[str], None] = print)
         raise MissingInputError(f"--vocab_file={config.vocab_file} does not exist or is not a file")
     for task in config.tasks:
         splits.check_files(task, config.glue_dir, config.squad_file, config.conll_dir)
+    related = {
+        f"--{name}": getattr(config, name)
+        for name in ("input_file", "vocab_file", "glue_dir", "squad_file", "conll_dir")
+    }
+    # A second rerun on the same folder is refused here, naming the first, instead of failing half-way.
+    with output_folders.run_folder(
+        config.output_dir, flag="--output_dir", job="reproduce_paper", markers=(PAPER_SETTINGS_FILE,), related=related
+    ):
+        return _reproduce(config, budget, echo)
+
+
+def _reproduce(config: PaperConfig, budget: budgets.Budget, echo: Callable[[str], None]) -> PaperResult:
     check_rerun_settings(config)
     space = Workspace(config.output_dir)
     machine = describe_machine()

@@ -20,6 +20,7 @@ import os
 import statistics
 
 from official.nlp.common import input_files, output_files
+from official.nlp.modeling.configs import LTR
 from official.nlp.paper import budgets, grid
 from official.nlp.paper.budgets import Budget
 from official.nlp.paper.config import PaperConfig, Workspace
@@ -63,7 +64,7 @@ def pretrain(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
     variant = grid.VARIANTS[stage.variant]
     size = budgets.parse_size(stage.size)
     per_loop, save = _loop_steps(budget.pretrain_steps)
-    objective = {"objective": "ltr"} if variant.objective == "ltr" else {}
+    objective = {"objective": LTR} if variant.objective == LTR else {}
     result = run_pretraining(
         PretrainingConfig(
             input_file=space.records(variant.records),

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 import tensorflow as tf
 
 from official.nlp.common import input_files, output_files, output_folders, text_files
-from official.nlp.common.errors import InputError
+from official.nlp.modeling.configs import check_seq_length
 from official.nlp.modeling.encoder import INPUT_NAMES, BertEncoder
 from official.nlp.serving.versions import SAVED_MODEL_MARKER, TOKEN_IDS_DIR, check_export_dir, claim_version
 from official.nlp.tokenizers import text_layers
@@ -162,11 +162,7 @@ class ServingModule(tf.Module):
     ):
         super().__init__(name=f"bert_{self.task}")
         config = encoder_of(model).config
-        if max_seq_length > config.max_position_embeddings:
-            raise InputError(
-                f"--max_seq_length={max_seq_length} exceeds the model's max_position_embeddings "
-                f"({config.max_position_embeddings}) in bert_config.json; lower it"
-            )
+        check_seq_length(max_seq_length, config.max_position_embeddings)
         self.hold_model(model)
         self.bert_config = config
         if vocab_file is None and tokenizer is None:

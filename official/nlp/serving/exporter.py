@@ -25,52 +25,25 @@ from collections.abc import Sequence
 
 from absl import logging
 
+from official.nlp.checkpoints import fine_tuned, model_loading
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.checkpoints import model_loading, our_checkpoints
 from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.errors import InputError
-from official.nlp.metrics import multi_label as multi_label_metrics
+from official.nlp.data.squad_postprocessing import AnswerSettings
 from official.nlp.modeling import models
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH, MLM
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions
 
-TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")
+TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")  # a head kind's: `fine_tuned.HEADS`
 # The one-sentence tasks: GLUE's and GoEmotions (names of official.nlp.data.glue and data.multi_label).
 _SINGLE_TEXT_TASKS = ("cola", "sst-2", "goemotions")
-SQUAD_SETTINGS = (  # the answer post-processing settings a SQuAD export records
-    "doc_stride",
-    "max_query_length",
-    "n_best_size",
-    "max_answer_length",
-    "version_2_with_negative",
-    "null_score_diff_threshold",
-)
-
-_SPAN_LSTM_KERNEL = ("model", "span_bilstm", "forward_layer", "cell", "kernel")
-
-
-def _head_shape(files: model_dir_lib.ModelFiles, path: tuple[str, ...], task: str, init_checkpoint: str):
-    shape = our_checkpoints.saved_variable_shape(files.checkpoint, path) if files.checkpoint_format == "ours" else None
-    if shape is None:
-        raise InputError(
-            f"--init_checkpoint={init_checkpoint} holds no fine-tuned {task} head ({'/'.join(path)}); "
-            f"export the fine-tuning job's --output_dir, or use --task=encoder for the encoder alone"
-        )
-    return shape
-
-
-def _refuse_feature_based(init_checkpoint: str) -> None:
-    """A feature-based NER model (`run_ner --feature_based`: BiLSTMs on the frozen encoder's layers) is not the
-    fine-tuned token classifier the export builds: one line, not a checkpoint mismatch."""
-    raise InputError(
-        f"--init_checkpoint={init_checkpoint} is a feature-based NER model (run_ner --feature_based: BiLSTMs on the "
-        "frozen encoder's layers), which cannot be exported; tag files with run_ner --do_predict and that "
-        "--output_dir, or fine-tune without --feature_based to get a model that exports"
-    )
+SQUAD_SETTINGS = AnswerSettings.names()  # the answer post-processing settings a SQuAD export records
 
 
 def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str):
-    """The Keras model of `task` with every weight from the checkpoint (heads included)."""
+    """The Keras model of `task` with every weight from the checkpoint (a fine-tuned head included: its kind must be
+    one `task` serves, `fine_tuned.HEADS`)."""
     if task == "encoder":
         return files.build_encoder()
     if task == "pretrainer":
@@ -80,30 +53,29 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
                 f"--init_checkpoint={init_checkpoint} holds no masked-LM head; --task=pretrainer needs "
                 "a pretraining checkpoint (run_pretraining.py's export, or a converted one with heads)"
             )
-        if model.objective != "mlm":
+        if model.objective != MLM:
             raise InputError(
                 f"--init_checkpoint={init_checkpoint} is a left-to-right LM; --task=pretrainer serves the masked LM "
                 "(it fills in [MASK]s): export --task=encoder, or a model fine-tuned from it"
             )
         return model
-    encoder = models.BertEncoder.from_bert_config(files.config)
-    if task == "squad":
-        _head_shape(files, ("model", "span_logits", "_kernel"), task, init_checkpoint)
-        # The checkpoint says which span head it holds (run_squad --span_head): a BiLSTM's kernel is [H, 4 * units].
-        lstm = our_checkpoints.saved_variable_shape(files.checkpoint, _SPAN_LSTM_KERNEL)
-        head = {"span_head": "bilstm", "lstm_units": lstm[-1] // 4} if lstm else {}
-        model = models.BertSpanLabeler(encoder, **head)
-    else:
-        shape = _head_shape(files, ("model", "classifier", "_kernel"), task, init_checkpoint)
-        if task == "ner" and shape[0] != files.config.hidden_size:  # the classifier sits on BiLSTMs, not the encoder
-            _refuse_feature_based(init_checkpoint)
-        model = {
-            "classifier": lambda: models.BertClassifier(encoder, shape[-1]),
-            "ner": lambda: models.BertTokenClassifier(encoder, shape[-1]),
-            "swag": lambda: models.BertMultipleChoice(encoder),
-        }[task]()
-    our_checkpoints.restore_checkpoint(model, files.checkpoint)
-    return model
+    return fine_tuned.load_fine_tuned(
+        init_checkpoint,
+        serving_task=task,
+        files=files,
+        name=f"--init_checkpoint={init_checkpoint}",
+        what=f"{task} head",
+        hint="export the fine-tuning job's --output_dir, or use --task=encoder for the encoder alone",
+    )[1]
+
+
+def task_record(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str) -> dict:
+    """What the model at `init_checkpoint` recorded, as `recorded_settings` reads it: its directory's records, or
+    for a Hugging Face classifier folder what its `config.json` says (`fine_tuned.describe`)."""
+    record = init_checkpoint_lib.read_record(init_checkpoint)
+    if task in ("encoder", "pretrainer"):
+        return record
+    return {**record, **fine_tuned.describe(init_checkpoint, files=files).record}
 
 
 def build_export(
@@ -140,7 +112,7 @@ def build_export(
     if task == "swag":
         return sequence_exports.MultipleChoiceExport(model, **common)
     if task == "squad":
-        return squad_export.SpanLabelerExport(model, **(squad_settings or {}), **common)
+        return squad_export.SpanLabelerExport(model, answer_settings=AnswerSettings(**(squad_settings or {})), **common)
     if task == "pretrainer":
         return sequence_exports.PretrainerExport(model, **common)
     raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
@@ -159,7 +131,7 @@ def recorded_settings(task: str, record: dict) -> dict:
     return {
         "label_names": [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else [],
         "text_pair": text_pair,
-        "max_seq_length": int(record.get("max_seq_length") or 128),
+        "max_seq_length": int(record.get("max_seq_length") or DEFAULT_SEQ_LENGTH),
         "long_text": record.get("long_text") or "truncate",
         "doc_stride": record.get("doc_stride"),
         "window_stride": record.get("window_stride"),
@@ -169,12 +141,13 @@ def recorded_settings(task: str, record: dict) -> dict:
 
 
 def _recorded_thresholds(task: str, record: dict) -> list[float] | None:
-    """A multi-label classifier's thresholds, one per label, as `tasks.multi_label` recorded them; None otherwise."""
-    if task != "classifier" or not record.get("multi_label"):
+    """A multi-label classifier's thresholds, one per label, as its directory recorded them; None otherwise."""
+    multi_label = record.get("multi_label") or record.get("head") == fine_tuned.MULTI_LABEL_CLASSIFIER
+    if task != "classifier" or not multi_label:
         return None
-    return multi_label_metrics.decision_thresholds(
-        len(record.get("labels") or []), thresholds=record.get("thresholds"), threshold=record.get("threshold")
-    ).tolist()
+    return fine_tuned.thresholds_per_label(
+        len(record.get("labels") or []), record.get("thresholds"), record.get("threshold")
+    )
 
 
 def export_model(
@@ -207,7 +180,6 @@ def export_model(
     versions.check_export_dir(export_dir, related=inputs)  # before any work: a folder that is not exports
     if version is not None:
         versions.check_version_free(export_dir, int(version))
-    record = init_checkpoint_lib.read_record(init_checkpoint)
     try:
         files = init_checkpoint_lib.resolve_model_files(
             init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
@@ -216,10 +188,8 @@ def export_model(
         raise InputError(f"--init_checkpoint={init_checkpoint}: {e}") from e
     if files.checkpoint is None:
         raise InputError(f"--init_checkpoint={init_checkpoint} holds no checkpoint")
-    if task == "ner" and record.get("head") == "feature_tagger":  # tasks.tagging.FeatureBasedTaggingTask's
-        _refuse_feature_based(init_checkpoint)
     model = load_task_model(task, files, init_checkpoint)
-    settings = recorded_settings(task, record)
+    settings = recorded_settings(task, task_record(task, files, init_checkpoint))
     recorded_length = settings.pop("max_seq_length")
     if label_names is not None:
         settings["label_names"] = label_names

@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from official.nlp.common.errors import InputError
 from official.nlp.data import squad
+from official.nlp.data.squad_postprocessing import AnswerSettings
 from official.nlp.serving.export_base import ServingModule, string_spec
 from official.nlp.serving.ner_export import char_offsets
 
@@ -40,51 +41,19 @@ class SpanLabelerExport(ServingModule):
 
     task = "squad"
 
-    def __init__(
-        self,
-        model,
-        *,
-        doc_stride: int = 128,
-        max_query_length: int = 64,
-        n_best_size: int = 20,
-        max_answer_length: int = 30,
-        version_2_with_negative: bool = False,
-        null_score_diff_threshold: float = 0.0,
-        **kwargs,
-    ):
+    def __init__(self, model, *, answer_settings: AnswerSettings | None = None, **kwargs):
         super().__init__(model, **kwargs)
-        if self.seq_length - int(max_query_length) - 3 < 1:
+        answer = answer_settings or AnswerSettings()
+        if self.seq_length - answer.max_query_length - 3 < 1:
             raise InputError(
-                f"--max_query_length={max_query_length} leaves no room for the context in "
+                f"--max_query_length={answer.max_query_length} leaves no room for the context in "
                 f"--max_seq_length={self.seq_length}; lower it below max_seq_length - 3"
             )
-        for name, value in (
-            ("doc_stride", doc_stride),
-            ("n_best_size", n_best_size),
-            ("max_answer_length", max_answer_length),
-            ("max_query_length", max_query_length),
-        ):
-            if int(value) < 1:
-                raise InputError(f"--{name} must be at least 1, got {value}")
-        squad.check_window_settings(self.seq_length, int(doc_stride), int(max_query_length))  # as run_squad windows
-        self.settings = dict(
-            doc_stride=int(doc_stride),
-            max_query_length=int(max_query_length),
-            n_best_size=int(n_best_size),
-            max_answer_length=int(max_answer_length),
-            version_2_with_negative=bool(version_2_with_negative),
-            null_score_diff_threshold=float(null_score_diff_threshold),
-        )
-        self.doc_stride = tf.Variable(int(doc_stride), trainable=False, name="doc_stride")
-        self.max_query_length = tf.Variable(int(max_query_length), trainable=False, name="max_query_length")
-        self.n_best_size = tf.Variable(int(n_best_size), trainable=False, name="n_best_size")
-        self.max_answer_length = tf.Variable(int(max_answer_length), trainable=False, name="max_answer_length")
-        self.version_2_with_negative = tf.Variable(
-            bool(version_2_with_negative), trainable=False, name="version_2_with_negative"
-        )
-        self.null_score_diff_threshold = tf.Variable(
-            float(null_score_diff_threshold), trainable=False, name="null_score_diff_threshold"
-        )
+        squad.check_window_settings(self.seq_length, answer.doc_stride, answer.max_query_length)  # as run_squad
+        self.settings = answer.to_dict()
+        # Baked in as variables of the same names, which travel with the SavedModel.
+        for name, value in self.settings.items():
+            setattr(self, name, tf.Variable(value, trainable=False, name=name))
 
     def text_spec(self):
         return {"question": string_spec("question"), "context": string_spec("context")}

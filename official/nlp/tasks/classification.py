@@ -29,12 +29,14 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import fine_tuned
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_examples, classifier_features, feature_cache, length_buckets
+from official.nlp.data import multi_label as multi_label_data
 from official.nlp.metrics.glue import compute_metrics
 from official.nlp.modeling.models import BertClassifier, check_label_names
-from official.nlp.tasks import finetuning, finetuning_outputs
+from official.nlp.tasks import finetuning
 from official.nlp.tasks import multi_label as multi_label_lib
 from official.nlp.tasks.classifier_config import ClassifierConfig, make_processor
 from official.nlp.training.objectives import (
@@ -50,7 +52,7 @@ class ClassificationTask:
     """The `finetuning.FineTuningTask` of a processor: `BertClassifier`, cross entropy (or squared error, or a
     binary cross entropy per label for multi-label data)."""
 
-    head = "classifier"  # multi-label: `tasks.multi_label.HEAD`, so that one head is never loaded as the other
+    head = fine_tuned.CLASSIFIER  # multi-label: its own kind, so that one head is never loaded as the other
 
     def __init__(self, config: ClassifierConfig, files, processor=None):
         self.config = config
@@ -59,11 +61,6 @@ class ClassificationTask:
         if not config.tfds_name and not config.data_dir:
             raise InputError("--data_dir is required (the folder with the task's files), or --tfds_name")
         classifier_features.check_long_text_settings(config.max_seq_length, config.long_text, config.doc_stride)
-        if config.max_seq_length > files.config.max_position_embeddings:
-            raise InputError(
-                f"--max_seq_length={config.max_seq_length} is longer than the model's "
-                f"max_position_embeddings ({files.config.max_position_embeddings})"
-            )
         self.splits = self.processor.files(config.data_dir)
         if isinstance(self.processor, classifier_examples.GenericProcessor) and self.splits[classifier_examples.TRAIN]:
             train = self.splits[classifier_examples.TRAIN][0].file
@@ -73,7 +70,7 @@ class ClassificationTask:
         self.multi_label = self.processor.multi_label
         multi_label_lib.check_flags(config, self.multi_label)
         if self.multi_label:
-            self.head = multi_label_lib.HEAD
+            self.head = fine_tuned.MULTI_LABEL_CLASSIFIER
         self.name = self.processor.name
         self.labels = list(self.processor.labels or [])
         self.metric_name = self.processor.metrics[0]
@@ -119,6 +116,10 @@ class ClassificationTask:
             examples = examples[: self.config.max_train_examples]
         if not examples:
             raise InputError(f"{eval_set.file}: no example to read")
+        if split == classifier_examples.TRAIN and self.multi_label:
+            multi_label_data.check_some_labelled(
+                examples, eval_set.file, truncated=len(examples) < len(result.examples)
+            )
         return examples
 
     def _input_digest(self, eval_set: classifier_examples.EvalSet) -> str:
@@ -351,15 +352,15 @@ def save_classifier(
     refused, and so are labels that do not name each of the model's classes once."""
     labels = list(labels or [])
     check_label_names(labels, model.num_classes)
-    settings = multi_label_lib.model_settings(len(labels), thresholds) if multi_label else None
+    settings = fine_tuned.classifier_settings(len(labels), thresholds) if multi_label else None
     if thresholds is not None and not multi_label:
         raise ValueError("thresholds are for a multi-label classifier (multi_label=True)")
-    return finetuning_outputs.save_fine_tuned(
+    return fine_tuned.save_fine_tuned(
         model,
         directory,
         files,
         task_name=task_name,
-        head=multi_label_lib.HEAD if multi_label else ClassificationTask.head,
+        head=fine_tuned.classifier_head(multi_label),
         labels=labels,
         settings=settings,
     )

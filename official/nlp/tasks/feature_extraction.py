@@ -44,12 +44,13 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
-from official.nlp.common import input_files
+from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
 from official.nlp.common.text_files import decode_line
-from official.nlp.data.pretraining.instances import removal_counts
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH, check_seq_length
+from official.nlp.tokenizers.packing import removal_counts
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
 # Batches are padded to a multiple of this many tokens (not always to max_seq_length): real tokens give the same
@@ -188,11 +189,9 @@ def _check_settings(
             f"--layers {list(layers)}: the model has {num_layers} layers, so each index must be in "
             f"[{-num_layers}, {num_layers - 1}] (-1 is the last layer)"
         )
-    if not 3 <= max_seq_length <= max_positions:
-        raise InputError(
-            f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] A [SEP] B [SEP]) and at "
-            f"most the model's max_position_embeddings={max_positions}"
-        )
+    if max_seq_length < 3:
+        raise InputError(f"--max_seq_length={max_seq_length}: must be at least 3 ([CLS] A [SEP] B [SEP])")
+    check_seq_length(max_seq_length, max_positions)
     if batch_size < 1:
         raise InputError(f"--batch_size={batch_size}: must be at least 1")
 
@@ -203,7 +202,7 @@ def extract(
     examples: Sequence[ExtractionExample],
     *,
     layers: Sequence[int] = (-1, -2, -3, -4),
-    max_seq_length: int = 128,
+    max_seq_length: int = DEFAULT_SEQ_LENGTH,
     batch_size: int = 32,
 ) -> Iterator[ExampleResult]:
     """Runs `encoder` over `examples` and yields one `ExampleResult` per example, in input order.
@@ -333,7 +332,9 @@ class FeatureExtractionConfig(CheckedConfig):
     )
     vocab_file: str | None = field(None, path="path", help="Defaults to vocab.txt next to --init_checkpoint.")
     do_lower_case: bool | None = field(None, help="Defaults to the model directory's do_lower_case.")
-    max_seq_length: int = field(128, minimum=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] included.")
+    max_seq_length: int = field(
+        DEFAULT_SEQ_LENGTH, minimum=3, help="Maximum WordPiece tokens per example, [CLS] and [SEP] included."
+    )
     batch_size: int = field(32, minimum=1, help="Examples per forward pass.")
     output_format: str = field(
         "original",
@@ -364,6 +365,9 @@ class FeatureExtractionResult:
 def run_feature_extraction(config: FeatureExtractionConfig) -> FeatureExtractionResult:
     """Writes the token vectors of `config.input_file` (and its sentence vectors, when asked for)."""
     layers = parse_layers(config.layers)
+    outputs = [config.output_file, *([config.sentence_vectors_file] if config.sentence_vectors_file else [])]
+    named = {f"--{name}={getattr(config, name)}": [getattr(config, name)] for name in ("input_file", "vocab_file")}
+    output_folders.check_output_files(outputs, flag="--output_file", inputs={k: v for k, v in named.items() if v[0]})
     examples = read_examples(config.input_file)  # first: bad input fails before any model work
     files = init_checkpoint_lib.resolve_model_files(
         config.init_checkpoint,

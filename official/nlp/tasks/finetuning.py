@@ -54,6 +54,7 @@ from official.nlp.checkpoints import restore_plan
 from official.nlp.common import input_files, interruption, output_folders
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError, MissingInputError
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH, check_seq_length
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.tasks import finetuning_outputs as outputs
 from official.nlp.training import distribution, optimization, run_settings
@@ -88,7 +89,9 @@ class FineTuningConfig(TrainingConfig):
     do_lower_case: bool | None = field(
         None, help="Lower-case the input (default: the case stored with --init_checkpoint)."
     )
-    max_seq_length: int = field(128, minimum=3, help="Tokens per sequence after WordPiece, [CLS] and [SEP] included.")
+    max_seq_length: int = field(
+        DEFAULT_SEQ_LENGTH, minimum=3, help="Tokens per sequence after WordPiece, [CLS] and [SEP] included."
+    )
     eval_batch_size: int = field(8, minimum=1, help="Batch size for evaluation.")
     predict_batch_size: int = field(8, minimum=1, help="Batch size for prediction.")
     num_train_epochs: float = field(3.0, exclusive_minimum=0, help="Epochs over the training data (may be fractional).")
@@ -200,6 +203,32 @@ def run_task(
     jobs = [name for name in JOBS if hasattr(config, name)]
     if not any(getattr(config, name) for name in jobs):
         raise InputError(f"Nothing to do: give at least one of {', '.join('--' + name for name in jobs)}")
+    strategy = strategy or config.make_strategy()  # first (see `TrainingConfig.make_strategy`)
+    with output_folders.run_folder(
+        config.output_dir,
+        flag="--output_dir",
+        job=type(config).__name__.removesuffix("Config").lower() + " fine-tuning",  # "classifier fine-tuning"
+        markers=(model_dir_lib.SETTINGS_FILE,),
+        related=output_related(config),
+        writer=distribution.worker_info(strategy).is_chief,
+    ):
+        return _run_task(config, make_task, evaluate=evaluate, strategy=strategy)
+
+
+def output_related(config: FineTuningConfig) -> dict[str, str]:
+    """The job's other paths, which `--output_dir` may neither be nor hold (`output_folders.check_location`): every
+    path field of `config`. A job without `--do_train` may read its `--init_checkpoint` from its own earlier run
+    (`<output_dir>/best_model`, a `ckpt-N` prefix there): it writes only evaluations and predictions beside it."""
+    return {
+        f"--{f.name}": getattr(config, f.name)
+        for f in dataclasses.fields(config)
+        if "path" in f.metadata
+        and f.name != "output_dir"
+        and not (f.name == "init_checkpoint" and not getattr(config, "do_train", True))
+    }
+
+
+def _run_task(config, make_task, *, evaluate, strategy) -> TaskRun:
     check_job_inputs(config)
     files = init_checkpoint_files(config)
     task = make_task(files)
@@ -229,17 +258,36 @@ def check_job_inputs(config: FineTuningConfig) -> None:
             )
 
 
-def init_checkpoint_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
-    """Config, vocabulary, case and checkpoint of `--init_checkpoint` (model directory, TF1 prefix or HF folder)."""
+def init_checkpoint_files(config: FineTuningConfig, *, do_train: bool | None = None) -> model_dir_lib.ModelFiles:
+    """Config, vocabulary, case and checkpoint of `--init_checkpoint` (model directory, TF1 prefix or HF folder).
+
+    A job that does not train (`do_train`, default: the config's) and has no `--init_checkpoint` uses the model of
+    the run in its `--output_dir` (`--do_predict --output_dir=<a finished run>`), whose folder records the config,
+    vocabulary and case: the model `run_finetuning` then restores from there. The files are checked against
+    `--max_seq_length` (`check_seq_length`): every fine-tuning job starts here."""
+    source = config.init_checkpoint
+    if source is None and config.bert_config_file is None:
+        trains = getattr(config, "do_train", True) if do_train is None else do_train
+        if not trains and init_checkpoint_lib.holds_a_run(config.output_dir):
+            source = config.output_dir
+        else:
+            what = "fine-tune" if trains else f"use (--output_dir={config.output_dir} holds no finished run)"
+            rest = " (or --bert_config_file to train from scratch)" if trains else ""
+            raise InputError(
+                f"--init_checkpoint is required: the model to {what}, a model directory, a fine-tuning run's "
+                f"--output_dir, an original TF1 checkpoint or a Hugging Face folder{rest}"
+            )
     try:
-        return init_checkpoint_lib.resolve_model_files(
-            config.init_checkpoint,
+        files = init_checkpoint_lib.resolve_model_files(
+            source,
             bert_config_file=config.bert_config_file,
             vocab_file=config.vocab_file,
             do_lower_case=config.do_lower_case,
         )
     except (FileNotFoundError, ValueError) as e:
         raise InputError(str(e)) from e
+    check_seq_length(config.max_seq_length, files.config.max_position_embeddings)
+    return files
 
 
 def task_head(task: FineTuningTask) -> restore_plan.Head:
@@ -347,7 +395,7 @@ def run_finetuning(
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
-    files = files or init_checkpoint_files(config)
+    files = files or init_checkpoint_files(config, do_train=do_train)
     head = task_head(task)
     plan = restore_plan.plan_restore(
         files, init_checkpoint=config.init_checkpoint, output_dir=config.output_dir, head=head, inference=not do_train

@@ -3,9 +3,9 @@
 - `finetuning_settings.json`: the settings the run trains with (`training.run_settings` records them and refuses to
   resume with others, naming the flags), carried into `best_model/` for serving;
 - `eval_history.json` and `eval_results.txt`: the evaluations, the latter in the original's `key = value` lines;
-- `best_model/`: the best evaluation's weights as a model directory with `finetuning.json` (`save_fine_tuned`,
-  called after each epoch by `BestModelKeeper`), and the model of the run (`restore_best`): `best_model/` when
-  there is one, else the last step's weights.
+- `best_model/`: the best evaluation's weights as a model directory with `finetuning.json`
+  (`checkpoints.fine_tuned.save_fine_tuned`, called after each epoch by `BestModelKeeper`), and the model of the
+  run (`restore_best`): `best_model/` when there is one, else the last step's weights.
 """
 
 from __future__ import annotations
@@ -13,15 +13,16 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import keras
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import fine_tuned, our_checkpoints
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.checkpoints import our_checkpoints
 from official.nlp.common import input_files, output_files, text_files
+from official.nlp.common.errors import InputError
 from official.nlp.training import summaries
 
 EVAL_RESULTS_FILE = "eval_results.txt"
@@ -29,10 +30,21 @@ EVAL_HISTORY_FILE = "eval_history.json"
 
 
 def read_history(output_dir: str) -> list[dict]:
+    """The evaluations of the run in `output_dir` (`eval_history.json`); one that is not a list of evaluations
+    (a file of the same name put there by hand, or cut) is refused as one line."""
     path = os.path.join(output_dir, EVAL_HISTORY_FILE)
     if not input_files.exists(path):
         return []
-    return json.loads(text_files.read_text(path))
+    try:
+        history = json.loads(text_files.read_text(path))
+    except ValueError:
+        history = None
+    if not (isinstance(history, list) and all(isinstance(e, dict) and "step" in e for e in history)):
+        raise InputError(
+            f"{path} is not an evaluation history that a fine-tuning run wrote (a JSON list of evaluations, each "
+            "with its step); move it away, or choose another --output_dir"
+        )
+    return history
 
 
 def write_eval(output_dir: str, history: list[dict]) -> None:
@@ -79,51 +91,6 @@ def restore_best(model: keras.Model, best_dir: str, final_step: int) -> dict | N
     return evaluation
 
 
-def save_fine_tuned(
-    model: keras.Model,
-    directory: str,
-    files: model_dir_lib.ModelFiles,
-    *,
-    task_name: str,
-    head: str,
-    labels: Sequence[str],
-    metric: str | None = None,
-    evaluation: Mapping | None = None,
-    settings: Mapping | None = None,
-    owner: str | None = None,
-) -> str:
-    """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation).
-    Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels it restores the head too;
-    another label set is refused. `settings` (the job's, see `serving_settings`) go to its
-    `finetuning_settings.json`, so that the directory alone says how to serve it (`max_seq_length`, ...).
-
-    `owner`: the run's `--output_dir`, whose earlier `best_model/` this replaces; without it, `directory` must be
-    new or empty (see `model_dir.export_model_dir`)."""
-    step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
-    task_file = {
-        "task": task_name,
-        "head": head,
-        "labels": list(labels),
-        "metric": metric,
-        "evaluation": dict(evaluation or {}),
-    }
-    json_files = {model_dir_lib.TASK_FILE: task_file}
-    if settings is not None:
-        json_files[model_dir_lib.SETTINGS_FILE] = settings
-    # The task file goes in before the directory is put in place: a best_model/ without it would load as a bare
-    # encoder and silently drop its head.
-    model_dir_lib.export_model_dir(
-        model,
-        directory,
-        vocab_file=files.vocab_file,
-        do_lower_case=files.do_lower_case,
-        step=step,
-        json_files=json_files,
-        owner=owner,
-    )
-    return directory
-
-
 def serving_settings(settings: Mapping, task) -> dict:
     """What a fine-tuned model directory records: the job's training settings plus what the task's predictions
     also depend on (`task.serving_settings()`, e.g. SQuAD's answer post-processing), where it has such. `task` is
@@ -135,8 +102,9 @@ def serving_settings(settings: Mapping, task) -> dict:
 class BestModelKeeper:
     """The per-epoch step of a training run: evaluates `model`, records the evaluation (`eval_history.json`,
     `eval_results.txt`, TensorBoard's `summaries/eval`) and keeps the best one so far by the task's metric as the
-    model directory `best_model/` (`save_fine_tuned`). Only the chief writes. `history` holds the run's evaluations,
-    those of the runs it resumes included; `task` is a `tasks.finetuning.FineTuningTask` and `head` its kind."""
+    model directory `best_model/` (`fine_tuned.save_fine_tuned`). Only the chief writes. `history` holds the run's
+    evaluations, those of the runs it resumes included; `task` is a `tasks.finetuning.FineTuningTask` and `head`
+    its kind."""
 
     def __init__(
         self,
@@ -184,7 +152,7 @@ class BestModelKeeper:
         summaries.write_scalars(self.writer, step, metrics)
         self.writer.flush()
         if entry[task.metric_name] > best or not input_files.exists(self.directory):
-            save_fine_tuned(
+            fine_tuned.save_fine_tuned(
                 self.model,
                 self.directory,
                 self.files,

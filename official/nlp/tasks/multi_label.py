@@ -4,8 +4,9 @@ One sigmoid per label over the classifier's logits; a label is predicted when it
 threshold (`metrics.multi_label`). The thresholds belong to the model: a training job uses `--threshold` (0.5 by
 default) or, with `--tune_thresholds`, tunes one per label on the dev set at each evaluation, and `best_model/`
 records the ones of its evaluation (`thresholds` in its `finetuning_settings.json`). Every later use of the model
-(`--do_predict`, `export_model.py`, the Hugging Face export) reads them from there (`recorded_thresholds`); a job
-that does not train may override them with `--threshold` or `--tune_thresholds`.
+(`--do_predict`, `export_model.py`, the Hugging Face export) reads them from there (`recorded_thresholds`, by
+`checkpoints.fine_tuned`'s rule); a job that does not train may override them with `--threshold` or
+`--tune_thresholds`.
 
 `--do_predict` writes, per test file, the submission file `index<TAB>prediction<TAB>scores` (the predicted label
 names, most probable first, comma-separated, and their probabilities in the same order) and `test_results.tsv`
@@ -20,12 +21,11 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import fine_tuned
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.metrics import multi_label as metrics_lib
-
-HEAD = "multi_label_classifier"  # the head kind fine-tuned model directories record (single-label: "classifier")
 
 
 def check_flags(config, multi_label: bool) -> None:
@@ -82,9 +82,7 @@ def recorded_thresholds(path: str | None, num_labels: int) -> np.ndarray:
     """The thresholds recorded with the model at `path` (`best_model/`'s tuned or fixed ones, else the job's
     `--threshold`), else `metrics.multi_label.DEFAULT_THRESHOLD` for every label."""
     record = init_checkpoint_lib.read_record(path) if path else {}
-    return metrics_lib.decision_thresholds(
-        num_labels, thresholds=record.get("thresholds"), threshold=record.get("threshold")
-    )
+    return np.asarray(fine_tuned.thresholds_per_label(num_labels, record.get("thresholds"), record.get("threshold")))
 
 
 def fixed_thresholds(config, num_labels: int) -> np.ndarray:
@@ -113,12 +111,6 @@ def evaluate_multi_label(config, labels: Sequence[str], examples, logits: np.nda
     else:
         thresholds = fixed_thresholds(config, len(labels))
     return score(labels, examples, logits, thresholds, tuned=config.tune_thresholds), thresholds
-
-
-def model_settings(num_labels: int, thresholds: Sequence[float] | None) -> dict:
-    """What a multi-label model directory records for serving (`finetuning_settings.json`)."""
-    chosen = metrics_lib.decision_thresholds(num_labels, thresholds=thresholds)
-    return {"multi_label": True, "thresholds": [float(t) for t in chosen]}
 
 
 def score(labels: Sequence[str], examples, logits: np.ndarray, thresholds: np.ndarray, *, tuned: bool) -> dict:

@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import fine_tuned
 from official.nlp.common import output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
@@ -61,30 +62,17 @@ class MultipleChoiceTask:
     """SWAG as a `finetuning.FineTuningTask` (see the module doc)."""
 
     name = "swag"
-    head = "multiple_choice"
+    head = fine_tuned.MULTIPLE_CHOICE
     metric_name = "accuracy"
     labels = [str(i) for i in range(swag.NUM_CHOICES)]
 
-    def __init__(
-        self,
-        config: MultipleChoiceConfig,
-        tokenizer,
-        *,
-        max_seq_length: int,
-        output_dir: str,
-        vocab_file: str | None = None,
-        do_lower_case: bool | None = None,
-        eval_batch_size: int = 8,
-        predict_batch_size: int | None = None,
-    ):
+    def __init__(self, config: MultipleChoiceConfig, files):
+        """`files`: the `ModelFiles` of `config.init_checkpoint` (the tokenizer; its vocabulary and case go in the
+        training features' cache key)."""
+        files.check_text_pairs("SWAG inputs (context, ending)")
         self.config = config
-        self.tokenizer = tokenizer
-        self.max_seq_length = max_seq_length
-        self.output_dir = output_dir
-        self.vocab_file = vocab_file
-        self.do_lower_case = do_lower_case
-        self.eval_batch_size = eval_batch_size
-        self.predict_batch_size = predict_batch_size or eval_batch_size
+        self.files = files
+        self.tokenizer = files.tokenizer()
         self.bad_rows: dict[str, int] = {}
         self._loaded: dict[str, swag.MultipleChoiceFeatures] = {}
         self._num_train: int | None = None
@@ -114,7 +102,7 @@ class MultipleChoiceTask:
     def _features(self, split: str, path: str | None, flag: str, labelled: bool | None = True):
         if split not in self._loaded:
             examples = self._read(path, split, flag, labelled)
-            self._loaded[split] = swag.convert_swag_examples(examples, self.tokenizer, self.max_seq_length)
+            self._loaded[split] = swag.convert_swag_examples(examples, self.tokenizer, self.config.max_seq_length)
         return self._loaded[split]
 
     # ---- training ---------------------------------------------------------------------------------------------
@@ -123,9 +111,9 @@ class MultipleChoiceTask:
         return {
             "task": self.name,
             "train_sha256": feature_cache.file_digest([self.config.train_file]),
-            "vocab_sha256": feature_cache.file_digest([self.vocab_file]) if self.vocab_file else None,
-            "do_lower_case": self.do_lower_case,
-            "max_seq_length": self.max_seq_length,
+            "vocab_sha256": feature_cache.file_digest([self.files.vocab_file]) if self.files.vocab_file else None,
+            "do_lower_case": self.files.do_lower_case,
+            "max_seq_length": self.config.max_seq_length,
             "skip_bad_rows": self.config.skip_bad_rows,
         }
 
@@ -141,13 +129,15 @@ class MultipleChoiceTask:
             raise InputError("--do_train needs --train_file")
         if self._num_train is None:
             self._num_train = feature_cache.cached_records(
-                os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), self._cache_key(), self._train_records
+                os.path.join(self.config.output_dir, feature_cache.TRAIN_RECORDS),
+                self._cache_key(),
+                self._train_records,
             )
         return self._num_train
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         self.num_train_examples()
-        shapes = {record: [swag.NUM_CHOICES, self.max_seq_length] for record in _RECORD_NAMES.values()}
+        shapes = {record: [swag.NUM_CHOICES, self.config.max_seq_length] for record in _RECORD_NAMES.values()}
         parse = feature_cache.int_parser({**shapes, "label_ids": [1]})
 
         def to_xy(records):
@@ -155,7 +145,7 @@ class MultipleChoiceTask:
             return ({name: record[r] for name, r in _RECORD_NAMES.items()}, {"label": record["label_ids"][:, 0]})
 
         return feature_cache.training_batches(
-            os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS),
+            os.path.join(self.config.output_dir, feature_cache.TRAIN_RECORDS),
             batch_size,
             parse=to_xy,
             seed=seed,
@@ -179,7 +169,7 @@ class MultipleChoiceTask:
     def evaluate(self, model: keras.Model) -> dict[str, float]:
         """`accuracy` (the metric of the SWAG paper and BERT's) and the mean cross entropy `loss` on `eval_file`."""
         features = self._features("eval", self.config.eval_file, "--eval_file")
-        logits = self._logits(model, features, self.eval_batch_size)
+        logits = self._logits(model, features, self.config.eval_batch_size)
         labels = features.arrays["label"]
         return {
             "accuracy": float(np.mean(np.argmax(logits, -1) == labels)),
@@ -195,10 +185,10 @@ class MultipleChoiceTask:
         examples = self._predict_examples or self._read(
             self.config.predict_file, "predict", "--predict_file", labelled=False
         )
-        features = swag.convert_swag_examples(examples, self.tokenizer, self.max_seq_length)
-        logits = self._logits(model, features, self.predict_batch_size)
+        features = swag.convert_swag_examples(examples, self.tokenizer, self.config.max_seq_length)
+        logits = self._logits(model, features, self.config.predict_batch_size or self.config.eval_batch_size)
         probabilities = np.asarray(keras.ops.softmax(logits, axis=-1))
-        output_file = output_file or os.path.join(self.output_dir, RESULTS_FILE)
+        output_file = output_file or os.path.join(self.config.output_dir, RESULTS_FILE)
         output_files.makedirs_for(output_file)
         with output_files.write_atomically(output_file) as f:
             writer = csv.writer(f)
@@ -221,18 +211,7 @@ class SwagResult:
 
 def make_swag_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
     """The task of `config` with the tokenizer of `config.init_checkpoint`."""
-    files = files or finetuning.init_checkpoint_files(config)
-    files.check_text_pairs("SWAG inputs (context, ending)")
-    return MultipleChoiceTask(
-        config,
-        files.tokenizer(),
-        max_seq_length=config.max_seq_length,
-        output_dir=config.output_dir,
-        vocab_file=files.vocab_file,
-        do_lower_case=files.do_lower_case,
-        eval_batch_size=config.eval_batch_size,
-        predict_batch_size=config.predict_batch_size,
-    )
+    return MultipleChoiceTask(config, files or finetuning.init_checkpoint_files(config))
 
 
 def run_swag(config: MultipleChoiceConfig) -> SwagResult:

@@ -32,10 +32,19 @@ from official.nlp.common import input_files, interruption, output_folders
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
-from official.nlp.data.pretraining.masking import action_rate_problems
-from official.nlp.modeling.configs import LEFT_TO_RIGHT, PRESETS, BertConfig
+from official.nlp.data.pretraining.masking import MaskingFlags, action_rate_problems
+from official.nlp.modeling.configs import (
+    DEFAULT_SEQ_LENGTH,
+    LTR,
+    MLM,
+    OBJECTIVES,
+    PRESETS,
+    BertConfig,
+    attention_for,
+    left_to_right_conflicts,
+)
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.models import OBJECTIVES, BertPretrainer
+from official.nlp.modeling.models import BertPretrainer
 from official.nlp.training import distribution, optimization, run_settings
 from official.nlp.training.config import TrainingConfig, check_training_settings
 from official.nlp.training.objectives import PretrainingObjective
@@ -43,9 +52,10 @@ from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
 
 
 @dataclasses.dataclass
-class PretrainingConfig(TrainingConfig):
+class PretrainingConfig(TrainingConfig, MaskingFlags):
     """Every setting of a pretraining run: the records, the model, the schedule in steps, dynamic masking, and
-    `TrainingConfig`'s loop. The field names are the script's flags (see the README)."""
+    `TrainingConfig`'s loop. The field names are the script's flags (see the README); the masking flags of
+    `--dynamic_masking` are `create_pretraining_data`'s (`MaskingFlags`)."""
 
     input_file: str = field(path="patterns", help="TFRecord files: globs, comma-separated (plain or gzip).")
     model_dir: str = field(path="path", help="Checkpoints, summaries and the export go here.")
@@ -77,7 +87,9 @@ class PretrainingConfig(TrainingConfig):
             "this run's earlier export, which it replaces."
         ),
     )
-    max_seq_length: int = field(128, minimum=5, help="Sequence length of the records ([CLS] A [SEP] B [SEP] at least).")
+    max_seq_length: int = field(
+        DEFAULT_SEQ_LENGTH, minimum=5, help="Sequence length of the records ([CLS] A [SEP] B [SEP] at least)."
+    )
     max_predictions_per_seq: int = field(20, minimum=1, help="Masked LM predictions per sequence in the records.")
     num_train_steps: int = field(100000, minimum=1, help="Optimizer steps.")
     num_warmup_steps: int = field(10000, minimum=0, help="Linear warmup steps.")
@@ -85,7 +97,7 @@ class PretrainingConfig(TrainingConfig):
     poly_power: float = field(1.0, minimum=0, help="Power of the polynomial decay (1 = linear).")
     use_next_sentence_label: bool = field(True, help="Train next sentence prediction.")
     objective: str = field(
-        "mlm",
+        MLM,
         enum=OBJECTIVES,
         help=(
             "mlm: masked LM (BERT). ltr: a left-to-right LM (the paper's LTR baseline): a causal encoder "
@@ -95,24 +107,6 @@ class PretrainingConfig(TrainingConfig):
     )
     dynamic_masking: bool = field(
         False, help="Draw new masks on every pass (records masked offline are unmasked first); needs --vocab_file."
-    )
-    masked_lm_prob: float = field(
-        0.15, exclusive_minimum=0, maximum=1, help="Share of tokens masked by --dynamic_masking."
-    )
-    whole_word_mask: bool = field(False, help="Whole-word masking for --dynamic_masking.")
-    mask_token_prob: float = field(
-        0.8,
-        minimum=0,
-        maximum=1,
-        help="Share of the --dynamic_masking targets replaced by [MASK] (the paper's MASK column of Table 8).",
-    )
-    random_token_prob: float = field(
-        0.1,
-        minimum=0,
-        maximum=1,
-        help=(
-            "Share of the --dynamic_masking targets replaced by a random token (RND); the rest keep their token (SAME)."
-        ),
     )
     shuffle_buffer_size: int = field(
         1000, minimum=0, help="Records in the shuffle buffer, saved with every checkpoint (0 or 1: no shuffling)."
@@ -155,6 +149,7 @@ def check_pretraining_resume(config: PretrainingConfig) -> bool:
         hint=f" (with --init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)",
         unrecorded="warn",
         defaults=run_settings.field_defaults(config),
+        renamed={"whole_word_mask": "do_whole_word_mask"},  # run_pretraining's name before it took the original's
     )
 
 
@@ -176,12 +171,17 @@ def _validate(config: PretrainingConfig, strategy: tf.distribute.Strategy) -> No
         weight_decay=config.weight_decay,
         clip_norm=config.clip_norm,
     )
-    if config.objective == "ltr" and config.use_next_sentence_label:
+    conflicts = left_to_right_conflicts(
+        config.objective,
+        use_next_sentence_label=config.use_next_sentence_label,
+        dynamic_masking=config.dynamic_masking,
+    )
+    if "use_next_sentence_label" in conflicts:
         raise InputError(
             "--objective=ltr trains a left-to-right LM without next sentence prediction; add "
             "--use_next_sentence_label=false"
         )
-    if config.objective == "ltr" and config.dynamic_masking:
+    if "dynamic_masking" in conflicts:
         raise InputError(
             "--dynamic_masking draws masks for --objective=mlm; the left-to-right LM reads the original tokens: "
             "drop --dynamic_masking"
@@ -218,8 +218,7 @@ def model_config(config: PretrainingConfig, files: model_dir_lib.ModelFiles) -> 
     A model that is started from `--init_checkpoint` keeps its attention, so it must be the objective's own.
     """
     bert_config = files.config
-    ltr = config.objective == "ltr"
-    if bert_config.left_to_right == ltr:
+    if bert_config.attention == attention_for(config.objective):
         return bert_config
     if files.checkpoint is not None:
         kind = "left-to-right" if bert_config.left_to_right else "bidirectional"
@@ -232,13 +231,13 @@ def model_config(config: PretrainingConfig, files: model_dir_lib.ModelFiles) -> 
             f"--objective={config.objective} cannot start from --init_checkpoint={config.init_checkpoint}, a {kind} "
             f"model (its config's attention is {bert_config.attention!r}); {fix}"
         )
-    if not ltr:
+    if config.objective != LTR:
         source = f"--bert_config_file={config.bert_config_file}" if config.bert_config_file else "the model config"
         raise InputError(
             f"--objective=mlm trains a bidirectional model, but {source} says attention=left_to_right; pass "
             "--objective=ltr or a bidirectional config"
         )
-    return dataclasses.replace(bert_config, attention=LEFT_TO_RIGHT)
+    return dataclasses.replace(bert_config, attention=attention_for(LTR))
 
 
 def build_model_and_optimizer(
@@ -291,16 +290,10 @@ def make_data_loader(config: PretrainingConfig, bert_config: BertConfig) -> Pret
     if config.dynamic_masking:
         if not config.vocab_file:
             raise InputError("--dynamic_masking needs --vocab_file (for the [MASK], [CLS] and [SEP] ids)")
-        from official.nlp.data.pretraining.masking import MaskingConfig
         from official.nlp.tokenizers import tokenization
 
-        masking_config = MaskingConfig.from_vocab(
-            tokenization.load_vocab(config.vocab_file),
-            max_predictions_per_seq=config.max_predictions_per_seq,
-            masked_lm_prob=config.masked_lm_prob,
-            whole_word_mask=config.whole_word_mask,
-            mask_token_prob=config.mask_token_prob,
-            random_token_prob=config.random_token_prob,
+        masking_config = config.masking_config(
+            tokenization.load_vocab(config.vocab_file), max_predictions_per_seq=config.max_predictions_per_seq
         )
     return PretrainDataLoader(
         PretrainDataConfig(
@@ -348,6 +341,24 @@ def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strate
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
     export_dir = check_pretraining_export_dir(config)
+    related = {
+        "--input_file": config.input_file,
+        "--init_checkpoint": config.init_checkpoint,
+        "--vocab_file": config.vocab_file,
+        "--bert_config_file": config.bert_config_file,
+    }
+    with output_folders.run_folder(
+        config.model_dir,
+        flag="--model_dir",
+        job="run_pretraining",
+        markers=(PRETRAINING_SETTINGS_FILE,),
+        related=related,
+        writer=distribution.worker_info(strategy).is_chief,
+    ):
+        return _run_pretraining(config, strategy, export_dir)
+
+
+def _run_pretraining(config: PretrainingConfig, strategy: tf.distribute.Strategy, export_dir: str) -> PretrainingResult:
     recorded = check_pretraining_resume(config)
     files = init_checkpoint_lib.resolve_model_files(
         config.init_checkpoint,

@@ -38,13 +38,13 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints import fine_tuned, model_dir
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
-from official.nlp.checkpoints import model_dir
 from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, squad, squad_records
-from official.nlp.data.squad_postprocessing import PostprocessSettings, SquadPredictions, postprocess
+from official.nlp.data.squad_postprocessing import AnswerSettings, SquadPredictions, postprocess
 from official.nlp.metrics import squad as squad_metrics
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
@@ -80,9 +80,9 @@ class SpanObjective:
 
 
 @dataclasses.dataclass
-class SquadConfig(finetuning.FineTuningConfig):
-    """The shared fine-tuning settings plus the original `run_squad.py` flags. There is no `do_eval`: with
-    `do_predict`, a predict file that has answers is evaluated."""
+class SquadConfig(finetuning.FineTuningConfig, AnswerSettings):
+    """The shared fine-tuning settings plus the original `run_squad.py` flags (the window and answer settings are
+    `AnswerSettings`'). There is no `do_eval`: with `do_predict`, a predict file that has answers is evaluated."""
 
     max_seq_length: int = override(finetuning.FineTuningConfig, "max_seq_length", 384)
     train_file: str | None = field(None, path="path", help="SQuAD JSON for training.")
@@ -91,14 +91,6 @@ class SquadConfig(finetuning.FineTuningConfig):
     )
     do_train: bool = field(False, help="Fine-tune on --train_file.")
     do_predict: bool = field(False, help="Predict --predict_file.")
-    doc_stride: int = field(128, minimum=1, help="Tokens between the starts of consecutive windows.")
-    max_query_length: int = field(64, minimum=1, help="Longer questions are truncated (and counted).")
-    n_best_size: int = field(20, minimum=1, help="Candidates kept per question (nbest_predictions).")
-    max_answer_length: int = field(30, minimum=1, help="Longest answer, in tokens.")
-    version_2_with_negative: bool = field(False, help="SQuAD 2.0: questions may have no answer.")
-    null_score_diff_threshold: float = field(
-        0.0, help='v2.0: answer "" when null score - best span score exceeds this.'
-    )
     span_head: str | None = field(
         None,
         enum=SPAN_HEADS,
@@ -158,21 +150,16 @@ class SquadTask:
     labels: Sequence[str] = ()
     metric_name = "f1"
 
-    def __init__(
-        self, config: SquadConfig, tokenizer, do_lower_case: bool, *, span_head: str = "dense", lstm_units=None
-    ):
+    def __init__(self, config: SquadConfig, files):
+        """`files`: the `ModelFiles` of `config.init_checkpoint` (the tokenizer and its case; the span head follows
+        the model being loaded: `span_head_settings`)."""
+        files.check_text_pairs("SQuAD inputs (question, context)")
         self.config = config
-        self.span_head = span_head
-        self.lstm_units = lstm_units
-        self.tokenizer = tokenizer
+        self.files = files
+        self.span_head, self.lstm_units = span_head_settings(config, files.config.hidden_size)
+        self.tokenizer = files.tokenizer()
         self.name = "squad_v2.0" if config.version_2_with_negative else "squad_v1.1"
-        self.settings_ = PostprocessSettings(
-            config.n_best_size,
-            config.max_answer_length,
-            do_lower_case,
-            config.version_2_with_negative,
-            config.null_score_diff_threshold,
-        )
+        self.answer_settings = config.answer_settings()
         v2 = config.version_2_with_negative
         self.train_examples = None
         if config.do_train:
@@ -192,9 +179,7 @@ class SquadTask:
 
     @property
     def head(self) -> str:
-        # "SquadTask" is what fine-tuned SQuAD directories have recorded for the dense head since before there was a
-        # choice (the base's fallback, the class name): kept, so that they still load as --init_checkpoint.
-        return "SquadTask" if self.span_head == "dense" else "span_bilstm"
+        return fine_tuned.SPAN_LABELER if self.span_head == "dense" else fine_tuned.SPAN_BILSTM
 
     # ---- FineTuningTask ----
     def build_model(self, encoder: BertEncoder) -> keras.Model:
@@ -299,7 +284,9 @@ class SquadTask:
         started = time.monotonic()
         starts, ends = predict_logits(model, features, c.predict_batch_size)
         elapsed = max(time.monotonic() - started, 1e-9)
-        result = postprocess(self.predict_examples, features, starts, ends, self.settings_)
+        result = postprocess(
+            self.predict_examples, features, starts, ends, self.answer_settings, self.files.do_lower_case
+        )
         write_squad_predictions(result, c.output_dir, c.version_2_with_negative)
         info = {
             "predict_examples": len(self.predict_examples),
@@ -341,28 +328,27 @@ def answer_questions(
     pairs: Iterable[tuple[str, str]],
     *,
     max_seq_length: int = 384,
-    doc_stride: int = 128,
-    max_query_length: int = 64,
-    settings: PostprocessSettings | None = None,
+    settings: AnswerSettings | None = None,
     batch_size: int = 8,
 ) -> list[str]:
-    """Answers for `(question, context)` strings with a trained span labeler ("" = no answer, v2.0 settings).
+    """Answers for `(question, context)` strings with a trained span labeler ("" = no answer, v2.0 settings), with
+    the windows and answers of `settings` (default: the original's).
 
     >>> answer_questions(model, tokenizer, [("Who wrote it?", "It was written by Ann Smith.")])  # doctest: +SKIP
     ['Ann Smith']
     """
-    settings = settings or PostprocessSettings(do_lower_case=tokenizer.do_lower_case)
+    settings = settings or AnswerSettings()
     examples = squad.examples_from_strings(pairs)
     features, _ = squad.convert_examples_to_features(
         examples,
         tokenizer,
         max_seq_length=max_seq_length,
-        doc_stride=doc_stride,
-        max_query_length=max_query_length,
+        doc_stride=settings.doc_stride,
+        max_query_length=settings.max_query_length,
         is_training=False,
     )
     starts, ends = predict_logits(model, features, batch_size)
-    predictions = postprocess(examples, features, starts, ends, settings).predictions
+    predictions = postprocess(examples, features, starts, ends, settings, tokenizer.do_lower_case).predictions
     return [predictions[e.qas_id] for e in examples]
 
 
@@ -385,14 +371,7 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
 
     def make_task(files) -> SquadTask:
         nonlocal started
-        if files.config.max_position_embeddings < config.max_seq_length:
-            raise InputError(
-                f"--max_seq_length={config.max_seq_length} exceeds the model's "
-                f"max_position_embeddings={files.config.max_position_embeddings}"
-            )
-        files.check_text_pairs("SQuAD inputs (question, context)")
-        span_head, lstm_units = span_head_settings(config, files.config.hidden_size)
-        task = SquadTask(config, files.tokenizer(), files.do_lower_case, span_head=span_head, lstm_units=lstm_units)
+        task = SquadTask(config, files)
         started = time.monotonic()  # the files are read: what follows is the work
         return task
 

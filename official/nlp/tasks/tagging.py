@@ -28,8 +28,8 @@ import tensorflow as tf
 from absl import logging
 from keras import ops
 
+from official.nlp.checkpoints import fine_tuned, model_dir
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
-from official.nlp.checkpoints import model_dir
 from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
@@ -71,7 +71,7 @@ class TaggingConfig(finetuning.FineTuningConfig):
         None, minimum=1, help="Sub-tokens between windows of a long sentence (default: half a window)."
     )
     feature_based: bool = field(False, help="Freeze BERT and train a BiLSTM on its layers (the paper's Table 7).")
-    feature_layers: Sequence[str] = field(
+    feature_layers: Sequence[int | str] = field(
         ("-1", "-2", "-3", "-4"),
         help="--feature_based: the layers to use: Transformer layer indexes (-1 is the last), 'embeddings' (the "
         "embedding layer's output), 'all' (every Transformer layer). Table 7's rows: docs/ner.md.",
@@ -124,40 +124,20 @@ class TaggingTask:
     """CoNLL NER by fine-tuning `BertTokenClassifier` (a `finetuning.FineTuningTask`).
 
     Args:
-      config: `TaggingConfig`.
-      tokenizer: the model's `FullTokenizer` (`ModelFiles.tokenizer()`).
-      max_seq_length: tokens per window.
-      output_dir: where the training features are cached (`train.tf_record`).
-      vocab_file, do_lower_case: recorded in the cache key.
-      eval_batch_size, predict_batch_size: batch sizes of evaluation and of prediction (default: eval's).
-      init_checkpoint: read for the labels when there is no training file.
+      config: `TaggingConfig` (its `max_seq_length` is the window; the training features are cached in its
+        `output_dir`; `init_checkpoint` is read for the labels when there is no training file).
+      files: the `ModelFiles` of `config.init_checkpoint` (the tokenizer; its vocabulary and case go in the cache
+        key).
     """
 
-    name = "conll_ner"
-    head = "token_classifier"
+    name = fine_tuned.NER_TASK
+    head = fine_tuned.TOKEN_CLASSIFIER
     metric_name = "f1"
 
-    def __init__(
-        self,
-        config: TaggingConfig,
-        tokenizer,
-        *,
-        max_seq_length: int,
-        output_dir: str,
-        vocab_file: str | None = None,
-        do_lower_case: bool | None = None,
-        eval_batch_size: int = 32,
-        init_checkpoint: str | None = None,
-        predict_batch_size: int | None = None,
-    ):
+    def __init__(self, config: TaggingConfig, files):
         self.config = config
-        self.tokenizer = tokenizer
-        self.max_seq_length = max_seq_length
-        self.output_dir = output_dir
-        self.vocab_file = vocab_file
-        self.do_lower_case = do_lower_case
-        self.eval_batch_size = eval_batch_size
-        self.predict_batch_size = predict_batch_size or eval_batch_size
+        self.files = files
+        self.tokenizer = files.tokenizer()
         self.bad_rows: dict[str, int] = {}
         self._train = self._read(config.train_file, "train") if config.train_file else None
         if config.labels:
@@ -165,7 +145,7 @@ class TaggingTask:
         elif self._train is not None:
             self.labels = conll.label_list(self._train)
         else:
-            self.labels = _recorded_labels(output_dir, init_checkpoint)
+            self.labels = _recorded_labels(config.output_dir, config.init_checkpoint)
             if not self.labels:
                 raise InputError(
                     "No label set: give --train_file, --labels, or an --output_dir / --init_checkpoint "
@@ -220,16 +200,16 @@ class TaggingTask:
 
     def _features(self, sentences, labels) -> conll.TaggingFeatures:
         return conll.convert_sentences(
-            sentences, self.tokenizer, labels, self.max_seq_length, window_stride=self.config.window_stride
+            sentences, self.tokenizer, labels, self.config.max_seq_length, window_stride=self.config.window_stride
         )
 
     def _cache_key(self) -> dict:
         return {
             "task": self.name,
             "train_sha256": feature_cache.file_digest([self.config.train_file]),
-            "vocab_sha256": feature_cache.file_digest([self.vocab_file]) if self.vocab_file else None,
-            "do_lower_case": self.do_lower_case,
-            "max_seq_length": self.max_seq_length,
+            "vocab_sha256": feature_cache.file_digest([self.files.vocab_file]) if self.files.vocab_file else None,
+            "do_lower_case": self.files.do_lower_case,
+            "max_seq_length": self.config.max_seq_length,
             "window_stride": self.config.window_stride,
             "labels": list(self.labels),
             "skip_bad_rows": self.config.skip_bad_rows,
@@ -246,13 +226,15 @@ class TaggingTask:
             raise InputError("--do_train needs --train_file")
         if self._num_train is None:
             self._num_train = feature_cache.cached_records(
-                os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS), self._cache_key(), self._train_records
+                os.path.join(self.config.output_dir, feature_cache.TRAIN_RECORDS),
+                self._cache_key(),
+                self._train_records,
             )
         return self._num_train
 
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         self.num_train_examples()
-        parse = feature_cache.int_parser({record: [self.max_seq_length] for record in _RECORD_NAMES.values()})
+        parse = feature_cache.int_parser({record: [self.config.max_seq_length] for record in _RECORD_NAMES.values()})
 
         def to_xy(records):
             record = parse(records)
@@ -260,7 +242,7 @@ class TaggingTask:
             return x, {"label_ids": record["label_ids"]}
 
         return feature_cache.training_batches(
-            os.path.join(self.output_dir, feature_cache.TRAIN_RECORDS),
+            os.path.join(self.config.output_dir, feature_cache.TRAIN_RECORDS),
             batch_size,
             parse=to_xy,
             seed=seed,
@@ -287,7 +269,7 @@ class TaggingTask:
     ) -> list[list[str]]:
         """The model's tag for every word of `sentences` (`batch_size`: default eval's)."""
         features = self._features(sentences, None)
-        logits = model.predict(features.model_inputs(), batch_size=batch_size or self.eval_batch_size, verbose=0)
+        logits = model.predict(features.model_inputs(), batch_size=batch_size or self.config.eval_batch_size, verbose=0)
         return conll.word_predictions(features, np.argmax(logits, axis=-1), self.labels, sentences)
 
     def evaluate(self, model: keras.Model) -> dict[str, float]:
@@ -297,8 +279,8 @@ class TaggingTask:
             raise InputError("--do_eval needs --eval_file")
         sentences = self._checked_eval_sentences()
         predicted = self.predict_tags(model, sentences)
-        output_files.makedirs(self.output_dir, name="--output_dir")
-        conll.write_predictions(os.path.join(self.output_dir, EVAL_PREDICTIONS_FILE), sentences, predicted)
+        output_files.makedirs(self.config.output_dir, name="--output_dir")
+        conll.write_predictions(os.path.join(self.config.output_dir, EVAL_PREDICTIONS_FILE), sentences, predicted)
         result = conlleval.evaluate([s.labels for s in sentences], predicted)
         logging.info("conlleval on %s:\n%s", self.config.eval_file, result.report())
         return result.as_dict()
@@ -309,8 +291,8 @@ class TaggingTask:
         if not self.config.predict_file:
             raise InputError("--do_predict needs --predict_file")
         sentences = self._predict_sentences or self._read(self.config.predict_file, "predict")
-        predicted = self.predict_tags(model, sentences, self.predict_batch_size)
-        output_file = output_file or os.path.join(self.output_dir, PREDICTIONS_FILE)
+        predicted = self.predict_tags(model, sentences, self.config.predict_batch_size or self.config.eval_batch_size)
+        output_file = output_file or os.path.join(self.config.output_dir, PREDICTIONS_FILE)
         output_files.makedirs_for(output_file)
         conll.write_predictions(output_file, sentences, predicted)
         return output_file, conlleval.evaluate([s.labels for s in sentences], predicted)
@@ -321,7 +303,7 @@ class FeatureBasedTaggingTask(TaggingTask):
     classifier train (a learning rate around 1e-3 suits them better than fine-tuning's 5e-5)."""
 
     name = "conll_ner_feature_based"
-    head = "feature_tagger"
+    head = fine_tuned.FEATURE_TAGGER
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
         c = self.config
@@ -388,8 +370,6 @@ def check_feature_flags(config: TaggingConfig) -> None:
 def make_ner_task(config: TaggingConfig, files=None) -> TaggingTask:
     """The task of `config` (fine-tuned or feature-based) with the tokenizer of `config.init_checkpoint`."""
     check_feature_flags(config)
-    if config.feature_combine not in COMBINE:
-        raise InputError(f"--feature_combine={config.feature_combine}: must be one of {COMBINE}")
     files = files or finetuning.init_checkpoint_files(config)
     if config.feature_based:
         try:
@@ -399,17 +379,7 @@ def make_ner_task(config: TaggingConfig, files=None) -> TaggingTask:
             raise InputError(f"--feature_layers={','.join(map(str, config.feature_layers))}: {e}") from None
         config = dataclasses.replace(config, feature_layers=tuple(layers))
     cls = FeatureBasedTaggingTask if config.feature_based else TaggingTask
-    return cls(
-        config,
-        files.tokenizer(),
-        max_seq_length=config.max_seq_length,
-        output_dir=config.output_dir,
-        vocab_file=files.vocab_file,
-        do_lower_case=files.do_lower_case,
-        eval_batch_size=config.eval_batch_size,
-        init_checkpoint=config.init_checkpoint,
-        predict_batch_size=config.predict_batch_size,
-    )
+    return cls(config, files)
 
 
 def run_ner(config: TaggingConfig) -> NerResult:

@@ -30,12 +30,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.checkpoints import init_checkpoint, model_dir
+from official.nlp.checkpoints import fine_tuned, init_checkpoint, model_dir
 from official.nlp.common import output_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import encoder_inputs
 from official.nlp.serving import exporter
-from official.nlp.tasks import finetuning_outputs
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 DEFAULT_BATCH_SIZE = 32
@@ -51,7 +50,8 @@ def as_strings(array) -> np.ndarray:
 
 
 def model_files(path: str):
-    """The config, vocabulary, case and checkpoint of `path` (anything `--init_checkpoint` takes) and its record."""
+    """The config, vocabulary, case and checkpoint of `path` (anything `--init_checkpoint` takes, or a Hugging Face
+    folder); what it holds is `fine_tuned.load_fine_tuned`'s to say."""
     try:
         files = init_checkpoint.resolve_model_files(path)
     except (FileNotFoundError, ValueError) as e:
@@ -60,7 +60,7 @@ def model_files(path: str):
         raise InputError(f"{path}: {e}") from e
     if files.checkpoint is None:
         raise InputError(f"{path} holds no checkpoint; convert one first (convert_checkpoint.py)")
-    return files, init_checkpoint.read_record(path)
+    return files
 
 
 def string_column(values, what: str) -> np.ndarray:
@@ -74,6 +74,37 @@ def string_column(values, what: str) -> np.ndarray:
         if not isinstance(value, (str, bytes)):
             raise InputError(f"{what}[{i}] is {type(value).__name__}, not a string")
     return array
+
+
+def checked_label_names(label_names) -> list[str]:
+    """The names of a task's labels as strings; refuses a bare string (which would be one label per character)
+    and a name given twice (a lookup table takes each key once)."""
+    if isinstance(label_names, (str, bytes)):
+        raise InputError(
+            f"label_names={label_names!r}: got one string; pass a list of names, one per class in the head's order "
+            "(e.g. ['negative', 'positive'])"
+        )
+    names = [name.decode("utf-8") if isinstance(name, bytes) else str(name) for name in label_names]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise InputError(
+            f"label_names: {', '.join(map(repr, twice))} given more than once; name each class once, in the head's "
+            "order"
+        )
+    return names
+
+
+def checked_seq_length(seq_length, max_position_embeddings: int) -> int:
+    """`seq_length` when it is a whole number of tokens that the model's position embeddings hold (at least
+    [CLS], one token and [SEP]): `configs.check_seq_length`'s rule, with the type and the lower bound a Python
+    argument also needs, in one message."""
+    limit = max_position_embeddings
+    if isinstance(seq_length, bool) or not isinstance(seq_length, (int, np.integer)) or not 3 <= seq_length <= limit:
+        raise InputError(
+            f"seq_length={seq_length!r}: must be a whole number of tokens from 3 ([CLS], one token, [SEP]) to the "
+            f"model's max_position_embeddings ({limit})"
+        )
+    return int(seq_length)
 
 
 # A dataset's values are seen only inside tf.data, where a bad one can only fail an op (`input_check`); `fit` and
@@ -114,11 +145,12 @@ class TextTask(keras.Model):
     serving_task = ""  # the task name of `official.nlp.serving.exporter`
 
     def __init__(self, model: keras.Model, tokenizer: BertTokenizer, *, seq_length: int, compile=True, **kwargs):
+        seq_length = checked_seq_length(seq_length, model.encoder.config.max_position_embeddings)
         inputs = encoder_inputs()
         super().__init__(inputs=inputs, outputs=model(inputs), **kwargs)
         self.model = model
         self.tokenizer = tokenizer
-        self.seq_length = int(seq_length)
+        self.seq_length = seq_length
         # Built on first use: it needs the vocabulary, which Keras loads after the config. A plain namespace, so
         # that neither Keras nor tf.train tracks (and saves) it.
         self._serving = types.SimpleNamespace(module=None, function=None)
@@ -213,6 +245,8 @@ class TextTask(keras.Model):
         """Unbatched `(texts, labels)` (or `texts` when `y` is None) from Python values, and how many."""
         texts = self.python_texts(x)
         count = len(next(iter(texts.values())))
+        if count == 0:
+            raise InputError("x is empty: no texts; pass at least one" + ("" if y is None else ", with its label in y"))
         if y is None:
             return tf.data.Dataset.from_tensor_slices(texts), count
         return tf.data.Dataset.from_tensor_slices((texts, self.python_labels(y, texts))), count
@@ -311,7 +345,7 @@ class TextTask(keras.Model):
             files = model_dir.ModelFiles(
                 config=self.model.encoder.config, vocab_file=vocab_file, do_lower_case=self.tokenizer.do_lower_case
             )
-            return finetuning_outputs.save_fine_tuned(
+            return fine_tuned.save_fine_tuned(
                 self.model,
                 path,
                 files,

@@ -22,14 +22,18 @@ True
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 import numpy as np
 import tensorflow as tf
 
+from official.nlp.checkpoints import fine_tuned
 from official.nlp.common.errors import InputError
+from official.nlp.data.squad_postprocessing import AnswerSettings
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.serving import exporter
-from official.nlp.text_tasks.base import TextTask, model_files, string_column
+from official.nlp.text_tasks.base import TextTask, checked_seq_length, model_files, string_column
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 _NAMES = ("question", "context")
@@ -52,8 +56,9 @@ class QuestionAnswerer(TextTask):
       model: a `BertSpanLabeler`.
       tokenizer: the `BertTokenizer` of the model's vocabulary and case.
       seq_length: tokens per packed window (question and context).
-      doc_stride, max_query_length, n_best_size, max_answer_length, version_2_with_negative,
-        null_score_diff_threshold: `run_squad.py`'s settings of the same names (its defaults).
+      answer_settings: `run_squad.py`'s window and answer settings (`AnswerSettings`, its defaults); or any of them
+        by name (`doc_stride=`, `max_query_length=`, `n_best_size=`, `max_answer_length=`,
+        `version_2_with_negative=`, `null_score_diff_threshold=`).
     """
 
     serving_task = "squad"
@@ -64,24 +69,14 @@ class QuestionAnswerer(TextTask):
         tokenizer: BertTokenizer,
         *,
         seq_length: int = 384,
-        doc_stride: int = 128,
-        max_query_length: int = 64,
-        n_best_size: int = 20,
-        max_answer_length: int = 30,
-        version_2_with_negative: bool = False,
-        null_score_diff_threshold: float = 0.0,
+        answer_settings: AnswerSettings | None = None,
         **kwargs,
     ):
+        named = {name: kwargs.pop(name) for name in AnswerSettings.names() if name in kwargs}
+        answer = dataclasses.replace(answer_settings or AnswerSettings(), **named)
         kwargs.setdefault("compile", False)  # nothing to train here
         super().__init__(model, tokenizer, seq_length=seq_length, **kwargs)
-        self.squad_settings = dict(
-            doc_stride=int(doc_stride),
-            max_query_length=int(max_query_length),
-            n_best_size=int(n_best_size),
-            max_answer_length=int(max_answer_length),
-            version_2_with_negative=bool(version_2_with_negative),
-            null_score_diff_threshold=float(null_score_diff_threshold),
-        )
+        self.squad_settings = answer.to_dict()
         if tokenizer.has_vocabulary:
             self.serving_module()  # refuses settings that do not fit, now
 
@@ -89,19 +84,23 @@ class QuestionAnswerer(TextTask):
     def from_model_dir(cls, path: str, *, seq_length: int | None = None, **settings) -> QuestionAnswerer:
         """The SQuAD model `run_squad.py` fine-tuned in `path` (its `--output_dir`, `best_model/` or a checkpoint
         prefix), with its span head, vocabulary, and the settings it recorded; keyword arguments override them."""
-        files, record = model_files(path)
-        try:
-            model = exporter.load_task_model("squad", files, path)
-        except InputError:
-            raise InputError(
-                f"{path} holds no fine-tuned question-answering head; fine-tune one with run_squad.py (its "
-                "--output_dir is what this takes)"
-            ) from None
-        recorded = exporter.recorded_settings("squad", record)
+        files = model_files(path)
+        if seq_length is not None:  # before any model is built
+            checked_seq_length(seq_length, files.config.max_position_embeddings)
+        described, model = fine_tuned.load_fine_tuned(
+            path,
+            serving_task=cls.serving_task,
+            files=files,
+            what="question-answering head",
+            hint="fine-tune one with run_squad.py (its --output_dir is what this takes)",
+        )
+        recorded = exporter.recorded_settings(cls.serving_task, described.record)
         return cls(
             model,
             BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size),
-            seq_length=seq_length or (recorded["max_seq_length"] if record else 384),
+            seq_length=seq_length
+            if seq_length is not None
+            else (recorded["max_seq_length"] if described.record else 384),
             **{**recorded["squad_settings"], **settings},
         )
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from absl import logging
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.common.output_files import write_atomically
@@ -201,8 +201,12 @@ def build_vocab_file(config: VocabConfig) -> list[str]:
     # Before the minutes of learning: an output that cannot be written (a folder or a device in its place, a
     # parent that is a file, no permission, a bucket that is not there) is refused now.
     output_files.check_writable(config.output_file, name="--output_file")
+    files = input_files.expand_input_files(config.input_file)
+    output_folders.check_output_files(
+        [config.output_file], flag="--output_file", inputs={f"--input_file={config.input_file}": files}
+    )
     vocab = build_vocab(
-        input_files.expand_input_files(config.input_file),
+        files,
         config.vocab_size,
         config.do_lower_case,
         num_unused=config.num_unused,

@@ -26,6 +26,7 @@ from typing import Protocol
 import tensorflow as tf
 
 from official.nlp.modeling import losses as bert_losses
+from official.nlp.modeling.configs import LTR, MLM
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 
 
@@ -134,21 +135,21 @@ class PretrainingObjective:
     minimizes).
     """
 
-    def __init__(self, use_next_sentence_label: bool = True, objective: str = "mlm"):
-        self.use_next_sentence_label = use_next_sentence_label and objective == "mlm"
+    def __init__(self, use_next_sentence_label: bool = True, objective: str = MLM):
+        self.use_next_sentence_label = use_next_sentence_label and objective == MLM
         self.objective = objective
 
     def loss_weights(self, labels: Mapping) -> dict:
-        if self.objective == "ltr":
+        if self.objective == LTR:
             return bert_losses.ltr_loss_weights(labels)
         return bert_losses.pretraining_loss_weights(labels, self.use_next_sentence_label)
 
     def losses(self, labels: Mapping, outputs: Mapping) -> dict:
-        if self.objective == "ltr":
+        if self.objective == LTR:
             return bert_losses.ltr_element_losses(labels, outputs)
         return bert_losses.pretraining_element_losses(labels, outputs, self.use_next_sentence_label)
 
     def metrics(self, labels: Mapping, outputs: Mapping) -> dict:
-        if self.objective == "ltr":
+        if self.objective == LTR:
             return bert_losses.ltr_metrics(labels, outputs)
         return bert_losses.pretraining_metrics(labels, outputs, self.use_next_sentence_label)

@@ -63,6 +63,7 @@ def check_resume(
     hint: str = "",
     unrecorded: str = "refuse",
     defaults: dict | None = None,
+    renamed: dict | None = None,
 ) -> bool:
     """Refuses to resume `directory` when its checkpoints were trained with other `settings` (as recorded in its
     `settings_file`), naming the flags that differ; returns whether it records them already (else the job calls
@@ -73,7 +74,8 @@ def check_resume(
     (`unrecorded="refuse"`: they may belong to anything), or resumed with a warning (`unrecorded="warn"`: a
     directory an older version wrote without the file). `flag` names the directory in messages (`--model_dir`) and
     `hint` is added to the refusal (where else the user may start from). A setting the record lacks is a flag added
-    after the version that wrote it, which worked as its default in `defaults` (`field_defaults`) does.
+    after the version that wrote it, which worked as its default in `defaults` (`field_defaults`) does; a setting
+    recorded under an earlier name is read under its name of today (`renamed`: earlier name -> name).
     """
     if not (input_files.isdir(directory) and tf.train.latest_checkpoint(directory)):
         return False
@@ -92,6 +94,9 @@ def check_resume(
             f"choose another {flag}"
         )
     recorded = json.loads(text_files.read_text(path))
+    for old, new in (renamed or {}).items():
+        if old in recorded and new not in recorded:
+            recorded[new] = recorded.pop(old)
     recorded.update({name: defaults[name] for name in settings.keys() - recorded.keys() if name in (defaults or {})})
     differing = settings_differences(recorded, settings)
     if differing:

@@ -11,6 +11,9 @@
 - A left-to-right pretrainer (`--objective=ltr`) is a `BertLMHeadModel` (`is_decoder`: transformers' causal mask)
   with our next-token logits and LM loss; a left-to-right encoder or classifier, whose pooled output transformers
   would read from [CLS], is refused naming `attention`.
+- A classifier goes both ways (single-label, multi-label, regression): ours -> Hugging Face -> ours
+  (`convert_checkpoint` both ways) keeps the head, labels, multi-label and thresholds, transformers' logits and
+  probabilities equal ours to 1e-5, and `TextClassifier.from_model_dir` reads the Hugging Face folder directly.
 - What cannot be written is refused (an `InputError`: one line from the script), and an export that fails leaves no
   folder that looks complete.
 """
@@ -26,13 +29,13 @@ import keras
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import conversion, hf_export, model_dir, model_loading
+from official.nlp.checkpoints import conversion, fine_tuned, hf_export, model_dir, model_loading
 from official.nlp.common.errors import InputError, OutputExistsError
 from official.nlp.data import classifier_examples, classifier_features
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer, BertTokenClassifier
-from official.nlp.tasks import classification, finetuning_outputs
+from official.nlp.tasks import classification
 from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
 from official.nlp.tokenizers.tokenization import FullTokenizer
 from tests import pretraining_records
@@ -172,6 +175,67 @@ def test_classifier_is_bert_for_sequence_classification(pretrained, sentences, u
     np.testing.assert_allclose(np.asarray(model(inputs, training=False)), logits, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["single_label", "multi_label", "regression"])
+def test_a_classifier_goes_to_hugging_face_and_back(pretrained, sentences, uncased_vocab, tmp_path, kind):
+    import torch
+    import transformers
+
+    from official.nlp.text_tasks.classifier import TextClassifier
+
+    labels = {"single_label": ["neg", "neutral", "pos"], "multi_label": ["joy", "love", "anger", "fear"]}.get(kind)
+    thresholds = [0.25, 0.5, 0.625, 0.75] if kind == "multi_label" else None
+    files = model_loading.read_model_files(pretrained[0])
+    keras.utils.set_random_seed(5)
+    model = BertClassifier(files.build_encoder(), num_classes=len(labels) if labels else 1)
+    model.classifier.bias.assign(np.linspace(-0.5, 0.5, model.num_classes).astype("float32"))  # not zeros
+    ours = classification.save_classifier(
+        model,
+        str(tmp_path / "ours"),
+        files,
+        task_name="x",
+        labels=labels,
+        multi_label=bool(thresholds),
+        thresholds=thresholds,
+    )
+    hf = tmp_path / "hf"
+    conversion.convert(conversion.ConversionConfig(ours, str(hf), output_format="hf"))
+    back = str(tmp_path / "back")
+    conversion.convert(conversion.ConversionConfig(str(hf), back))  # convert_checkpoint.py --input=<hf folder>
+
+    inputs = _inputs(sentences, str(uncased_vocab))
+    expected = np.asarray(model(inputs, training=False))
+    theirs = _load(transformers.BertForSequenceClassification, hf)
+    with torch.no_grad():
+        reference = theirs(**_torch_inputs(inputs)).logits.numpy()
+    np.testing.assert_allclose(reference, expected, atol=1e-5)
+    described, loaded = fine_tuned.load_fine_tuned(back)
+    np.testing.assert_allclose(np.asarray(loaded(inputs, training=False)), reference, atol=1e-5)
+    head = {"single_label": "classifier", "multi_label": "multi_label_classifier", "regression": "classifier"}[kind]
+    assert (described.head.name, described.labels, described.thresholds) == (head, labels or [], thresholds)
+    assert json.loads((tmp_path / "back" / model_dir.TASK_FILE).read_text())["head"] == head
+
+    # The text task reads the Hugging Face folder itself, and answers what transformers answers on the same texts.
+    texts = [e.text_a for e in sentences if e.text_b is None]
+    tokenizer = transformers.BertTokenizer.from_pretrained(str(hf))
+    with torch.no_grad():
+        logits = theirs(**tokenizer(texts, padding=True, truncation=True, max_length=SEQ, return_tensors="pt")).logits
+    for source in (str(hf), back):
+        classifier = TextClassifier.from_model_dir(source, seq_length=SEQ)
+        assert (classifier.label_names, classifier.multi_label, classifier.thresholds) == (
+            labels or [],
+            kind == "multi_label",
+            thresholds,
+        )
+        predicted = classifier.predict(texts)
+        if kind == "regression":
+            np.testing.assert_allclose(predicted["score"].reshape(-1), logits.numpy().reshape(-1), atol=1e-5)
+            continue
+        probabilities = torch.sigmoid(logits) if kind == "multi_label" else torch.softmax(logits, -1)
+        np.testing.assert_allclose(predicted["probabilities"], probabilities.numpy(), atol=1e-5)
+        np.testing.assert_allclose(predicted["logits"], logits.numpy(), atol=1e-5)
+        assert probabilities.numpy().std() > 1e-3  # a head that tells texts apart
+
+
 @pytest.mark.parametrize("fast", [False, True])
 def test_the_folders_tokenizer_gives_our_ids(pretrained, sentences, uncased_vocab, cased_vocab, tmp_path, fast):
     import transformers
@@ -224,7 +288,7 @@ def test_what_cannot_be_written_is_refused(pretrained, tmp_path, uncased_vocab):
     export_dir, _ = pretrained
     files = model_loading.read_model_files(export_dir)
     tagger = BertTokenClassifier(files.build_encoder(), 3)
-    finetuning_outputs.save_fine_tuned(
+    fine_tuned.save_fine_tuned(
         tagger, str(tmp_path / "ner"), files, task_name="conll_ner", head="token_classifier", labels=["O", "B", "I"]
     )
     with pytest.raises(InputError, match=f"{tmp_path / 'ner'} holds a fine-tuned token_classifier head; a Hugging"):

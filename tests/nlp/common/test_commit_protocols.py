@@ -277,6 +277,7 @@ def test_a_feature_cache_counts_only_with_its_key_written_last(monkeypatch):
 
 
 def test_record_shards_count_only_with_their_statistics_and_a_rerun_finishes_them(monkeypatch, shared_data):
+    from official.nlp.common import output_names
     from official.nlp.data.pretraining import generator, outputs
 
     text = (shared_data / "pretraining_golden" / "squad_contexts.txt").read_bytes()
@@ -308,7 +309,7 @@ def test_record_shards_count_only_with_their_statistics_and_a_rerun_finishes_the
 
     def check(root, killed_at):
         cfg = config(root)
-        paths = outputs.output_paths(cfg.output_file)
+        paths = output_names.output_paths(cfg.output_file)
         settings = outputs.output_settings(cfg, [cfg.input_file], len(paths))
         for s, path in enumerate(paths):
             name = os.path.relpath(path, f"{root}/out")

@@ -27,7 +27,7 @@ def oracle_run(path, tokenizer, *, version_2_with_negative, max_seq_length=384, 
         features,
         starts,
         ends,
-        pp.PostprocessSettings(do_lower_case=True, version_2_with_negative=version_2_with_negative),
+        pp.AnswerSettings(version_2_with_negative=version_2_with_negative),
     )
     with open(path, encoding="utf-8") as f:
         dataset = json.load(f)["data"]

@@ -206,13 +206,13 @@ def test_postprocess_rules(tokenizer):
     starts[0, 4], ends[0, 5] = 5, 5  # "Ann Smith": 10
     starts[0, 7], ends[0, 8] = 4, 4  # "Bob Jones": 8
     ends[0, 3] = 9  # an end on [SEP] of the question is never valid
-    settings = pp.PostprocessSettings(n_best_size=5, max_answer_length=3)
+    settings = pp.AnswerSettings(n_best_size=5, max_answer_length=3)
     result = pp.postprocess(examples, features, starts, ends, settings)
     assert result.predictions == {"0": "Ann Smith"}
     assert result.nbest["0"][0]["text"] == "Ann Smith"
     assert sum(e["probability"] for e in result.nbest["0"]) == pytest.approx(1.0)
     # max_answer_length=1 drops both two-token spans.
-    short = pp.postprocess(examples, features, starts, ends, pp.PostprocessSettings(n_best_size=5, max_answer_length=1))
+    short = pp.postprocess(examples, features, starts, ends, pp.AnswerSettings(n_best_size=5, max_answer_length=1))
     assert short.predictions["0"] not in ("Ann Smith", "Bob Jones")
 
 
@@ -229,7 +229,7 @@ def test_postprocess_start_needs_max_context(tokenizer):
     starts[0, last], ends[0, last] = 20, 20
     first = min(f0.token_to_orig_map)
     starts[0, first], ends[0, first] = 1, 1
-    result = pp.postprocess(examples, features, starts, ends, pp.PostprocessSettings(n_best_size=30))
+    result = pp.postprocess(examples, features, starts, ends, pp.AnswerSettings(n_best_size=30))
     assert result.predictions["0"] != context.split()[f0.token_to_orig_map[last]]
 
 
@@ -240,7 +240,7 @@ def test_postprocess_v2_all_null_does_not_crash(tokenizer):
     ends = starts.copy()
     starts[0, 0] = ends[0, 0] = 5.0
     # n_best_size=1: only [CLS] is among the top starts and ends, so no span candidate exists.
-    settings = pp.PostprocessSettings(n_best_size=1, version_2_with_negative=True, null_score_diff_threshold=1e9)
+    settings = pp.AnswerSettings(n_best_size=1, version_2_with_negative=True, null_score_diff_threshold=1e9)
     result = pp.postprocess(examples, features, starts, ends, settings)
     assert result.predictions == {"0": ""}
     assert result.null_odds == {"0": pp.NO_SPAN_ODDS}
@@ -254,11 +254,9 @@ def test_postprocess_v2_threshold(tokenizer):
     starts[0, 0], ends[0, 0] = 3.0, 3.0  # null score 6
     starts[0, 4], ends[0, 5] = 2.5, 2.5  # best span "Ann Smith" 5
     v2 = dict(version_2_with_negative=True, n_best_size=5)
-    result = pp.postprocess(examples, features, starts, ends, pp.PostprocessSettings(**v2))
+    result = pp.postprocess(examples, features, starts, ends, pp.AnswerSettings(**v2))
     assert result.null_odds["0"] == pytest.approx(1.0) and result.predictions["0"] == ""
-    result = pp.postprocess(
-        examples, features, starts, ends, pp.PostprocessSettings(null_score_diff_threshold=1.5, **v2)
-    )
+    result = pp.postprocess(examples, features, starts, ends, pp.AnswerSettings(null_score_diff_threshold=1.5, **v2))
     assert result.predictions["0"] == "Ann Smith"
 
 
@@ -271,7 +269,7 @@ def test_postprocess_v2_null_score_is_a_python_float_sum(tokenizer):
     starts[0, 0], ends[0, 0] = 1.0, 2.0**-30
     starts[0, 4], ends[0, 5] = 0.5, 0.25
     result = pp.postprocess(
-        examples, features, starts, ends, pp.PostprocessSettings(version_2_with_negative=True, n_best_size=5)
+        examples, features, starts, ends, pp.AnswerSettings(version_2_with_negative=True, n_best_size=5)
     )
     assert result.null_odds["0"] == (1.0 + 2.0**-30) - 0.5 - 0.25
     null = [e for e in result.nbest["0"] if e["text"] == ""]
@@ -302,7 +300,7 @@ def test_postprocess_best_span_matches_exhaustive_search(tokenizer):
     for trial in range(20):
         starts = rng.normal(size=(len(features), 32)).astype(np.float32)
         ends = rng.normal(size=(len(features), 32)).astype(np.float32)
-        settings = pp.PostprocessSettings(n_best_size=32, max_answer_length=5)
+        settings = pp.AnswerSettings(n_best_size=32, max_answer_length=5)
         got = pp.postprocess(examples, features, starts, ends, settings).predictions["0"]
         best = None
         for row, f in enumerate(features):
@@ -325,7 +323,7 @@ def test_question_without_windows_answers_empty(tokenizer):
     assert features == []
     empty = np.zeros((0, 16), np.float32)
     for v2 in (False, True):
-        result = pp.postprocess(examples, features, empty, empty, pp.PostprocessSettings(version_2_with_negative=v2))
+        result = pp.postprocess(examples, features, empty, empty, pp.AnswerSettings(version_2_with_negative=v2))
         assert result.predictions == {"0": ""}
         assert result.null_odds == ({"0": pp.NO_SPAN_ODDS} if v2 else {})
 

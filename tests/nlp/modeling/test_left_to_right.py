@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.modeling import losses
+from official.nlp.modeling import configs, losses
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer, BertTokenClassifier
@@ -146,6 +146,24 @@ def test_an_objective_that_contradicts_the_attention_is_refused():
     with pytest.raises(ValueError, match="objective='ltr' needs a left_to_right encoder"):
         BertPretrainer(bidirectional, objective="ltr")
     assert BertPretrainer(bidirectional).objective == "mlm"
+
+
+def test_the_left_to_right_rules_are_one_function():
+    """Each objective goes with one attention kind, and the left-to-right LM takes neither NSP nor dynamic masking;
+    the pretraining job, the pretraining loader and `BertPretrainer` all ask `left_to_right_conflicts`."""
+    assert [configs.objective_for(kind) for kind in configs.ATTENTION_KINDS] == [configs.MLM, configs.LTR]
+    assert [configs.attention_for(o) for o in configs.OBJECTIVES] == list(configs.ATTENTION_KINDS)
+    assert configs.left_to_right_conflicts("ltr", use_next_sentence_label=True, dynamic_masking=True) == [
+        "use_next_sentence_label",
+        "dynamic_masking",
+    ]
+    assert configs.left_to_right_conflicts("ltr", use_next_sentence_label=False, dynamic_masking=True) == [
+        "dynamic_masking"
+    ]
+    assert configs.left_to_right_conflicts("ltr", use_next_sentence_label=False, dynamic_masking=False) == []
+    assert configs.left_to_right_conflicts("mlm", use_next_sentence_label=True, dynamic_masking=True) == []
+    with pytest.raises(ValueError, match="objective must be one of mlm, ltr, got 'gpt'"):
+        configs.left_to_right_conflicts("gpt", use_next_sentence_label=False, dynamic_masking=False)
 
 
 def test_mixed_precision_keeps_the_mask_exact():

@@ -547,10 +547,9 @@ def _run_squad_answers(model, tok, pairs, seq_length, settings, version_2_with_n
         ]
     )
     out = model(x, training=False)
-    post = squad_postprocessing.PostprocessSettings(
+    post = squad_postprocessing.AnswerSettings(
         n_best_size=settings["n_best_size"],
         max_answer_length=settings["max_answer_length"],
-        do_lower_case=True,
         version_2_with_negative=version_2_with_negative,
     )
     result = squad_postprocessing.postprocess(examples, features, out["start_logits"], out["end_logits"], post)
@@ -587,10 +586,10 @@ def test_squad_v2_null_threshold(exported, tok, shared_data, uncased_vocab, grap
             vocab_file=str(uncased_vocab),
             do_lower_case=True,
             max_seq_length=SQUAD_L,
-            version_2_with_negative=True,
-            null_score_diff_threshold=threshold,
             tokenizer=graph_tokenizer,
-            **SQUAD,
+            answer_settings=squad_postprocessing.AnswerSettings(
+                version_2_with_negative=True, null_score_diff_threshold=threshold, **SQUAD
+            ),
         )
         got = module.serve_text(
             {"question": tf.constant([q for q, _ in pairs]), "context": tf.constant([c for _, c in pairs])}
@@ -620,9 +619,8 @@ def test_squad_v2_null_threshold(exported, tok, shared_data, uncased_vocab, grap
             features,
             out["start_logits"],
             out["end_logits"],
-            squad_postprocessing.PostprocessSettings(
+            squad_postprocessing.AnswerSettings(
                 n_best_size=SQUAD["n_best_size"],
-                do_lower_case=True,
                 max_answer_length=SQUAD["max_answer_length"],
                 version_2_with_negative=True,
                 null_score_diff_threshold=threshold,

@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.checkpoints import model_dir, model_loading
+from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataError
 from official.nlp.modeling import losses
 from official.nlp.modeling.configs import BertConfig
@@ -199,7 +200,7 @@ def test_bad_settings_stop_early_with_a_message(data, tmp_path):
         run_pretraining(_config(data, tmp_path, train_batch_size=0))
     with pytest.raises(PretrainDataError, match="but max_seq_length=64; pass --max_seq_length=32"):
         run_pretraining(_config(data, tmp_path, max_seq_length=64))
-    with pytest.raises(PretrainDataError, match="larger than the model's max_position_embeddings=64"):
+    with pytest.raises(InputError, match=r"--max_seq_length=128 exceeds the model's max_position_embeddings \(64\)"):
         run_pretraining(_config(data, tmp_path, max_seq_length=128, input_file=str(data[0] / "seq64" / "*")))
     with pytest.raises(ValueError, match="--bert_config_file is required"):
         run_pretraining(_config(data, tmp_path, bert_config_file=None))

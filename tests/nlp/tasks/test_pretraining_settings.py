@@ -71,3 +71,30 @@ def test_a_run_recorded_before_a_setting_existed_resumes_with_its_default(tmp_pa
     assert pretraining.check_pretraining_resume(_config(tmp_path)) is True
     with pytest.raises(InputError, match="--objective: 'mlm' there, 'ltr' now"):
         pretraining.check_pretraining_resume(_config(tmp_path, objective="ltr", use_next_sentence_label=False))
+
+
+@pytest.mark.parametrize("whole_word", [False, True])
+def test_a_run_recorded_under_the_earlier_whole_word_mask_name_resumes(tmp_path, whole_word):
+    """run_pretraining's --whole_word_mask took the original's name, --do_whole_word_mask (one masking flag set for
+    both jobs): a model_dir recorded under the earlier name resumes with the same value and refuses another."""
+    _record(_config(tmp_path, do_whole_word_mask=whole_word))
+    path = tmp_path / pretraining.PRETRAINING_SETTINGS_FILE
+    recorded = json.loads(path.read_text())
+    recorded["whole_word_mask"] = recorded.pop("do_whole_word_mask")
+    path.write_text(json.dumps(recorded))
+    _commit_a_checkpoint(tmp_path)
+    assert pretraining.check_pretraining_resume(_config(tmp_path, do_whole_word_mask=whole_word)) is True
+    with pytest.raises(InputError, match=f"--do_whole_word_mask: {whole_word} there, {not whole_word} now"):
+        pretraining.check_pretraining_resume(_config(tmp_path, do_whole_word_mask=not whole_word))
+
+
+def test_both_jobs_take_the_masking_flags_of_one_definition():
+    from official.nlp.data.pretraining.masking import MaskingFlags
+    from official.nlp.data.pretraining.settings import PretrainingDataConfig
+
+    names = [f.name for f in dataclasses.fields(MaskingFlags)]
+    assert names == ["masked_lm_prob", "do_whole_word_mask", "mask_token_prob", "random_token_prob"]
+    for job in (PretrainingDataConfig, pretraining.PretrainingConfig):
+        fields = {f.name: f for f in dataclasses.fields(job)}
+        assert all(fields[name] is dict((f.name, f) for f in dataclasses.fields(MaskingFlags))[name] for name in names)
+        assert "whole_word_mask" not in fields

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, squad, squad_records
+from official.nlp.data.squad_postprocessing import AnswerSettings
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertSpanLabeler
@@ -82,7 +83,8 @@ def test_fit_then_answer_strings(slice_features):
     history = model.fit(ds, steps_per_epoch=20, epochs=3, verbose=0).history["loss"]
     assert history[-1] < 0.5 * history[0]
     pairs = [(e.question_text, e.context_text) for e in examples[:6]]
-    answers = qa.answer_questions(model, tokenizer, pairs, max_seq_length=SEQ, doc_stride=24, max_query_length=16)
+    settings = AnswerSettings(doc_stride=24, max_query_length=16)
+    answers = qa.answer_questions(model, tokenizer, pairs, max_seq_length=SEQ, settings=settings)
     assert len(answers) == 6
     # Answers are spans of the context's own text (case, accents and punctuation kept).
     assert all(a and a in context for a, (_, context) in zip(answers, pairs))

@@ -1,19 +1,27 @@
 """Raw text into BERT's pretraining format: one sentence per line, a blank line between documents.
 
-`prepare_corpus(CorpusConfig(...))` is what `run_scripts/prepare_corpus.py` does. It reads WikiExtractor output or
-plain text (`documents`), splits paragraphs into sentences (`sentences`), and writes a text file (or shards) that
+`prepare_corpus(CorpusConfig(...))` is what `run_scripts/prepare_corpus.py` does. It reads WikiExtractor output,
+plain text (`documents`) or a Wikipedia XML dump itself (`dump`, its wikitext parsed by `wikitext`), splits
+paragraphs into sentences (`sentences`), and writes a text file (or shards) that
 `create_pretraining_data` reads as it is.
 
 **Work.** The input is cut into work units at document boundaries (`units`); each runs on a worker process (all
 cores by default) and the main process writes the results in unit order, with at most two units per worker in
 flight (`worker_pool`): memory stays bounded whatever the corpus size, and the bytes are the same for any number of
-workers. Every path may be on ``gs://`` or ``ram://`` (the file layer; a ``ram://`` input runs in this process).
+workers. A dump is read as a stream by the main process and its pages sent to the workers in units of about
+``unit_mb`` of wikitext; as their number is not known before the end, shards take the units in turn (unit i goes
+to shard i mod N) rather than in contiguous runs. Every path may be on ``gs://`` or ``ram://`` (the file layer; a
+``ram://`` input runs in this process).
 
 **Output and commit.** Each output file is written under a temporary name and renamed when complete
 (`output_files.write_atomically`). A summary (``stats/<name>.json`` next to the output: the counts, the settings,
-the splitter's version, the speed) is written last: it is the marker of a complete job. A rerun first removes the
-summary and the earlier output files, so a run killed half-way leaves finished files and no summary, never a mix of
-two runs. An input that gives no document at all (only stubs) is refused, and nothing is written.
+the splitter's version, the speed) is written last: it is the marker of a complete job. Every output file is written
+under a temporary name until the whole input is read, so an input found damaged half-way leaves an earlier run's
+output as it was; then the summary is removed, the files put in place, and the earlier run's shards that this one
+does not write again (fewer shards) removed. A run killed half-way leaves no summary, never a mix of two runs. An
+output that is an input (through a symbolic link too) is refused, and a second job on the same output is refused
+while the first runs (`output_folders.check_output_files`, `output_folders.claim`). An input that gives
+no document at all (only stubs) is refused, and nothing is written.
 
 Example:
 
@@ -24,24 +32,27 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import json
 import logging
 import os
+import posixpath
 import time
+from collections.abc import Iterator
 
-from official.nlp.common import input_files, output_files, worker_pool
+from official.nlp.common import input_files, output_files, output_folders, text_files, worker_pool
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target
-from official.nlp.common.text_files import decode_text
+from official.nlp.common.output_names import default_stats_path, output_paths
+from official.nlp.common.text_files import decode_text, line_number
 from official.nlp.data.corpus import documents as documents_lib
+from official.nlp.data.corpus import dump as dump_lib
 from official.nlp.data.corpus.documents import Counts
-from official.nlp.data.corpus.settings import CorpusConfig, validate_corpus_config
+from official.nlp.data.corpus.settings import CorpusConfig
 from official.nlp.data.corpus.units import CorpusUnit, file_format, plan_corpus_units
-from official.nlp.data.pretraining.documents import line_number
-from official.nlp.data.pretraining.outputs import absolute, default_stats_path, output_paths
 
 _LOG_EVERY_S = 10
 
@@ -70,6 +81,12 @@ class CorpusSummary:
             f"({self.input_bytes / 2**20:.1f} MB in {self.seconds:.1f} s, {self.mb_per_second:.1f} MB/s); "
             f"dropped {c.stubs} stubs without text; {c.headings} section headings and {c.titles} titles "
             f"{'kept' if self.keep_headings else 'dropped'}"
+            + (
+                f"; dropped {c.redirects} redirects, {c.disambiguations} disambiguation pages and "
+                f"{c.other_namespaces} pages of other namespaces"
+                if c.redirects or c.disambiguations or c.other_namespaces
+                else ""
+            )
         )
 
 
@@ -109,54 +126,105 @@ def _shards_of_units(units: list[CorpusUnit], num_shards: int) -> list[list[Corp
     return [units[s * len(units) // num_shards : (s + 1) * len(units) // num_shards] for s in range(num_shards)]
 
 
-def _check_outputs(config: CorpusConfig, files: list[str], paths: list[str], summary_path: str) -> None:
-    """Refuses an output that is one of the inputs (a glob over the output's folder catches an earlier run's)."""
-    inputs = {absolute(f) for f in files}
-    for path in [*paths, summary_path]:
-        if absolute(path) in inputs:
-            raise InputError(
-                f"--output_file: {path} is also an input (--input_file={config.input_file} names it); write the "
-                "corpus to another folder, or narrow the pattern"
-            )
+def _earlier_outputs(summary_path: str, paths: list[str], inputs: list[str]) -> list[str]:
+    """The output files of the earlier run that `summary_path` records and that this run does not write again (its
+    shards ``-of-00004`` where this run writes ``-of-00002``): a rerun removes them, so that no old shard stays
+    beside the new ones. Only files that summary lists, in the folder it describes (``stats/``'s parent), that are
+    not an input."""
+    if not input_files.exists(summary_path):
+        return []
+    try:
+        listed = json.loads(text_files.read_text(summary_path)).get("output_files")
+    except (ValueError, AttributeError, InputError):
+        return []
+    if not isinstance(listed, list):
+        return []
+    folder = posixpath.dirname(posixpath.dirname(output_folders.normalized(summary_path)))
+    kept = {output_folders.normalized(f) for f in [*paths, *inputs]}
+    found = []
+    for f in listed:
+        if not isinstance(f, str):
+            continue
+        where = output_folders.normalized(f)
+        if posixpath.dirname(where) == folder and where not in kept and input_files.isfile(f):
+            found.append(f)
+    return found
 
 
 def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     """Runs the whole job; returns the summary (also written to its file). See the module docstring."""
     start = time.time()
-    validate_corpus_config(config)
     paths = output_paths(config.output_file)
     summary_path = default_stats_path(config.output_file, paths)
     for path in paths:  # before the input is read: a device or a folder in the output's place
         check_target(path, name="--output_file")
     check_target(summary_path, name="summary file")
     files = expand_input_files(config.input_file)
-    _check_outputs(config, files, paths, summary_path)
+    # Symbolic links resolved: an input that is a link to an output is the output (a glob over the output's folder
+    # catches an earlier run's).
+    output_folders.check_output_files(
+        [*paths, summary_path],
+        flag="--output_file",
+        inputs={f"--input_file={config.input_file}": files},
+        hint=", or narrow the pattern",
+    )
     formats = [file_format(f, config.input_format) for f in files]
     if all(f is None for f in formats):
         raise InputError(f"--input_file: {', '.join(files)} hold(s) no text")
-    units = plan_corpus_units(files, formats, max(1, int(config.unit_mb * 2**20)))
-    if len(units) < len(paths):
-        raise InputError(
-            f"--output_file: {len(paths)} shards, but the input makes only {len(units)} work units of "
-            f"--unit_mb={config.unit_mb}; write at most {len(units)} shards, or lower --unit_mb"
-        )
-    for path in [summary_path, *paths]:  # the marker first: a run killed from here on leaves no summary
-        output_files.remove(path)
+    is_dump = dump_lib.DUMP in formats
+    if is_dump:
+        _check_dump_inputs(files, formats)
+        units = None  # a dump's units are read as a stream: their number is known at the end
+    else:
+        units = plan_corpus_units(files, formats, max(1, int(config.unit_mb * 2**20)))
+        if len(units) < len(paths):
+            raise InputError(
+                f"--output_file: {len(paths)} shards, but the input makes only {len(units)} work units of "
+                f"--unit_mb={config.unit_mb}; write at most {len(units)} shards, or lower --unit_mb"
+            )
+    # A second job on the same output is refused while this one runs, naming it: a claim on each output file, and
+    # one on what the summary describes (``PATH`` of ``PATH@N``, shared by every shard count), in its folder.
+    stats_folder, summary_name = output_folders.split(summary_path)
+    described = os.path.join(output_folders.split(stats_folder)[0], summary_name.removesuffix(".json"))
+    with contextlib.ExitStack() as claims:
+        for path in dict.fromkeys([*paths, described]):
+            claims.enter_context(output_folders.claim(*output_folders.split(path), what=f"--output_file {path}"))
+        return _prepare(config, files, formats, units, paths, summary_path, start)
+
+
+def _prepare(config, files, formats, units, paths, summary_path, start) -> CorpusSummary:
+    is_dump = units is None  # a dump's pages are streamed: its units are known only at the end
     output_files.remove_leftovers([*paths, summary_path])  # temporary files of a run killed before its commits
-    num_workers = max(1, min(config.num_workers or os.cpu_count() or 1, len(units)))
+    num_workers = max(1, config.num_workers or os.cpu_count() or 1)
+    if units is not None:
+        num_workers = min(num_workers, len(units))
     if num_workers > 1 and any(input_files.is_process_local(f) for f in files):
         logging.info("an input is on a filesystem of this process alone (ram://): the units run in this process")
         num_workers = 1
     input_bytes = sum(input_files.getsize(f) for f in files)
     logging.info(
-        "%d input files, %.1f MB, %d work units, %d output files, %d workers",
+        "%d input files%s, %.1f MB, %s work units, %d output files, %d workers",
         len(files),
+        " (Wikipedia dumps)" if is_dump else "",
         input_bytes / 2**20,
-        len(units),
+        "streamed" if units is None else len(units),
         len(paths),
         num_workers,
     )
-    counts = _write_outputs(config, units, paths, num_workers, start)
+    # Every shard is written under a temporary name first: an input found damaged half-way leaves the earlier
+    # output as it was. Only then is anything replaced, the marker (the summary) first and last.
+    with _temporary_outputs(paths) as temporary:
+        if is_dump:
+            counts = _write_dump_outputs(config, files, temporary, num_workers, start)
+        else:
+            counts = _write_outputs(config, units, temporary, num_workers, start)
+        earlier = _earlier_outputs(summary_path, paths, files)
+        output_files.remove(summary_path)  # a run killed from here on leaves no summary
+        for path in paths:
+            output_files.commit(temporary[path], path, name="--output_file")
+        for path in earlier:
+            logging.info("removed %s, a shard of the earlier run that this one does not write", path)
+            output_files.remove(path)
     summary = CorpusSummary(
         counts=counts,
         input_files=len(files),
@@ -171,18 +239,84 @@ def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     return summary
 
 
-def _write_outputs(config: CorpusConfig, units: list[CorpusUnit], paths: list[str], num_workers: int, start) -> Counts:
+def _check_dump_inputs(files: list[str], formats: list[str | None]) -> None:
+    others = [f for f, kind in zip(files, formats) if kind not in (dump_lib.DUMP, None)]
+    if others:
+        dump = files[formats.index(dump_lib.DUMP)]
+        raise InputError(
+            f"--input_file: {dump} is a Wikipedia XML dump but {others[0]} is not; prepare dumps and extracted text "
+            "in two runs"
+        )
+
+
+def _write_dump_outputs(
+    config: CorpusConfig, files: list[str], temporary: dict[str, str], num_workers: int, start
+) -> Counts:
+    """The pages of the dumps streamed from this process to the workers; shard i mod N takes unit i (each written
+    to its temporary name, `temporary`: {output file: temporary name})."""
+    paths = list(temporary)
+    counts = Counts()  # the reader counts the pages it drops here, the workers' counts are added
+    unit_chars = max(1, int(config.unit_mb * 2**20))
+    tasks = ((pages, config.keep_headings) for pages in dump_lib.page_units(files, unit_chars, counts))
+    for path in paths:
+        output_files.makedirs_for(path)
+    last_log = time.time()
+    with contextlib.ExitStack() as stack:
+        results = stack.enter_context(
+            worker_pool.ordered_results(dump_lib.prepare_pages, tasks, num_workers=num_workers)
+        )
+        for p in paths:
+            stack.enter_context(output_files.naming_full_disk(p))
+        outs = [stack.enter_context(output_files.open_for_writing(temporary[p], "wb")) for p in paths]
+        written = [False] * len(paths)
+        for i, (data, unit_counts) in enumerate(results):
+            shard = i % len(paths)
+            if data:
+                outs[shard].write(b"\n" + data if written[shard] else data)
+                written[shard] = True
+            counts.add(Counts(**unit_counts))
+            if time.time() - last_log > _LOG_EVERY_S:
+                last_log = time.time()
+                logging.info(
+                    "%d articles read (%.0f s), %d documents, %d sentences",
+                    counts.documents + counts.stubs + counts.disambiguations,
+                    last_log - start,
+                    counts.documents,
+                    counts.sentences,
+                )
+    for path, wrote in zip(paths, written):
+        if not wrote:
+            logging.warning("%s holds no document: the dump has fewer work units than shards", path)
+    return counts
+
+
+@contextlib.contextmanager
+def _temporary_outputs(paths: list[str]) -> Iterator[dict[str, str]]:
+    """{output file: the temporary name this job writes it under}; those not committed are removed on exit."""
+    temporary = {path: output_files.temporary_name(path) for path in paths}
+    try:
+        yield temporary
+    finally:
+        for tmp in temporary.values():
+            if input_files.exists(tmp):
+                output_files.remove(tmp)
+
+
+def _write_outputs(
+    config: CorpusConfig, units: list[CorpusUnit], temporary: dict[str, str], num_workers: int, start
+) -> Counts:
+    """Writes each output file to its temporary name (`temporary`: {output file: temporary name})."""
     counts = Counts()
     done_bytes = 0
     last_log = time.time()
     tasks = [(unit, config.keep_headings) for unit in units]
+    paths = list(temporary)
     for path in paths:
         output_files.makedirs_for(path)
-    committed = []
     with worker_pool.ordered_results(prepare_unit, tasks, num_workers=num_workers) as results:
         for path, shard_units in zip(paths, _shards_of_units(units, len(paths))):
             written = False
-            with output_files.write_atomically(path, "wb", name="--output_file") as out:
+            with output_files.naming_full_disk(path), output_files.open_for_writing(temporary[path], "wb") as out:
                 for unit, (data, unit_counts) in zip(shard_units, results):
                     if data:
                         out.write(b"\n" + data if written else data)
@@ -198,11 +332,8 @@ def _write_outputs(config: CorpusConfig, units: list[CorpusUnit], paths: list[st
                             counts.documents,
                             counts.sentences,
                         )
-                if path == paths[-1] and not counts.documents:  # the last output is not committed, and no other
-                    for empty in committed:
-                        output_files.remove(empty)
+                if path == paths[-1] and not counts.documents:  # every output is still a temporary file
                     raise _nothing_to_write(config, counts)
-            committed.append(path)
             if not written:
                 logging.warning("%s holds no document: its part of the input has no text", path)
     return counts
@@ -235,5 +366,7 @@ def _write_summary(summary: CorpusSummary, config: CorpusConfig) -> None:
         "settings": {"input_format": config.input_format, "keep_headings": config.keep_headings},
         "sentence_splitter": f"sentencex {importlib.metadata.version('sentencex')}",
     }
+    if summary.counts.redirects or summary.counts.disambiguations or summary.counts.other_namespaces:
+        record["wikitext_parser"] = f"mwparserfromhell {importlib.metadata.version('mwparserfromhell')}"
     output_files.makedirs_for(summary.summary_file)
     output_files.write_text(summary.summary_file, json.dumps(record, indent=1) + "\n", name="summary file")

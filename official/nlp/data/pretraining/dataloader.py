@@ -40,6 +40,7 @@ from official.nlp.data import tfrecord_io
 from official.nlp.data.pretraining import masking
 from official.nlp.data.pretraining.masking import MaskingConfig
 from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATURES, SEQUENCE_FEATURES, feature_spec
+from official.nlp.modeling.configs import LTR, MLM, OBJECTIVES, check_seq_length, left_to_right_conflicts
 from official.nlp.modeling.losses import next_token_labels
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -89,7 +90,7 @@ class PretrainDataConfig:
     global_batch_size: int
     is_training: bool = True
     use_next_sentence_label: bool = True
-    objective: str = "mlm"
+    objective: str = MLM
     shuffle_buffer_size: int = 1000
     cycle_length: int | None = None
     seed: int | None = 12345
@@ -269,12 +270,8 @@ class PretrainDataLoader:
             raise InputError(f"global_batch_size must be positive, got {config.global_batch_size}")
         if config.shard_policy not in ("auto", "file", "data"):
             raise InputError(f"shard_policy must be 'auto', 'file' or 'data', got {config.shard_policy!r}")
-        if config.max_position_embeddings is not None and config.seq_length > config.max_position_embeddings:
-            raise PretrainDataError(
-                f"max_seq_length={config.seq_length} is larger than the model's max_position_embeddings="
-                f"{config.max_position_embeddings}; use records of at most that length or a config with more "
-                "position embeddings"
-            )
+        if config.max_position_embeddings is not None:
+            check_seq_length(config.seq_length, config.max_position_embeddings)
         self.skipped_files: list[str] = []
         self.files = resolve_files(config.input_patterns, self.skipped_files)
         if self.skipped_files:
@@ -292,9 +289,14 @@ class PretrainDataLoader:
                 f"input files mix gzip ({gz}) and uncompressed ({plain}) TFRecords; pass one kind per run"
             )
         self.compression = kinds.pop()
-        if config.objective not in ("mlm", "ltr"):
+        if config.objective not in OBJECTIVES:
             raise InputError(f"objective must be 'mlm' or 'ltr', got {config.objective!r}")
-        if config.objective == "ltr" and (config.dynamic_masking is not None or config.use_next_sentence_label):
+        conflicts = left_to_right_conflicts(
+            config.objective,
+            use_next_sentence_label=config.use_next_sentence_label,
+            dynamic_masking=config.dynamic_masking is not None,
+        )
+        if conflicts:
             raise InputError(
                 "the left-to-right LM reads the original tokens and no next-sentence labels: it takes neither "
                 "dynamic masking nor use_next_sentence_label"
@@ -325,7 +327,7 @@ class PretrainDataLoader:
             required = list(SEQUENCE_FEATURES) + ([NSP_FEATURE] if cfg.use_next_sentence_label else [])
             has_predictions = all(name in lengths for name in prediction_names)
             # Masks drawn here, or none at all (LTR): the records' own predictions may be missing or of any length.
-            own_predictions = cfg.dynamic_masking is None and cfg.objective == "mlm"
+            own_predictions = cfg.dynamic_masking is None and cfg.objective == MLM
             if own_predictions:
                 required += list(prediction_names)
             missing = [name for name in required if name not in lengths]
@@ -375,7 +377,7 @@ class PretrainDataLoader:
         features = {
             name: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value for name, value in parsed.items()
         }
-        unmasked = self.config.dynamic_masking is not None or self.config.objective == "ltr"
+        unmasked = self.config.dynamic_masking is not None or self.config.objective == LTR
         if unmasked and "masked_lm_ids" in features:
             features["input_ids"] = _unmask(features)
             for name in PREDICTION_FEATURES:
@@ -388,7 +390,7 @@ class PretrainDataLoader:
             "input_mask": features["input_mask"],
             "input_type_ids": features["segment_ids"],
         }
-        if self.config.objective == "ltr":
+        if self.config.objective == LTR:
             return x, next_token_labels(features["input_ids"], features["input_mask"])
         x["masked_lm_positions"] = features["masked_lm_positions"]
         # Already int32 / float32: `_parse` casts the records' int64, and dynamic masking keeps the ids' dtype.

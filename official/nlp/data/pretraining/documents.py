@@ -26,7 +26,7 @@ import numpy as np
 
 from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
-from official.nlp.common.text_files import not_utf8
+from official.nlp.common.text_files import line_number, not_utf8
 
 _SCAN_BYTES = 1 << 16
 # The counts `read_documents` keeps (the "input" part of the statistics).
@@ -149,20 +149,6 @@ def plan_units(files: Sequence[str], unit_bytes: int) -> list[WorkUnit]:
         else:
             units.append(WorkUnit(len(units), tuple(pieces)))
     return units
-
-
-def line_number(path: str, offset: int) -> int:
-    """1-based number of the line that starts at byte ``offset``."""
-    count = 0
-    with input_files.open_file(path, "rb") as f:
-        remaining = offset
-        while remaining > 0:
-            chunk = f.read(min(remaining, 1 << 20))
-            if not chunk:
-                break
-            count += chunk.count(b"\n")
-            remaining -= len(chunk)
-    return count + 1
 
 
 @dataclasses.dataclass(frozen=True)

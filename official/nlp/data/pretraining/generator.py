@@ -42,21 +42,21 @@ import time
 
 import numpy as np
 
-from official.nlp.common import input_files, interruption, output_files, worker_pool
+from official.nlp.common import input_files, interruption, output_files, output_folders, worker_pool
 from official.nlp.common.errors import InputError
-from official.nlp.common.input_files import expand_input_files
+from official.nlp.common.input_files import absolute, expand_input_files
 from official.nlp.common.output_files import check_target
+from official.nlp.common.output_names import default_stats_path, output_paths
+from official.nlp.common.output_names import stats_path as shard_stats_path
+from official.nlp.common.text_files import line_number
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
 from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining.outputs import (
     ShardJoiner,
-    absolute,
     check_written,
-    default_stats_path,
     file_content,
     finish_shard,
-    output_paths,
     output_settings,
     part_path,
     parts_dir,
@@ -64,7 +64,6 @@ from official.nlp.data.pretraining.outputs import (
     shard_record,
     shard_state,
 )
-from official.nlp.data.pretraining.outputs import stats_path as shard_stats_path
 from official.nlp.data.pretraining.settings import (
     PretrainingDataConfig,
     load_checked_vocab,
@@ -80,7 +79,7 @@ from official.nlp.data.pretraining.writer import write_instances
 _WORKER: dict = {}
 
 
-def _keep_freed_memory() -> None:
+def keep_freed_memory() -> None:
     """Tells glibc's malloc to keep freed memory for reuse instead of handing it back to the kernel.
 
     A worker allocates and frees the same few-MB numpy buffers for every batch. By default glibc serves each of
@@ -98,7 +97,7 @@ def _keep_freed_memory() -> None:
 
 
 def _worker_init(config: PretrainingDataConfig) -> None:
-    _keep_freed_memory()
+    keep_freed_memory()
     from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer, LineCache
     from official.nlp.tokenizers import tokenization
 
@@ -204,6 +203,15 @@ def create_pretraining_data(config: PretrainingDataConfig) -> PretrainingStatist
         check_target(shard_stats_path(path), name="statistics file")
     check_target(stats_path, name="--stats_file" if config.stats_file else "statistics file")
     files = expand_input_files(config.input_file)
+    # Before a shard that is not this job's is removed: an output that is an input (through a link too) is refused.
+    output_folders.check_output_files(
+        [*paths, *map(shard_stats_path, paths), stats_path],
+        flag="--output_file",
+        inputs={
+            f"--input_file={config.input_file}": files,
+            f"--vocab_file={config.vocab_file}": [config.vocab_file] if config.vocab_file else [],
+        },
+    )
     # Empty inputs would give complete-looking shards of 0 records; one empty file among others is only counted.
     if not any(_holds_text(f) for f in files):
         raise InputError(
@@ -340,7 +348,7 @@ def _run_units(config, paths, parts, units, placement, pending, complete, num_wo
                     "%s:%d: a document of a single sentence (the first of those counted in the "
                     "statistics); as in the original, it always takes a random next segment",
                     path,
-                    documents_lib.line_number(path, offset),
+                    line_number(path, offset),
                 )
             done_bytes += result["bytes"]
             for s, part_dict in zip(placement[u], result["stats"]):

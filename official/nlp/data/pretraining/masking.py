@@ -41,9 +41,56 @@ from fractions import Fraction
 
 import numpy as np
 
+from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 
 MASK, KEEP, RANDOM = 0, 1, 2  # The three actions on a selected token.
+
+
+@dataclasses.dataclass(kw_only=True)
+class MaskingFlags:
+    """The masking flags, defined once: `create_pretraining_data` masks with them, `run_pretraining` with
+    `--dynamic_masking` (the names are the original script's: `--masked_lm_prob`, `--do_whole_word_mask`). A job's
+    config dataclass inherits them; `masking_config` turns them into the `MaskingConfig` the masker takes."""
+
+    masked_lm_prob: float = field(
+        0.15,
+        exclusive_minimum=0,
+        maximum=1,
+        help="Masked-LM probability: the share of the tokens predicted (run_pretraining: with --dynamic_masking).",
+    )
+    do_whole_word_mask: bool = field(
+        False, help="Mask whole words rather than single WordPiece tokens (run_pretraining: with --dynamic_masking)."
+    )
+    mask_token_prob: float = field(
+        0.8,
+        minimum=0,
+        maximum=1,
+        help="Share of the masked-LM targets replaced by [MASK] (the paper's MASK column of Table 8).",
+    )
+    random_token_prob: float = field(
+        0.1,
+        minimum=0,
+        maximum=1,
+        help=(
+            "Share of the masked-LM targets replaced by a random token (RND); the rest, 1 - mask_token_prob - "
+            "random_token_prob, keep their token (SAME)."
+        ),
+    )
+
+    def masking_config(
+        self, vocab: Mapping[str, int], *, max_predictions_per_seq: int, max_ngram_size: int = 1
+    ) -> MaskingConfig:
+        """The `MaskingConfig` of these flags over a token -> id vocabulary."""
+        return MaskingConfig.from_vocab(
+            vocab,
+            max_predictions_per_seq=max_predictions_per_seq,
+            masked_lm_prob=self.masked_lm_prob,
+            whole_word_mask=self.do_whole_word_mask,
+            max_ngram_size=max_ngram_size,
+            mask_token_prob=self.mask_token_prob,
+            random_token_prob=self.random_token_prob,
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,7 +27,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import time
 from collections.abc import Sequence
@@ -35,51 +34,13 @@ from typing import TYPE_CHECKING
 
 from official.nlp.common import input_files, output_files, owners, text_files
 from official.nlp.common.errors import InputError
+from official.nlp.common.input_files import absolute
+from official.nlp.common.output_names import STATS_DIR, stats_path
 from official.nlp.data.pretraining.settings import setting_default
 
 if TYPE_CHECKING:
     from official.nlp.data.pretraining.settings import PretrainingDataConfig
     from official.nlp.data.pretraining.statistics import PretrainingStatistics
-
-_SHARD_PATTERN = re.compile(r"^(.*)@(\d+)$")
-
-
-def output_paths(output_file: str | Sequence[str]) -> list[str]:
-    """``a,b,c`` -> [a, b, c]; ``PATH@N`` -> N sharded names."""
-    if not isinstance(output_file, str):
-        return list(output_file)
-    m = _SHARD_PATTERN.match(output_file)
-    if m:
-        n = int(m.group(2))
-        if n < 1:
-            raise InputError(f"--output_file {output_file!r}: the shard count must be >= 1")
-        return [f"{m.group(1)}-{i:05d}-of-{n:05d}" for i in range(n)]
-    paths = [p.strip() for p in output_file.split(",") if p.strip()]
-    if not paths:
-        raise InputError("--output_file names no file")
-    return paths
-
-
-STATS_DIR = "stats"
-
-
-def absolute(path: str) -> str:
-    """`path` made absolute where that means something (a local path); a path with a scheme is absolute."""
-    return path if input_files.is_remote(path) else os.path.abspath(path)
-
-
-def stats_path(path: str) -> str:
-    """The statistics file of the records at ``path``: ``<dir>/stats/<name>.json``."""
-    folder, name = os.path.split(path)
-    return os.path.join(folder, STATS_DIR, name + ".json")
-
-
-def default_stats_path(output_file: str | Sequence[str], paths: Sequence[str]) -> str:
-    """The job's statistics: ``stats/PATH.json`` for ``PATH@N``, the shard's own file for one output file."""
-    if isinstance(output_file, str) and _SHARD_PATTERN.match(output_file):
-        return stats_path(_SHARD_PATTERN.match(output_file).group(1))
-    return stats_path(paths[0]) if len(paths) == 1 else stats_path(paths[0] + ".all")
-
 
 # Fields of `PretrainingDataConfig` that do not change the output bytes (the files behind input_file and
 # vocab_file do; `output_settings` records those instead of the spelling of their paths).

@@ -9,11 +9,13 @@ from collections.abc import Sequence
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import masking as masking_lib
+from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH
 
 
 @dataclasses.dataclass
-class PretrainingDataConfig(CheckedConfig):
-    """Flags of `create_pretraining_data` (the original script's, plus the ones below the line).
+class PretrainingDataConfig(CheckedConfig, masking_lib.MaskingFlags):
+    """Flags of `create_pretraining_data` (the original script's, plus the ones below the line; the masking flags,
+    the original's `masked_lm_prob` and `do_whole_word_mask` among them, are `masking.MaskingFlags`).
 
     ``output_file`` is a comma-separated list of shard paths, or ``PATH@N`` for the N shards
     ``PATH-00000-of-0000N`` ... ``PATH-0000{N-1}-of-0000N``.
@@ -27,15 +29,15 @@ class PretrainingDataConfig(CheckedConfig):
     )
     vocab_file: str = field(path="path", help="The vocabulary file that the BERT model was trained on.")
     do_lower_case: bool = field(True, help="Lower-case the input (True for uncased models, False for cased).")
-    max_seq_length: int = field(128, minimum=5, help="Maximum sequence length ([CLS] A [SEP] B [SEP] at least).")
+    max_seq_length: int = field(
+        DEFAULT_SEQ_LENGTH, minimum=5, help="Maximum sequence length ([CLS] A [SEP] B [SEP] at least)."
+    )
     max_predictions_per_seq: int = field(20, minimum=1, help="Maximum number of masked-LM predictions per sequence.")
     random_seed: int = field(12345, help="Random seed for data generation.")
     dupe_factor: int = field(10, minimum=1, help="Number of passes over the input (each with different masks).")
-    masked_lm_prob: float = field(0.15, exclusive_minimum=0, maximum=1, help="Masked-LM probability.")
     short_seq_prob: float = field(
         0.1, minimum=0, maximum=1, help="Probability of a shorter target length for a document."
     )
-    do_whole_word_mask: bool = field(False, help="Mask whole words rather than single WordPiece tokens.")
     # ---
     max_ngram_size: int = field(
         1, minimum=1, help="Mask spans of up to this many words (ALBERT n-gram masking, P(n) ~ 1/n)."
@@ -45,21 +47,6 @@ class PretrainingDataConfig(CheckedConfig):
         help=(
             "Write next_sentence_labels. False gives MLM-only records of contiguous text: B always continues A (no "
             "random next segments)."
-        ),
-    )
-    mask_token_prob: float = field(
-        0.8,
-        minimum=0,
-        maximum=1,
-        help="Share of the masked-LM targets replaced by [MASK] (the paper's MASK column of Table 8).",
-    )
-    random_token_prob: float = field(
-        0.1,
-        minimum=0,
-        maximum=1,
-        help=(
-            "Share of the masked-LM targets replaced by a random token (RND); the rest, 1 - mask_token_prob - "
-            "random_token_prob, keep their token (SAME)."
         ),
     )
     static_masking: bool = field(
@@ -142,12 +129,6 @@ def load_checked_vocab(config: PretrainingDataConfig) -> dict:
 
 
 def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_lib.MaskingConfig:
-    return masking_lib.MaskingConfig.from_vocab(
-        vocab,
-        max_predictions_per_seq=config.max_predictions_per_seq,
-        masked_lm_prob=config.masked_lm_prob,
-        whole_word_mask=config.do_whole_word_mask,
-        max_ngram_size=config.max_ngram_size,
-        mask_token_prob=config.mask_token_prob,
-        random_token_prob=config.random_token_prob,
+    return config.masking_config(
+        vocab, max_predictions_per_seq=config.max_predictions_per_seq, max_ngram_size=config.max_ngram_size
     )

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataError, PretrainDataLoader
 from official.nlp.data.pretraining.masking import MaskingConfig
 from tests import pretraining_records
@@ -154,9 +155,7 @@ def test_errors_name_the_cause(tmp_path, golden):
         r"max_predictions_per_seq=20",
     ):
         _loader(files, max_predictions_per_seq=20)
-    with pytest.raises(
-        PretrainDataError, match="max_seq_length=32 is larger than the model's max_position_embeddings=16"
-    ):
+    with pytest.raises(InputError, match=r"--max_seq_length=32 exceeds the model's max_position_embeddings \(16\)"):
         _loader(files, max_position_embeddings=16)
     with pytest.raises(PretrainDataError, match=r"no file matches '.*missing-\*.tfrecord'"):
         _loader([files[0], str(tmp_path / "missing-*.tfrecord")])

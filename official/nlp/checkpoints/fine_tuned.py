@@ -1,0 +1,421 @@
+"""Fine-tuned models, in one place: which head a directory holds, its labels, whether it is multi-label, its
+thresholds, how to build it, and how each export and conversion treats it.
+
+A fine-tuned model directory is a model directory (checkpoint, `bert_config.json`, `vocab.txt`, `do_lower_case`)
+plus two records, read here and nowhere else:
+
+    finetuning.json            {"task", "head", "labels", "metric", "evaluation"}: what the head is
+    finetuning_settings.json   the job's settings (`max_seq_length`, ...), and for a multi-label classifier
+                               `multi_label` and `thresholds` (one per label): how to serve it
+
+A fine-tuning job's `--output_dir` stands for its `best_model/` (or, before there is one, its latest checkpoint
+with the settings the job recorded: see `init_checkpoint`). A Hugging Face `BertForSequenceClassification` folder
+(`config.json` with `id2label` and `problem_type`; a multi-label one's thresholds in `multi_label_thresholds`, as
+`hf_export` writes them) is read as the classifier it is.
+
+`HEADS` is the registry of head kinds: its name as the records say it, the model it builds, the `export_model`
+task that serves it, and the Hugging Face class it is written as (None: not written). Adding a head kind is one
+entry here and the task that trains it.
+
+Example:
+
+    fine_tuned, model = load_fine_tuned("/tmp/goemotions/best_model")
+    fine_tuned.head.name, fine_tuned.labels[:2], fine_tuned.thresholds[:2]   # "multi_label_classifier", ...
+    load_fine_tuned("/tmp/goemotions_hf")                                     # the same, from transformers' folder
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+import keras
+import numpy as np
+
+from official.nlp.checkpoints import hf_weights, model_loading, our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
+from official.nlp.checkpoints import model_dir as model_dir_lib
+from official.nlp.common import input_files, text_files
+from official.nlp.common.errors import InputError
+from official.nlp.modeling.encoder import BertEncoder
+from official.nlp.modeling.models import BertClassifier, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
+
+# The head kinds, as `finetuning.json` records them.
+CLASSIFIER = "classifier"
+MULTI_LABEL_CLASSIFIER = "multi_label_classifier"
+TOKEN_CLASSIFIER = "token_classifier"
+FEATURE_TAGGER = "feature_tagger"
+MULTIPLE_CHOICE = "multiple_choice"
+# "SquadTask" is what fine-tuned SQuAD directories have recorded for the dense span head since before there was a
+# choice; existing directories keep loading.
+SPAN_LABELER = "SquadTask"
+SPAN_BILSTM = "span_bilstm"
+
+# Hugging Face's `problem_type` of a BertForSequenceClassification.
+SINGLE_LABEL_PROBLEM = "single_label_classification"
+MULTI_LABEL_PROBLEM = "multi_label_classification"
+REGRESSION_PROBLEM = "regression"
+HF_THRESHOLDS_KEY = "multi_label_thresholds"  # ours, in config.json: transformers keeps it without using it
+HF_CLASSIFIER = "BertForSequenceClassification"
+GENERIC_TASK = "generic"  # the task of a classifier trained outside run_classifier's named tasks (any TSV/CSV/JSON)
+NER_TASK = "conll_ner"  # the task a token classifier records (run_ner's)
+_DEFAULT_THRESHOLD = 0.5  # `metrics.multi_label.DEFAULT_THRESHOLD`, which this floor cannot import
+_SPAN_LSTM_KERNEL = ("model", "span_bilstm", "forward_layer", "cell", "kernel")
+
+
+def _dense_outputs(shape_of: Callable) -> dict | None:
+    shape = shape_of(("model", "classifier", "_kernel"))
+    return None if shape is None else {"num_outputs": shape[-1]}
+
+
+def _span_options(shape_of: Callable) -> dict | None:
+    if shape_of(("model", "span_logits", "_kernel")) is None:
+        return None
+    # The checkpoint says which span head it holds (run_squad --span_head): a BiLSTM's kernel is [H, 4 * units].
+    lstm = shape_of(_SPAN_LSTM_KERNEL)
+    return {"span_head": "bilstm", "lstm_units": lstm[-1] // 4} if lstm else {}
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadKind:
+    """One kind of fine-tuned head.
+
+    - `name`: as `finetuning.json` records it;
+    - `serving_task`: the `export_model` task that serves it (None: it cannot be exported);
+    - `options`: from a function giving a checkpoint variable's shape (None when absent), the builder's keyword
+      arguments, or None when the checkpoint holds no such head;
+    - `build`: `(encoder, **options)` -> the Keras model (None: only its own task builds it);
+    - `multi_label`: a sigmoid per label, predicted at the thresholds recorded with the model;
+    - `hugging_face`: the transformers class `hf_export` writes it as (None: refused), and which `load_fine_tuned`
+      reads back.
+    """
+
+    name: str
+    serving_task: str | None
+    options: Callable[[Callable], dict | None]
+    build: Callable[..., keras.Model] | None
+    multi_label: bool = False
+    hugging_face: str | None = None
+
+
+def _classifier(encoder, num_outputs):
+    return BertClassifier(encoder, num_outputs)
+
+
+HEADS: dict[str, HeadKind] = {
+    kind.name: kind
+    for kind in (
+        HeadKind(CLASSIFIER, "classifier", _dense_outputs, _classifier, hugging_face=HF_CLASSIFIER),
+        HeadKind(
+            MULTI_LABEL_CLASSIFIER,
+            "classifier",
+            _dense_outputs,
+            _classifier,
+            multi_label=True,
+            hugging_face=HF_CLASSIFIER,
+        ),
+        HeadKind(
+            TOKEN_CLASSIFIER,
+            "ner",
+            _dense_outputs,
+            lambda encoder, num_outputs: BertTokenClassifier(encoder, num_outputs),
+        ),
+        # The feature-based tagger (run_ner --feature_based) loads through its task only: its BiLSTM's settings
+        # are the job's flags.
+        HeadKind(FEATURE_TAGGER, None, _dense_outputs, None),
+        HeadKind(MULTIPLE_CHOICE, "swag", _dense_outputs, lambda encoder, num_outputs: BertMultipleChoice(encoder)),
+        HeadKind(SPAN_LABELER, "squad", _span_options, BertSpanLabeler),
+        HeadKind(SPAN_BILSTM, "squad", _span_options, BertSpanLabeler),
+    )
+}
+
+
+def head_kind(name: str) -> HeadKind:
+    """The head kind `name` (as `finetuning.json` records it). A kind not registered (a `FineTuningTask` of the
+    user's own records its class name) is one that only its own task builds, exports nothing and is not written as
+    a Hugging Face folder."""
+    return HEADS.get(name) or HeadKind(name, None, _dense_outputs, None)
+
+
+def classifier_head(multi_label: bool) -> str:
+    """The head kind a sequence classifier records."""
+    return MULTI_LABEL_CLASSIFIER if multi_label else CLASSIFIER
+
+
+def thresholds_per_label(num_labels: int, thresholds: Sequence[float] | None = None, threshold=None) -> list[float]:
+    """One threshold per label: `thresholds` when given, else `threshold` for every label, else 0.5."""
+    if thresholds is not None and len(thresholds):
+        if len(thresholds) != num_labels:
+            raise InputError(f"{len(thresholds)} thresholds for {num_labels} labels")
+        return [float(t) for t in thresholds]
+    return [float(_DEFAULT_THRESHOLD if threshold is None else threshold)] * num_labels
+
+
+def classifier_settings(num_labels: int, thresholds: Sequence[float] | None) -> dict:
+    """What a multi-label classifier's directory records for serving (`finetuning_settings.json`)."""
+    return {"multi_label": True, "thresholds": thresholds_per_label(num_labels, thresholds)}
+
+
+@dataclasses.dataclass
+class FineTuned:
+    """What a fine-tuned model is: its files, its head kind (None: a pretrained model), the task it was trained on,
+    its labels (empty for regression and heads without labels), a multi-label classifier's thresholds, and
+    everything its directory recorded (`record`: `finetuning_settings.json` + `finetuning.json`, or what a Hugging
+    Face folder says in those keys)."""
+
+    source: str
+    files: model_dir_lib.ModelFiles
+    head: HeadKind | None
+    task: str | None = None
+    labels: list[str] = dataclasses.field(default_factory=list)
+    thresholds: list[float] | None = None
+    record: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def multi_label(self) -> bool:
+        return self.head is not None and self.head.multi_label
+
+    def settings(self) -> dict:
+        """The `finetuning_settings.json` a model directory of this model records."""
+        settings = {k: v for k, v in self.record.items() if k not in ("task", "head", "labels", "metric", "evaluation")}
+        if self.multi_label:
+            settings.update(classifier_settings(len(self.labels), self.thresholds))
+        return json.loads(json.dumps(settings))
+
+
+def _checkpoint_shapes(files: model_dir_lib.ModelFiles) -> Callable:
+    if files.checkpoint_format != "ours":
+        return lambda path: None
+    return lambda path: our_checkpoints.saved_variable_shape(files.checkpoint, path)
+
+
+# ---- Hugging Face classifier folders --------------------------------------------------------------------------
+
+
+def read_hf_config(path: str) -> dict | None:
+    """The `config.json` of a Hugging Face folder (or of the folder of a `.safetensors` file), else None."""
+    folder = os.path.dirname(path) if path.endswith(".safetensors") else path
+    file = os.path.join(folder, "config.json")
+    if not (model_loading.is_hugging_face(path) and input_files.exists(file)):
+        return None
+    try:
+        return json.loads(text_files.read_text(file))
+    except ValueError as e:
+        raise InputError(f"{file} is not JSON ({e})") from None
+
+
+def _describe_hf(path: str, config: dict, files: model_dir_lib.ModelFiles) -> FineTuned:
+    if HF_CLASSIFIER not in (config.get("architectures") or []):
+        return FineTuned(path, files, None)
+    names = config.get("id2label") or {}
+    try:
+        labels = [str(names[key]) for key in sorted(names, key=int)]
+    except (ValueError, TypeError):
+        raise InputError(f"{path}/config.json: id2label's keys must be 0, 1, ...; got {sorted(names)}") from None
+    problem = config.get("problem_type") or (REGRESSION_PROBLEM if len(labels) == 1 else SINGLE_LABEL_PROBLEM)
+    if problem not in (SINGLE_LABEL_PROBLEM, MULTI_LABEL_PROBLEM, REGRESSION_PROBLEM):
+        raise InputError(f"{path}/config.json: problem_type {problem!r} is not one this library reads")
+    multi_label = problem == MULTI_LABEL_PROBLEM
+    thresholds = None
+    if multi_label:
+        recorded = config.get(HF_THRESHOLDS_KEY) or {}
+        unknown = sorted(set(recorded) - set(labels))
+        if unknown:
+            raise InputError(f"{path}/config.json: {HF_THRESHOLDS_KEY} names labels not in id2label: {unknown[:5]}")
+        thresholds = [float(recorded.get(name, _DEFAULT_THRESHOLD)) for name in labels]
+    labels = [] if problem == REGRESSION_PROBLEM else labels
+    record = {"task": GENERIC_TASK, "head": classifier_head(multi_label), "labels": labels}
+    if multi_label:
+        record.update(classifier_settings(len(labels), thresholds))
+    return FineTuned(path, files, HEADS[classifier_head(multi_label)], GENERIC_TASK, labels, thresholds, record)
+
+
+def _hf_classifier(fine_tuned: FineTuned) -> BertClassifier:
+    source = fine_tuned.source
+    weights = hf_weights.read_hf_weights(source)  # TF1 names; the head keeps transformers' names
+    missing = [name for name in ("classifier.weight", "classifier.bias") if name not in weights]
+    if missing:
+        raise InputError(f"{source}: config.json says {HF_CLASSIFIER}, but the weights have no {missing[0]}")
+    kernel, bias = weights.pop("classifier.weight"), weights.pop("classifier.bias")  # PyTorch's Linear: [out, in]
+    encoder = BertEncoder.from_bert_config(fine_tuned.files.config)
+    tf1_checkpoints.assign_weights(weights, encoder, source=source, display_name=hf_weights.tf1_name_to_hf)
+    model = BertClassifier(encoder, kernel.shape[0])
+    if kernel.shape[0] != max(len(fine_tuned.labels), 1):
+        raise InputError(
+            f"{fine_tuned.source}: {len(fine_tuned.labels)} labels in config.json for a classifier with "
+            f"{kernel.shape[0]} outputs"
+        )
+    model.classifier.kernel.assign(np.asarray(kernel, np.float32).T)
+    model.classifier.bias.assign(np.asarray(bias, np.float32))
+    return model
+
+
+# ---- reading ------------------------------------------------------------------------------------------------
+
+
+def _resolve(path: str, overrides: Mapping) -> model_dir_lib.ModelFiles:
+    try:
+        return init_checkpoint_lib.resolve_model_files(path, **overrides)
+    except (FileNotFoundError, ValueError) as e:
+        if isinstance(e, InputError):
+            raise
+        raise InputError(f"{path}: {e}") from e
+
+
+def _head_of_run(record: dict) -> str | None:
+    """The head kind of a fine-tuning run without `best_model/` (trained without --do_eval), whose settings name
+    its task but not always its head: run_classifier's runs (their `task_name` setting) are sequence classifiers,
+    multi-label with `multi_label`; other tasks record `head` in their settings where they do."""
+    if "task_name" in record:
+        return classifier_head(bool(record.get("multi_label")))
+    return record.get("head")
+
+
+def describe(path: str, *, files: model_dir_lib.ModelFiles | None = None, **overrides) -> FineTuned:
+    """What the model at `path` is (nothing is built): anything `--init_checkpoint` takes, or a Hugging Face
+    folder. `files` (already resolved) or `overrides` (`bert_config_file`, `vocab_file`, `do_lower_case`) give its
+    files. A fine-tuning `--output_dir` without `best_model/` has the head its settings say (`_head_of_run`), else
+    `head` None but its `task` and `labels`: its head is then that of the task, which
+    `load_fine_tuned(serving_task=...)` names."""
+    files = files or _resolve(path, overrides)
+    config = read_hf_config(path)
+    if config is not None:
+        return _describe_hf(path, config, files)
+    found = init_checkpoint_lib.fine_tuned_head(path)
+    if found is None:
+        return FineTuned(path, files, None)
+    record = {**init_checkpoint_lib.read_record(path), **found}
+    name = found.get("head") or _head_of_run(record)
+    head = head_kind(name) if name else None
+    labels = [str(label) for label in record.get("labels") or []]
+    multi_label = (head.multi_label if head else False) or bool(record.get("multi_label"))
+    thresholds = None
+    if multi_label:
+        thresholds = thresholds_per_label(len(labels), record.get("thresholds"), record.get("threshold"))
+    return FineTuned(path, files, head, record.get("task"), labels, thresholds, record)
+
+
+def _kind_for(fine_tuned: FineTuned, serving_task: str | None, name: str, what: str, hint: str) -> HeadKind:
+    head = fine_tuned.head
+    if head is None and serving_task is not None:
+        # No record of the head (an output directory without best_model/, whose checkpoint holds the head of the
+        # task its settings name, or a checkpoint saved without finetuning.json): the checkpoint says.
+        if serving_task == "classifier":
+            return HEADS[classifier_head(bool(fine_tuned.record.get("multi_label")))]
+        return next(kind for kind in HEADS.values() if kind.serving_task == serving_task)
+    if head is None:
+        raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
+    if head.build is None:
+        raise InputError(
+            f"{name} holds a fine-tuned {head.name} head, which only the job that trained it builds (with its flags); "
+            f"it cannot be loaded or exported as a {what}. {hint[0].upper()}{hint[1:]}"
+        )
+    if serving_task is not None and head.serving_task != serving_task:
+        raise InputError(f"{name} holds a fine-tuned {head.name} head, not a {what}; {hint}")
+    return head
+
+
+def load_fine_tuned(
+    path: str,
+    *,
+    serving_task: str | None = None,
+    files: model_dir_lib.ModelFiles | None = None,
+    name: str | None = None,
+    what: str | None = None,
+    hint: str = "fine-tune one first, or load its encoder for a new head",
+    **overrides,
+) -> tuple[FineTuned, keras.Model]:
+    """The fine-tuned model at `path` (see `describe`) with every weight, head included.
+
+    `serving_task` ("classifier", "ner", "swag", "squad") refuses another kind of head. `name` (default `path`,
+    e.g. "--init_checkpoint=<path>"), `what` and `hint` word the `InputError` of a path without the head
+    ("<name> holds no fine-tuned <what>; <hint>")."""
+    fine_tuned = describe(path, files=files, **overrides)
+    name = name or path
+    what = what or f"{serving_task or 'task'} head"
+    kind = _kind_for(fine_tuned, serving_task, name, what, hint)
+    recorded, fine_tuned = fine_tuned.head, dataclasses.replace(fine_tuned, head=kind)
+    files = fine_tuned.files
+    if files.checkpoint is None:
+        raise InputError(f"{name} holds no checkpoint")
+    if files.checkpoint_format == "hf":
+        if recorded is None:  # a BertModel or BertForPreTraining folder
+            raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
+        return fine_tuned, _hf_classifier(fine_tuned)
+    options = kind.options(_checkpoint_shapes(files))
+    if options is None:
+        raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
+    model = kind.build(BertEncoder.from_bert_config(files.config), **options)
+    our_checkpoints.restore_checkpoint(model, files.checkpoint)
+    return fine_tuned, model
+
+
+# ---- writing ------------------------------------------------------------------------------------------------
+
+
+def save_fine_tuned(
+    model: keras.Model,
+    directory: str,
+    files: model_dir_lib.ModelFiles,
+    *,
+    task_name: str,
+    head: str,
+    labels: Sequence[str],
+    metric: str | None = None,
+    evaluation: Mapping | None = None,
+    settings: Mapping | None = None,
+    owner: str | None = None,
+    checkpoint_format: str = "ours",
+    flag: str | None = None,
+) -> str:
+    """Writes a fine-tuned `model` as a model directory plus `finetuning.json` (task, head, labels, evaluation).
+    Any fine-tuning job takes it as `--init_checkpoint`: with the same head and labels it restores the head too;
+    another label set is refused. `settings` (the job's, see `tasks.finetuning_outputs.serving_settings`) go to
+    its `finetuning_settings.json`, so that the directory alone says how to serve it (`max_seq_length`, ...).
+
+    `owner`: the run's `--output_dir`, whose earlier `best_model/` this replaces; without it, `directory` must be
+    new or empty (see `model_dir.export_model_dir`)."""
+    step = int(evaluation["step"]) if evaluation and evaluation.get("step") is not None else None
+    task_file = {
+        "task": task_name,
+        "head": head,
+        "labels": list(labels),
+        "metric": metric,
+        "evaluation": dict(evaluation or {}),
+    }
+    json_files = {model_dir_lib.TASK_FILE: task_file}
+    if settings is not None:
+        json_files[model_dir_lib.SETTINGS_FILE] = dict(settings)
+    # The task file goes in before the directory is put in place: a best_model/ without it would load as a bare
+    # encoder and silently drop its head.
+    model_dir_lib.export_model_dir(
+        model,
+        directory,
+        vocab_file=files.vocab_file,
+        do_lower_case=files.do_lower_case,
+        step=step,
+        json_files=json_files,
+        owner=owner,
+        checkpoint_format=checkpoint_format,
+        flag=flag or "export_dir",
+    )
+    return directory
+
+
+def save_described(model: keras.Model, directory: str, fine_tuned: FineTuned, *, flag: str | None = None) -> str:
+    """Writes `model` (loaded by `load_fine_tuned`) as a fine-tuned model directory that records what
+    `fine_tuned` says: a conversion keeps the head, labels, multi-label and thresholds."""
+    return save_fine_tuned(
+        model,
+        directory,
+        fine_tuned.files,
+        task_name=fine_tuned.task or GENERIC_TASK,
+        head=fine_tuned.head.name,
+        labels=fine_tuned.labels,
+        metric=fine_tuned.record.get("metric"),
+        evaluation=fine_tuned.record.get("evaluation"),
+        settings=fine_tuned.settings() or None,
+        flag=flag,
+    )
