@@ -212,7 +212,10 @@ def test_bad_input_named(setup, tmp_path):
             )
     for change, given in (
         (dict(feature_layers=("-1",)), "--feature_layers=-1: this sets"),
-        (dict(lstm_units=8, feature_combine="sum"), "--feature_combine=sum, --lstm_units=8: these set"),
+        (
+            dict(lstm_units=8, feature_combine="weighted_sum"),
+            "--feature_combine=weighted_sum, --lstm_units=8: these set",
+        ),
         (dict(num_lstm_layers=1), "--num_lstm_layers=1: this sets"),
     ):
         with pytest.raises(
