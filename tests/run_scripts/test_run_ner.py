@@ -184,6 +184,13 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
     assert not np.allclose(restored(x), model(x))
     our_checkpoints.restore_checkpoint(restored, final_prefix)
     np.testing.assert_allclose(restored(x), model(x), atol=1e-6)
+    # An export builds the fine-tuned token classifier: a feature-based run is refused in one line (it was a
+    # 12-line checkpoint mismatch), and nothing is written.
+    from official.nlp.serving import exporter
+
+    with pytest.raises(InputError, match=r"^--init_checkpoint=.* is a feature-based NER model .* cannot be exported; "):
+        exporter.export_model("ner", str(out), str(tmp_path / "export"))
+    assert not (tmp_path / "export").exists()
 
 
 def test_bad_input_named(setup, tmp_path):
@@ -203,6 +210,21 @@ def test_bad_input_named(setup, tmp_path):
             tagging.make_ner_task(
                 dataclasses.replace(config, train_file=setup["train"], feature_based=True, feature_layers=layers)
             )
+    for change, given in (
+        (dict(feature_layers=("-1",)), "--feature_layers=-1: this sets"),
+        (
+            dict(lstm_units=8, feature_combine="weighted_sum"),
+            "--feature_combine=weighted_sum, --lstm_units=8: these set",
+        ),
+        (dict(num_lstm_layers=1), "--num_lstm_layers=1: this sets"),
+    ):
+        with pytest.raises(
+            InputError, match=f"^{given} the feature-based BiLSTM, which fine-tuning does not have; add "
+        ):
+            tagging.run_ner(
+                dataclasses.replace(config, train_file=setup["train"], output_dir=str(tmp_path / "f"), **change)
+            )
+    assert not (tmp_path / "f").exists()
     unknown = tmp_path / "dev.txt"
     unknown.write_text("Paris NNP I-NP I-GPE\n")
     task = tagging.make_ner_task(dataclasses.replace(config, train_file=setup["train"], eval_file=str(unknown)))

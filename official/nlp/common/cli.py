@@ -250,7 +250,8 @@ def _guarded(main: Callable, script: str) -> Callable:
     def wrapped(argv):
         _one_line_per_event()
         try:
-            return main(argv)
+            with interruption.no_ctrl_c_lost():  # a Ctrl-C landing in a finalizer is not swallowed
+                return main(argv)
         except InputError as e:
             message = str(e)
         except OSError as e:

@@ -12,8 +12,10 @@ the note is `DEFAULT_NOTE`, true of every job of the library: an output gets its
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 
@@ -54,3 +56,61 @@ def children_ignore_ctrl_c() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+REDELIVERY_SECONDS = 0.05
+
+
+class _Redelivery:
+    """The state of `no_ctrl_c_lost`: whether the last KeyboardInterrupt raised was swallowed, and the timer that
+    delivers it again."""
+
+    def __init__(self, previous_hook: Callable):
+        self.previous_hook = previous_hook
+        self.swallowed = False
+        self.timers: list[threading.Timer] = []
+
+    def on_sigint(self, signum, frame) -> None:
+        self.swallowed = False  # raised; `unraisable` says so if it is swallowed again
+        raise KeyboardInterrupt
+
+    def unraisable(self, unraisable) -> None:
+        if unraisable.exc_type is None or not issubclass(unraisable.exc_type, KeyboardInterrupt):
+            self.previous_hook(unraisable)
+            return
+        # Not "Exception ignored in ...": a Ctrl-C is not ignored. The finalizer it landed in ends first; then a
+        # SIGINT of our own (the handler runs in the main thread, at its next instruction) raises it again.
+        self.swallowed = True
+        timer = threading.Timer(REDELIVERY_SECONDS, _thread.interrupt_main)
+        timer.daemon = True
+        try:
+            timer.start()
+        except RuntimeError:  # no new thread (the interpreter is ending): the end of the block raises it
+            return
+        self.timers.append(timer)
+
+
+@contextlib.contextmanager
+def no_ctrl_c_lost() -> Iterator[None]:
+    """Within the block, a Ctrl-C that Python swallows (it landed in a finalizer, see the module docstring) is
+    delivered again `REDELIVERY_SECONDS` later, and again until it is raised where the job runs; one still swallowed
+    when the block ends is raised there. Main thread only (elsewhere the block changes nothing): SIGINT's handler
+    and `sys.unraisablehook` are the process's, and are put back at the end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    state = _Redelivery(sys.unraisablehook)
+    previous_handler = signal.signal(signal.SIGINT, state.on_sigint)
+    sys.unraisablehook = state.unraisable
+    try:
+        try:
+            yield
+        finally:
+            for timer in state.timers:  # a timer's SIGINT, if it fired, is raised here at the latest
+                timer.cancel()
+                timer.join()
+            if state.swallowed:
+                raise KeyboardInterrupt
+    finally:
+        sys.unraisablehook = state.previous_hook
+        signal.signal(signal.SIGINT, previous_handler)

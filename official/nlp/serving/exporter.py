@@ -188,6 +188,12 @@ def export_model(
         raise InputError(f"--init_checkpoint={init_checkpoint}: {e}") from e
     if files.checkpoint is None:
         raise InputError(f"--init_checkpoint={init_checkpoint} holds no checkpoint")
+    if task == "ner" and init_checkpoint_lib.read_record(init_checkpoint).get("head") == "feature_tagger":
+        raise InputError(
+            f"--init_checkpoint={init_checkpoint} is a feature-based NER model (run_ner --feature_based: BiLSTMs on "
+            "the frozen encoder's layers), which cannot be exported; tag files with run_ner --do_predict and that "
+            "--output_dir, or fine-tune without --feature_based to get a model that exports"
+        )
     model = load_task_model(task, files, init_checkpoint)
     settings = recorded_settings(task, task_record(task, files, init_checkpoint))
     recorded_length = settings.pop("max_seq_length")

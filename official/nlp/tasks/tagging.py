@@ -341,8 +341,35 @@ class NerResult:
     bad_rows: dict[str, int]
 
 
+FEATURE_FLAGS = ("feature_layers", "feature_combine", "lstm_units", "num_lstm_layers")
+
+
+def check_feature_flags(config: TaggingConfig) -> None:
+    """Refuses the feature-based model's settings without `feature_based`: a fine-tuned tagger has no BiLSTM, and
+    they would be ignored without a word."""
+    if config.feature_based:
+        return
+    defaults = {f.name: f.default for f in dataclasses.fields(TaggingConfig)}
+    given = []
+    for name in FEATURE_FLAGS:
+        value = getattr(config, name)
+        if isinstance(value, (list, tuple)):
+            value, default = tuple(str(v) for v in value), tuple(str(v) for v in defaults[name])
+        else:
+            default = defaults[name]
+        if value != default:
+            given.append(f"--{name}={','.join(value) if isinstance(value, tuple) else value}")
+    if given:
+        raise InputError(
+            f"{', '.join(given)}: {'these set' if len(given) > 1 else 'this sets'} the feature-based BiLSTM, which "
+            "fine-tuning does not have; add --feature_based to train it on the frozen model, or leave "
+            f"{'them' if len(given) > 1 else 'it'} out to fine-tune"
+        )
+
+
 def make_ner_task(config: TaggingConfig, files=None) -> TaggingTask:
     """The task of `config` (fine-tuned or feature-based) with the tokenizer of `config.init_checkpoint`."""
+    check_feature_flags(config)
     files = files or finetuning.init_checkpoint_files(config)
     if config.feature_based:
         try:
@@ -358,6 +385,7 @@ def make_ner_task(config: TaggingConfig, files=None) -> TaggingTask:
 def run_ner(config: TaggingConfig) -> NerResult:
     """Trains (or resumes), evaluates after each epoch and tags `predict_file`, as `config.do_train/do_eval/
     do_predict` say; see the module docstring."""
+    check_feature_flags(config)  # before any file is read
     run = finetuning.run_task(config, lambda files: make_ner_task(config, files))
     predictions_file, scores = run.predictions or (None, None)
     if predictions_file:

@@ -83,3 +83,49 @@ def test_a_program_that_imports_a_script_keeps_its_own_ctrl_c(tmp_path):
         env={"PYTHONPATH": f"{REPO_ROOT}:{tmp_path}", "PATH": "/usr/bin:/bin"},
     )
     assert result.stdout.strip() == "True", result.stderr
+
+
+SWALLOWED = textwrap.dedent("""
+    import gc, os, signal, sys, time
+    from official.nlp.common import cli, interruption
+
+    class Finalized:
+        def __del__(self):  # as a tf.data iterator's: a Ctrl-C here is "Exception ignored in ..." in plain Python
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10**6):  # the handler runs here, inside the finalizer
+                pass
+
+    def main(argv):
+        with interruption.resumable("interrupted in the job; the same command resumes"):
+            Finalized()
+            print("the job went on", flush=True)
+            if os.environ["THEN"] == "work":
+                time.sleep(30)  # the Ctrl-C is delivered again in here
+            # "return": the job ends before it is delivered again; it is raised at the end
+
+    cli.run(main, script="demo")
+""")
+
+
+@pytest.mark.parametrize(
+    "then, line",
+    [
+        ("work", "demo: interrupted in the job; the same command resumes"),
+        ("return", "demo: interrupted; nothing half-written was kept, and the same command starts over"),
+    ],
+)
+def test_a_ctrl_c_that_lands_in_a_finalizer_is_not_swallowed(tmp_path, then, line):
+    """Python cannot raise a KeyboardInterrupt in a `__del__`: it printed "Exception ignored in ..." and a
+    reproduce_paper run went on to exit 0. It is delivered again, where the job runs."""
+    path = tmp_path / "demo.py"
+    path.write_text(SWALLOWED)
+    result = subprocess.run(
+        [sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin", "THEN": then},
+    )
+    assert result.stdout == "the job went on\n"  # the interrupt was swallowed at first: the job went on
+    assert result.returncode == 128 + signal.SIGINT, result.stderr
+    assert result.stderr.strip().splitlines() == [line]

@@ -20,7 +20,8 @@ under a temporary name until the whole input is read, so an input found damaged 
 output as it was; then the summary is removed, the files put in place, and the earlier run's shards that this one
 does not write again (fewer shards) removed. A run killed half-way leaves no summary, never a mix of two runs. An
 output that is an input (through a symbolic link too) is refused, and a second job on the same output is refused
-while the first runs (`output_folders.check_output_files`, `output_folders.claim`).
+while the first runs (`output_folders.check_output_files`, `output_folders.claim`). An input that gives
+no document at all (only stubs) is refused, and nothing is written.
 
 Example:
 
@@ -331,9 +332,26 @@ def _write_outputs(
                             counts.documents,
                             counts.sentences,
                         )
+                if path == paths[-1] and not counts.documents:  # every output is still a temporary file
+                    raise _nothing_to_write(config, counts)
             if not written:
                 logging.warning("%s holds no document: its part of the input has no text", path)
     return counts
+
+
+def _nothing_to_write(config: CorpusConfig, counts: Counts) -> InputError:
+    """The refusal of an input whose every document was dropped: an empty corpus trains nothing."""
+    if counts.stubs:
+        why = (
+            f"all {counts.stubs} of its documents were dropped as stubs without text (a WikiExtractor article that "
+            "is a title and no paragraph, or a document of which the sentence splitter keeps nothing)"
+        )
+    else:
+        why = "it holds no document"
+    return InputError(
+        f"--input_file={config.input_file}: nothing to write, no output was written: {why}; give it files with text "
+        "(WikiExtractor writes a stub for every short article: most files hold both)"
+    )
 
 
 def _write_summary(summary: CorpusSummary, config: CorpusConfig) -> None:

@@ -38,7 +38,8 @@ class CorpusConfig(CheckedConfig):
         help=(
             "wikiextractor: <doc ...> blocks of WikiExtractor; text: a blank line between documents, a paragraph per "
             "line; dump: a Wikipedia XML dump (.xml.bz2 or .xml; main-namespace articles, wikitext parsed); auto: "
-            "each file by its start (a dump, a <doc ...> tag or not)."
+            "each file by its start (a dump, a <doc ...> tag or not; a file read as text "
+            "that holds <doc> lines is refused)."
         ),
     )
     keep_headings: bool = field(

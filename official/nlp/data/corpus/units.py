@@ -2,7 +2,9 @@
 
 A file's format is ``--input_format``, or with ``auto`` read from its start: a Wikipedia XML dump (`dump`) starts
 as bzip2 data that decompresses to ``<mediawiki ...>``, or as that XML itself; otherwise the first line that is not
-blank decides: a ``<doc ...>`` tag means WikiExtractor output, anything else plain text. A dump is not cut into
+blank decides: a ``<doc ...>`` tag means WikiExtractor output, anything else plain text; but a
+file read so as text whose start holds a ``<doc ...>`` or ``</doc>`` line is refused, naming it (WikiExtractor output
+cut at its start, whose tags and titles would become text). A dump is not cut into
 byte ranges (its pages are read as a stream: `dump.page_units`). The start of each file (64 KiB) is checked here, before
 any work, so that a binary file or a file in another encoding is refused at once (`text_files.decode_text` names
 the line and the encoding it seems to be in).
@@ -71,6 +73,8 @@ def file_format(path: str, requested: str) -> str | None:
         return None
     starts_as_wikiextractor = is_doc_tag(first)
     if requested == AUTO:
+        if not starts_as_wikiextractor:
+            _refuse_markup_in_text(path, text, first)
         return WIKIEXTRACTOR if starts_as_wikiextractor else TEXT
     if requested == WIKIEXTRACTOR and not starts_as_wikiextractor:
         raise InputError(
@@ -78,6 +82,22 @@ def file_format(path: str, requested: str) -> str | None:
             f"is {first[:60]!r}); pass --input_format=text (or auto) for plain text"
         )
     return requested
+
+
+def _refuse_markup_in_text(path: str, text: str, first: str) -> None:
+    """Refuses a file read as plain text (``auto``, its first line is no ``<doc ...>`` tag) whose sampled start holds
+    WikiExtractor's ``<doc ...>`` or ``</doc>`` lines: WikiExtractor output cut at its start (or text mixed with it),
+    which as text would put every tag and title into the corpus."""
+    for number, line in enumerate(text.split("\n"), 1):
+        line = line.strip()
+        if is_doc_tag(line) or line == "</doc>":
+            keep = number + 1 if line == "</doc>" else number
+            raise InputError(
+                f"{path}:{number}: a WikiExtractor {line[:60]!r} line, but the file does not start with a <doc ...> "
+                f"tag (its first line is {first[:40]!r}): WikiExtractor output cut at its start, or text mixed with "
+                f"it, would put every tag and title into the corpus; extract the file again (or keep its lines from "
+                f"line {keep} on), or pass --input_format=text to read every line as text"
+            )
 
 
 def _whole_characters(sample: bytes) -> bytes:

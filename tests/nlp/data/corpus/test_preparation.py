@@ -208,3 +208,45 @@ def test_inputs_and_flags_that_cannot_work_are_refused(shared_data, tmp_path):
     with pytest.raises(InputError, match=r"^--num_workers=-1: must be >= 0; --unit_mb=0.0: must be > 0$"):
         _run(tmp_path, blank, unit_mb=0.0, num_workers=-1)
     assert not (tmp_path / "out").exists()
+
+
+def test_wikiextractor_output_cut_at_its_start_is_refused_naming_its_line(shared_data, tmp_path):
+    """Read as `auto`, a file whose first line is inside an article is not WikiExtractor output by its first line;
+    read as text, every <doc ...>, </doc> and title would become a sentence of the corpus."""
+    data = (shared_data / "wikipedia" / "wiki_00").read_bytes()
+    start = data.index(b"\n</doc>", 2000) - 100  # in the middle of an article's last line
+    cut = tmp_path / "wiki_cut"
+    cut.write_bytes(data[start : data.index(b"</doc>\n", 300_000) + 7])  # to the end of an article
+    line = data[start : data.index(b"</doc>", start)].count(b"\n") + 1
+    with pytest.raises(
+        InputError, match=rf"^{cut}:{line}: a WikiExtractor '</doc>' line, but the file does not start with a <doc "
+    ) as refused:
+        _run(tmp_path, cut, num_workers=1)
+    assert f"keep its lines from line {line + 1} on" in str(refused.value)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and p != cut]
+    # What the message says works: the file from that line on is WikiExtractor output again.
+    lines = cut.read_bytes().split(b"\n")
+    whole = tmp_path / "wiki_whole"
+    whole.write_bytes(b"\n".join(lines[line:]))
+    assert _run(tmp_path, whole, num_workers=1).counts.documents > 10
+    # and --input_format=text reads every line as text, as asked
+    _run(tmp_path, cut, input_format="text", num_workers=1, output_file=str(tmp_path / "as_text.txt"))
+    assert "</doc>" in (tmp_path / "as_text.txt").read_text().split("\n")
+
+
+def test_a_corpus_of_stubs_only_is_refused_and_nothing_is_written(shared_data, tmp_path):
+    articles = re.findall(
+        r"^<doc [^>]*>\n.*?^</doc>\n", (shared_data / "wikipedia" / "wiki_00").read_text(), re.M | re.S
+    )
+    stubs = [a for a in articles if len([line for line in a.split("\n") if line.strip()]) == 3]  # tag, title, end
+    assert len(stubs) > 100
+    path = tmp_path / "stubs"
+    path.write_text("".join(stubs[:100]), encoding="utf-8")
+    for output in (str(tmp_path / "out" / "x.txt"), str(tmp_path / "out" / "x@2")):
+        with pytest.raises(
+            InputError,
+            match=rf"^--input_file={path}: nothing to write, no output was written: all 100 of its documents were "
+            r"dropped as stubs without text",
+        ):
+            _run(tmp_path, path, output_file=output, unit_mb=0.001, num_workers=1)
+        assert not [p for p in tmp_path.rglob("*") if p.is_file() and p != path]
