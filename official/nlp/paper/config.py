@@ -21,11 +21,12 @@ from official.nlp.paper import budgets
 from official.nlp.training import optimization
 from official.nlp.training.run_settings import settings_differences
 
-TABLES = ("5", "6", "7")
+TABLES = ("5", "6", "7", "curve")
+DEFAULT_TABLES = ("5", "6", "7")
 PAPER_SETTINGS_FILE = "paper_settings.json"
 BUDGET_VALUES_KEY = "budget_values"
 # May change between sittings of one rerun (see the module docstring).
-SELECTION_FIELDS = ("tasks", "tables", "masking_rates", "plots")
+SELECTION_FIELDS = ("tasks", "tables", "masking_rates", "plots", "curve_state_dir")
 
 
 @dataclasses.dataclass
@@ -67,7 +68,17 @@ class PaperConfig(CheckedConfig):
     tasks: Sequence[str] = field(
         list(budgets.FINE_TUNING_TASKS), help=f"Fine-tuning tasks to run: {', '.join(budgets.FINE_TUNING_TASKS)}."
     )
-    tables: Sequence[str] = field(list(TABLES), help="The paper's tables to rerun: 5, 6, 7.")
+    tables: Sequence[str] = field(
+        list(DEFAULT_TABLES),
+        help="The paper's tables to rerun: 5, 6, 7; and curve, the transfer curve (one long pretraining run, each "
+        "doubling step's checkpoint fine-tuned beside random init; docs/paper.md).",
+    )
+    curve_state_dir: str | None = field(
+        None,
+        path="path",
+        help="Where the transfer curve keeps its finished results and its resume state (e.g. docs/paper_curve): "
+        "updated after each of its stages; a sitting on a fresh machine resumes from it.",
+    )
     masking_rates: bool = field(
         False, help="Also pretrain with the other masking rates of the paper's appendix (Table 8) and fine-tune them."
     )
@@ -226,6 +237,20 @@ class Workspace:
     @property
     def heldout_corpus(self) -> str:
         return self.path("data", "corpus", "heldout.txt")
+
+    @property
+    def pilot_file(self) -> str:
+        """The pilot's choice of the pretraining recipe (JSON), which every pretraining run reads."""
+        return self.path("pilot.json")
+
+    @property
+    def curve_model_dir(self) -> str:
+        """The transfer curve's one long pretraining run."""
+        return self.path("runs", "curve", "pretrain")
+
+    def curve_export(self, step: int) -> str:
+        """The model directory of the curve's checkpoint at `step`."""
+        return self.path("runs", "curve", "exports", f"step{step}")
 
     @property
     def vocab_file(self) -> str:
