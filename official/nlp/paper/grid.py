@@ -226,8 +226,8 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
     )
     pilot = budget.pilot_grid()
     curve = CURVE_TABLE in tables and bool(budget.curve_checkpoints())
-    needs_heldout = "6" in tables or masking or bool(pilot) or curve
-    if needs_heldout:
+    needs_perplexity = "6" in tables or masking
+    if needs_perplexity or pilot or curve:  # the pilot and the curve score held-out loss too
         add(
             Stage(
                 f"data/{HELDOUT_RECORDS}",
@@ -317,7 +317,7 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
                     depends=(f"data/{variant.records}", *recipe),
                 )
             )
-        if variant.objective == "mlm" and needs_heldout:
+        if variant.objective == "mlm" and needs_perplexity:
             add(
                 Stage(
                     f"perplexity/{variant.name}/{size}",

@@ -204,7 +204,8 @@ def plot(rows: list[Row], budget: Budget, tasks, path: str) -> None:
         ax.set_xlabel("pretraining steps")
         ax.set_title(f"{task} ({_metric(task)}, %)")
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+    if axes[0][0].get_legend_handles_labels()[0]:
+        axes[0][0].legend(fontsize=7)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     output_files.write_bytes(path, buffer.getvalue())
