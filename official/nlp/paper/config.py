@@ -21,7 +21,7 @@ from official.nlp.paper import budgets
 from official.nlp.training import optimization
 from official.nlp.training.run_settings import settings_differences
 
-TABLES = ("5", "6", "7", "curve")
+TABLES = ("5", "6", "7", "curve", "pilot")
 DEFAULT_TABLES = ("5", "6", "7")
 PAPER_SETTINGS_FILE = "paper_settings.json"
 BUDGET_VALUES_KEY = "budget_values"
@@ -70,8 +70,9 @@ class PaperConfig(CheckedConfig):
     )
     tables: Sequence[str] = field(
         list(DEFAULT_TABLES),
-        help="The paper's tables to rerun: 5, 6, 7; and curve, the transfer curve (one long pretraining run, each "
-        "doubling step's checkpoint fine-tuned beside random init; docs/paper.md).",
+        help="The paper's tables to rerun: 5, 6, 7; curve, the transfer curve (one long pretraining run, each "
+        "doubling step's checkpoint fine-tuned beside random init; docs/paper.md); pilot alone: only the data and "
+        "the pilot that picks the pretraining recipe on held-out loss (no fine-tuning data needed).",
     )
     curve_state_dir: str | None = field(
         None,
@@ -91,6 +92,14 @@ class PaperConfig(CheckedConfig):
     pretrain_steps: int | None = field(None, minimum=1, help="Pretraining steps instead of the budget's.")
     pretrain_batch_size: int | None = field(None, minimum=1, help="Pretraining batch instead of the budget's.")
     seeds: int | None = field(None, minimum=1, help="Fine-tuning seeds per cell instead of the budget's.")
+    pilot_learning_rates: Sequence[float] | None = field(
+        None, help="The pilot's learning rates instead of the budget's, at the budget's pretraining batch."
+    )
+    pilot_batch_sizes: Sequence[int] | None = field(
+        None,
+        help="The pilot's batch sizes instead of the budget's (each rate scaled by the square root of the batch "
+        "ratio; the same training examples at every batch).",
+    )
     mixed_precision: str = field(
         "float32",
         enum=optimization.MIXED_PRECISION,
@@ -116,6 +125,10 @@ def resolved_budget(config: PaperConfig) -> budgets.Budget:
         changes["pretrain_steps"] = config.pretrain_steps
     if config.pretrain_batch_size:
         changes["pretrain_batch_size"] = config.pretrain_batch_size
+    if config.pilot_learning_rates:
+        changes["pilot_learning_rates"] = tuple(float(r) for r in config.pilot_learning_rates)
+    if config.pilot_batch_sizes:
+        changes["pilot_batch_sizes"] = tuple(int(b) for b in config.pilot_batch_sizes)
     if config.seeds:
         changes["tasks"] = {t: dataclasses.replace(b, seeds=config.seeds) for t, b in budget.tasks.items()}
         changes["feature_seeds"] = config.seeds

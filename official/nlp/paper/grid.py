@@ -25,6 +25,7 @@ SHARED_RECORDS = "records"
 NO_NSP_RECORDS = "records-nonsp"
 HELDOUT_RECORDS = "records-heldout"  # the held-out documents' records, for the perplexity
 CURVE_TABLE = "curve"  # the transfer curve's selection name in --tables
+PILOT_TABLE = "pilot"  # --tables=pilot: the data and the pilot alone
 PILOT_CHOICE = "pilot/choice"  # the stage that picks the pretraining recipe from the pilot runs
 
 
@@ -237,7 +238,8 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
                 depends=("data/vocab",),
             )
         )
-    for task in tasks:
+    fine_tunes = masking or bool(set(tables) - {PILOT_TABLE})
+    for task in tasks if fine_tunes else ():
         add(Stage(f"data/{task}", "task_data", f"The {task} data (splits and slices)", task=task))
     recipe = ()  # what every pretraining run waits for: the pilot's choice of its learning rate and batch
     if pilot:

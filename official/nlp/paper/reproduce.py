@@ -124,7 +124,7 @@ def reproduce_paper(config: PaperConfig, *, echo: Callable[[str], None] = print)
     input_files.expand_input_files(config.input_file)
     if config.vocab_file and not input_files.isfile(config.vocab_file):
         raise MissingInputError(f"--vocab_file={config.vocab_file} does not exist or is not a file")
-    for task in config.tasks:
+    for task in config.tasks if config.masking_rates or set(config.tables) - {grid.PILOT_TABLE} else ():
         splits.check_files(task, config.glue_dir, config.squad_file, config.conll_dir)
     space = Workspace(config.output_dir)
     if config.curve_state_dir:
@@ -139,8 +139,10 @@ def reproduce_paper(config: PaperConfig, *, echo: Callable[[str], None] = print)
     ]
 
     by_id = {s.id: s for s in grid_stages}
+    ran: set[str] = set()  # the stages of this sitting: only they change the curve's saved state
 
     def execute(stage: grid.Stage) -> tuple[list[Row], str]:
+        ran.add(stage.id)
         if stage.kind in ("corpus", "vocab", "records", "task_data"):
             values, steps = data_jobs.run_data_stage(stage, config, budget, space), None
         elif stage.kind == "pilot_choice":
@@ -165,7 +167,7 @@ def reproduce_paper(config: PaperConfig, *, echo: Callable[[str], None] = print)
 
     def after(stage: grid.Stage) -> None:
         training_jobs.clean_up(stage, space)
-        if config.curve_state_dir and wants_curve and _in_curve_state(stage) and stages.read_marker(space, stage):
+        if config.curve_state_dir and wants_curve and stage.id in ran and _in_curve_state(stage):
             _save_curve_state(config, budget, space, grid_stages, sittings, stage)
 
     rows = stages.run_stages(
