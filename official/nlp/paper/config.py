@@ -144,6 +144,10 @@ def validate(config: PaperConfig) -> None:
     unknown = sorted(set(config.tables) - set(TABLES))
     if unknown or not config.tables:
         problems.append(f"--tables={','.join(config.tables)}: choose from {', '.join(TABLES)}")
+    if config.curve_state_dir and "curve" not in config.tables:
+        problems.append(
+            f"--curve_state_dir={config.curve_state_dir}: applies to the transfer curve; add curve to --tables"
+        )
     if problems:
         raise InputError("; ".join(problems))
     resolved_budget(config)
