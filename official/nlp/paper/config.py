@@ -95,6 +95,9 @@ class PaperConfig(CheckedConfig):
     pilot_learning_rates: Sequence[float] | None = field(
         None, help="The pilot's learning rates instead of the budget's, at the budget's pretraining batch."
     )
+    pilot_examples: int | None = field(
+        None, minimum=1, help="Training examples of each pilot run instead of the budget's (the same at every batch)."
+    )
     pilot_batch_sizes: Sequence[int] | None = field(
         None,
         help="The pilot's batch sizes instead of the budget's (each rate scaled by the square root of the batch "
@@ -127,6 +130,8 @@ def resolved_budget(config: PaperConfig) -> budgets.Budget:
         changes["pretrain_batch_size"] = config.pretrain_batch_size
     if config.pilot_learning_rates:
         changes["pilot_learning_rates"] = tuple(float(r) for r in config.pilot_learning_rates)
+    if config.pilot_examples:
+        changes["pilot_examples"] = config.pilot_examples
     if config.pilot_batch_sizes:
         changes["pilot_batch_sizes"] = tuple(int(b) for b in config.pilot_batch_sizes)
     if config.seeds:
