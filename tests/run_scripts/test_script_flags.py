@@ -111,8 +111,10 @@ def test_every_path_with_a_glob_character_is_refused_when_the_config_is_made(scr
     test_glob_paths.py shows why); now every path of every job is refused up front, naming the flag."""
     config_class = SCRIPTS[script]
     fields = dataclasses.fields(config_class)
-    required = {
-        f.name: "x" for f in fields if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    required = {  # an allowed value of an enum field (`export_model.py --task`)
+        f.name: f.metadata.get("enum", ["x"])[0]
+        for f in fields
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
     }
     config_class(**required)
     for field in fields:

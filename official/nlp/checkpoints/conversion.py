@@ -11,8 +11,9 @@ import os
 
 from absl import logging
 
-from official.nlp.checkpoints import hf_export, model_dir, model_loading, tf1_checkpoints
-from official.nlp.common import output_folders
+from official.nlp.checkpoints import hf_export, model_dir, model_loading, our_checkpoints, tf1_checkpoints
+from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
+from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 
@@ -23,8 +24,8 @@ class ConversionConfig(CheckedConfig):
 
     input: str = field(
         path="path",
-        help="TF1 checkpoint prefix or folder, Hugging Face model folder, model directory, or (for "
-        "--output_format=hf) a fine-tuned classifier's directory.",
+        help="TF1 checkpoint prefix or folder, Hugging Face model folder, model directory, or a fine-tuning "
+        "run's --output_dir (for --output_format=hf, a classifier's keeps its head).",
     )
     output_dir: str = field(
         path="path",
@@ -65,6 +66,23 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
     )
 
 
+def _load(input_path: str, *, input_format: str, **overrides):
+    """`model_loading.load_model`, which also takes a fine-tuning run's `--output_dir` (or a checkpoint prefix in
+    it), as every script's `--init_checkpoint` does: the model of the run, its `best_model/` when it has one, else
+    (trained without --do_eval) its last checkpoint, with the config, vocabulary and case its
+    `finetuning_settings.json` records. Its encoder is what a model directory holds."""
+    source = init_checkpoint_lib.locate(input_path)
+    folder = source if input_files.isdir(source) else os.path.dirname(source)
+    if input_format not in ("auto", "ours") or not init_checkpoint_lib.is_output_dir(folder):
+        return model_loading.load_model(source, input_format=input_format, **overrides)
+    try:
+        files = init_checkpoint_lib.resolve_model_files(source, **overrides)
+    except (FileNotFoundError, ValueError) as e:
+        raise InputError(f"--input={input_path}: {e}") from e
+    logging.info("Converting the model of the run in %s: its checkpoint %s (no best_model/)", folder, files.checkpoint)
+    return our_checkpoints.model_from_checkpoint(files.checkpoint, files.config), files
+
+
 def convert_checkpoint(
     input_path: str,
     output_dir: str,
@@ -84,7 +102,7 @@ def convert_checkpoint(
         raise InputError(f"--output_format must be 'ours' or 'tf1', got {output_format!r}")
     inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
     output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
-    model, files = model_loading.load_model(
+    model, files = _load(
         input_path,
         input_format=input_format,
         bert_config_file=bert_config_file,

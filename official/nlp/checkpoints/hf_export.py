@@ -165,6 +165,8 @@ def _classifier(path: str, record: dict, files: model_dir_lib.ModelFiles) -> Ber
 def _load(path: str, *, input_format: str, **overrides) -> tuple[object, model_dir_lib.ModelFiles, dict]:
     """The model at `path` with every weight, its files, and its fine-tuning record (`{}` for a pretrained one)."""
     head = init_checkpoint_lib.fine_tuned_head(path)
+    if head is not None and head.get("head") is None:
+        head = {**head, "head": _head_of_run(path)}
     if head is None:
         model, files = model_loading.load_model(path, input_format=input_format, **overrides)
         return model, files, {}
@@ -181,6 +183,17 @@ def _load(path: str, *, input_format: str, **overrides) -> tuple[object, model_d
         raise InputError(f"{path}: {e}") from e
     record = init_checkpoint_lib.read_record(path)
     return _classifier(path, {**record, **head}, files), files, {**record, **head}
+
+
+def _head_of_run(path: str) -> str | None:
+    """The head kind of a fine-tuning run without `best_model/` (trained without --do_eval), whose
+    `finetuning_settings.json` names its task but not its head: run_classifier's runs are told by their
+    `task_name` setting (`ClassifierConfig`), a sequence classifier, multi-label with the `multi_label` one;
+    other tasks record their head (`head`)."""
+    settings = model_dir_lib.read_settings_file(init_checkpoint_lib.locate(path)) or {}
+    if "task_name" in settings:
+        return CLASSIFIER_HEADS[1] if settings.get("multi_label") else CLASSIFIER_HEADS[0]
+    return settings.get("head")
 
 
 def _architecture(model, record: dict, source: str) -> tuple[str, dict]:
@@ -211,7 +224,10 @@ def _architecture(model, record: dict, source: str) -> tuple[str, dict]:
         raise InputError(f"{source}: {len(labels)} recorded labels for a classifier with {model.num_classes} outputs")
     head = {"labels": labels}
     if record.get("multi_label") or record.get("head") == "multi_label_classifier":
-        head.update(problem_type="multi_label_classification", thresholds=record.get("thresholds"))
+        # A run without best_model/ records its --threshold (or none: the default 0.5 of `metrics.multi_label`),
+        # not the thresholds of an evaluation.
+        thresholds = record.get("thresholds") or [record.get("threshold") or 0.5] * len(labels)
+        head.update(problem_type="multi_label_classification", thresholds=[float(t) for t in thresholds])
     else:
         head["problem_type"] = "single_label_classification"
     return "BertForSequenceClassification", head
@@ -269,7 +285,12 @@ def export_to_hugging_face(
     config = hf_config(files.config, architecture=architecture, pad_token_id=vocab["[PAD]"], **head)
     tensors = hf_tensors(model, pooler=architecture != "BertLMHeadModel")
     parent, name = output_folders.split(output_dir)
-    with output_folders.claim(parent, name, what=output_dir), output_folders.staging_folder(output_dir) as staging:
+    full = output_files.naming_output_when_full(output_dir, name="--output_dir")  # names it, not the staging file
+    with (
+        full,
+        output_folders.claim(parent, name, what=output_dir),
+        output_folders.staging_folder(output_dir) as staging,
+    ):
         tokenizer = _tokenizer_files(files.do_lower_case, files.config.max_position_embeddings)
         for file_name, content in {"config.json": config, **tokenizer}.items():
             output_files.write_text(

@@ -7,6 +7,7 @@ NSP weight `cls.seq_relationship.weight` is `[2, H]` in both PyTorch and TF1 and
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import struct
@@ -39,26 +40,59 @@ def load_safetensors(path: str) -> dict[str, np.ndarray]:
     data = input_files.read_bytes(path)
     try:
         (header_size,) = struct.unpack("<Q", data[:8])
+        if 8 + header_size > len(data):
+            raise ValueError(f"its header says {header_size:,} bytes, and the file has {len(data):,}")
         header = json.loads(data[8 : 8 + header_size])
+        if not isinstance(header, dict):
+            raise ValueError("its header is not a JSON object")
     except (struct.error, ValueError) as e:
-        raise InputError(f"{path} is not a safetensors file ({e})") from None
+        raise InputError(
+            f"{path} is not a safetensors file, or is truncated ({e}); copy or download it again"
+        ) from None
     start = 8 + header_size
     buffer = memoryview(data)  # slices of a memoryview share the bytes; slices of bytes would copy them
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        begin, end = info["data_offsets"]
+        dtype, shape, begin, end = _checked_entry(path, name, info, len(data) - start)
         raw = buffer[start + begin : start + end]
-        if info["dtype"] == "BF16":
+        if dtype == "BF16":
             bits = np.frombuffer(raw, "<u2").astype(np.uint32) << 16
             array = bits.view(np.float32)
-        elif info["dtype"] in _SAFETENSORS_DTYPES:
-            array = np.frombuffer(raw, np.dtype(_SAFETENSORS_DTYPES[info["dtype"]]).newbyteorder("<"))
         else:
-            raise InputError(f"{path}: tensor {name} has unsupported dtype {info['dtype']}")
-        tensors[name] = array.reshape(info["shape"])
+            array = np.frombuffer(raw, np.dtype(_SAFETENSORS_DTYPES[dtype]).newbyteorder("<"))
+        tensors[name] = array.reshape(shape)
     return tensors
+
+
+def _checked_entry(path: str, name: str, info, data_size: int) -> tuple[str, list[int], int, int]:
+    """`(dtype, shape, begin, end)` of one tensor of a safetensors header, checked against the `data_size` bytes
+    after the header: a file cut short (an interrupted download or copy) is named with the first tensor it cuts,
+    instead of failing in a reshape."""
+    try:
+        dtype, shape, (begin, end) = info["dtype"], list(info["shape"]), info["data_offsets"]
+        if not all(isinstance(v, int) and v >= 0 for v in (begin, end, *shape)) or end < begin:
+            raise ValueError
+    except (KeyError, TypeError, ValueError):
+        raise InputError(
+            f"{path}: tensor {name} has no valid dtype, shape and data_offsets in the header "
+            f"({json.dumps(info)[:80]}); the file is damaged: copy or download it again"
+        ) from None
+    if dtype != "BF16" and dtype not in _SAFETENSORS_DTYPES:
+        raise InputError(f"{path}: tensor {name} has unsupported dtype {dtype}")
+    if end > data_size:
+        raise InputError(
+            f"{path} is truncated: tensor {name} ends at byte {end:,} of the data, and the file holds {data_size:,} "
+            "bytes of data; copy or download it again"
+        )
+    item = 2 if dtype == "BF16" else np.dtype(_SAFETENSORS_DTYPES[dtype]).itemsize
+    if end - begin != item * math.prod(shape):
+        raise InputError(
+            f"{path}: tensor {name} has {end - begin:,} bytes for the shape {shape} of {dtype} "
+            f"({item * math.prod(shape):,} expected); the file is damaged: copy or download it again"
+        )
+    return dtype, shape, begin, end
 
 
 _HF_LAYER_NORM = {"weight": "gamma", "bias": "beta"}

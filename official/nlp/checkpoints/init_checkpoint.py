@@ -53,6 +53,12 @@ def is_output_dir(path: str) -> bool:
     )
 
 
+def holds_a_run(path: str | None) -> bool:
+    """Whether folder `path` holds a fine-tuning run's model: a `best_model/`, or checkpoints with the run's
+    `finetuning_settings.json`."""
+    return bool(path) and (_has_checkpoint(os.path.join(path, model_dir_lib.BEST_MODEL_DIR)) or is_output_dir(path))
+
+
 def _output_dir_of(path: str) -> str | None:
     """The fine-tuning output directory that `path` (the directory, or a checkpoint prefix in it) stands for."""
     folder = path if input_files.isdir(path) else os.path.dirname(path)

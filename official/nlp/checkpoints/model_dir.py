@@ -354,7 +354,9 @@ def export_model_dir(
     else:
         output_folders.check_export(export_dir, flag=flag, owner=owner)
         claim = contextlib.nullcontext()
-    with claim, output_folders.staging_folder(export_dir) as staging:
+    # A full disk names export_dir (and the flag), not the staging file being written.
+    full = output_files.naming_output_when_full(export_dir, name=flag)
+    with full, claim, output_folders.staging_folder(export_dir) as staging:
         save_model_dir(
             staging,
             model,

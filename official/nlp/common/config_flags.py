@@ -29,10 +29,13 @@ without it, naming the flag (`InputError`). A field whose default is None stays 
 (e.g. `--do_lower_case`, whose default is the case stored with the model).
 
 **Checked on construction.** A config that subclasses `CheckedConfig` applies each field's rule when it is made,
-from flags or from Python (`check_fields`): a number must be finite and in its range, ``~`` at the start of a
-local path is the user's home folder (bash leaves it as it is after ``--flag=``), and a path (not a pattern) must
-not hold a character that TensorFlow reads as a glob pattern (`input_files.check_no_glob`). Every problem is
-named in one `InputError` (``--learning_rate=inf: must be a finite number``).
+from flags or from Python (`check_fields`): a value must be of the field's declared type (a `bool` is True or
+False, not the string "false"; an `int` is not a bool; None only where the annotation allows it; a list is a list
+or tuple, not a bare string) and one of its ``enum`` values, a number must be finite and in its range, ``~`` at
+the start of a local path is the user's home folder (bash leaves it as it is after ``--flag=``), and a path (not a
+pattern) must not hold a character that TensorFlow reads as a glob pattern (`input_files.check_no_glob`). A NumPy
+number is kept as Python's. Every problem is named in one `InputError` (``--learning_rate=inf: must be a finite
+number``, ``--keep_headings='false': must be True or False; got a str``).
 """
 
 from __future__ import annotations
@@ -125,6 +128,8 @@ def _kind(config_class: type, f: dataclasses.Field) -> tuple[type, type | None]:
         origin = typing.get_origin(arg)
         if origin in _LISTS:
             element = typing.get_args(arg)[0] if typing.get_args(arg) else str
+            if _is_union(element) and str in typing.get_args(element):  # `Sequence[int | str]`: strings
+                element = str
             if element in (str, int, float):
                 return origin, element
     raise TypeError(
@@ -214,15 +219,85 @@ def _checked_path(f: dataclasses.Field, value: Any) -> tuple[Any, list[str]]:
     return (expanded[0] if kind == "path" else ",".join(expanded)), problems
 
 
+def _matches(value: Any, hint: Any, path: bool) -> bool:
+    """Whether `value` is of the declared type `hint` (a path field's strings may be `os.PathLike` too)."""
+    if hint is Any:
+        return True
+    if _is_union(hint):
+        return any(_matches(value, arg, path) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str) or (path and isinstance(value, os.PathLike))
+    if typing.get_origin(hint) in _LISTS:  # a list or tuple: a bare string is one value, not a list of them
+        element = (typing.get_args(hint) or (Any,))[0]
+        return isinstance(value, (list, tuple)) and all(_matches(v, element, path) for v in value)
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True  # an annotation these checks do not know (a field without a flag)
+
+
+def _describe(hint: Any, path: bool, plural: bool = False) -> str:
+    """`hint` in words: what a field of that type allows (`plural`: as the elements of a list)."""
+    if _is_union(hint):
+        return " or ".join(_describe(arg, path, plural) for arg in typing.get_args(hint))
+    if typing.get_origin(hint) in _LISTS:
+        return f"a list of {_describe((typing.get_args(hint) or (str,))[0], path, plural=True)}"
+    words = {
+        type(None): ("None", "None"),
+        bool: ("True or False", "bools"),
+        int: ("an integer", "integers"),
+        float: ("a number", "numbers"),
+        str: ("a path (a string)", "paths (strings)") if path else ("a string", "strings"),
+    }
+    if hint in words:
+        return words[hint][plural]
+    return getattr(hint, "__name__", str(hint))
+
+
+def _type_problem(config: Any, f: dataclasses.Field, value: Any) -> str | None:
+    """What is wrong with `value` for the declared type of field `f` and its allowed values (`enum`), or None."""
+    hint = typing.get_type_hints(type(config))[f.name]
+    if not _matches(value, hint, "path" in f.metadata):
+        if value is None and _required(f):
+            return f"--{f.name} is required: give {_describe(hint, 'path' in f.metadata)}"
+        return f"--{f.name}={value!r}: must be {_describe(hint, 'path' in f.metadata)}; got a {type(value).__name__}"
+    if "enum" in f.metadata and value is not None and value not in f.metadata["enum"]:
+        return f"--{f.name}={value!r}: must be one of {', '.join(map(str, f.metadata['enum']))}"
+    return None
+
+
+def _plain_number(value: Any) -> Any:
+    """A NumPy integer or float as Python's (configs are written as JSON); anything else as it is."""
+    if isinstance(value, numbers.Integral) and type(value) not in (bool, int):
+        return int(value)
+    if isinstance(value, numbers.Real) and type(value) not in (bool, int, float):
+        return float(value)
+    return value
+
+
 def check_fields(config: Any) -> None:
-    """Applies each field's rule to `config` (see the module docstring): expands ``~`` in its local paths, and
-    raises one `InputError` naming every number out of its range or not finite and every path with a glob
-    character."""
+    """Applies each field's rule to `config` (see the module docstring): refuses a value that is not of the field's
+    declared type or not one of its `enum` values, expands ``~`` in its local paths, and raises one `InputError`
+    naming every such value, every number out of its range or not finite and every path with a glob character."""
     problems = []
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
+        problem = _type_problem(config, f, value)
+        if problem:
+            problems.append(problem)
+            continue
         if value is None:
             continue
+        if _plain_number(value) is not value:
+            value = _plain_number(value)
+            setattr(config, f.name, value)
         if "path" in f.metadata:
             value, found = _checked_path(f, value)
             setattr(config, f.name, value)

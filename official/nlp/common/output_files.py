@@ -275,17 +275,25 @@ def rmtree(path: str) -> None:
 
 
 def copy(source: str, target: str) -> None:
-    """Copies file `source` to `target` (either may be on any filesystem), replacing an earlier `target`."""
-    with user_path(source):
-        if not (_is_remote(source) or _is_remote(target)):
-            import shutil
+    """Copies file `source` to `target` (either may be on any filesystem), replacing an earlier `target`. A full disk
+    names `target`, the file being written (Python's copy names the source)."""
+    try:
+        with user_path(source):
+            if not (_is_remote(source) or _is_remote(target)):
+                import shutil
 
-            if os.path.exists(target) and os.path.samefile(source, target):
-                return
-            shutil.copyfile(source, target)
-        else:
-            _clear_for_writing(target)
-            _gfile().copy(source, target, overwrite=True)
+                if os.path.exists(target) and os.path.samefile(source, target):
+                    return
+                shutil.copyfile(source, target)
+            else:
+                _clear_for_writing(target)
+                _gfile().copy(source, target, overwrite=True)
+    except Exception as e:
+        reason = full_disk_reason(e)
+        if reason is None:
+            raise
+        code = e.errno if isinstance(e, OSError) and e.errno in _FULL else errno.ENOSPC
+        raise OSError(code, reason, os.fspath(target)) from None
 
 
 def files_under(folder: str) -> list[str]:
@@ -354,3 +362,43 @@ def _written_meanwhile(target: str) -> OutputExistsError:
         f"{target} holds files that another job wrote while this one ran; nothing of this job was put there. "
         "Choose another output folder"
     )
+
+
+def full_disk_reason(e: BaseException) -> str | None:
+    """What filled up when `e` is a write that failed for want of space (a full disk, a quota, the file size limit),
+    from Python or TensorFlow, or an `InputError` made of one; else None."""
+    while e is not None:
+        if isinstance(e, OSError) and e.errno in _FULL:
+            return e.strerror or os.strerror(e.errno)
+        if type(e).__module__.startswith("tensorflow"):
+            message = (getattr(e, "message", "") or str(e)).lower()
+            for marker, reason in (
+                ("no space left", "No space left on device"),
+                ("quota", "Disk quota exceeded"),
+                ("file too large", "File too large"),
+            ):
+                if marker in message:
+                    return reason
+        e = e.__cause__ or e.__context__ if isinstance(e, InputError) else None
+    return None
+
+
+@contextlib.contextmanager
+def naming_output_when_full(path: str, *, name: str | None = None) -> Iterator[None]:
+    """A write inside the block that fails for want of space is reported as one `InputError` naming the output
+    `path` (`name`: its flag) and what to change, not the staging or temporary file that was being written (a
+    name the user never gave) nor an input the bytes came from. Use it around an output's staging and commit,
+    so that the message comes once the staging is cleaned up."""
+    try:
+        yield
+    except Exception as e:
+        reason = full_disk_reason(e)
+        if reason is None:
+            raise
+        where = f"{name}={path}" if name and name.startswith("--") else f"{name or 'output'} {path}"
+        fix = (
+            "raise the file size limit (ulimit -f) or choose another disk"
+            if reason == "File too large"
+            else "free some space or choose another disk"
+        )
+        raise InputError(f"{where}: cannot be written ({reason}), and nothing of it was kept; {fix}") from None

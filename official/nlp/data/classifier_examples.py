@@ -9,6 +9,11 @@ A row that cannot be an example is reported with its file and line: too few colu
 label set, an empty first text. It is an error (`BadRowError`), unless `skip_bad_rows` is set: then the row is
 skipped and counted (`ReadResult.bad_rows`). An empty second text is an example without a second segment.
 
+A label of a single-label file that is a set of labels (a JSON list, or comma-separated names the file also has on
+their own: `admiration,gratitude`) is multi-label data read in the wrong mode, where each combination would become
+a class of its own: it stops the job (`LabelSetError`, not skipped by `skip_bad_rows`), naming the file, the line
+and `--multi_label`.
+
 Example:
 
     processor = GenericProcessor(text_a_column="review", label_column="stars", file_format="csv")
@@ -35,6 +40,39 @@ TRAIN, DEV, TEST = "train", "dev", "test"
 
 class BadRowError(InputError):
     """A row that cannot be an example; the message names the file and line."""
+
+
+class LabelSetError(InputError):
+    """A single-label task's label that is a set of labels: the file is multi-label data (`--multi_label`). Not a
+    bad row to skip: skipping every multi-label row would train on what is left, silently."""
+
+
+def label_set_parts(value, names) -> list[str] | None:
+    """The labels of `value` when it is a set of labels rather than one: a list (JSON lines), or text that splits
+    at commas into two or more of `names` (the labels the file or `--labels` has on their own); else None."""
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    text = str(value).strip()
+    if text.startswith("[") and text.endswith("]"):  # a list written as text: ["a", "b"] or ['a', 'b']
+        try:
+            parsed = json.loads(text.replace("'", '"'))
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, list):
+            return [str(v) for v in parsed]
+    parts = [part.strip() for part in text.split(",")]
+    if len(parts) > 1 and all(part in names for part in parts):
+        return parts
+    return None
+
+
+def label_set_message(value, parts: list[str]) -> str:
+    shown = json.dumps(value) if isinstance(value, list) else repr(str(value).strip())
+    return (
+        f"label {shown} is a set of labels ({', '.join(parts) or 'none'}), and this task reads one label per "
+        "example: multi-label data trained this way makes each combination a class of its own. Add --multi_label "
+        "(with --task_name=generic) to read label sets"
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +107,7 @@ class DataProcessor:
     labels: tuple[str, ...] | None = ("0", "1")
     metrics: tuple[str, ...] = ("accuracy",)  # the first picks the best checkpoint
     multi_label: bool = False  # labels are sets of names (`data.multi_label`)
+    detects_label_sets: bool = False  # refuse a label that is a set of labels (`LabelSetError`)
     min_columns: int = 2
     has_header: bool = True
     train_file: str | None = "train.tsv"
@@ -152,6 +191,10 @@ class DataProcessor:
                 return float(label)
             except (TypeError, ValueError):
                 raise BadRowError(f"label {label!r} is not a number") from None
+        if self.detects_label_sets:
+            parts = label_set_parts(label, self.labels) if str(label).strip() not in self.labels else None
+            if parts is not None or isinstance(label, list):
+                raise LabelSetError(label_set_message(label, parts or []))
         label = str(label).strip()
         if label not in self.labels:
             raise BadRowError(f"unknown label {label!r}; {self.name} has the labels {list(self.labels)}")
@@ -195,6 +238,7 @@ class GenericProcessor(DataProcessor):
         self.id_column = id_column
         self.file_format = file_format
         self.regression = regression
+        self.detects_label_sets = not regression and not self.multi_label
         self.labels = None if regression else (tuple(labels) if labels else None)
         self.metrics = ("pearson", "spearman") if regression else ("accuracy",)
         self.train_file = f"train.{file_format}"
@@ -209,24 +253,35 @@ class GenericProcessor(DataProcessor):
         """Sets `labels` to the sorted labels of the training file when they were not given."""
         if self.regression or self.labels:
             return
-        found = set()
+        found, lines = set(), {}
         for number, record in self._records(train_path):
             if isinstance(record, BadRowError):  # `read` skips and counts it (or stops) with the same message
                 if skip_bad_rows:
                     continue
                 raise BadRowError(f"{train_path}:{number}: {record} (--skip_bad_rows skips and counts such rows)")
             value = record.get(self.label_column)
+            if self.detects_label_sets and isinstance(value, list):
+                raise InputError(f"{train_path}:{number}: {label_set_message(value, [str(v) for v in value])}")
             if value is not None and str(value).strip():
                 found.add(str(value).strip())
+                lines.setdefault(str(value).strip(), number)
         if not found:
             raise InputError(f"{train_path}: no label in column {self.label_column!r}")
+        if self.detects_label_sets:
+            # A label set among the labels: each combination would become a class. The first one in the file.
+            sets = [(lines[value], value) for value in found if label_set_parts(value, found - {value}) is not None]
+            if sets:
+                number, value = min(sets)
+                parts = label_set_parts(value, found - {value})
+                raise InputError(f"{train_path}:{number}: {label_set_message(value, parts)}")
         self.labels = tuple(sorted(found))
         logging.info("Labels from %s: %s", train_path, list(self.labels))
 
     def _records(self, path: str) -> Iterator[tuple[int, dict]]:
         if not input_files.isfile(path):
             raise InputError(f"{path} does not exist")
-        with io.StringIO(text_files.read_text(path), newline="") as f:
+        text = text_files.read_text(path)
+        with io.StringIO(text, newline="") as f:
             if self.file_format == "jsonl":
                 for number, line in enumerate(f, start=1):
                     if not line.strip():
@@ -238,19 +293,26 @@ class GenericProcessor(DataProcessor):
                         continue
                     yield number, record if isinstance(record, dict) else BadRowError("not a JSON object")
                 return
+            allow_fields_as_long_as(text)
             reader = csv.reader(
                 f,
                 delimiter="\t" if self.file_format == "tsv" else ",",
                 quoting=csv.QUOTE_NONE if self.file_format == "tsv" else csv.QUOTE_MINIMAL,
             )
-            header = next(reader, None) or []
-            for row in reader:
-                if not any(cell.strip() for cell in row):
-                    continue
-                if len(row) < len(header):
-                    yield reader.line_num, BadRowError(f"{len(row)} column(s), the header has {len(header)}")
-                    continue
-                yield reader.line_num, dict(zip(header, row))
+            try:
+                header = next(reader, None) or []
+                for row in reader:
+                    if not any(cell.strip() for cell in row):
+                        continue
+                    if len(row) < len(header):
+                        yield reader.line_num, BadRowError(f"{len(row)} column(s), the header has {len(header)}")
+                        continue
+                    yield reader.line_num, dict(zip(header, row))
+            except csv.Error as e:  # not a row the reader can split (the field limit is the file's size)
+                raise InputError(
+                    f"{path}:{reader.line_num}: cannot be read as {self.file_format.upper()} ({e}); check the "
+                    "quoting of that line"
+                ) from None
 
     def read(self, path: str, split: str = DEV, *, skip_bad_rows: bool = False) -> ReadResult:
         if not self.regression and not self.labels:
@@ -273,6 +335,8 @@ class GenericProcessor(DataProcessor):
                 examples.append(
                     self.example(guid, _text(record, self.text_a_column), text_b, record.get(self.label_column), split)
                 )
+            except LabelSetError as e:
+                raise InputError(f"{path}:{number}: {e}") from None
             except BadRowError as e:
                 message = f"{path}:{number}: {e}"
                 if not skip_bad_rows:
@@ -294,3 +358,16 @@ def _text(record: dict, column: str) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return str(value)
     raise BadRowError(f"column {column!r} holds {json.dumps(value)[:40]}, not text")
+
+
+# Python's csv module refuses a field longer than 131,072 characters by default (`_csv.Error: field larger than
+# field limit`). A long text is no mistake (it is truncated or windowed like any other), so the limit is raised to
+# the size of the file being read: no field can be longer, and the limit stays a finite C long on every platform.
+_MAX_FIELD_LIMIT = 2**31 - 1
+
+
+def allow_fields_as_long_as(text: str) -> None:
+    """Raises (never lowers) the csv module's field size limit to `len(text)`, bounded by `_MAX_FIELD_LIMIT`."""
+    wanted = min(len(text) + 1, _MAX_FIELD_LIMIT)
+    if csv.field_size_limit() < wanted:
+        csv.field_size_limit(wanted)

@@ -69,13 +69,18 @@ class ConllFile:
     bad_rows: int = 0
 
 
+CHUNK_TAGS = "O, B-TYPE, I-TYPE, E-TYPE or S-TYPE"  # the tags whose chunks conlleval finds (IOB1, IOB2, IOBES)
+
+
+def is_chunk_tag(tag: str) -> bool:
+    """Whether `tag` is one of `CHUNK_TAGS`: a tag that is not (`PER`, `B_PER`) never yields an entity."""
+    return bool(_TAG.match(tag))
+
+
 def _check_tag(tag: str, where: str) -> str | None:
-    if _TAG.match(tag):
+    if is_chunk_tag(tag):
         return None
-    return (
-        f"{where}: tag {tag!r} is not a chunk tag (O, B-TYPE, I-TYPE, E-TYPE or S-TYPE); the tag must be the "
-        "last column of each line"
-    )
+    return f"{where}: tag {tag!r} is not a chunk tag ({CHUNK_TAGS}); the tag must be the last column of each line"
 
 
 def read_conll(path: str, *, skip_bad_rows: bool = False) -> ConllFile:

@@ -1,9 +1,13 @@
 """Multi-label classification data: each example has a set of labels (none, one or several).
 
 A labels field is a comma-separated list of label names or ids (0-based indexes into the label set), as in
-GoEmotions' `4,27`; in JSON lines also a list (`["joy", "love"]` or `[4, 27]`). An entry that is a label name is
-that label; else a whole number is an id. An unknown name, an id out of range, an empty entry (`4,,27`) and, unless
-allowed, an empty field are bad rows (`classifier_examples.BadRowError`: the reader names the file and line).
+GoEmotions' `4,27`; in JSON lines also a list (`["joy", "love"]` or `[4, 27]`), and in any file a list written as
+text (`["joy", "love"]`, `['joy', 'love']`). An entry that is a label name is that label; else a whole number is an
+id, unless a label name itself looks like a whole number (star ratings, `--labels=1,2,3,4,5`): then an entry must
+be a name, since `0` could be a rating of its own or the id of the rating `1`. An unknown name, an id out of range,
+an empty entry (`4,,27`) and, unless allowed, an empty field are bad rows (`classifier_examples.BadRowError`: the
+reader names the file and line). A training set in which no example has a label is refused
+(`check_some_labelled`): a classifier learns nothing from it.
 
 - `GoEmotionsProcessor`: GoEmotions (Demszky et al., 2020) as google-research releases it: `train.tsv`, `dev.tsv`,
   `test.tsv` without a header, columns text, label ids, comment id; its 28 labels (27 emotions and neutral) in
@@ -21,7 +25,9 @@ Example:
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Sequence
 
 from absl import logging
@@ -74,19 +80,46 @@ def _entries(value) -> list[str]:
         entries = [str(v).strip() for v in value]
     else:
         text = str(value).strip()
+        listed = _list_in_text(text)
+        if listed is not None:
+            return _entries(listed)
         entries = [e.strip() for e in text.split(",")] if text else []
     if any(not e for e in entries):
         raise BadRowError(f"empty label in {value!r}")
     return entries
 
 
+def _list_in_text(text: str) -> list | None:
+    """The list a text field holds when it is one written as JSON or as Python prints it (`['joy', 'love']`)."""
+    if not (text.startswith("[") and text.endswith("]")):
+        return None
+    for candidate in (text, text.replace("'", '"')):
+        try:
+            parsed = json.loads(candidate)
+        except ValueError:
+            continue
+        return parsed if isinstance(parsed, list) else None
+    return None
+
+
+def _looks_like_a_number(name: str) -> bool:
+    return re.fullmatch(r"[+-]?[0-9]+", name.strip()) is not None
+
+
 def parse_label_set(value, labels: Sequence[str], *, allow_empty: bool = False) -> tuple[str, ...]:
     """The label names of one labels field (see the module docstring), in the order of `labels`; raises
     `BadRowError` for what cannot be read."""
     found = set()
+    names_only = any(_looks_like_a_number(name) for name in labels)
     for entry in _entries(value):
         if entry in labels:
             found.add(entry)
+        elif names_only:
+            shown = ", ".join(labels[:30]) + (", ..." if len(labels) > 30 else "")
+            raise BadRowError(
+                f"unknown label {entry!r}; the labels are {shown}, and since they look like numbers a value is read "
+                "as a label name, never as an id"
+            )
         elif entry.isascii() and entry.isdigit():
             if int(entry) >= len(labels):
                 raise BadRowError(
@@ -99,6 +132,22 @@ def parse_label_set(value, labels: Sequence[str], *, allow_empty: bool = False) 
     if not found and not allow_empty:
         raise BadRowError("no label (an empty labels field); --allow_empty_labels accepts examples without labels")
     return tuple(label for label in labels if label in found)
+
+
+def check_some_labelled(examples, path: str, *, truncated: bool = False) -> None:
+    """Refuses a training set (`examples` read from `path`) in which no example has a label: with
+    `--allow_empty_labels` every field may be empty, and a classifier trained on it only learns to predict nothing.
+    `truncated`: the examples are the first N of the file (`--max_train_examples`)."""
+    if examples and not any(example.label for example in examples):
+        which = (
+            f"the first {len(examples)} examples (--max_train_examples)"
+            if truncated
+            else f"its {len(examples)} examples"
+        )
+        raise InputError(
+            f"{path}: none of {which} has a label (every labels field is empty), so there is nothing to learn; "
+            "check --label_column and the file, or add labelled examples"
+        )
 
 
 class GoEmotionsProcessor(DataProcessor):

@@ -63,8 +63,9 @@ class TokenClassifierExport(ServingModule):
 
     @staticmethod
     def _words(text, ids, starts, ends):
-        """The words (whitespace-separated runs that have sub-tokens), flat over the batch: their row, byte span,
-        first sub-token's position in the row and number of sub-tokens."""
+        """The words (whitespace-separated runs that have sub-tokens), flat over the batch: their row, byte span (the
+        whole run: characters that give no sub-token, such as a combining mark that lower-casing strips from
+        "Cafe\u0301", belong to their word), first sub-token's position in the row and number of sub-tokens."""
         rows = ids.value_rowids()
         position = tf.ragged.range(ids.row_lengths()).flat_values
         starts, ends = starts.flat_values, ends.flat_values
@@ -75,10 +76,21 @@ class TokenClassifierExport(ServingModule):
         word_of_piece = tf.cumsum(tf.cast(is_first, tf.int32)) - 1
         first = tf.cast(tf.reshape(tf.where(is_first), [-1]), tf.int32)
         num_all = tf.shape(first)[0]
+        word_rows = tf.gather(rows, first)
+        word_text = tf.gather(text, word_rows)
+        piece_start = tf.gather(starts, first)
+        piece_end = tf.math.unsorted_segment_max(ends, word_of_piece, num_all)
+        # The run around the word's sub-tokens: back to the whitespace before it, on to the whitespace after it.
+        before = tf.strings.substr(word_text, tf.zeros_like(piece_start), piece_start)
+        after = tf.strings.substr(
+            word_text, piece_end, tf.cast(tf.strings.length(word_text), piece_end.dtype) - piece_end
+        )
+        lead = tf.cast(tf.strings.length(tf.strings.regex_replace(before, f"(?s)^.*{WHITESPACE}", "")), starts.dtype)
+        trail = tf.cast(tf.strings.length(tf.strings.regex_replace(after, f"(?s){WHITESPACE}.*$", "")), ends.dtype)
         return {
-            "row": tf.gather(rows, first),
-            "byte_start": tf.gather(starts, first),
-            "byte_end": tf.math.unsorted_segment_max(ends, word_of_piece, num_all),
+            "row": word_rows,
+            "byte_start": piece_start - lead,
+            "byte_end": piece_end + trail,
             "position": tf.gather(position, first),
             "length": tf.math.unsorted_segment_sum(tf.ones_like(position), word_of_piece, num_all),
         }
@@ -97,8 +109,11 @@ class TokenClassifierExport(ServingModule):
         ).to_tensor(default_value=big)
         j = tf.range(tf.shape(pos, out_type=tf.int64)[1])[None, :]
 
+        # A finished row's start is its word count, one past its last word (and a batch may have no word at all).
+        padded_pos = tf.concat([pos, tf.fill([batch, 1], big)], axis=1)
+
         def body(start, active, found):
-            start_pos = tf.gather(pos, start[:, None], batch_dims=1)  # [batch, 1]
+            start_pos = tf.gather(padded_pos, start[:, None], batch_dims=1)  # [batch, 1]
             fits = (j >= start[:, None]) & (j < count[:, None]) & (end_pos - start_pos <= budget)
             end = tf.minimum(count, start + tf.maximum(tf.reduce_sum(tf.cast(fits, tf.int64), axis=1), 1))
             moved = (j > start[:, None]) & (j < end[:, None]) & (pos - start_pos >= stride)

@@ -32,6 +32,7 @@ from absl import logging
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_examples, classifier_features, feature_cache, length_buckets
+from official.nlp.data import multi_label as multi_label_data
 from official.nlp.metrics.glue import compute_metrics
 from official.nlp.modeling.models import BertClassifier, check_label_names
 from official.nlp.tasks import finetuning, finetuning_outputs
@@ -119,6 +120,10 @@ class ClassificationTask:
             examples = examples[: self.config.max_train_examples]
         if not examples:
             raise InputError(f"{eval_set.file}: no example to read")
+        if split == classifier_examples.TRAIN and self.multi_label:
+            multi_label_data.check_some_labelled(
+                examples, eval_set.file, truncated=len(examples) < len(result.examples)
+            )
         return examples
 
     def _input_digest(self, eval_set: classifier_examples.EvalSet) -> str:

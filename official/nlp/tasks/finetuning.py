@@ -229,11 +229,27 @@ def check_job_inputs(config: FineTuningConfig) -> None:
             )
 
 
-def init_checkpoint_files(config: FineTuningConfig) -> model_dir_lib.ModelFiles:
-    """Config, vocabulary, case and checkpoint of `--init_checkpoint` (model directory, TF1 prefix or HF folder)."""
+def init_checkpoint_files(config: FineTuningConfig, *, do_train: bool | None = None) -> model_dir_lib.ModelFiles:
+    """Config, vocabulary, case and checkpoint of `--init_checkpoint` (model directory, TF1 prefix or HF folder).
+
+    A job that does not train (`do_train`, default: the config's) and has no `--init_checkpoint` uses the model of
+    the run in its `--output_dir` (`--do_predict --output_dir=<a finished run>`), whose folder records the config,
+    vocabulary and case: the model `run_finetuning` then restores from there."""
+    source = config.init_checkpoint
+    if source is None and config.bert_config_file is None:
+        trains = getattr(config, "do_train", True) if do_train is None else do_train
+        if not trains and init_checkpoint_lib.holds_a_run(config.output_dir):
+            source = config.output_dir
+        else:
+            what = "fine-tune" if trains else f"use (--output_dir={config.output_dir} holds no finished run)"
+            rest = " (or --bert_config_file to train from scratch)" if trains else ""
+            raise InputError(
+                f"--init_checkpoint is required: the model to {what}, a model directory, a fine-tuning run's "
+                f"--output_dir, an original TF1 checkpoint or a Hugging Face folder{rest}"
+            )
     try:
         return init_checkpoint_lib.resolve_model_files(
-            config.init_checkpoint,
+            source,
             bert_config_file=config.bert_config_file,
             vocab_file=config.vocab_file,
             do_lower_case=config.do_lower_case,
@@ -347,7 +363,7 @@ def run_finetuning(
         tf.config.experimental.enable_op_determinism()
     keras.utils.set_random_seed(config.seed)
     _validate(config, strategy)
-    files = files or init_checkpoint_files(config)
+    files = files or init_checkpoint_files(config, do_train=do_train)
     head = task_head(task)
     plan = restore_plan.plan_restore(
         files, init_checkpoint=config.init_checkpoint, output_dir=config.output_dir, head=head, inference=not do_train

@@ -71,7 +71,7 @@ class TaggingConfig(finetuning.FineTuningConfig):
         None, minimum=1, help="Sub-tokens between windows of a long sentence (default: half a window)."
     )
     feature_based: bool = field(False, help="Freeze BERT and train a BiLSTM on its layers (the paper's Table 7).")
-    feature_layers: Sequence[str] = field(
+    feature_layers: Sequence[int | str] = field(
         ("-1", "-2", "-3", "-4"),
         help="--feature_based: the layers to use: Transformer layer indexes (-1 is the last), 'embeddings' (the "
         "embedding layer's output), 'all' (every Transformer layer). Table 7's rows: docs/ner.md.",
@@ -361,8 +361,6 @@ class NerResult:
 
 def make_ner_task(config: TaggingConfig, files=None) -> TaggingTask:
     """The task of `config` (fine-tuned or feature-based) with the tokenizer of `config.init_checkpoint`."""
-    if config.feature_combine not in COMBINE:
-        raise InputError(f"--feature_combine={config.feature_combine}: must be one of {COMBINE}")
     files = files or finetuning.init_checkpoint_files(config)
     if config.feature_based:
         try:

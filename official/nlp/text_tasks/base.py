@@ -76,6 +76,36 @@ def string_column(values, what: str) -> np.ndarray:
     return array
 
 
+def checked_label_names(label_names) -> list[str]:
+    """The names of a task's labels as strings; refuses a bare string (which would be one label per character)
+    and a name given twice (a lookup table takes each key once)."""
+    if isinstance(label_names, (str, bytes)):
+        raise InputError(
+            f"label_names={label_names!r}: got one string; pass a list of names, one per class in the head's order "
+            "(e.g. ['negative', 'positive'])"
+        )
+    names = [name.decode("utf-8") if isinstance(name, bytes) else str(name) for name in label_names]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise InputError(
+            f"label_names: {', '.join(map(repr, twice))} given more than once; name each class once, in the head's "
+            "order"
+        )
+    return names
+
+
+def check_seq_length(seq_length, max_position_embeddings: int) -> int:
+    """`seq_length` when it is a whole number of tokens that the model's position embeddings hold (at least
+    [CLS], one token and [SEP])."""
+    limit = max_position_embeddings
+    if isinstance(seq_length, bool) or not isinstance(seq_length, (int, np.integer)) or not 3 <= seq_length <= limit:
+        raise InputError(
+            f"seq_length={seq_length!r}: must be a whole number of tokens from 3 ([CLS], one token, [SEP]) to the "
+            f"model's max_position_embeddings ({limit})"
+        )
+    return int(seq_length)
+
+
 # A dataset's values are seen only inside tf.data, where a bad one can only fail an op (`input_check`); `fit` and
 # `evaluate` turn that failure back into the one-line InputError it stands for. The op carries a key, not the
 # message: TensorFlow escapes the text of a failed assertion.
@@ -114,11 +144,12 @@ class TextTask(keras.Model):
     serving_task = ""  # the task name of `official.nlp.serving.exporter`
 
     def __init__(self, model: keras.Model, tokenizer: BertTokenizer, *, seq_length: int, compile=True, **kwargs):
+        seq_length = check_seq_length(seq_length, model.encoder.config.max_position_embeddings)
         inputs = encoder_inputs()
         super().__init__(inputs=inputs, outputs=model(inputs), **kwargs)
         self.model = model
         self.tokenizer = tokenizer
-        self.seq_length = int(seq_length)
+        self.seq_length = seq_length
         # Built on first use: it needs the vocabulary, which Keras loads after the config. A plain namespace, so
         # that neither Keras nor tf.train tracks (and saves) it.
         self._serving = types.SimpleNamespace(module=None, function=None)
@@ -213,6 +244,8 @@ class TextTask(keras.Model):
         """Unbatched `(texts, labels)` (or `texts` when `y` is None) from Python values, and how many."""
         texts = self.python_texts(x)
         count = len(next(iter(texts.values())))
+        if count == 0:
+            raise InputError("x is empty: no texts; pass at least one" + ("" if y is None else ", with its label in y"))
         if y is None:
             return tf.data.Dataset.from_tensor_slices(texts), count
         return tf.data.Dataset.from_tensor_slices((texts, self.python_labels(y, texts))), count

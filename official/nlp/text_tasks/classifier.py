@@ -50,7 +50,14 @@ from official.nlp.serving import exporter
 from official.nlp.tasks import multi_label as multi_label_lib
 from official.nlp.tasks.classification import ClassificationTask
 from official.nlp.text_tasks import label_sets
-from official.nlp.text_tasks.base import TextTask, input_check, model_files, string_column
+from official.nlp.text_tasks.base import (
+    TextTask,
+    check_seq_length,
+    checked_label_names,
+    input_check,
+    model_files,
+    string_column,
+)
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 
@@ -85,9 +92,9 @@ class TextClassifier(TextTask):
     Multi-label (`multi_label=True`, as `run_classifier --multi_label`): `y` holds a label set per text (a list of
     names or indices, maybe empty), or is a multi-hot `[texts, labels]` array of 0/1 (a dataset's labels: 0/1 per
     label; `label_sets` has every form), the loss is a binary cross-entropy per label, and a label is predicted
-    when its probability reaches its threshold (`thresholds`, one per label: 0.5 each unless set, or tuned on dev
-    data with `tune_thresholds`). `predict` gives `predicted_labels` and `predicted_scores` (per text a list of the
-    names at or above their thresholds, most probable first, and their probabilities), `predicted_count`,
+    when its probability reaches its threshold (`thresholds`, one per label or one for all: 0.5 each unless set, or
+    tuned on dev data with `tune_thresholds`). `predict` gives `predicted_labels` and `predicted_scores` (per text a
+    list of the names at or above their thresholds, most probable first, and their probabilities), `predicted_count`,
     `above_threshold`, `probabilities` and `logits`: the exported `MultiLabelClassifierExport`'s outputs. The
     thresholds travel with `.keras`, `save_model_dir` (where `run_classifier --do_predict`, `export_model.py` and
     the Hugging Face export read them) and `export`.
@@ -123,6 +130,7 @@ class TextClassifier(TextTask):
         thresholds: Sequence[float] | None = None,
         **kwargs,
     ):
+        label_names = checked_label_names(label_names)
         if multi_label and model.num_classes < 2:
             raise InputError(f"multi_label needs a head with one output per label (2 or more); got {model.num_classes}")
         if thresholds is not None and not multi_label:
@@ -135,7 +143,7 @@ class TextClassifier(TextTask):
         if multi_label:
             self._thresholds = label_sets.checked_thresholds(thresholds, model.num_classes)
         super().__init__(model, tokenizer, seq_length=seq_length, **kwargs)
-        self.label_names = [] if regression else [str(name) for name in label_names]
+        self.label_names = [] if regression else label_names
         self.text_pair = bool(text_pair)
         self.long_text = long_text
         self.doc_stride = doc_stride
@@ -169,7 +177,11 @@ class TextClassifier(TextTask):
         `thresholds` are given), any other as it was; `multi_label` may be left out, and one that contradicts the
         directory is refused. For a new head, `multi_label=True` makes it multi-label.
         """
+        if label_names is not None:  # before any model is built
+            label_names = checked_label_names(label_names)
         files, record = model_files(path)
+        if seq_length is not None:  # before any model is built
+            check_seq_length(seq_length, files.config.max_position_embeddings)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
         if num_classes is None and label_names is None:
             found = init_checkpoint.fine_tuned_head(path) or {}
@@ -188,7 +200,7 @@ class TextClassifier(TextTask):
             recorded = exporter.recorded_settings("classifier", record)
             label_names = recorded["label_names"] or None
             text_pair = recorded["text_pair"] if text_pair is None else text_pair
-            seq_length = seq_length or recorded["max_seq_length"]
+            seq_length = recorded["max_seq_length"] if seq_length is None else seq_length
             long_text = long_text or recorded["long_text"]
             doc_stride = doc_stride or recorded["doc_stride"]
             trained_multi_label = found.get("head") == multi_label_lib.HEAD or recorded["thresholds"] is not None
@@ -204,7 +216,7 @@ class TextClassifier(TextTask):
         return cls(
             model,
             tokenizer,
-            seq_length=seq_length or 128,
+            seq_length=128 if seq_length is None else seq_length,
             label_names=label_names or (),
             text_pair=bool(text_pair),
             long_text=long_text or "truncate",
@@ -239,7 +251,10 @@ class TextClassifier(TextTask):
         optimistic: report another split."""
         if not self.multi_label:
             raise InputError("tune_thresholds is for a multi-label classifier (multi_label=True)")
-        labels = self.python_labels(y, self.python_texts(x))
+        texts = self.python_texts(x)
+        if not len(texts["text_a"]):
+            raise InputError("tune_thresholds: x is empty: no texts; pass dev texts and their label sets")
+        labels = self.python_labels(y, texts)
         probabilities = self.predict(x, batch_size=batch_size)["probabilities"]
         self.thresholds = multi_label_metrics.tune_thresholds(labels, probabilities).tolist()
         return self.thresholds

@@ -25,6 +25,7 @@ array([[1., 1., 0.],
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,8 +37,18 @@ from official.nlp.metrics import multi_label as multi_label_metrics
 from official.nlp.text_tasks.base import input_check
 
 
-def checked_thresholds(thresholds: Sequence[float] | None, num_labels: int) -> tuple[float, ...]:
-    """One probability in (0, 1) per label; None: `metrics.multi_label.DEFAULT_THRESHOLD` for each."""
+def checked_thresholds(thresholds: Sequence[float] | float | None, num_labels: int) -> tuple[float, ...]:
+    """One probability in (0, 1) per label; one number: that one for each; None: `metrics.multi_label.
+    DEFAULT_THRESHOLD` for each."""
+    if isinstance(thresholds, numbers.Real) and not isinstance(thresholds, bool):
+        thresholds = [float(thresholds)] * num_labels
+    elif thresholds is not None and (
+        isinstance(thresholds, (bool, str, bytes)) or not isinstance(thresholds, (Sequence, np.ndarray))
+    ):
+        raise InputError(
+            f"thresholds={thresholds!r}: give one probability for every label, or a list of one per label "
+            f"({num_labels})"
+        )
     try:
         values = multi_label_metrics.decision_thresholds(num_labels, thresholds=thresholds)
     except ValueError as e:

@@ -29,7 +29,7 @@ import tensorflow as tf
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.serving import exporter
-from official.nlp.text_tasks.base import TextTask, model_files, string_column
+from official.nlp.text_tasks.base import TextTask, check_seq_length, model_files, string_column
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 _NAMES = ("question", "context")
@@ -90,6 +90,8 @@ class QuestionAnswerer(TextTask):
         """The SQuAD model `run_squad.py` fine-tuned in `path` (its `--output_dir`, `best_model/` or a checkpoint
         prefix), with its span head, vocabulary, and the settings it recorded; keyword arguments override them."""
         files, record = model_files(path)
+        if seq_length is not None:  # before any model is built
+            check_seq_length(seq_length, files.config.max_position_embeddings)
         try:
             model = exporter.load_task_model("squad", files, path)
         except InputError:
@@ -101,7 +103,7 @@ class QuestionAnswerer(TextTask):
         return cls(
             model,
             BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size),
-            seq_length=seq_length or (recorded["max_seq_length"] if record else 384),
+            seq_length=seq_length if seq_length is not None else (recorded["max_seq_length"] if record else 384),
             **{**recorded["squad_settings"], **settings},
         )
 

@@ -31,12 +31,21 @@ import tensorflow as tf
 
 from official.nlp.checkpoints import init_checkpoint
 from official.nlp.common.errors import InputError
+from official.nlp.data import conll
 from official.nlp.data.conll import IGNORE
 from official.nlp.metrics import conlleval
 from official.nlp.modeling.models import BertTokenClassifier
 from official.nlp.serving import exporter
 from official.nlp.tasks.tagging import TaggingTask
-from official.nlp.text_tasks.base import TextTask, as_strings, input_check, model_files, string_column
+from official.nlp.text_tasks.base import (
+    TextTask,
+    as_strings,
+    check_seq_length,
+    checked_label_names,
+    input_check,
+    model_files,
+    string_column,
+)
 from official.nlp.tokenizers.text_layers import BertTokenizer
 
 _WHITESPACE = re.compile(r"[\t\n\r\u0020\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")  # BERT's: tab, CR, LF, Zs
@@ -96,13 +105,21 @@ class TokenClassifier(TextTask):
         window_stride: int | None = None,
         **kwargs,
     ):
+        label_names = checked_label_names(label_names)
+        not_chunks = [name for name in label_names if not conll.is_chunk_tag(name)]
+        if not_chunks:  # as run_ner refuses them: no entity would ever be found
+            raise InputError(
+                f"label_names: {', '.join(map(repr, not_chunks[:5]))} "
+                f"{'is not a chunk tag' if len(not_chunks) == 1 else 'are not chunk tags'} ({conll.CHUNK_TAGS}); "
+                "entities are read from chunk tags (IOB1, IOB2 or IOBES), so name the tags that way"
+            )
         if len(label_names) != model.num_classes:
             raise InputError(
                 f"{len(label_names)} label_names for a token classifier with {model.num_classes} classes; pass the "
                 "tag set in the head's order"
             )
         super().__init__(model, tokenizer, seq_length=seq_length, **kwargs)
-        self.label_names = [str(name) for name in label_names]
+        self.label_names = label_names
         self.window_stride = window_stride
         if tokenizer.has_vocabulary:
             self.serving_module()  # refuses a stride or length that does not fit, now
@@ -124,7 +141,11 @@ class TokenClassifier(TextTask):
         `--output_dir` or `best_model/`): its head, tags, sequence length and window stride come along.
         `seq_length` defaults to 128.
         """
+        if label_names is not None:  # before any model is built
+            label_names = checked_label_names(label_names)
         files, record = model_files(path)
+        if seq_length is not None:  # before any model is built
+            check_seq_length(seq_length, files.config.max_position_embeddings)
         tokenizer = BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size)
         if label_names is None:
             found = init_checkpoint.fine_tuned_head(path) or {}
@@ -141,14 +162,14 @@ class TokenClassifier(TextTask):
                 ) from None
             recorded = exporter.recorded_settings("ner", record)
             label_names = recorded["label_names"] or [str(i) for i in range(model.num_classes)]
-            seq_length = seq_length or recorded["max_seq_length"]
+            seq_length = recorded["max_seq_length"] if seq_length is None else seq_length
             window_stride = window_stride or recorded["window_stride"]
         else:
             model = BertTokenClassifier(files.build_encoder(), len(label_names), dropout_rate=dropout_rate)
         return cls(
             model,
             tokenizer,
-            seq_length=seq_length or 128,
+            seq_length=128 if seq_length is None else seq_length,
             label_names=label_names,
             window_stride=window_stride,
             **kwargs,
@@ -211,6 +232,11 @@ class TokenClassifier(TextTask):
             if unknown:
                 raise InputError(f"y[{i}]: unknown tags {unknown[:5]}; the tags are {', '.join(self.label_names)}")
             rows.append([index[tag] for tag in tags])
+        if not any(rows):
+            raise InputError(
+                f"x: the {len(rows)} sentence{'s hold' if len(rows) > 1 else ' holds'} no word; fit and evaluate "
+                "need at least one word with its tag"
+            )
         return tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1)
 
     def training_data(self, x, y=None, batch_size=None, *, shuffle=False):

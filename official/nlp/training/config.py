@@ -18,7 +18,6 @@ import keras
 import tensorflow as tf
 
 from official.nlp.common.config_flags import CheckedConfig, field
-from official.nlp.common.errors import InputError
 from official.nlp.training import distribution, optimization
 
 
@@ -120,10 +119,6 @@ class TrainingConfig(CheckedConfig):
 
 def check_training_settings(config: TrainingConfig, num_replicas: int) -> None:
     """Refuses loop settings that cannot run together, naming each flag, before any data is read: a batch that does
-    not split over the replicas and accumulation steps, a precision that does not exist (from Python). Each
-    field's own range is checked when the config is made (`config_flags.CheckedConfig`)."""
+    not split over the replicas and accumulation steps. Each field's own type, allowed values and range are checked
+    when the config is made (`config_flags.CheckedConfig`)."""
     optimization.check_batch_size(config.train_batch_size, num_replicas, config.gradient_accumulation_steps)
-    if config.mixed_precision not in optimization.MIXED_PRECISION:
-        raise InputError(
-            f"--mixed_precision={config.mixed_precision} must be one of {tuple(optimization.MIXED_PRECISION)}"
-        )

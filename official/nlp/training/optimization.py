@@ -286,8 +286,7 @@ def create_optimizer(
     optimizer_type = optimizer_type.lower()
     if optimizer_type not in OPTIMIZERS:
         raise InputError(f"optimizer_type must be one of {OPTIMIZERS}, got {optimizer_type!r}")
-    if mixed_precision not in MIXED_PRECISION:
-        raise InputError(f"mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
+    _check_mixed_precision(mixed_precision)
     if epsilon is not None and not epsilon > 0:
         raise InputError(f"--adam_epsilon={epsilon} must be positive (or left unset for the recipe's default)")
     check_schedule(
@@ -388,6 +387,13 @@ def check_batch_size(train_batch_size: int, num_replicas: int, gradient_accumula
         )
 
 
+def _check_mixed_precision(mixed_precision: str) -> None:
+    """The one check of a `mixed_precision` argument given to these functions directly; a job's config checks its
+    `--mixed_precision` field when it is made (`config_flags.CheckedConfig`)."""
+    if mixed_precision not in MIXED_PRECISION:
+        raise InputError(f"mixed_precision={mixed_precision!r}: must be one of {', '.join(MIXED_PRECISION)}")
+
+
 def default_epsilon(optimizer_type: str = "adamw", adam_bias_correction: bool = False) -> float:
     """Adam's epsilon in the recipe the optimizer follows: PyTorch's 1e-8 for AdamW with bias correction (the
     Hugging Face recipes), else the original BERT's (and LAMB's) 1e-6."""
@@ -396,8 +402,7 @@ def default_epsilon(optimizer_type: str = "adamw", adam_bias_correction: bool = 
 
 def dtype_policy(mixed_precision: str = "float32") -> keras.DTypePolicy:
     """The Keras dtype policy of a `--mixed_precision` value (see `MIXED_PRECISION`; `auto` fits the hardware)."""
-    if mixed_precision not in MIXED_PRECISION:
-        raise InputError(f"--mixed_precision must be one of {tuple(MIXED_PRECISION)}, got {mixed_precision!r}")
+    _check_mixed_precision(mixed_precision)
     return keras.dtype_policies.get(MIXED_PRECISION[precision.resolve_mixed_precision(mixed_precision)])
 
 

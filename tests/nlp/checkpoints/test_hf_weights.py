@@ -182,3 +182,40 @@ def test_a_hugging_face_decoder_is_our_left_to_right_lm(tmp_path):
     assert float(losses.ltr_losses(labels, {"ltr_logits": ours})["ltr_loss"]) == pytest.approx(
         float(out.loss), rel=1e-5
     )
+
+
+def test_a_truncated_or_damaged_safetensors_file_names_the_file_and_the_tensor(tmp_path):
+    """Issue 40: a `model.safetensors` cut short gave `ValueError: cannot reshape array of size ...`."""
+    import json
+    import struct
+
+    import safetensors.numpy
+
+    from official.nlp.common.errors import InputError
+
+    tensors = {"a.weight": np.ones((4, 8), np.float32), "b.weight": np.zeros((16, 8), np.float32)}
+    whole = tmp_path / "model.safetensors"
+    safetensors.numpy.save_file(tensors, str(whole))
+    data = whole.read_bytes()
+    (header_size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + header_size])
+    last = max((k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"][1])
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(data[:-100])
+    with pytest.raises(InputError, match=rf"cut.safetensors is truncated: tensor {last} ends at byte .*download it"):
+        hf_weights.load_safetensors(str(cut))
+    cut.write_bytes(data[: 8 + header_size // 2])  # cut inside the header
+    with pytest.raises(InputError, match=r"cut.safetensors is not a safetensors file, or is truncated \(its header"):
+        hf_weights.load_safetensors(str(cut))
+
+    def rewritten(name, **changes):
+        changed = dict(header, **{name: dict(header[name], **changes)})
+        raw = json.dumps(changed).encode()
+        path = tmp_path / "changed.safetensors"
+        path.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + header_size :])
+        return str(path)
+
+    with pytest.raises(InputError, match=r"tensor a.weight has 128 bytes for the shape \[4, 9\] of F32 \(144 exp"):
+        hf_weights.load_safetensors(rewritten("a.weight", shape=[4, 9]))
+    with pytest.raises(InputError, match=r"tensor a.weight has no valid dtype, shape and data_offsets"):
+        hf_weights.load_safetensors(rewritten("a.weight", data_offsets=[64, 0]))

@@ -235,3 +235,80 @@ def test_the_flags_belong_to_the_caller():
     values = flags.FlagValues()
     config_flags.define_flags(values, Base)
     assert {f.name for f in values.flags_by_module_dict()[__name__]} == {"rate", "steps"}
+
+
+@dataclasses.dataclass
+class Typed(config_flags.CheckedConfig):
+    output_file: str | Sequence[str] = field(path="paths", help="Required files.")
+    flag: bool = field(False, help="A bool.")
+    maybe: bool | None = field(None, help="A bool or the default.")
+    count: int = field(0, minimum=0, help="A count.")
+    rate: float = field(0.5, help="A rate.")
+    name: str = field("x", help="A name.")
+    model_dir: str | None = field(None, path="path", help="A folder.")
+    tags: Sequence[str] | None = field(None, help="Tags.")
+    layers: Sequence[int | str] = field((-1,), help="Layers.")
+    mode: str = field("fast", enum=["fast", "exact"], help="How.")
+    choice: str | None = field(None, enum=["a", "b"], help="A choice (default: none).")
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        # Issue 40: CorpusConfig(keep_headings="false") kept the headings, num_workers="2" and output_file=None
+        # raised TypeErrors deep inside the job.
+        (dict(flag="false"), "--flag='false': must be True or False; got a str"),
+        (dict(flag=0), "--flag=0: must be True or False; got a int"),
+        (dict(maybe="yes"), "--maybe='yes': must be True or False or None; got a str"),
+        (dict(count="2"), "--count='2': must be an integer; got a str"),
+        (dict(count=True), "--count=True: must be an integer; got a bool"),
+        (dict(count=2.0), "--count=2.0: must be an integer; got a float"),
+        (dict(rate="0.1"), "--rate='0.1': must be a number; got a str"),
+        (dict(name=None), "--name=None: must be a string; got a NoneType"),
+        (dict(output_file=None), r"--output_file is required: give a path \(a string\) or a list of paths"),
+        (dict(output_file=[1]), r"--output_file=\[1\]: must be a path \(a string\) or a list of paths"),
+        (dict(model_dir=3), r"--model_dir=3: must be a path \(a string\) or None; got a int"),
+        (dict(tags="O,B-PER"), "--tags='O,B-PER': must be a list of strings or None; got a str"),
+        (dict(layers=[1.5]), r"--layers=\[1.5\]: must be a list of integers or strings; got a list"),
+        # Issue 42: the enum fields were checked by hand in each job, or not at all.
+        (dict(mode="slow"), "--mode='slow': must be one of fast, exact"),
+        (dict(choice="c"), "--choice='c': must be one of a, b"),
+    ],
+)
+def test_each_value_must_be_of_its_declared_type_and_allowed_values(values, message):
+    with pytest.raises(InputError, match=f"^{message}"):
+        Typed(**{"output_file": "out.txt", **values})
+
+
+def test_every_problem_is_named_at_once_and_the_right_values_pass(tmp_path):
+    with pytest.raises(InputError, match=r"^--flag='no': .*; --count=-1: must be >= 0; --mode='x': must be one of"):
+        Typed(output_file="o", flag="no", count=-1, mode="x")
+    config = Typed(
+        output_file=["a", tmp_path / "b"],
+        flag=True,
+        maybe=False,
+        count=3,
+        rate=1,  # an int is a number
+        model_dir=tmp_path,  # a pathlib.Path is a path
+        tags=("O", "B-PER"),
+        layers=[-1, "embeddings"],
+        mode="exact",
+        choice="b",
+    )
+    assert config.output_file == ["a", str(tmp_path / "b")] and config.model_dir == str(tmp_path)
+    assert config.rate == 1 and config.choice == "b"
+
+
+def test_numpy_numbers_are_taken_as_python_numbers():
+    np = pytest.importorskip("numpy")
+    config = Typed(output_file="o", count=np.int64(4), rate=np.float32(0.25))
+    assert type(config.count) is int and config.count == 4
+    assert type(config.rate) is float and config.rate == 0.25
+    with pytest.raises(InputError, match="^--count=np.float64"):
+        Typed(output_file="o", count=np.float64(4))
+
+
+def test_a_list_field_of_numbers_or_strings_is_a_list_flag_of_strings():
+    values = parse(Typed, "--output_file=o", "--layers=-2,embeddings")
+    assert values["layers"].flag_type() == "comma separated list of strings"
+    assert config_flags.config_from_flags(values, Typed).layers == ("-2", "embeddings")

@@ -50,3 +50,49 @@ def test_an_interrupted_write_leaves_no_file_under_the_final_name(tmp_path, root
     with tf.io.gfile.GFile(path) as f:
         assert f.read() == "old\n"  # the earlier complete file stays
     assert tf.io.gfile.listdir(folder) == ["features.jsonl"]
+
+
+def test_a_full_disk_names_the_output_not_the_input_or_the_staging_file(tmp_path, monkeypatch):
+    """Issue 40: a full disk while converting a checkpoint named the input's vocab.txt (Python's copy names the
+    source) or the job's hidden staging folder. A copy names its target, and an output's writer names the output."""
+    import errno
+    import shutil
+
+    from official.nlp.common import output_files
+
+    source, target = tmp_path / "in.txt", tmp_path / "out" / "vocab.txt"
+    source.write_text("[PAD]\n")
+    target.parent.mkdir()
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", str(src))  # as shutil's sendfile copy does
+
+    monkeypatch.setattr(shutil, "copyfile", full)
+    with pytest.raises(OSError) as raised:
+        output_files.copy(str(source), str(target))
+    assert (raised.value.errno, raised.value.filename) == (errno.ENOSPC, str(target))
+
+    output = tmp_path / "model"
+    with pytest.raises(InputError) as raised:
+        with output_files.naming_output_when_full(str(output), name="--output_dir"):
+            output_files.copy(str(source), str(tmp_path / ".model.staging" / "vocab.txt"))
+    assert str(raised.value) == (
+        f"--output_dir={output}: cannot be written (No space left on device), and nothing of it was kept; free some "
+        "space or choose another disk"
+    )
+    # TensorFlow's own writes (a checkpoint), also after `input_files.user_path` made them an InputError.
+    import tensorflow as tf
+
+    from official.nlp.common import input_files
+
+    with pytest.raises(InputError, match=r"cannot be written \(File too large\).*raise the file size limit"):
+        with output_files.naming_output_when_full(str(output), name="--output_dir"):
+            raise tf.errors.OutOfRangeError(None, None, "/x/.model.staging/ckpt-1_temp/part-0; File too large")
+    with pytest.raises(InputError, match=r"--output_dir=.*: cannot be written \(No space left on device\)"):
+        with output_files.naming_output_when_full(str(output), name="--output_dir"):
+            with input_files.user_path("/x/.model.staging/vocab.txt"):
+                raise tf.errors.ResourceExhaustedError(None, None, "/x/.model.staging/vocab.txt; No space left")
+    # Anything else passes unchanged.
+    with pytest.raises(tf.errors.ResourceExhaustedError, match="OOM when allocating"):
+        with output_files.naming_output_when_full(str(output)):
+            raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")

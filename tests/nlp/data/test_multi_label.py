@@ -131,3 +131,45 @@ def test_task_names_pick_the_processors():
     generic = make_processor(_config(task_name="generic", multi_label=True, text_a_column="t", labels="b,a"))
     assert isinstance(generic, data.MultiLabelGenericProcessor) and generic.labels == ("b", "a")
     assert generic.metrics[0] == "macro_f1"
+
+
+# ---- issue 40: number-like label names, lists written as text, a training set without a label ----------------------
+
+STARS = ("1", "2", "3", "4", "5")
+
+
+def test_number_like_label_names_read_every_value_as_a_name():
+    """`--labels=1,2,3,4,5`: `0` was read as the id of the rating `1`. A value is now a name, or refused."""
+    assert data.parse_label_set("1,5", STARS) == ("1", "5")
+    assert data.parse_label_set(["4", 3], STARS) == ("3", "4")  # a JSON number is the name it spells
+    for value in ("0", "2,0", "6"):
+        with pytest.raises(
+            classifier_examples.BadRowError,
+            match=r"unknown label '[06]'; the labels are 1, 2, 3, 4, 5, and since they look like numbers a value is "
+            "read as a label name, never as an id",
+        ):
+            data.parse_label_set(value, STARS)
+    # Names that are words keep the ids.
+    assert data.parse_label_set("0", LABELS) == ("anger",)
+
+
+def test_number_like_labels_in_a_file_name_the_line(tmp_path):
+    (tmp_path / "train.tsv").write_text("text\tstars\ngreat\t5\nawful\t0\n")
+    processor = data.MultiLabelGenericProcessor(text_a_column="text", label_column="stars", labels=list(STARS))
+    with pytest.raises(classifier_examples.BadRowError, match=r"train.tsv:3: unknown label '0'; the labels are 1, 2"):
+        processor.read(str(tmp_path / "train.tsv"), classifier_examples.TRAIN)
+
+
+@pytest.mark.parametrize("value", ['["joy", "love"]', "['joy', 'love']"])
+def test_a_list_written_as_text_is_read_as_a_label_set(value):
+    assert data.parse_label_set(value, LABELS) == ("joy", "love")
+
+
+def test_a_training_set_without_any_label_is_refused(tmp_path):
+    """`--allow_empty_labels` with every labels field empty trained a model that predicts nothing, without a word."""
+    examples = [classifier_examples.InputExample(str(i), "text", label=()) for i in range(3)]
+    with pytest.raises(InputError, match=r"train.tsv: none of its 3 examples has a label \(every labels field is "):
+        data.check_some_labelled(examples, str(tmp_path / "train.tsv"))
+    with pytest.raises(InputError, match=r"none of the first 3 examples \(--max_train_examples\) has a label"):
+        data.check_some_labelled(examples, str(tmp_path / "train.tsv"), truncated=True)
+    data.check_some_labelled(examples + [classifier_examples.InputExample("3", "text", label=("joy",))], "train.tsv")

@@ -180,6 +180,28 @@ def test_predicting_without_a_fine_tuned_model_is_refused(init_dir, tmp_path):
         finetuning.run_finetuning(_config(init_dir, tmp_path), ToyTask(), do_train=False)
 
 
+def test_a_finished_runs_output_dir_alone_evaluates_and_predicts(trained, init_dir, tmp_path):
+    """Issue 40: `--do_predict --output_dir=<a finished run>` said `--bert_config_file is required`, though the folder
+    holds the config, vocabulary and case; it now uses the model of the run, as `--init_checkpoint=<it>` does."""
+    out, _, result = trained
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    alone = finetuning.run_finetuning(_config(None, copy), ToyTask(), do_train=False)
+    named = finetuning.run_finetuning(_config(str(out), tmp_path / "named"), ToyTask(), do_train=False)
+    assert alone.eval_history[-1]["accuracy"] == named.eval_history[-1]["accuracy"]
+    assert alone.eval_history[-1]["step"] == result.model_evaluation["step"]
+    task = ToyTask()
+    np.testing.assert_array_equal(alone.model.predict(task.x, verbose=0), named.model.predict(task.x, verbose=0))
+
+    # Without a run there, the message says which flag to add.
+    with pytest.raises(InputError, match=r"--init_checkpoint is required: the model to use \(--output_dir=.* holds no"):
+        finetuning.run_finetuning(_config(None, tmp_path / "empty"), ToyTask(), do_train=False)
+    with pytest.raises(
+        InputError, match=r"--init_checkpoint is required: the model to fine-tune, .*--bert_config_file"
+    ):
+        finetuning.run_finetuning(_config(None, tmp_path / "new"), ToyTask())
+
+
 def test_eval_points():
     assert finetuning.eval_points(12, 6) == [6, 12]
     assert finetuning.eval_points(15, 6) == [6, 12, 15]  # 2.5 epochs

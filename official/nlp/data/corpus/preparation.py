@@ -38,7 +38,7 @@ from official.nlp.common.output_files import check_target
 from official.nlp.common.text_files import decode_text
 from official.nlp.data.corpus import documents as documents_lib
 from official.nlp.data.corpus.documents import Counts
-from official.nlp.data.corpus.settings import CorpusConfig, validate_corpus_config
+from official.nlp.data.corpus.settings import CorpusConfig
 from official.nlp.data.corpus.units import CorpusUnit, file_format, plan_corpus_units
 from official.nlp.data.pretraining.documents import line_number
 from official.nlp.data.pretraining.outputs import absolute, default_stats_path, output_paths
@@ -123,7 +123,6 @@ def _check_outputs(config: CorpusConfig, files: list[str], paths: list[str], sum
 def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     """Runs the whole job; returns the summary (also written to its file). See the module docstring."""
     start = time.time()
-    validate_corpus_config(config)
     paths = output_paths(config.output_file)
     summary_path = default_stats_path(config.output_file, paths)
     for path in paths:  # before the input is read: a device or a folder in the output's place

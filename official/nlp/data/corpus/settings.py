@@ -1,4 +1,4 @@
-"""The flags of `prepare_corpus`, and their checks."""
+"""The flags of `prepare_corpus` (each field's type, allowed values and range checked when the config is made)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import dataclasses
 from collections.abc import Sequence
 
 from official.nlp.common.config_flags import CheckedConfig, field
-from official.nlp.common.errors import InputError
 from official.nlp.data.corpus.units import FORMATS
 
 
@@ -53,12 +52,3 @@ class CorpusConfig(CheckedConfig):
             "not depend on it; shards end at unit boundaries."
         ),
     )
-
-
-def validate_corpus_config(config: CorpusConfig) -> None:
-    """Refuses flags that cannot work, naming each; runs before any file or folder is made."""
-    problems = []
-    if config.input_format not in FORMATS:
-        problems.append(f"--input_format={config.input_format}: must be one of {', '.join(FORMATS)}")
-    if problems:
-        raise InputError("; ".join(problems))
