@@ -1,10 +1,13 @@
 r"""Turns raw text into BERT's pretraining format: one sentence per line, a blank line between documents.
 
   python run_scripts/prepare_corpus.py --input_file='wiki/text/*/wiki_*' --output_file=corpus/wiki.txt
+  python run_scripts/prepare_corpus.py --input_file='enwiki-*-pages-articles*.xml*.bz2' --output_file=corpus/wiki.txt@64
 
 Reads WikiExtractor output (<doc> blocks; title-only stubs dropped, section headings dropped unless
---keep_headings) or plain text (a blank line between documents, a paragraph per line), splits the paragraphs into
-sentences with sentencex on every core, and prints what it counted. The output feeds create_pretraining_data as it
+--keep_headings), plain text (a blank line between documents, a paragraph per line) or a Wikipedia XML dump
+itself (main-namespace articles; redirects, disambiguation pages and other namespaces dropped and counted; the
+wikitext parsed by mwparserfromhell), splits the paragraphs into sentences with sentencex on every core, and prints
+what it counted. The output feeds create_pretraining_data as it
 is. See `official.nlp.data.corpus.preparation` and docs/corpus.md.
 """
 

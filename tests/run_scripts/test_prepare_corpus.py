@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import bz2
 import json
 
 import pytest
 
-from tests.run_scripts.test_user_errors import assert_quiet, assert_user_error, run_script
+from tests.run_scripts.test_user_errors import REPO_ROOT, assert_quiet, assert_user_error, run_script
 
 
 def test_the_script_prints_what_it_counted(shared_data, tmp_path):
@@ -51,4 +52,28 @@ def test_bad_input_is_one_line_and_exit_2(shared_data, tmp_path, bad_input):
     path, *fragments = bad_input(shared_data, tmp_path)
     result = run_script("prepare_corpus.py", f"--input_file={path}", f"--output_file={tmp_path / 'out' / 'x.txt'}")
     assert_user_error(result, *fragments)
+    assert not (tmp_path / "out" / "x.txt").exists() and not (tmp_path / "out" / "stats").exists()
+
+
+DUMP = REPO_ROOT / "tests" / "nlp" / "data" / "corpus" / "data" / "wiki_dump.xml.bz2"
+
+
+def test_a_wikipedia_dump_prints_what_it_dropped(tmp_path):
+    result = run_script("prepare_corpus.py", f"--input_file={DUMP}", f"--output_file={tmp_path / 'wiki.txt'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    line = next(line for line in result.stderr.splitlines() if "wrote " in line)
+    assert (
+        "4 documents" in line and "dropped 1 redirects, 1 disambiguation pages and 2 pages of other namespaces" in line
+    )
+    assert_quiet(result)
+
+
+def test_a_truncated_dump_is_one_line_and_exit_2(tmp_path):
+    data = bz2.decompress(DUMP.read_bytes())
+    pages = data[data.index(b"  <page>") : data.index(b"</mediawiki>")]
+    compressed = bz2.compress(data.replace(pages, pages * 40), compresslevel=1)
+    path = tmp_path / "enwiki-pages-articles.xml.bz2"
+    path.write_bytes(compressed[: len(compressed) // 2])
+    result = run_script("prepare_corpus.py", f"--input_file={path}", f"--output_file={tmp_path / 'out' / 'x.txt'}")
+    assert_user_error(result, f"{path}: the compressed file ends before its bzip2 stream does", "download it again")
     assert not (tmp_path / "out" / "x.txt").exists() and not (tmp_path / "out" / "stats").exists()

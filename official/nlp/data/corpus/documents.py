@@ -40,7 +40,8 @@ TEXT = "text"
 @dataclasses.dataclass
 class Document:
     paragraphs: list[str]  # its lines that are not blank, stripped
-    title: str | None = None  # WikiExtractor only
+    title: str | None = None  # WikiExtractor and dump articles
+    headings: set[int] | None = None  # a dump article's: the paragraphs that are headings, known from the markup
 
 
 @dataclasses.dataclass
@@ -54,6 +55,9 @@ class Counts:
     stubs: int = 0  # WikiExtractor articles without text: dropped
     headings: int = 0  # WikiExtractor section headings: dropped, or kept with keep_headings
     titles: int = 0  # titles of the articles with text: dropped, or kept with keep_headings
+    redirects: int = 0  # dump pages: dropped
+    disambiguations: int = 0  # dump pages: dropped
+    other_namespaces: int = 0  # dump pages not in the main namespace (Talk:, Template:, ...): dropped
 
     def add(self, other: Counts) -> None:
         for f in dataclasses.fields(self):
@@ -136,7 +140,11 @@ def document_lines(document: Document, keep_headings: bool, counts: Counts) -> l
     last = len(document.paragraphs) - 1
     for p, paragraph in enumerate(document.paragraphs):
         split = sentences(paragraph)
-        if document.title is not None and p < last and is_heading(paragraph, split):
+        if document.headings is not None:
+            heading = p in document.headings
+        else:
+            heading = document.title is not None and p < last and is_heading(paragraph, split)
+        if heading:
             counts.headings += 1
             if not keep_headings:
                 continue

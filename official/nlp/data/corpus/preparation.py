@@ -1,13 +1,17 @@
 """Raw text into BERT's pretraining format: one sentence per line, a blank line between documents.
 
-`prepare_corpus(CorpusConfig(...))` is what `run_scripts/prepare_corpus.py` does. It reads WikiExtractor output or
-plain text (`documents`), splits paragraphs into sentences (`sentences`), and writes a text file (or shards) that
+`prepare_corpus(CorpusConfig(...))` is what `run_scripts/prepare_corpus.py` does. It reads WikiExtractor output,
+plain text (`documents`) or a Wikipedia XML dump itself (`dump`, its wikitext parsed by `wikitext`), splits
+paragraphs into sentences (`sentences`), and writes a text file (or shards) that
 `create_pretraining_data` reads as it is.
 
 **Work.** The input is cut into work units at document boundaries (`units`); each runs on a worker process (all
 cores by default) and the main process writes the results in unit order, with at most two units per worker in
 flight (`worker_pool`): memory stays bounded whatever the corpus size, and the bytes are the same for any number of
-workers. Every path may be on ``gs://`` or ``ram://`` (the file layer; a ``ram://`` input runs in this process).
+workers. A dump is read as a stream by the main process and its pages sent to the workers in units of about
+``unit_mb`` of wikitext; as their number is not known before the end, shards take the units in turn (unit i goes
+to shard i mod N) rather than in contiguous runs. Every path may be on ``gs://`` or ``ram://`` (the file layer; a
+``ram://`` input runs in this process).
 
 **Output and commit.** Each output file is written under a temporary name and renamed when complete
 (`output_files.write_atomically`). A summary (``stats/<name>.json`` next to the output: the counts, the settings,
@@ -24,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.metadata
 import json
@@ -37,6 +42,7 @@ from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target
 from official.nlp.common.text_files import decode_text
 from official.nlp.data.corpus import documents as documents_lib
+from official.nlp.data.corpus import dump as dump_lib
 from official.nlp.data.corpus.documents import Counts
 from official.nlp.data.corpus.settings import CorpusConfig
 from official.nlp.data.corpus.units import CorpusUnit, file_format, plan_corpus_units
@@ -70,6 +76,12 @@ class CorpusSummary:
             f"({self.input_bytes / 2**20:.1f} MB in {self.seconds:.1f} s, {self.mb_per_second:.1f} MB/s); "
             f"dropped {c.stubs} stubs without text; {c.headings} section headings and {c.titles} titles "
             f"{'kept' if self.keep_headings else 'dropped'}"
+            + (
+                f"; dropped {c.redirects} redirects, {c.disambiguations} disambiguation pages and "
+                f"{c.other_namespaces} pages of other namespaces"
+                if c.redirects or c.disambiguations or c.other_namespaces
+                else ""
+            )
         )
 
 
@@ -133,29 +145,40 @@ def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     formats = [file_format(f, config.input_format) for f in files]
     if all(f is None for f in formats):
         raise InputError(f"--input_file: {', '.join(files)} hold(s) no text")
-    units = plan_corpus_units(files, formats, max(1, int(config.unit_mb * 2**20)))
-    if len(units) < len(paths):
-        raise InputError(
-            f"--output_file: {len(paths)} shards, but the input makes only {len(units)} work units of "
-            f"--unit_mb={config.unit_mb}; write at most {len(units)} shards, or lower --unit_mb"
-        )
+    is_dump = dump_lib.DUMP in formats
+    if is_dump:
+        _check_dump_inputs(files, formats)
+        units = None  # a dump's units are read as a stream: their number is known at the end
+    else:
+        units = plan_corpus_units(files, formats, max(1, int(config.unit_mb * 2**20)))
+        if len(units) < len(paths):
+            raise InputError(
+                f"--output_file: {len(paths)} shards, but the input makes only {len(units)} work units of "
+                f"--unit_mb={config.unit_mb}; write at most {len(units)} shards, or lower --unit_mb"
+            )
     for path in [summary_path, *paths]:  # the marker first: a run killed from here on leaves no summary
         output_files.remove(path)
     output_files.remove_leftovers([*paths, summary_path])  # temporary files of a run killed before its commits
-    num_workers = max(1, min(config.num_workers or os.cpu_count() or 1, len(units)))
+    num_workers = max(1, config.num_workers or os.cpu_count() or 1)
+    if units is not None:
+        num_workers = min(num_workers, len(units))
     if num_workers > 1 and any(input_files.is_process_local(f) for f in files):
         logging.info("an input is on a filesystem of this process alone (ram://): the units run in this process")
         num_workers = 1
     input_bytes = sum(input_files.getsize(f) for f in files)
     logging.info(
-        "%d input files, %.1f MB, %d work units, %d output files, %d workers",
+        "%d input files%s, %.1f MB, %s work units, %d output files, %d workers",
         len(files),
+        " (Wikipedia dumps)" if is_dump else "",
         input_bytes / 2**20,
-        len(units),
+        "streamed" if units is None else len(units),
         len(paths),
         num_workers,
     )
-    counts = _write_outputs(config, units, paths, num_workers, start)
+    if is_dump:
+        counts = _write_dump_outputs(config, files, paths, num_workers, start)
+    else:
+        counts = _write_outputs(config, units, paths, num_workers, start)
     summary = CorpusSummary(
         counts=counts,
         input_files=len(files),
@@ -168,6 +191,51 @@ def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     )
     _write_summary(summary, config)
     return summary
+
+
+def _check_dump_inputs(files: list[str], formats: list[str | None]) -> None:
+    others = [f for f, kind in zip(files, formats) if kind not in (dump_lib.DUMP, None)]
+    if others:
+        dump = files[formats.index(dump_lib.DUMP)]
+        raise InputError(
+            f"--input_file: {dump} is a Wikipedia XML dump but {others[0]} is not; prepare dumps and extracted text "
+            "in two runs"
+        )
+
+
+def _write_dump_outputs(config: CorpusConfig, files: list[str], paths: list[str], num_workers: int, start) -> Counts:
+    """The pages of the dumps streamed from this process to the workers; shard i mod N takes unit i."""
+    counts = Counts()  # the reader counts the pages it drops here, the workers' counts are added
+    unit_chars = max(1, int(config.unit_mb * 2**20))
+    tasks = ((pages, config.keep_headings) for pages in dump_lib.page_units(files, unit_chars, counts))
+    for path in paths:
+        output_files.makedirs_for(path)
+    last_log = time.time()
+    with contextlib.ExitStack() as stack:
+        results = stack.enter_context(
+            worker_pool.ordered_results(dump_lib.prepare_pages, tasks, num_workers=num_workers)
+        )
+        outs = [stack.enter_context(output_files.write_atomically(p, "wb", name="--output_file")) for p in paths]
+        written = [False] * len(paths)
+        for i, (data, unit_counts) in enumerate(results):
+            shard = i % len(paths)
+            if data:
+                outs[shard].write(b"\n" + data if written[shard] else data)
+                written[shard] = True
+            counts.add(Counts(**unit_counts))
+            if time.time() - last_log > _LOG_EVERY_S:
+                last_log = time.time()
+                logging.info(
+                    "%d articles read (%.0f s), %d documents, %d sentences",
+                    counts.documents + counts.stubs + counts.disambiguations,
+                    last_log - start,
+                    counts.documents,
+                    counts.sentences,
+                )
+    for path, wrote in zip(paths, written):
+        if not wrote:
+            logging.warning("%s holds no document: the dump has fewer work units than shards", path)
+    return counts
 
 
 def _write_outputs(config: CorpusConfig, units: list[CorpusUnit], paths: list[str], num_workers: int, start) -> Counts:
@@ -213,5 +281,7 @@ def _write_summary(summary: CorpusSummary, config: CorpusConfig) -> None:
         "settings": {"input_format": config.input_format, "keep_headings": config.keep_headings},
         "sentence_splitter": f"sentencex {importlib.metadata.version('sentencex')}",
     }
+    if summary.counts.redirects or summary.counts.disambiguations or summary.counts.other_namespaces:
+        record["wikitext_parser"] = f"mwparserfromhell {importlib.metadata.version('mwparserfromhell')}"
     output_files.makedirs_for(summary.summary_file)
     output_files.write_text(summary.summary_file, json.dumps(record, indent=1) + "\n", name="summary file")

@@ -11,7 +11,8 @@ from official.nlp.data.corpus.units import FORMATS
 
 @dataclasses.dataclass
 class CorpusConfig(CheckedConfig):
-    """Flags of `prepare_corpus`: raw text (WikiExtractor output or plain text) in, BERT's pretraining format out.
+    """Flags of `prepare_corpus`: raw text (WikiExtractor output, plain text, or a Wikipedia XML dump) in, BERT's
+    pretraining format out.
 
     ``output_file`` is one file, a comma-separated list of shards, or ``PATH@N`` for the N shards
     ``PATH-00000-of-0000N`` ... ``PATH-0000{N-1}-of-0000N`` (as `create_pretraining_data` names its records).
@@ -19,7 +20,10 @@ class CorpusConfig(CheckedConfig):
 
     input_file: str | Sequence[str] = field(
         path="patterns",
-        help="Raw text files: a comma-separated list of paths and glob patterns (WikiExtractor writes text/*/wiki_*).",
+        help=(
+            "Raw text files: a comma-separated list of paths and glob patterns (WikiExtractor writes text/*/wiki_*), "
+            "or Wikipedia XML dumps (enwiki-*-pages-articles*.xml*.bz2)."
+        ),
     )
     output_file: str | Sequence[str] = field(
         path="paths",
@@ -33,13 +37,14 @@ class CorpusConfig(CheckedConfig):
         enum=FORMATS,
         help=(
             "wikiextractor: <doc ...> blocks of WikiExtractor; text: a blank line between documents, a paragraph per "
-            "line; auto: each file by its first line (a <doc ...> tag or not)."
+            "line; dump: a Wikipedia XML dump (.xml.bz2 or .xml; main-namespace articles, wikitext parsed); auto: "
+            "each file by its start (a dump, a <doc ...> tag or not)."
         ),
     )
     keep_headings: bool = field(
         False,
         help=(
-            "Keep the titles and section headings of WikiExtractor articles as lines of their own (dropped by "
+            "Keep the titles and section headings of WikiExtractor or dump articles as lines of their own (dropped by "
             "default, as the paper keeps only text passages)."
         ),
     )
@@ -48,7 +53,8 @@ class CorpusConfig(CheckedConfig):
         4.0,
         exclusive_minimum=0,
         help=(
-            "Size of the work units a worker holds in memory, cut at document boundaries. A single output file does "
-            "not depend on it; shards end at unit boundaries."
+            "Size of the work units a worker holds in memory, cut at document boundaries (of a dump: MB of wikitext). "
+            "A single output file does not depend on it; shards end at unit boundaries (a dump's shards take the "
+            "units in turn)."
         ),
     )

@@ -1,7 +1,9 @@
 """The input files of `prepare_corpus`: each file's format, and work units cut at document boundaries.
 
-A file's format is ``--input_format``, or with ``auto`` read from its first line that is not blank: a ``<doc ...>``
-tag means WikiExtractor output, anything else plain text. The start of each file (64 KiB) is checked here, before
+A file's format is ``--input_format``, or with ``auto`` read from its start: a Wikipedia XML dump (`dump`) starts
+as bzip2 data that decompresses to ``<mediawiki ...>``, or as that XML itself; otherwise the first line that is not
+blank decides: a ``<doc ...>`` tag means WikiExtractor output, anything else plain text. A dump is not cut into
+byte ranges (its pages are read as a stream: `dump.page_units`). The start of each file (64 KiB) is checked here, before
 any work, so that a binary file or a file in another encoding is refused at once (`text_files.decode_text` names
 the line and the encoding it seems to be in).
 
@@ -20,9 +22,10 @@ from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.text_files import decode_text
 from official.nlp.data.corpus.documents import TEXT, WIKIEXTRACTOR, is_doc_tag
+from official.nlp.data.corpus.dump import DUMP, decompressed_start, is_bzip2, is_dump_start
 
 AUTO = "auto"
-FORMATS = (AUTO, WIKIEXTRACTOR, TEXT)
+FORMATS = (AUTO, WIKIEXTRACTOR, TEXT, DUMP)
 _SAMPLE_BYTES = 1 << 16
 _LINE_PIECE = 1 << 20  # a longer line is read in pieces, so that no line is held whole while looking for a cut
 
@@ -45,6 +48,21 @@ def file_format(path: str, requested: str) -> str | None:
     Refuses a file whose start is not UTF-8 text, and WikiExtractor asked of a file that does not start as such."""
     with input_files.open_file(path, "rb") as f:
         sample = f.read(_SAMPLE_BYTES)
+    compressed = is_bzip2(sample)
+    if compressed:
+        sample = decompressed_start(path)
+    if requested in (AUTO, DUMP) and is_dump_start(sample[:4096].decode("utf-8", "replace")):
+        return DUMP
+    if compressed:
+        raise InputError(
+            f"{path}: bzip2 data that is not a Wikipedia XML dump (it does not start with <mediawiki>); "
+            "prepare_corpus reads .bz2 files only for dumps: decompress other text first (bunzip2)"
+        )
+    if requested == DUMP:
+        raise InputError(
+            f"{path}: --input_format=dump, but the file is not a Wikipedia XML dump (no <mediawiki> at its start); "
+            "pass a pages-articles .xml.bz2 file, or --input_format=auto"
+        )
     text = decode_text(sample if len(sample) < _SAMPLE_BYTES else _whole_characters(sample), path)
     first = next((line.strip() for line in text.split("\n") if line.strip()), None)
     if first is None:
