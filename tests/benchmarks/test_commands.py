@@ -17,7 +17,15 @@ from tests.conftest import REPO_ROOT
 
 DOC = REPO_ROOT / "docs" / "benchmarks.md"
 COMMAND = re.compile(r"python (?:-m benchmarks\.(\w+)|benchmarks/(\w+)\.py)((?:\s+--\w+(?:=\S*)?)*)")
-ENTRY_POINTS = {"compare", "goemotions", "pretraining_data", "pretraining_loop", "tokenizer", "serving_rate"}
+ENTRY_POINTS = {
+    "compare",
+    "goemotions",
+    "pretraining_data",
+    "pretraining_loop",
+    "tokenizer",
+    "serving_rate",
+    "pilot_batches",
+}
 
 
 def _commands() -> list[tuple[str, list[str]]]:

@@ -21,11 +21,12 @@ from official.nlp.paper import budgets
 from official.nlp.training import optimization
 from official.nlp.training.run_settings import settings_differences
 
-TABLES = ("5", "6", "7")
+TABLES = ("5", "6", "7", "curve", "pilot")
+DEFAULT_TABLES = ("5", "6", "7")
 PAPER_SETTINGS_FILE = "paper_settings.json"
 BUDGET_VALUES_KEY = "budget_values"
 # May change between sittings of one rerun (see the module docstring).
-SELECTION_FIELDS = ("tasks", "tables", "masking_rates", "plots")
+SELECTION_FIELDS = ("tasks", "tables", "masking_rates", "plots", "curve_state_dir")
 
 
 @dataclasses.dataclass
@@ -67,7 +68,18 @@ class PaperConfig(CheckedConfig):
     tasks: Sequence[str] = field(
         list(budgets.FINE_TUNING_TASKS), help=f"Fine-tuning tasks to run: {', '.join(budgets.FINE_TUNING_TASKS)}."
     )
-    tables: Sequence[str] = field(list(TABLES), help="The paper's tables to rerun: 5, 6, 7.")
+    tables: Sequence[str] = field(
+        list(DEFAULT_TABLES),
+        help="The paper's tables to rerun: 5, 6, 7; curve, the transfer curve (one long pretraining run, each "
+        "doubling step's checkpoint fine-tuned beside random init; docs/paper.md); pilot alone: only the data and "
+        "the pilot that picks the pretraining recipe on held-out loss (no fine-tuning data needed).",
+    )
+    curve_state_dir: str | None = field(
+        None,
+        path="path",
+        help="Where the transfer curve keeps its finished results and its resume state (e.g. docs/paper_curve): "
+        "updated after each of its stages; a sitting on a fresh machine resumes from it.",
+    )
     masking_rates: bool = field(
         False, help="Also pretrain with the other masking rates of the paper's appendix (Table 8) and fine-tune them."
     )
@@ -80,6 +92,17 @@ class PaperConfig(CheckedConfig):
     pretrain_steps: int | None = field(None, minimum=1, help="Pretraining steps instead of the budget's.")
     pretrain_batch_size: int | None = field(None, minimum=1, help="Pretraining batch instead of the budget's.")
     seeds: int | None = field(None, minimum=1, help="Fine-tuning seeds per cell instead of the budget's.")
+    pilot_learning_rates: Sequence[float] | None = field(
+        None, help="The pilot's learning rates instead of the budget's, at the budget's pretraining batch."
+    )
+    pilot_examples: int | None = field(
+        None, minimum=1, help="Training examples of each pilot run instead of the budget's (the same at every batch)."
+    )
+    pilot_batch_sizes: Sequence[int] | None = field(
+        None,
+        help="The pilot's batch sizes instead of the budget's (each rate scaled by the square root of the batch "
+        "ratio; the same training examples at every batch).",
+    )
     mixed_precision: str = field(
         "float32",
         enum=optimization.MIXED_PRECISION,
@@ -105,6 +128,12 @@ def resolved_budget(config: PaperConfig) -> budgets.Budget:
         changes["pretrain_steps"] = config.pretrain_steps
     if config.pretrain_batch_size:
         changes["pretrain_batch_size"] = config.pretrain_batch_size
+    if config.pilot_learning_rates:
+        changes["pilot_learning_rates"] = tuple(float(r) for r in config.pilot_learning_rates)
+    if config.pilot_examples:
+        changes["pilot_examples"] = config.pilot_examples
+    if config.pilot_batch_sizes:
+        changes["pilot_batch_sizes"] = tuple(int(b) for b in config.pilot_batch_sizes)
     if config.seeds:
         changes["tasks"] = {t: dataclasses.replace(b, seeds=config.seeds) for t, b in budget.tasks.items()}
         changes["feature_seeds"] = config.seeds
@@ -120,6 +149,10 @@ def validate(config: PaperConfig) -> None:
     unknown = sorted(set(config.tables) - set(TABLES))
     if unknown or not config.tables:
         problems.append(f"--tables={','.join(config.tables)}: choose from {', '.join(TABLES)}")
+    if config.curve_state_dir and "curve" not in config.tables:
+        problems.append(
+            f"--curve_state_dir={config.curve_state_dir}: applies to the transfer curve; add curve to --tables"
+        )
     if problems:
         raise InputError("; ".join(problems))
     resolved_budget(config)
@@ -231,6 +264,20 @@ class Workspace:
     @property
     def heldout_corpus(self) -> str:
         return self.path("data", "corpus", "heldout.txt")
+
+    @property
+    def pilot_file(self) -> str:
+        """The pilot's choice of the pretraining recipe (JSON), which every pretraining run reads."""
+        return self.path("pilot.json")
+
+    @property
+    def curve_model_dir(self) -> str:
+        """The transfer curve's one long pretraining run."""
+        return self.path("runs", "curve", "pretrain")
+
+    def curve_export(self, step: int) -> str:
+        """The model directory of the curve's checkpoint at `step`."""
+        return self.path("runs", "curve", "exports", f"step{step}")
 
     @property
     def vocab_file(self) -> str:

@@ -25,6 +25,9 @@ SHARED_RECORDS = "records"
 # segments come from a random document, a next token that no left context predicts (docs/pretraining.md).
 NO_NSP_RECORDS = "records-nonsp"
 HELDOUT_RECORDS = "records-heldout"  # the held-out documents' records, for the perplexity
+CURVE_TABLE = "curve"  # the transfer curve's selection name in --tables
+PILOT_TABLE = "pilot"  # --tables=pilot: the data and the pilot alone
+PILOT_CHOICE = "pilot/choice"  # the stage that picks the pretraining recipe from the pilot runs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +102,10 @@ def layers_of_choice(choice: str, num_layers: int) -> tuple[str, ...]:
 class Stage:
     """One unit of work with a done marker. `id` is also its folder under `<output_dir>/runs/`.
 
-    kind: corpus, vocab, records, task_data, pretrain, perplexity, finetune. `head`: for a fine-tuning run, None
-    (the task's own head), "bilstm" (the SQuAD span head with a BiLSTM) or "features:<choice>" (feature-based NER).
+    kind: corpus, vocab, records, task_data, pilot, pilot_choice, pretrain, curve_pretrain, perplexity, finetune.
+    `head`: for a fine-tuning run, None (the task's own head), "bilstm" (the SQuAD span head with a BiLSTM) or
+    "features:<choice>" (feature-based NER). A pilot run has its `learning_rate` and `batch_size`; a stage of the
+    transfer curve its pretraining `step` (the curve's fine-tuning runs: the checkpoint's).
     """
 
     id: str
@@ -114,6 +119,9 @@ class Stage:
     records: str | None = None
     depends: tuple[str, ...] = ()
     cost: float = 0.0  # estimated seconds on a quiet 2-core CPU (`estimate`), for the ETA
+    learning_rate: float | None = None
+    batch_size: int | None = None
+    step: int | None = None
 
     @property
     def feature_choice(self) -> str | None:
@@ -122,6 +130,25 @@ class Stage:
 
 def pretrain_id(variant: str, size: str) -> str:
     return f"pretrain/{variant}/{size}"
+
+
+def pilot_variant(learning_rate: float, batch_size: int) -> str:
+    """The name of a pilot run (results.csv's `variant`)."""
+    return f"pilot-lr{learning_rate:.3g}-b{batch_size}"
+
+
+def curve_variant(step: int) -> str:
+    """The name of the transfer curve's checkpoint at `step` (results.csv's `variant` of its runs)."""
+    return f"curve-{step}"
+
+
+def curve_step(variant: str) -> int | None:
+    """The step of a curve variant's name, None for any other variant."""
+    return int(variant[len("curve-") :]) if variant.startswith("curve-") else None
+
+
+def curve_pretrain_id(step: int) -> str:
+    return f"curve/pretrain/step{step}"
 
 
 def finetune_id(variant: str, size: str, task: str, head: str | None, seed: int) -> str:
@@ -136,8 +163,8 @@ def finetune_id(variant: str, size: str, task: str, head: str | None, seed: int)
 # for one epoch at the `tiny` size (its evaluation included), scaled by the encoder's size. The ETA rescales every
 # kind by what its finished stages took.
 TRAIN_MACS_PER_SECOND = 3.0e10
-RUN_OVERHEAD_SECONDS = {"pretrain": 15.0, "finetune": 8.0, "perplexity": 5.0}
-DATA_SECONDS = {"corpus": 15.0, "vocab": 140.0, "records": 20.0, "task_data": 1.0}
+RUN_OVERHEAD_SECONDS = {"pretrain": 15.0, "finetune": 8.0, "perplexity": 5.0, "pilot": 15.0, "curve_pretrain": 15.0}
+DATA_SECONDS = {"corpus": 15.0, "vocab": 140.0, "records": 20.0, "task_data": 1.0, "pilot_choice": 1.0}
 TINY_EXAMPLE_EPOCH_SECONDS = {"mrpc": 4.1e-3, "sst-2": 1.4e-3, "qnli": 3.9e-3, "squad": 1.8e-2, "ner": 7.0e-3}
 FEATURE_BASED_SHARE = 0.6  # a feature-based run: the frozen encoder's forward pass and a small BiLSTM
 
@@ -154,10 +181,19 @@ def estimate(stage: Stage, budget: Budget, vocab_size: int) -> float:
         return DATA_SECONDS[stage.kind]
     size = budgets.parse_size(stage.size)
     overhead = RUN_OVERHEAD_SECONDS[stage.kind]
-    if stage.kind == "pretrain":
+    if stage.kind in ("pretrain", "pilot", "curve_pretrain"):
         predictions = budget.max_seq_length if stage.variant == LTR.name else budget.max_predictions_per_seq
-        macs = _step_macs(size, budget.max_seq_length, vocab_size, predictions) * budget.pretrain_batch_size
-        return overhead + budget.pretrain_steps * macs / TRAIN_MACS_PER_SECOND
+        example = _step_macs(size, budget.max_seq_length, vocab_size, predictions)
+        if stage.kind == "pilot":
+            steps, batch = budget.pilot_steps(stage.batch_size), stage.batch_size
+            evaluations = budget.pilot_evaluations * (RUN_OVERHEAD_SECONDS["perplexity"] + overhead)
+            return evaluations + steps * batch * example / TRAIN_MACS_PER_SECOND
+        if stage.kind == "curve_pretrain":
+            segments = budget.curve_segments()
+            index = segments.index(stage.step)
+            steps = stage.step - (segments[index - 1] if index else 0)
+            return 2 * overhead + steps * budget.pretrain_batch_size * example / TRAIN_MACS_PER_SECOND
+        return overhead + budget.pretrain_steps * example * budget.pretrain_batch_size / TRAIN_MACS_PER_SECOND
     if stage.kind == "perplexity":
         return overhead + 3000 * _step_macs(size, budget.max_seq_length, vocab_size, 20) / 3 / TRAIN_MACS_PER_SECOND
     task = budget.feature_based if stage.feature_choice else budget.tasks[stage.task]
@@ -190,8 +226,10 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
             f"data/{SHARED_RECORDS}", "records", "Pretraining records", records=SHARED_RECORDS, depends=("data/vocab",)
         )
     )
-    needs_heldout = "6" in tables or masking
-    if needs_heldout:
+    pilot = budget.pilot_grid()
+    curve = CURVE_TABLE in tables and bool(budget.curve_checkpoints())
+    needs_perplexity = "6" in tables or masking
+    if needs_perplexity or pilot or curve:  # the pilot and the curve score held-out loss too
         add(
             Stage(
                 f"data/{HELDOUT_RECORDS}",
@@ -201,8 +239,35 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
                 depends=("data/vocab",),
             )
         )
-    for task in tasks:
+    fine_tunes = masking or bool(set(tables) - {PILOT_TABLE})
+    for task in tasks if fine_tunes else ():
         add(Stage(f"data/{task}", "task_data", f"The {task} data (splits and slices)", task=task))
+    recipe = ()  # what every pretraining run waits for: the pilot's choice of its learning rate and batch
+    if pilot:
+        for rate, batch in pilot:
+            add(
+                Stage(
+                    f"pilot/{pilot_variant(rate, batch)}",
+                    "pilot",
+                    f"Pilot: MLM + NSP, {main}, learning rate {rate:.3g}, batch {batch}",
+                    variant=pilot_variant(rate, batch),
+                    size=main,
+                    records=SHARED_RECORDS,
+                    learning_rate=rate,
+                    batch_size=batch,
+                    depends=(f"data/{SHARED_RECORDS}", f"data/{HELDOUT_RECORDS}"),
+                )
+            )
+        add(
+            Stage(
+                PILOT_CHOICE,
+                "pilot_choice",
+                "Pilot: the recipe with the lowest held-out loss",
+                size=main,
+                depends=tuple(f"pilot/{pilot_variant(r, b)}" for r, b in pilot),
+            )
+        )
+        recipe = (PILOT_CHOICE,)
 
     # (variant, size) -> (the tasks it is fine-tuned on, their seeds: None for each task's own).
     plan: dict[tuple[Variant, str], dict[str, int | None]] = {}
@@ -228,6 +293,8 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
     if masking:
         for variant in (MLM_NSP, *MASKING_VARIANTS):
             wants(variant, main, ("qnli", "ner"), budget.masking_seeds)
+    if curve:
+        wants(RANDOM, main, budgets.FINE_TUNING_TASKS)  # the band every checkpoint of the curve is compared with
 
     for variant, size in plan:
         if variant.records not in (None, SHARED_RECORDS):
@@ -250,10 +317,10 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
                     variant=variant.name,
                     size=size,
                     records=variant.records,
-                    depends=(f"data/{variant.records}",),
+                    depends=(f"data/{variant.records}", *recipe),
                 )
             )
-        if variant.objective == configs.MLM and needs_heldout:
+        if variant.objective == configs.MLM and needs_perplexity:
             add(
                 Stage(
                     f"perplexity/{variant.name}/{size}",
@@ -302,4 +369,43 @@ def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], 
     if "7" in tables:
         for choice in FEATURE_CHOICES:
             finetune(MLM_NSP, largest, "ner", f"features:{choice}", budget.feature_based.seeds)
+    if curve:
+        # Last, after the random-init runs it is compared with: pretrain to the next kept step, fine-tune that
+        # checkpoint on every task, continue (a sitting that stops keeps every finished checkpoint's runs).
+        kept = budget.curve_checkpoints()
+        previous = None
+        for step in budget.curve_segments():
+            add(
+                Stage(
+                    curve_pretrain_id(step),
+                    "curve_pretrain",
+                    f"Transfer curve: MLM + NSP, {main}, pretraining to step {step:,} of {budget.curve_max_steps:,}",
+                    variant=curve_variant(step),
+                    size=main,
+                    records=SHARED_RECORDS,
+                    step=step,
+                    depends=(f"data/{SHARED_RECORDS}", f"data/{HELDOUT_RECORDS}", *recipe)
+                    + ((curve_pretrain_id(previous),) if previous else ()),
+                )
+            )
+            previous = step
+            if step not in kept:
+                continue
+            for task in budgets.FINE_TUNING_TASKS:
+                if task not in tasks:
+                    continue
+                for seed in range(1, budget.tasks[task].seeds + 1):
+                    add(
+                        Stage(
+                            finetune_id(curve_variant(step), main, task, None, seed),
+                            "finetune",
+                            f"Transfer curve: fine-tuning the checkpoint of step {step:,} on {task}, seed {seed}",
+                            variant=curve_variant(step),
+                            size=main,
+                            task=task,
+                            seed=seed,
+                            step=step,
+                            depends=(curve_pretrain_id(step), f"data/{task}"),
+                        )
+                    )
     return list(stages.values())

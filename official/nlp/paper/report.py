@@ -14,6 +14,7 @@ from official.nlp.paper import budgets, grid, tables
 from official.nlp.paper.budgets import Budget
 from official.nlp.paper.results import Cell, Row, cell, select
 from official.nlp.paper.tables import Column
+from official.nlp.paper.transfer import curve, pilot
 
 RESULTS_MARKER = "<!-- results: every number below is from results.csv, except the paper's columns and rows -->"
 NOT_RUN = "—"
@@ -279,7 +280,9 @@ def render(
 ) -> str:
     """The whole results.md: `header` (command, corpus, budget, machine), then the tables, then the plots."""
     lines = ["# The BERT paper, rerun: Tables 5, 6 and 7", "", *header, "", RESULTS_MARKER, ""]
-    lines += pretraining_table(rows)
+    lines += pilot.pilot_table(rows)
+    if select(rows, task="pretraining"):
+        lines += pretraining_table(rows)
     if "5" in table_names:
         lines += table5(rows, budget, tasks)
     if "6" in table_names:
@@ -288,6 +291,8 @@ def render(
         lines += table7(rows, budget)
     if masking:
         lines += table8(rows, budget)
+    if grid.CURVE_TABLE in table_names:
+        lines += curve.curve_table(rows, budget, tasks)
     if plots:
         lines += ["## Plots", ""] + [f"![{name}]({name})" for name in plots] + [""]
     lines += [f"The paper's numbers: {tables.CITATION}.", ""]

@@ -34,6 +34,7 @@ from official.nlp.paper.config import (
     validate,
 )
 from official.nlp.paper.results import Row, describe_machine, select, write_csv
+from official.nlp.paper.transfer import curve, pilot
 
 SITTINGS_FILE = "sittings.json"
 
@@ -47,22 +48,25 @@ class PaperResult:
 
 
 def _rows(stage: grid.Stage, values, steps, machine: str) -> list[Row]:
-    return [
-        Row(
-            variant=stage.variant or "",
-            size=stage.size or "",
-            task=task,
-            head=stage.head or "",
-            seed=stage.seed,
-            metric=metric,
-            value=float(value),
-            steps=steps,
-            seconds=0.0,
-            stage=stage.id,
-            machine=machine,
+    """A row per `(task, metric, value)`; a value may carry its own steps and variant: `(..., steps, variant)`."""
+    rows = []
+    for task, metric, value, *extra in values:
+        rows.append(
+            Row(
+                variant=extra[1] if len(extra) > 1 else stage.variant or "",
+                size=stage.size or "",
+                task=task,
+                head=stage.head or "",
+                seed=stage.seed,
+                metric=metric,
+                value=float(value),
+                steps=extra[0] if extra else steps,
+                seconds=0.0,
+                stage=stage.id,
+                machine=machine,
+            )
         )
-        for task, metric, value in values
-    ]
+    return rows
 
 
 def _record_sitting(config: PaperConfig, machine: str) -> list[dict]:
@@ -125,7 +129,7 @@ def reproduce_paper(config: PaperConfig, *, echo: Callable[[str], None] = print)
     input_files.expand_input_files(config.input_file)
     if config.vocab_file and not input_files.isfile(config.vocab_file):
         raise MissingInputError(f"--vocab_file={config.vocab_file} does not exist or is not a file")
-    for task in config.tasks:
+    for task in config.tasks if config.masking_rates or set(config.tables) - {grid.PILOT_TABLE} else ():
         splits.check_files(task, config.glue_dir, config.squad_file, config.conll_dir)
     related = {
         f"--{name}": getattr(config, name)
@@ -139,8 +143,10 @@ def reproduce_paper(config: PaperConfig, *, echo: Callable[[str], None] = print)
 
 
 def _reproduce(config: PaperConfig, budget: budgets.Budget, echo: Callable[[str], None]) -> PaperResult:
-    check_rerun_settings(config)
     space = Workspace(config.output_dir)
+    if config.curve_state_dir:
+        _restore_curve_state(config, space, echo)
+    check_rerun_settings(config)
     machine = describe_machine()
     sittings = _record_sitting(config, machine)
     vocab_size = len(text_files.read_text(config.vocab_file).splitlines()) if config.vocab_file else budget.vocab_size
@@ -149,26 +155,81 @@ def _reproduce(config: PaperConfig, budget: budgets.Budget, echo: Callable[[str]
         for s in grid.build_grid(budget, tuple(config.tasks), tuple(config.tables), config.masking_rates)
     ]
 
+    by_id = {s.id: s for s in grid_stages}
+    ran: set[str] = set()  # the stages of this sitting: only they change the curve's saved state
+
     def execute(stage: grid.Stage) -> tuple[list[Row], str]:
+        ran.add(stage.id)
         if stage.kind in ("corpus", "vocab", "records", "task_data"):
             values, steps = data_jobs.run_data_stage(stage, config, budget, space), None
+        elif stage.kind == "pilot_choice":
+            found = [Row.from_dict(r) for d in stage.depends for r in stages.read_marker(space, by_id[d])["rows"]]
+            values, steps = pilot.choose(stage, found, space), None
+        elif stage.kind in ("pilot", "curve_pretrain"):
+            run = pilot.run_pilot if stage.kind == "pilot" else curve.pretrain_segment
+            try:
+                result = run(stage, config, budget, space)
+            finally:
+                _clear_session()
+            values, steps = result.values, result.steps
         else:
+            if stage.kind == "finetune" and stage.step is not None:
+                curve.ensure_export(stage, config, budget, space)
             result = training_jobs.run_training_stage(stage, config, budget, space)
             values, steps = result.values, result.steps
-        words = ", ".join(f"{metric} {value:.4g}" for _, metric, value in values[:3])
+        words = ", ".join(f"{v[1]} {v[2]:.4g}" for v in values[:3])
         return _rows(stage, values, steps, machine), words
 
+    wants_curve = grid.CURVE_TABLE in config.tables
+
+    def after(stage: grid.Stage) -> None:
+        training_jobs.clean_up(stage, space)
+        if config.curve_state_dir and wants_curve and stage.id in ran and _in_curve_state(stage):
+            _save_curve_state(config, budget, space, grid_stages, sittings, stage)
+
     rows = stages.run_stages(
-        grid_stages, space, execute, after=lambda stage: training_jobs.clean_up(stage, space), echo=echo
+        grid_stages,
+        space,
+        execute,
+        after=after,
+        skip=lambda stage, done: curve.skip_reason(stage, done, budget, config.tasks) if wants_curve else None,
+        echo=echo,
     )
-    csv_path = space.path("results.csv")
+    csv_path, md_path, drawn = _write_report(config, budget, rows, sittings, grid_stages, config.output_dir, space)
+    echo(f"Wrote {csv_path}, {md_path}" + "".join(f", {space.path(p)}" for p in drawn))
+    return PaperResult(csv_path, md_path, [space.path(p) for p in drawn], rows)
+
+
+def _clear_session() -> None:
+    import keras
+
+    keras.backend.clear_session()  # a fresh graph for the next run
+
+
+def _write_report(
+    config: PaperConfig,
+    budget: budgets.Budget,
+    rows: list[Row],
+    sittings: list[dict],
+    grid_stages: list[grid.Stage],
+    target: str,
+    space: Workspace,
+    *,
+    loss_plot: bool = True,
+) -> tuple[str, str, list[str]]:
+    """results.csv, the plots and results.md into folder `target`; returns their paths and the plots' names."""
+    csv_path = os.path.join(target, "results.csv")
     write_csv(csv_path, rows)
     drawn = []
     if config.plots:
-        plots.loss_curves(grid_stages, space.run_dir, space.path(plots.LOSS_PLOT))
-        plots.task_bars(rows, grid_stages, space.path(plots.TASKS_PLOT))
-        drawn = [plots.LOSS_PLOT, plots.TASKS_PLOT]
-    md_path = space.path("results.md")
+        if loss_plot:
+            plots.loss_curves(grid_stages, space.run_dir, os.path.join(target, plots.LOSS_PLOT))
+            plots.task_bars(rows, grid_stages, os.path.join(target, plots.TASKS_PLOT))
+            drawn = [plots.LOSS_PLOT, plots.TASKS_PLOT]
+        if grid.CURVE_TABLE in config.tables:
+            curve.plot(rows, budget, config.tasks, os.path.join(target, curve.PLOT))
+            drawn.append(curve.PLOT)
+    md_path = os.path.join(target, "results.md")
     output_files.write_text(
         md_path,
         report.render(
@@ -181,5 +242,73 @@ def _reproduce(config: PaperConfig, budget: budgets.Budget, echo: Callable[[str]
             plots=drawn,
         ),
     )
-    echo(f"Wrote {csv_path}, {md_path}" + "".join(f", {space.path(p)}" for p in drawn))
-    return PaperResult(csv_path, md_path, [space.path(p) for p in drawn], rows)
+    return csv_path, md_path, drawn
+
+
+# ---- the transfer curve's state: what a sitting on a fresh machine resumes from --------------------------------
+# `--curve_state_dir` holds results.csv, results.md and the curve's plot (the finished results so far), and resume/:
+# the rerun's settings and sittings, the pilot's choice, the done markers of every stage but the data's (a fresh
+# machine writes the data again, deterministically), and the curve's pretraining run (its last checkpoint with the
+# optimizer, the step and the input position; its settings, config, vocabulary and summaries). Only stages whose
+# outputs the curve needs are saved: the pilot, the curve's, and the random-init runs it is compared with.
+_STATE_FILES = (PAPER_SETTINGS_FILE, SITTINGS_FILE, "pilot.json")
+_STATE_MODEL = "curve_model"
+
+
+def _in_curve_state(stage: grid.Stage) -> bool:
+    return stage.kind in ("pilot", "pilot_choice", "curve_pretrain") or (
+        stage.kind == "finetune" and (stage.step is not None or stage.variant == grid.RANDOM.name) and not stage.head
+    )
+
+
+def _save_curve_state(
+    config: PaperConfig,
+    budget: budgets.Budget,
+    space: Workspace,
+    grid_stages: list[grid.Stage],
+    sittings: list[dict],
+    stage: grid.Stage,
+) -> None:
+    resume = os.path.join(config.curve_state_dir, "resume")
+    for name in _STATE_FILES:
+        if input_files.exists(space.path(name)):
+            output_files.makedirs_for(os.path.join(resume, name))
+            output_files.copy(space.path(name), os.path.join(resume, name))
+    marker = space.marker(stage.id)
+    target = os.path.join(resume, os.path.relpath(marker, config.output_dir))
+    output_files.makedirs_for(target)
+    output_files.copy(marker, target)
+    if stage.kind == "curve_pretrain":
+        model = os.path.join(resume, _STATE_MODEL)
+        if input_files.exists(model):
+            output_files.rmtree(model)
+        for name in curve.kept_model_files(space):
+            output_files.makedirs_for(os.path.join(model, name))
+            output_files.copy(os.path.join(space.curve_model_dir, name), os.path.join(model, name))
+    data = ("corpus", "vocab", "records", "task_data")  # their counts head the report; not saved (rewritten)
+    saved = [
+        s for s in grid_stages if (s.kind in data or _in_curve_state(s)) and input_files.exists(space.marker(s.id))
+    ]
+    rows = [Row.from_dict(r) for s in saved for r in stages.read_marker(space, s)["rows"]]
+    state_config = dataclasses.replace(config, tables=[grid.CURVE_TABLE])
+    _write_report(state_config, budget, rows, sittings, saved, config.curve_state_dir, space, loss_plot=False)
+
+
+def _restore_curve_state(config: PaperConfig, space: Workspace, echo: Callable[[str], None]) -> None:
+    """Copies a saved curve state into a new `output_dir` (one without the curve's run): the settings, sittings,
+    the pilot's choice, the saved markers and the curve's run. Nothing that `output_dir` holds is replaced."""
+    resume = os.path.join(config.curve_state_dir, "resume")
+    if not input_files.isdir(resume) or input_files.exists(os.path.join(space.curve_model_dir, "checkpoint")):
+        return
+    copied = 0
+    for name in output_files.files_under(resume):
+        if name.startswith(_STATE_MODEL + "/"):
+            target = os.path.join(space.curve_model_dir, name[len(_STATE_MODEL) + 1 :])
+        else:
+            target = space.path(name)
+        if input_files.exists(target):
+            continue
+        output_files.makedirs_for(target)
+        output_files.copy(os.path.join(resume, name), target)
+        copied += 1
+    echo(f"Resumed the transfer curve's saved state from {resume} ({copied} files)")

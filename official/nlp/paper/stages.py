@@ -28,7 +28,10 @@ KIND_NAMES = {
     "vocab": "data",
     "records": "data",
     "task_data": "data",
+    "pilot": "pilot",
+    "pilot_choice": "pilot",
     "pretrain": "pretraining",
+    "curve_pretrain": "curve pretraining",
     "perplexity": "perplexity",
     "finetune": "fine-tuning",
 }
@@ -86,19 +89,27 @@ def run_stages(
     execute: Callable[[Stage], tuple[list[Row], str]],
     *,
     after: Callable[[Stage], None] = lambda stage: None,
+    skip: Callable[[Stage, list[Row]], str | None] = lambda stage, rows: None,
     echo: Callable[[str], None] = print,
 ) -> list[Row]:
     """Runs every stage without a marker, in order; returns the rows of all stages (done before or now).
 
     `execute(stage)` runs the stage and returns its rows and a few words on its result (for the progress line);
     `after(stage)` tidies up once the marker is written (also for a stage found done, in case a stop came between).
+    `skip(stage, rows)` says why a stage is not needed given the rows of the finished ones (the transfer curve past
+    its stop), or None; a skipped stage gets no marker and does not count as left.
     """
     progress = Forecast(stages)
     markers = {stage.id: read_marker(space, stage) for stage in stages}
     for stage in stages:
         if markers[stage.id]:
             progress.finished(stage, markers[stage.id]["seconds"])
-    left = [s for s in stages if not markers[s.id]]
+
+    def rows_so_far() -> list[Row]:
+        return [Row.from_dict(r) for stage in stages if markers[stage.id] for r in markers[stage.id]["rows"]]
+
+    finished_rows = rows_so_far()
+    left = [s for s in stages if not markers[s.id] and not skip(s, finished_rows)]
     done = {s.id for s in stages if markers[s.id]}
     echo(f"{len(stages)} stages: {summary_line(stages, done)}; {len(left)} left, about {hms(progress.left(left))}")
     started = time.monotonic()
@@ -106,10 +117,17 @@ def run_stages(
         if markers[stage.id]:
             after(stage)
             continue
+        reason = skip(stage, rows_so_far())
+        if reason:
+            if stage in left:
+                left.remove(stage)
+            echo(f"[{number}/{len(stages)}] {stage.title}: skipped ({reason})")
+            continue
         missing = [d for d in stage.depends if d not in done]
         if missing:  # the grid's order puts every stage after its inputs: this is a bug
             raise RuntimeError(f"stage {stage.id} runs before {missing}")
-        left.remove(stage)
+        if stage in left:
+            left.remove(stage)
         echo(f"[{number}/{len(stages)}] {stage.title} ...")
         stage_start, cpu_start = time.monotonic(), cpu_seconds()
         try:
@@ -141,7 +159,7 @@ def run_stages(
     echo(
         f"All {len(stages)} stages done ({summary_line(stages, done)}); this sitting: {hms(time.monotonic() - started)}"
     )
-    return [Row.from_dict(r) for stage in stages for r in markers[stage.id]["rows"]]
+    return rows_so_far()
 
 
 def _with_seconds(row: Row, seconds: float) -> Row:

@@ -15,11 +15,12 @@ and the training steps it ran.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import statistics
 
-from official.nlp.common import input_files, output_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.modeling.configs import LTR
 from official.nlp.paper import budgets, grid
 from official.nlp.paper.budgets import Budget
@@ -48,7 +49,31 @@ def vocab_size(space: Workspace) -> int:
 
 
 def pretrained_model(space: Workspace, variant: str, size: str) -> str:
+    step = grid.curve_step(variant)
+    if step is not None:
+        return space.curve_export(step)
     return os.path.join(space.run_dir(grid.pretrain_id(variant, size)), "export")
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """The pretraining recipe every variant uses: the pilot's choice, or the budget's when it fixes it."""
+
+    learning_rate: float
+    batch_size: int
+    steps: int  # the budget's pretraining examples at this batch
+    source: str  # "pilot" or "budget"
+
+
+def recipe(budget: Budget, space: Workspace) -> Recipe:
+    if not budget.pilot_grid():
+        return Recipe(budget.pretrain_learning_rate, budget.pretrain_batch_size, budget.pretrain_steps, "budget")
+    if not input_files.exists(space.pilot_file):  # the grid runs the pilot's choice before any pretraining
+        raise RuntimeError(f"{space.pilot_file} is missing: the pilot's choice must run before any pretraining")
+    chosen = json.loads(text_files.read_text(space.pilot_file))
+    batch = int(chosen["batch_size"])
+    steps = max(1, budget.pretrain_steps * budget.pretrain_batch_size // batch)
+    return Recipe(float(chosen["learning_rate"]), batch, steps, "pilot")
 
 
 def _loop_steps(steps: int) -> tuple[int, int]:
@@ -63,7 +88,8 @@ def pretrain(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
 
     variant = grid.VARIANTS[stage.variant]
     size = budgets.parse_size(stage.size)
-    per_loop, save = _loop_steps(budget.pretrain_steps)
+    chosen = recipe(budget, space)
+    per_loop, save = _loop_steps(chosen.steps)
     objective = {"objective": LTR} if variant.objective == LTR else {}
     result = run_pretraining(
         PretrainingConfig(
@@ -74,10 +100,10 @@ def pretrain(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
             do_lower_case=config.do_lower_case,
             max_seq_length=budget.max_seq_length,
             max_predictions_per_seq=budget.max_predictions_per_seq,
-            train_batch_size=budget.pretrain_batch_size,
-            num_train_steps=budget.pretrain_steps,
-            num_warmup_steps=int(budget.pretrain_steps * budget.warmup_share),
-            learning_rate=budget.pretrain_learning_rate,
+            train_batch_size=chosen.batch_size,
+            num_train_steps=chosen.steps,
+            num_warmup_steps=int(chosen.steps * budget.warmup_share),
+            learning_rate=chosen.learning_rate,
             # Small models train at larger rates, where the original optimizer's uncorrected first steps (3x at
             # step 1) derail them; docs/paper.md says so.
             adam_bias_correction=True,
@@ -106,13 +132,20 @@ def pretrain(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
 
 def perplexity(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace) -> StageResult:
     """exp(mean masked-LM cross entropy) over every prediction of the held-out records."""
+    mean = heldout_mlm_loss(pretrained_model(space, stage.variant, stage.size), budget, space)
+    return StageResult([("heldout", "mlm_loss", mean), ("heldout", "perplexity", math.exp(mean))])
+
+
+def heldout_mlm_loss(model_path: str, budget: Budget, space: Workspace) -> float:
+    """The mean masked-LM cross entropy of the model directory `model_path` over every prediction of the held-out
+    records (the documents held out by hash; masked once with the original rule)."""
     import tensorflow as tf
 
     from official.nlp.checkpoints import model_loading
     from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
     from official.nlp.modeling import losses
 
-    model, files = model_loading.load_model(pretrained_model(space, stage.variant, stage.size))
+    model, files = model_loading.load_model(model_path)
     loader = PretrainDataLoader(
         PretrainDataConfig(
             input_patterns=space.records(grid.HELDOUT_RECORDS),
@@ -137,8 +170,7 @@ def perplexity(stage: Stage, config: PaperConfig, budget: Budget, space: Workspa
         loss, weight = batch_sums(x, y)
         total += float(loss)
         count += float(weight)
-    mean = total / max(count, 1.0)
-    return StageResult([("heldout", "mlm_loss", mean), ("heldout", "perplexity", math.exp(mean))])
+    return total / max(count, 1.0)
 
 
 def _random_init_files(space: Workspace, size: str) -> str:
@@ -151,7 +183,7 @@ def _random_init_files(space: Workspace, size: str) -> str:
 
 
 def finetune(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace) -> StageResult:
-    variant = grid.VARIANTS[stage.variant]
+    variant = grid.VARIANTS.get(stage.variant, grid.MLM_NSP)  # a curve checkpoint is MLM + NSP
     choice = stage.feature_choice
     task_budget = budget.feature_based if choice else budget.tasks[stage.task]
     per_loop = 50
@@ -171,7 +203,9 @@ def finetune(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
         save_checkpoints_steps=10 * per_loop,
         do_train=True,
     )
-    if variant.objective is not None:
+    if stage.step is not None:  # a checkpoint of the transfer curve
+        common["init_checkpoint"] = pretrained_model(space, stage.variant, stage.size)
+    elif variant.objective is not None:
         common["init_checkpoint"] = pretrained_model(space, variant.name, stage.size)
     else:
         common.update(

@@ -331,8 +331,14 @@ def check_pretraining_export_dir(config: PretrainingConfig) -> str:
     return export_dir
 
 
-def run_pretraining(config: PretrainingConfig, *, strategy: tf.distribute.Strategy | None = None) -> PretrainingResult:
-    """Pretrains (or resumes pretraining) and exports the final model directory. See the module docstring."""
+def run_pretraining(
+    config: PretrainingConfig, *, strategy: tf.distribute.Strategy | None = None, stop_at_step: int | None = None
+) -> PretrainingResult:
+    """Pretrains (or resumes pretraining) and exports the final model directory. See the module docstring.
+
+    `stop_at_step` stops at that step instead (with a checkpoint, and the export of that step), the schedule still
+    the one of `num_train_steps`: a later call continues the same run (the paper's transfer curve keeps the model of
+    each doubling step so)."""
     if strategy is None:
         # First: multi_worker_mirrored and tpu must configure TensorFlow before anything else touches it.
         strategy = config.make_strategy()
@@ -402,7 +408,7 @@ def _run_pretraining(config: PretrainingConfig, strategy: tf.distribute.Strategy
         init_fn=lambda: plan.apply(model),
     )
     try:
-        result = trainer.train(loader.load)
+        result = trainer.train(loader.load, stop_at_step=stop_at_step)
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
         diagnosed = loader.diagnose(e)
         if diagnosed is e:

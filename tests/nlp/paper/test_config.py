@@ -24,6 +24,7 @@ def _config(tmp_path, **changes) -> PaperConfig:
         (dict(tables=["5", "8"]), "--tables=5,8: choose from 5, 6, 7"),
         (dict(sizes=["tiny", "gigantic"]), "--sizes: 'gigantic' is not a model size"),
         (dict(sizes=["tiny", "mini"], main_size="small"), "--main_size=small is not one of the sizes"),
+        (dict(curve_state_dir="docs/paper_curve"), "--curve_state_dir=docs/paper_curve: applies to the transfer curve"),
     ],
 )
 def test_bad_flags_are_named(tmp_path, changes, message):
@@ -46,6 +47,8 @@ def test_overrides_replace_the_budgets_numbers(tmp_path):
     assert budget.pretrain_steps == 7 and {b.seeds for b in budget.tasks.values()} == {2}
     assert budget.feature_based.seeds == 2
     assert config_lib.resolved_budget(_config(tmp_path, seeds=2)).feature_based.seeds == 2
+    pilot = config_lib.resolved_budget(_config(tmp_path, pilot_learning_rates=[1e-3], pilot_batch_sizes=[32, 64]))
+    assert pilot.pilot_grid() == [(1e-3, 32), (pytest.approx(1e-3 * 2**0.5), 64)]
 
 
 def test_a_rerun_with_other_settings_is_refused_but_a_selection_may_change(tmp_path):

@@ -1,8 +1,9 @@
 """The rerun of the paper end to end at `--budget=smoke`, on slices of ../shared/data: the report's structure, every
 number of its tables traced to results.csv, and a second run of the same command that runs nothing.
 
-One module fixture runs the grid once (tiny models, a few steps: about a minute of CPU); the tests read what it
-wrote. The tasks are MRPC, SQuAD and CoNLL-2003, one of each kind of head (a classifier, a span head with and
+One module fixture runs the grid once (tiny models, a few steps: about a minute of CPU), with the pilot and the
+transfer curve (its state saved to a folder of its own, from which a fresh output folder resumes); the tests read
+what it wrote. The tasks are MRPC, SQuAD and CoNLL-2003, one of each kind of head (a classifier, a span head with and
 without the BiLSTM, a tagger fine-tuned and feature-based), so that every table and every kind of stage runs.
 """
 
@@ -28,8 +29,8 @@ TASKS = ("mrpc", "squad", "ner")
 _ABSOLUTE_PATH = re.compile(r"(?:^|[\s=`(,\"])/[\w.-]+/", re.M)
 
 
-def _config(shared_data, output_dir) -> PaperConfig:
-    return PaperConfig(
+def _config(shared_data, output_dir, **overrides) -> PaperConfig:
+    settings = dict(
         input_file=str(shared_data / "wikipedia" / "wiki_00"),
         output_dir=str(output_dir),
         budget="smoke",
@@ -37,7 +38,10 @@ def _config(shared_data, output_dir) -> PaperConfig:
         squad_file=str(shared_data / "squad" / "dev-v1.1.json"),
         conll_dir=str(shared_data / "conll2003" / "iob2"),
         tasks=list(TASKS),
+        tables=["5", "6", "7", "curve"],
+        curve_state_dir=str(output_dir.parent / (output_dir.name + "-curve")),
     )
+    return PaperConfig(**{**settings, **overrides})
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +54,17 @@ def rerun(shared_data, tmp_path_factory):
     csv_before = (output_dir / "results.csv").read_bytes()
     second = []
     reproduce_paper(config, echo=second.append)
+    # A sitting on a fresh machine: only the curve's state survives; the data stages run again, nothing else.
+    fresh_dir = tmp_path_factory.mktemp("fresh")
+    fresh = []
+    resumed = reproduce_paper(
+        _config(shared_data, fresh_dir, tables=["curve"], curve_state_dir=config.curve_state_dir), echo=fresh.append
+    )
     return dict(
+        fresh_dir=fresh_dir,
+        fresh=fresh,
+        resumed=resumed,
+        state_dir=output_dir.parent / (output_dir.name + "-curve"),
         dir=output_dir,
         result=result,
         first=first,
@@ -67,8 +81,9 @@ def _csv_rows(path) -> list[dict]:
 
 def test_every_stage_ran_once_and_the_rerun_skips_all(rerun):
     started = [line for line in rerun["first"] if line.endswith(" ...")]
+    skipped = [line for line in rerun["first"] if re.search(r": skipped \(the curve stopped at step \d+", line)]
     total = int(re.match(r"(\d+) stages", rerun["first"][0]).group(1))
-    assert len(started) == total and total == len(rerun["markers"])
+    assert len(started) + len(skipped) == total and len(started) == len(rerun["markers"])
     assert re.search(rf"{total} stages: .*; 0 left", rerun["second"][0]), rerun["second"][0]
     assert not [line for line in rerun["second"] if line.endswith(" ...")]
     assert (rerun["dir"] / "results.csv").read_bytes() == rerun["csv_before"]
@@ -93,7 +108,9 @@ def test_results_csv_has_a_row_per_run_and_metric(rerun):
         "machine",
     ]
     runs = {
-        (r["variant"], r["size"], r["task"], r["head"], r["seed"]) for r in rows if r["stage"].startswith("finetune/")
+        (r["variant"], r["size"], r["task"], r["head"], r["seed"])
+        for r in rows
+        if r["stage"].startswith("finetune/") and not r["variant"].startswith("curve-")
     }
     # Table 5: four variants on three tasks, plus LTR's BiLSTM on SQuAD; Table 6: the larger size on three tasks;
     # Table 7: six feature choices on the larger size (one seed each in the smoke budget).
@@ -189,7 +206,15 @@ def test_the_shipped_reports_trace_to_their_results_csv(folder):
 
 def test_the_report_lays_out_the_papers_tables(rerun):
     markdown = (rerun["dir"] / "results.md").read_text()
-    for heading in ("## Pretraining runs", "## Table 5", "## Table 6", "## Table 7", "## Plots"):
+    for heading in (
+        "## Pilot",
+        "## Pretraining runs",
+        "## Table 5",
+        "## Table 6",
+        "## Table 7",
+        "## Transfer curve",
+        "## Plots",
+    ):
         assert heading in markdown
     header = markdown.split(report.RESULTS_MARKER)[0]
     for part in (
@@ -212,7 +237,7 @@ def test_the_report_lays_out_the_papers_tables(rerun):
     assert directions and all(
         v in ("(reference)", report.NOT_RUN) or re.match(r"^(agrees on|differs on) ", v) for v in directions
     ), directions
-    for name in ("pretraining_loss.png", "finetuning.png"):
+    for name in ("pretraining_loss.png", "finetuning.png", "transfer_curve.png"):
         assert (rerun["dir"] / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -220,3 +245,83 @@ def test_finished_fine_tuning_runs_keep_their_numbers_not_their_checkpoints(reru
     run = rerun["dir"] / "runs" / "finetune" / "mlm_nsp" / "L1-H32-A2" / "mrpc" / "seed1"
     assert (run / "eval_history.json").exists()
     assert not (run / "best_model").exists() and not list(run.glob("ckpt-*"))
+
+
+def test_the_pilot_chooses_on_heldout_loss_and_every_pretraining_run_uses_its_choice(rerun):
+    rows = _csv_rows(rerun["dir"] / "results.csv")
+    final = {}
+    for r in rows:
+        if r["task"] == "pilot" and r["metric"] == "heldout_mlm_loss":
+            step, loss = final.get(r["variant"], (-1, None))
+            if int(r["steps"]) > step:
+                final[r["variant"]] = (int(r["steps"]), float(r["value"]))
+    assert len(final) == 2 and len({step for step, _ in final.values()}) == 1  # the same examples each
+    winner = min(final, key=lambda v: final[v][1])
+    rate = next(float(r["value"]) for r in rows if r["variant"] == winner and r["metric"] == "learning_rate")
+    chosen = json.loads((rerun["dir"] / "pilot.json").read_text())
+    assert chosen["run"] == winner and chosen["learning_rate"] == rate
+    for variant in ("mlm_nsp", "mlm", "ltr"):
+        settings = json.loads(
+            (rerun["dir"] / "runs/pretrain" / variant / "L1-H32-A2/pretraining_settings.json").read_text()
+        )
+        assert settings["learning_rate"] == rate, variant
+    curve_settings = json.loads((rerun["dir"] / "runs/curve/pretrain/pretraining_settings.json").read_text())
+    assert curve_settings["learning_rate"] == rate and curve_settings["num_train_steps"] == 8
+    assert curve_settings["dynamic_masking"] is True
+
+
+def test_the_curve_fine_tunes_each_kept_checkpoint_until_it_stops(rerun):
+    rows = _csv_rows(rerun["dir"] / "results.csv")
+    steps = sorted({int(r["variant"][6:]) for r in rows if r["variant"].startswith("curve-") and r["task"] in TASKS})
+    assert steps and steps == [4, 8][: len(steps)]
+    metric = {"mrpc": "accuracy", "squad": "f1", "ner": "f1"}
+    crossed = {}
+    for task in TASKS:
+        random_high = max(
+            float(r["value"])
+            for r in rows
+            if r["variant"] == "random" and r["task"] == task and r["metric"] == metric[task]
+        )
+        for step in steps:
+            values = [
+                float(r["value"])
+                for r in rows
+                if r["variant"] == f"curve-{step}" and r["task"] == task and r["metric"] == metric[task]
+            ]
+            assert len(values) == 1  # the smoke budget's one seed
+            if task not in crossed and min(values) > random_high:
+                crossed[task] = step
+    # The curve stops after the step where all three tasks crossed, or runs to its last kept checkpoint.
+    assert steps[-1] == 8 or (len(crossed) == 3 and max(crossed.values()) == steps[-1])
+    markdown = (rerun["dir"] / "results.md").read_text()
+    line = next(line for line in markdown.splitlines() if line.startswith("| crossover |"))
+    assert (
+        line
+        == "| crossover | — | "
+        + " | ".join(f"step {crossed[t]}" if t in crossed else "none yet" for t in ("mrpc", "squad", "ner"))
+        + " |"
+    )
+
+
+def test_the_curve_state_resumes_on_a_fresh_output_dir(rerun):
+    state = rerun["state_dir"]
+    markdown = (state / "results.md").read_text()
+    assert "## Transfer curve" in markdown and (state / "transfer_curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert _traced_numbers(markdown, _csv_rows(state / "results.csv")) > 10
+    model = state / "resume" / "curve_model"
+    assert (model / "checkpoint").is_file() and (model / "input_state").is_dir()
+    assert not list((state / "resume" / "stages").glob("data/*"))  # the data is written again, not saved
+    started = [line for line in rerun["fresh"] if line.endswith(" ...")]
+    assert rerun["fresh"][0].startswith("Resumed the transfer curve's saved state")
+    assert started and all(
+        re.match(r"\[\d+/\d+\] (Preparing|The |Pretraining records|Held-out records)", line) for line in started
+    ), started
+    fresh_rows = _csv_rows(rerun["fresh_dir"] / "results.csv")
+    first_rows = _csv_rows(rerun["dir"] / "results.csv")
+
+    def curve_values(rows):
+        return sorted(
+            (r["stage"], r["metric"], r["value"]) for r in rows if r["variant"].startswith(("curve-", "pilot"))
+        )
+
+    assert curve_values(fresh_rows) == curve_values(first_rows)

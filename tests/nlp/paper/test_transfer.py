@@ -1,0 +1,124 @@
+"""The pilot's and the transfer curve's rules, on hand-made rows: the recipe grid, the evaluation points, equal-time
+interpolation, the crossover (seed ranges apart), when the curve stops, and the grid's order (pretrain to the next
+kept step, fine-tune it, continue; random init before the curve; the pilot before any pretraining)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from official.nlp.paper import grid
+from official.nlp.paper.budgets import BUDGETS
+from official.nlp.paper.results import Row
+from official.nlp.paper.transfer import curve, pilot
+
+SMOKE = BUDGETS["smoke"]
+TASKS = ("mrpc", "squad", "ner")
+
+
+def _row(variant: str, task: str, metric: str, value: float, seed: int | None = None, steps=None) -> Row:
+    return Row(variant, SMOKE.main_size, task, "", seed, metric, value, steps, 0.0, "stage", "machine")
+
+
+def test_the_pilot_grid_scales_the_rate_with_the_batch_and_keeps_the_examples():
+    budget = dataclasses.replace(
+        BUDGETS["default"], pilot_learning_rates=(1e-3, 2e-3), pilot_batch_sizes=(32, 128), pilot_examples=64000
+    )
+    assert budget.pilot_grid() == [(1e-3, 32), (2e-3, 32), (pytest.approx(2e-3), 128), (pytest.approx(4e-3), 128)]
+    assert budget.pilot_steps(32) == 2000 and budget.pilot_steps(128) == 500
+    assert pilot.evaluation_points(budget, 32) == [500, 1000, 1500, 2000]
+    assert dataclasses.replace(budget, pilot_learning_rates=()).pilot_grid() == []  # the budget fixes the recipe
+
+
+def test_the_curve_segments_are_the_kept_steps_and_the_chunks():
+    assert SMOKE.curve_checkpoints() == (4, 8) and SMOKE.curve_segments() == (4, 8)
+    chunked = dataclasses.replace(SMOKE, curve_steps=(2, 4, 16), curve_max_steps=12, curve_chunk_steps=3)
+    assert chunked.curve_checkpoints() == (2, 4) and chunked.curve_segments() == (2, 3, 4)
+    default = BUDGETS["default"]
+    assert default.curve_checkpoints() == (1000, 2000, 4000, 8000, 16000, 32000, 64000)
+    segments = default.curve_segments()
+    assert segments[:4] == (1000, 2000, 4000, 6000) and segments[-1] == 64000 and len(segments) == 33
+    assert default.curve_warmup == 200  # the budget's pretraining warmup, not 10% of 64k steps
+
+
+def test_loss_at_equal_time_is_interpolated_linearly_in_time():
+    points = [(10.0, 8.0), (20.0, 6.0), (30.0, 5.0)]
+    assert pilot.at_time(points, 15.0) == pytest.approx(7.0)
+    assert pilot.at_time(points, 30.0) == 5.0
+    assert pilot.at_time(points, 25.0) == pytest.approx(5.5)
+    assert pilot.at_time(points, 5.0) is None  # before the first measurement: not measured
+
+
+def test_the_pilot_chooses_the_lowest_loss_at_equal_examples(tmp_path):
+    from official.nlp.paper.config import Workspace
+
+    rows = []
+    # Run a: better at equal examples but slow; run b: worse at the end, better at equal time.
+    for variant, rate, points in (("pilot-a", 1e-3, [(10, 7.0), (40, 5.0)]), ("pilot-b", 2e-3, [(10, 6.0), (20, 5.5)])):
+        rows += [_row(variant, "pilot", "learning_rate", rate), _row(variant, "pilot", "batch_size", 32)]
+        for step, (seconds, loss) in zip((1, 2), points):
+            rows += [
+                _row(variant, "pilot", "heldout_mlm_loss", loss, steps=step),
+                _row(variant, "pilot", "wall_seconds", seconds, steps=step),
+            ]
+    space = Workspace(str(tmp_path))
+    values = pilot.choose(grid.Stage(grid.PILOT_CHOICE, "pilot_choice", "t"), rows, space)
+    by = {(v[4], v[1]): v[2] for v in values}
+    assert by[("pilot", "common_wall_seconds")] == 20
+    assert by[("pilot-a", "loss_at_equal_time")] == pytest.approx(7.0 - 2.0 * 10 / 30)
+    assert by[("pilot-b", "loss_at_equal_time")] == 5.5
+    assert by[("pilot", "chosen_learning_rate")] == 1e-3  # equal examples decide, not equal time
+    assert '"learning_rate": 0.001' in (tmp_path / "pilot.json").read_text()
+
+
+def _curve_rows(random: list[float], by_step: dict[int, list[float]], task: str = "mrpc") -> list[Row]:
+    metric = "accuracy" if task in ("mrpc", "sst-2", "qnli") else "f1"
+    rows = [_row("random", task, metric, v, seed) for seed, v in enumerate(random, 1)]
+    for step, values in by_step.items():
+        rows += [_row(grid.curve_variant(step), task, metric, v, seed) for seed, v in enumerate(values, 1)]
+    return rows
+
+
+def test_the_crossover_needs_the_seed_ranges_apart():
+    budget = dataclasses.replace(
+        SMOKE, tasks={t: dataclasses.replace(b, seeds=3) for t, b in SMOKE.tasks.items()}, curve_steps=(2, 4, 8)
+    )
+    # Step 2: median above random's maximum, but the ranges overlap; step 4: apart.
+    rows = _curve_rows([60, 62, 64], {2: [63, 66, 70], 4: [65, 66, 67], 8: [70, 71, 72]})
+    assert curve.crossover(rows, budget, "mrpc") == 4
+    # A checkpoint with a seed missing (a sitting stopped mid-way) is not judged yet.
+    partial = _curve_rows([60, 62, 64], {2: [65, 66]})
+    assert curve.crossover(partial, budget, "mrpc") is None
+    assert curve.crossover(_curve_rows([60, 62, 64], {2: [50, 51, 52]}), budget, "mrpc") is None
+
+
+def test_the_curve_stops_once_enough_tasks_crossed():
+    budget = dataclasses.replace(SMOKE, curve_stop_tasks=2, curve_steps=(2, 4, 8))
+    rows = _curve_rows([50], {2: [49], 4: [51]}, "mrpc") + _curve_rows([10], {2: [11]}, "ner")
+    rows += _curve_rows([5], {2: [4], 4: [4], 8: [4]}, "squad")
+    assert curve.stop_step(rows, budget, TASKS) == 4  # ner crossed at 2, mrpc at 4
+    later = grid.Stage("curve/pretrain/step8", "curve_pretrain", "t", step=8)
+    assert curve.skip_reason(later, rows, budget, TASKS).startswith("the curve stopped at step 4")
+    assert curve.skip_reason(dataclasses.replace(later, step=4), rows, budget, TASKS) is None
+    assert curve.stop_step(rows, dataclasses.replace(budget, curve_stop_tasks=3), TASKS) is None
+
+
+def test_the_grid_runs_the_pilot_first_and_interleaves_the_curve():
+    stages = grid.build_grid(dataclasses.replace(SMOKE, curve_steps=(2, 4, 8)), TASKS, ("5", "curve"), masking=False)
+    ids = [s.id for s in stages]
+    choice = ids.index(grid.PILOT_CHOICE)
+    assert all(ids.index(s.id) > choice and grid.PILOT_CHOICE in s.depends for s in stages if s.kind == "pretrain")
+    assert not any(s.kind == "finetune" for s in stages[:choice])
+    curve_ids = [s.id for s in stages if s.step is not None]
+    last_random = max(i for i, s in enumerate(stages) if s.variant == "random")
+    assert ids.index(curve_ids[0]) > last_random
+    assert curve_ids[:4] == [
+        "curve/pretrain/step2",
+        "finetune/curve-2/L1-H32-A2/mrpc/seed1",
+        "finetune/curve-2/L1-H32-A2/squad/seed1",
+        "finetune/curve-2/L1-H32-A2/ner/seed1",
+    ]
+    assert curve_ids[4] == "curve/pretrain/step4"
+    without_curve = grid.build_grid(SMOKE, TASKS, ("5",), masking=False)
+    assert not [s for s in without_curve if s.step is not None]
