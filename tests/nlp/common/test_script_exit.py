@@ -4,10 +4,11 @@ reproduce_paper.py sat up to 12 minutes after writing its report, in 2 of 3 runs
 its fine-tuning runs' traced loops were freed one after another, and each `tf.data` iterator they capture waited for
 its autotuning thread (`RootDataset::Iterator::~Iterator` under `finalize_modules`, seen with py-spy and gdb). The
 child below is such a script in small: several trainings on the real `Trainer` with an autotuned input pipeline,
-whose trainers stay reachable from module state until the end (as reproduce_paper's did) and live 22 s: an
-autotuning thread's sleeps grow with its age, and its iterator's destruction waits the current one out. `cli.run` ends the process once `main` has returned (`cli._end_now`); without that, one of
-these children took 20 s to exit after its last line (with a lifetime of 8 or 15 s, only 1-1.5 s). The three runs
-go side by side, so the test costs one child's time (about 45 s).
+whose trainers stay reachable from module state until the end (as reproduce_paper's did). How long an
+iterator's destruction takes depends on where its autotuning thread is in its sleep (a child whose iterators lived
+20 s took 20 s to exit after its last line; at 8, 15 or 22 s, 0-1.5 s), so a stand-in that takes 30 s to free sits
+beside them and makes the test fail every time without the fix. `cli.run` ends the process once `main` has returned
+(`cli._end_now`), after the `atexit` functions. The three runs go side by side.
 """
 
 from __future__ import annotations
@@ -23,8 +24,14 @@ CHILD = textwrap.dedent("""
     import atexit, sys, tempfile, time
     from official.nlp.common import cli
 
-    RUNS, LIFETIME = 3, 22.0
+    RUNS, LIFETIME = 3, 2.0
     KEPT = []  # module state that still reaches every trainer, its traced loop and its iterator at the end
+
+    class SlowToFree:  # what such an iterator does when its autotuning thread is deep in a sleep, every time
+        def __del__(self):
+            time.sleep(30)
+
+    KEPT.append(SlowToFree())
 
     def main(argv):
         import tensorflow as tf
