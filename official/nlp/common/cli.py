@@ -252,7 +252,7 @@ def _guarded(main: Callable, script: str) -> Callable:
         try:
             with interruption.no_ctrl_c_lost():  # a Ctrl-C landing in a finalizer is not swallowed
                 status = main(argv)
-            if main.__module__ == "__main__":  # the script itself, not a test calling it in its own process
+            if _is_the_program(main):  # not a harness running scripts in its own process (runpy.run_path)
                 _end_now(status)
             return status
         except InputError as e:
@@ -272,6 +272,18 @@ def _guarded(main: Callable, script: str) -> Callable:
         sys.exit(USER_ERROR_EXIT)
 
     return wrapped
+
+
+def _is_the_program(main: Callable) -> bool:
+    """Whether `main`'s file is the program this process runs (``python script.py`` or ``python -m``), rather
+    than a script that a harness runs inside its own process, which must go on after it."""
+    frame, outermost = sys._getframe(), None
+    while frame is not None:
+        if "runpy" not in frame.f_code.co_filename:  # `python -m` starts in runpy's frames
+            outermost = frame
+        frame = frame.f_back
+    code = getattr(main, "__code__", None)
+    return outermost is not None and code is not None and outermost.f_code.co_filename == code.co_filename
 
 
 def _end_now(status: object) -> None:
