@@ -251,7 +251,10 @@ def _guarded(main: Callable, script: str) -> Callable:
         _one_line_per_event()
         try:
             with interruption.no_ctrl_c_lost():  # a Ctrl-C landing in a finalizer is not swallowed
-                return main(argv)
+                status = main(argv)
+            if _is_the_program(main):  # not a harness running scripts in its own process (runpy.run_path)
+                _end_now(status)
+            return status
         except InputError as e:
             message = str(e)
         except OSError as e:
@@ -269,6 +272,46 @@ def _guarded(main: Callable, script: str) -> Callable:
         sys.exit(USER_ERROR_EXIT)
 
     return wrapped
+
+
+def _is_the_program(main: Callable) -> bool:
+    """Whether `main`'s file is the program this process runs (``python script.py`` or ``python -m``), rather
+    than a script that a harness runs inside its own process, which must go on after it."""
+    frame, outermost = sys._getframe(), None
+    while frame is not None:
+        if "runpy" not in frame.f_code.co_filename:  # `python -m` starts in runpy's frames
+            outermost = frame
+        frame = frame.f_back
+    code = getattr(main, "__code__", None)
+    return outermost is not None and code is not None and outermost.f_code.co_filename == code.co_filename
+
+
+def _end_now(status: object) -> None:
+    """Ends the process as soon as `main` has returned normally with `status` (None or an exit status), without
+    Python's interpreter shutdown; returns, for the ordinary exit, when that is not safe.
+
+    Why: the shutdown's last garbage collection frees what the job left in reference cycles, among them traced
+    training loops holding `tf.data` iterators. Each such iterator waits for its autotuning thread
+    (`RootDataset::Iterator::~Iterator`, seen with py-spy and gdb under `finalize_modules`), and one after another
+    they kept reproduce_paper.py alive up to 12 minutes after it wrote its report (issue 40).
+
+    Why nothing is lost: every file a job writes goes through the commit layer (`output_files`), which commits it
+    before `main` returns, and the TensorBoard writers are flushed where they write. What Python's exit would still
+    run first is run here: the `atexit` functions (logging's flush and close, the stderr filter's last lines,
+    multiprocessing's cleanup), then stdout and stderr are flushed. Only the freeing of memory is skipped. A thread
+    that is not a daemon would be joined by Python's exit: with one still running, this returns instead.
+    """
+    if status is not None and not isinstance(status, int):
+        return  # absl prints a non-integer status: leave that to the ordinary exit
+    if any(t is not threading.main_thread() and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        return
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stream: nothing more can reach it
+            pass
+    os._exit(status or 0)
 
 
 def _flagfile_line(argv: list[str], text: str) -> str | None:
