@@ -251,6 +251,16 @@ def read_bytes(path: str) -> bytes:
         return f.read()
 
 
+def _bracket_hint(pattern: str) -> str:
+    """How to name a file whose name holds "[" (a pattern's character class otherwise), for a pattern that holds one."""
+    if "[" not in pattern:
+        return ""
+    return (
+        " (a [...] in a pattern is a set of characters; to match a literal [ write [[], "
+        f"e.g. {pattern.replace('[', '[[]')!r})"
+    )
+
+
 def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
     """A comma-separated list (or a sequence) of paths and glob patterns -> the files, each pattern's matches sorted;
     a path or pattern that names no file is a `MissingInputError` (a `FileNotFoundError`)."""
@@ -262,8 +272,10 @@ def expand_input_files(input_file: str | Sequence[str]) -> list[str]:
         if _glob.has_magic(pattern):
             # On an object store the listing holds objects only (a "folder" marker ends with "/"): one call.
             matches = [p for p in glob(pattern) if (not p.endswith("/") if is_remote(p) else os.path.isfile(p))]
+            if not matches and "[" in pattern and isfile(pattern):
+                matches = [pattern]  # a file whose name holds "[": the user meant the file, not a pattern
             if not matches:
-                raise MissingInputError(f"--input_file pattern {pattern!r} matches no file")
+                raise MissingInputError(f"--input_file pattern {pattern!r} matches no file{_bracket_hint(pattern)}")
             files.extend(matches)
         elif not isfile(pattern):
             raise MissingInputError(f"input file {pattern!r} does not exist (or is not a file)")

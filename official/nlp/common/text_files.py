@@ -28,6 +28,29 @@ def guess_encoding(raw: bytes) -> str:
         return "Latin-1 (ISO-8859-1) or another 8-bit encoding"
 
 
+def is_encoded_surrogate(raw: bytes, start: int) -> bool:
+    """Whether the bytes at `start` are a UTF-16 surrogate encoded as UTF-8 (ED A0..BF xx), which UTF-8 forbids:
+    CESU-8 (Java's "modified UTF-8", Oracle's UTF8) or WTF-8 (a lone surrogate from a Windows or JavaScript
+    string). The rest of such a file is UTF-8, so it is not the 8-bit encoding `guess_encoding` would name."""
+    return raw[start : start + 1] == b"\xed" and raw[start + 1 : start + 2] in {bytes([b]) for b in range(0xA0, 0xC0)}
+
+
+def surrogate_hint(path: str) -> str:
+    """The command that rewrites a CESU-8 / WTF-8 file as UTF-8 (pairs joined; a lone surrogate becomes U+FFFD)."""
+    return (
+        "Re-encode the file as UTF-8, e.g. python3 -c \"import sys; sys.stdout.write(open(sys.argv[1], 'rb')"
+        ".read().decode('utf-8', 'surrogatepass').encode('utf-16', 'surrogatepass').decode('utf-16', 'replace'))\" "
+        f"{path} > {path}.utf8"
+    )
+
+
+def _surrogate_message(where: str, column: int) -> str:
+    return (
+        f"{where}: not valid UTF-8 (a UTF-16 surrogate encoded as UTF-8, bytes ED A0..BF, at byte {column} of the "
+        "line); the file seems to be CESU-8 or WTF-8 (Java's modified UTF-8, or a lone surrogate)"
+    )
+
+
 def _sample(path: str | None, raw: bytes) -> bytes:
     """The start of the file (one line is too little to tell binary data from text), else the line."""
     if path:
@@ -41,6 +64,8 @@ def _sample(path: str | None, raw: bytes) -> bytes:
 
 def not_utf8(where: str, raw: bytes, error: UnicodeDecodeError, path: str | None = None) -> str:
     """``<where>: not valid UTF-8 (...); the file seems to be <encoding>`` (judged from the start of `path`)."""
+    if is_encoded_surrogate(raw, error.start):
+        return _surrogate_message(where, error.start)
     return (
         f"{where}: not valid UTF-8 ({error.reason} at byte {error.start} of the line); the file seems to be "
         f"{guess_encoding(_sample(path, raw))}"
@@ -53,6 +78,8 @@ def decode_line(raw: bytes, path: str, line_number: int) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         where = f"{path}:{line_number}"
+        if is_encoded_surrogate(raw, e.start):
+            raise InputError(f"{not_utf8(where, raw, e, path)}. {surrogate_hint(path)}") from None
         raise InputError(
             f"{not_utf8(where, raw, e, path)}. Re-encode the file as UTF-8 (for Latin-1: iconv -f "
             f"LATIN1 -t UTF-8 {path})"
@@ -92,6 +119,8 @@ def decode_text(raw: bytes, path: str, first_line: int = 1) -> str:
         start, reason = nul, "not UTF-8 text (a NUL byte"
     line = first_line + raw.count(b"\n", 0, start)
     column = start - (raw.rfind(b"\n", 0, start) + 1)
+    if reason.startswith("not valid") and is_encoded_surrogate(raw, start):
+        raise InputError(f"{_surrogate_message(f'{path}:{line}', column)}. {surrogate_hint(path)}")
     encoding = guess_encoding(raw[: 1 << 16])
     raise InputError(
         f"{path}:{line}: {reason} at byte {column} of the line); the file seems to be {encoding}. "

@@ -137,6 +137,18 @@ _DEFAULT_RATES = {f.name: f.default for f in dataclasses.fields(PretrainingConfi
 PRETRAINING_SETTINGS_FILE = "pretraining_settings.json"
 
 
+def _finished_model_hint(config: PretrainingConfig) -> str:
+    """Where a refused resume may start from instead: the earlier run's finished model where one exists (a killed
+    run exported nothing), else how to make one."""
+    for export in dict.fromkeys(filter(None, (config.export_dir, os.path.join(config.model_dir, "export")))):
+        if input_files.isfile(os.path.join(export, model_dir_lib.CONFIG_FILE)):
+            return f" (with --init_checkpoint={export} to start from its finished model)"
+    return (
+        " (it holds no finished model to start from with --init_checkpoint: the run stopped before its export; "
+        "rerun it with its own flags to finish and export it)"
+    )
+
+
 def check_pretraining_resume(config: PretrainingConfig) -> bool:
     """`run_settings.check_resume` for `--model_dir`: refuses to resume it with settings that change the training,
     naming the flags; returns whether it records them already. A `--model_dir` an older version wrote without
@@ -146,7 +158,7 @@ def check_pretraining_resume(config: PretrainingConfig) -> bool:
         PRETRAINING_SETTINGS_FILE,
         run_settings.training_settings(config),
         flag="--model_dir",
-        hint=f" (with --init_checkpoint={os.path.join(config.model_dir, 'export')} to start from its finished model)",
+        hint=_finished_model_hint(config),
         unrecorded="warn",
         defaults=run_settings.field_defaults(config),
         renamed={"whole_word_mask": "do_whole_word_mask"},  # run_pretraining's name before it took the original's

@@ -12,6 +12,26 @@ def test_missing_files_are_named(tmp_path):
         input_files.expand_input_files(f"{present},{tmp_path / 'missing.txt'}")
 
 
+def test_a_file_name_with_a_bracket_is_the_file_or_a_message_saying_how_to_escape_it(tmp_path):
+    """`[` opens a character class, so "part[1].txt" as a pattern matches no file named so: the literal file is
+    taken, and a pattern that matches nothing says how to write a literal [ (checked to work here and remotely)."""
+    import tensorflow as tf
+
+    (tmp_path / "part[1].txt").write_text("x\n")
+    (tmp_path / "part[2].txt").write_text("x\n")
+    assert input_files.expand_input_files(str(tmp_path / "part[1].txt")) == [str(tmp_path / "part[1].txt")]
+    with pytest.raises(input_files.MissingInputError) as e:
+        input_files.expand_input_files(str(tmp_path / "part[3]*.txt"))
+    assert "to match a literal [ write [[]" in str(e.value)
+    assert repr(str(tmp_path / "part[[]3]*.txt")) in str(e.value)
+    escaped = str(tmp_path / "part[[]2]*")
+    assert input_files.expand_input_files(escaped) == [str(tmp_path / "part[2].txt")]
+    assert tf.io.gfile.glob(escaped) == [str(tmp_path / "part[2].txt")]  # what gs:// paths are globbed with
+    with pytest.raises(input_files.MissingInputError) as e:
+        input_files.expand_input_files(str(tmp_path / "nothing*.txt"))
+    assert "[[]" not in str(e.value)
+
+
 def test_expand_input_files_sorts_each_glob(tmp_path):
     for name in ("b.txt", "a.txt", "c.md"):
         (tmp_path / name).write_text("x\n")

@@ -66,3 +66,27 @@ def test_a_missing_file_or_a_folder_is_the_file_layers_error_naming_the_path(tmp
         text_files.read_text(missing)
     with pytest.raises(InputError, match=f"^{re.escape(str(tmp_path))}: "):
         text_files.read_text(str(tmp_path))
+
+
+def test_utf8_encoded_surrogates_are_named_cesu8_with_the_line_and_a_fix_that_works(tmp_path):
+    """ "café 😀" as CESU-8 (the emoji's UTF-16 surrogate pair, each encoded as UTF-8) is UTF-8 but for ED A0..BF:
+    not Latin-1. The suggested command (run here) turns it into the UTF-8 text."""
+    import subprocess
+
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(b"line one\ncaf\xc3\xa9 \xed\xa0\xbd\xed\xb8\x80 ok\n")
+    with pytest.raises(InputError) as e:
+        text_files.read_text(str(path))
+    message = str(e.value)
+    assert message.startswith(f"{path}:2: not valid UTF-8 (a UTF-16 surrogate encoded as UTF-8, bytes ED A0..BF, ")
+    assert "at byte 6 of the line); the file seems to be CESU-8 or WTF-8" in message
+    assert "Latin-1" not in message
+    with pytest.raises(InputError) as line_error:
+        text_files.decode_line(b"caf\xc3\xa9 \xed\xa0\xbd\xed\xb8\x80 ok\n", str(path), 2)
+    assert "CESU-8 or WTF-8" in str(line_error.value) and "Latin-1" not in str(line_error.value)
+    command = message.split("e.g. ", 1)[1]
+    subprocess.run(command, shell=True, check=True)
+    assert (tmp_path / "corpus.txt.utf8").read_text(encoding="utf-8") == "line one\ncafé \U0001f600 ok\n"
+    path.write_bytes(b"a lone \xed\xb0\x80 surrogate\n")  # WTF-8
+    with pytest.raises(InputError, match=r":1: not valid UTF-8 \(a UTF-16 surrogate .* CESU-8 or WTF-8"):
+        text_files.read_text(str(path))

@@ -98,3 +98,24 @@ def test_both_jobs_take_the_masking_flags_of_one_definition():
         fields = {f.name: f for f in dataclasses.fields(job)}
         assert all(fields[name] is dict((f.name, f) for f in dataclasses.fields(MaskingFlags))[name] for name in names)
         assert "whole_word_mask" not in fields
+
+
+def test_a_refused_resume_suggests_only_an_export_that_exists(tmp_path):
+    """A killed run exported nothing: the refusal must not suggest --init_checkpoint=<model_dir>/export."""
+    _record(_config(tmp_path))
+    _commit_a_checkpoint(tmp_path)
+    with pytest.raises(InputError) as e:
+        pretraining.check_pretraining_resume(_config(tmp_path, train_batch_size=64))
+    assert "/export" not in str(e.value)
+    assert "holds no finished model to start from with --init_checkpoint" in str(e.value)
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "bert_config.json").write_text("{}")
+    with pytest.raises(InputError) as e:
+        pretraining.check_pretraining_resume(_config(tmp_path, train_batch_size=64))
+    assert f"with --init_checkpoint={tmp_path / 'export'} to start from its finished model" in str(e.value)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "bert_config.json").write_text("{}")
+    with pytest.raises(InputError) as e:
+        pretraining.check_pretraining_resume(_config(tmp_path, train_batch_size=64, export_dir=str(elsewhere)))
+    assert f"--init_checkpoint={elsewhere} " in str(e.value)
