@@ -373,10 +373,12 @@ def run_pretraining(
         related=related,
         writer=distribution.worker_info(strategy).is_chief,
     ):
-        return _run_pretraining(config, strategy, export_dir)
+        return _run_pretraining(config, strategy, export_dir, stop_at_step)
 
 
-def _run_pretraining(config: PretrainingConfig, strategy: tf.distribute.Strategy, export_dir: str) -> PretrainingResult:
+def _run_pretraining(
+    config: PretrainingConfig, strategy: tf.distribute.Strategy, export_dir: str, stop_at_step: int | None
+) -> PretrainingResult:
     recorded = check_pretraining_resume(config)
     files = init_checkpoint_lib.resolve_model_files(
         config.init_checkpoint,
