@@ -49,37 +49,21 @@ class ConversionConfig(CheckedConfig):
 
 
 def convert(config: ConversionConfig) -> model_dir.ModelFiles:
-    """`convert_checkpoint` (or, for `output_format="hf"`, `hf_export.export_to_hugging_face`) with the
-    settings of `config` (it logs what it wrote)."""
+    """`convert_checkpoint` (or, for `output_format="hf"`, `hf_export.export_to_hugging_face`; for `"keras_hub"`,
+    `export_to_keras_hub`) with the settings of `config` (it logs what it wrote)."""
     # A hub name is fetched (or found in its cache) once, here: every reader below takes the local folder.
     config = dataclasses.replace(config, input=hub_names.resolve(config.input))
-    if config.output_format == "hf":
-        return hf_export.export_to_hugging_face(
-            config.input,
-            config.output_dir,
-            input_format=config.input_format,
-            bert_config_file=config.bert_config_file,
-            vocab_file=config.vocab_file,
-            do_lower_case=config.do_lower_case,
-        )
-    if config.output_format == "keras_hub":
-        return export_to_keras_hub(
-            config.input,
-            config.output_dir,
-            input_format=config.input_format,
-            bert_config_file=config.bert_config_file,
-            vocab_file=config.vocab_file,
-            do_lower_case=config.do_lower_case,
-        )
-    return convert_checkpoint(
-        config.input,
-        config.output_dir,
+    settings = dict(
         input_format=config.input_format,
-        output_format=config.output_format,
         bert_config_file=config.bert_config_file,
         vocab_file=config.vocab_file,
         do_lower_case=config.do_lower_case,
     )
+    if config.output_format == "hf":
+        return hf_export.export_to_hugging_face(config.input, config.output_dir, **settings)
+    if config.output_format == "keras_hub":
+        return export_to_keras_hub(config.input, config.output_dir, **settings)
+    return convert_checkpoint(config.input, config.output_dir, output_format=config.output_format, **settings)
 
 
 def _load(input_path: str, *, input_format: str, **overrides):
