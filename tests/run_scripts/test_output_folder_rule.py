@@ -23,7 +23,7 @@ import sys
 
 import pytest
 
-from official.nlp.common import output_folders
+from official.nlp.common import claims, output_folders
 from tests import pretraining_records
 from tests.conftest import REPO_ROOT
 from tests.run_scripts.test_user_errors import CONFIG, assert_user_error, run_script
@@ -214,7 +214,7 @@ def scene(root: pathlib.Path, inputs: pathlib.Path, script: str, case: str) -> t
     out = work / "out"
     parent, name = output_folders.split(str(out))
     # A live job of this host (the test's own process) holds the claim, as a job started a moment earlier would.
-    claim = f".{name}.{os.getpid()}-0123abcd-{output_folders._host()}.claim"
+    claim = f".{name}.{os.getpid()}-0123abcd-{claims.host()}.claim"
     (pathlib.Path(parent) / claim).write_text(json.dumps({"host": "here", "pid": os.getpid(), "since": "now"}))
     return work, str(out)
 

@@ -40,7 +40,7 @@ from absl import logging
 
 from official.nlp.checkpoints import our_checkpoints
 from official.nlp.checkpoints.peers import hf_weights, keras_hub_presets, tf1_checkpoints
-from official.nlp.common import input_files, output_files, output_folders, text_files
+from official.nlp.common import claims, input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -356,7 +356,7 @@ def export_model_dir(
     if owner is None:
         output_folders.check_new_folder(export_dir, flag=flag)
         parent, name = output_folders.split(export_dir)
-        claim = output_folders.claim(parent, name, what=export_dir)
+        claim = claims.claim(parent, name, what=export_dir)
     else:
         output_folders.check_export(export_dir, flag=flag, owner=owner)
         claim = contextlib.nullcontext()

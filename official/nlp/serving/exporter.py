@@ -28,7 +28,7 @@ from absl import logging
 from official.nlp.checkpoints import fine_tuned, model_loading
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
-from official.nlp.common import input_files, output_files, output_folders
+from official.nlp.common import claims, input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.data.squad_postprocessing import AnswerSettings
 from official.nlp.modeling import models
@@ -234,7 +234,7 @@ def save_keras_file(model, path: str) -> None:
     job in the same folder, then renamed (one object, copied whole, on a store)."""
     folder, name = os.path.split(path)
     output_files.makedirs(folder)
-    staging = os.path.join(folder, output_folders.staging_name(name, ".keras"))  # Keras insists on the extension
+    staging = os.path.join(folder, claims.staging_name(name, ".keras"))  # Keras insists on the extension
     try:
         with input_files.user_path(path):
             model.save(staging)

@@ -5,7 +5,7 @@ TF Serving watches `export_dir` and serves its largest numbered folder. A versio
 (`token_ids/<version>/`, `keras/<version>.keras`, `hub/<version>/`). An export folder holds nothing else
 (`check_export_dir`), and nothing in it is ever written twice: a number in use in any form, whole, half-copied by a
 job that was killed, or claimed by a running job, is skipped by the next export (`taken_versions`). A job claims
-its number before writing anything of it (`claim_version`, on `output_folders.claim`'s protocol, which needs no lock
+its number before writing anything of it (`claim_version`, on `claims.claim`'s protocol, which needs no lock
 and no atomic rename, so that it holds on a bucket too): two jobs started together into one folder write two
 versions, and each reports the one it wrote.
 """
@@ -16,7 +16,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from official.nlp.common import input_files, output_files, output_folders
+from official.nlp.common import claims, input_files, output_files, output_folders
 from official.nlp.common.errors import OutputExistsError
 
 SAVED_MODEL_MARKER = "saved_model.pb"  # what TF Serving and every loader read first: written last
@@ -36,7 +36,7 @@ def taken_versions(export_dir: str, *, with_claims: bool = True) -> set[int]:
     names = set(input_files.listdir(export_dir))
     taken = {int(n) for n in names if n.isdigit()}
     if with_claims:
-        taken |= {int(n) for n in output_folders.claimed_names(export_dir) if n.isdigit()}
+        taken |= {int(n) for n in claims.claimed_names(export_dir) if n.isdigit()}
     for side in LAYOUT:
         if side in names and input_files.isdir(os.path.join(export_dir, side)):
             stems = (n.split(".")[0] for n in input_files.listdir(os.path.join(export_dir, side)))
@@ -69,28 +69,28 @@ def claim_version(export_dir: str, version: int | None = None) -> Iterator[int]:
     It holds on a bucket as on local disk: a claim is a file, written and then checked against the others by
     listing (see `output_folders`), so two jobs never get one version, whichever finishes first."""
     output_files.makedirs(export_dir, name="--export_dir")
-    if version is not None and output_folders.holds(export_dir, str(version)):
+    if version is not None and claims.holds(export_dir, str(version)):
         yield int(version)
         return
     if version is not None:
         version = int(version)
         check_version_free(export_dir, version)
-        with output_folders.claim(export_dir, str(version), what=os.path.join(export_dir, str(version))):
+        with claims.claim(export_dir, str(version), what=os.path.join(export_dir, str(version))):
             check_version_free(export_dir, version)  # again: another job may have finished it before our claim
             yield version
         return
-    output_folders.remove_leftovers_of_gone_jobs(export_dir)
+    claims.remove_leftovers_of_gone_jobs(export_dir)
     for _ in range(_CLAIM_TRIES):
         version = next_version(export_dir)
-        if output_folders.try_claim(export_dir, str(version)):
+        if claims.try_claim(export_dir, str(version)):
             if version not in taken_versions(export_dir, with_claims=False):
                 try:
                     yield version
                 finally:
-                    output_folders.release(export_dir, str(version))
+                    claims.release(export_dir, str(version))
                 return
-            output_folders.release(export_dir, str(version))  # written by a job that finished meanwhile
-        output_folders.pause()
+            claims.release(export_dir, str(version))  # written by a job that finished meanwhile
+        claims.pause()
     raise OutputExistsError(
         f"{export_dir}: no free version after {_CLAIM_TRIES} tries, other jobs claimed each one first; rerun, or "
         "pass --version"

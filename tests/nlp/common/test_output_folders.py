@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import tensorflow as tf
 
-from official.nlp.common import input_files, output_files, output_folders
+from official.nlp.common import claims, input_files, output_files, output_folders
 from official.nlp.common.errors import InputError, OutputExistsError
 
 _RAM = itertools.count()
@@ -106,11 +106,11 @@ def _gone_pid() -> int:
 
 
 def test_a_claim_held_by_another_job_is_refused_naming_it_and_one_of_a_gone_job_is_cleared(root):
-    live, gone, host = os.getppid(), _gone_pid(), output_folders._host()
+    live, gone, host = os.getppid(), _gone_pid(), claims.host()
     other = f"{root}/.converted.{live}-0123abcd-{host}.claim"
     _write(other, json.dumps({"host": "that-host", "pid": live, "since": "2026-01-02 03:04:05 UTC"}))
     with pytest.raises(OutputExistsError) as refused:
-        with output_folders.claim(root, "converted", what=f"{root}/converted"):
+        with claims.claim(root, "converted", what=f"{root}/converted"):
             pass
     assert f"{root}/converted is being written by another job: process {live} on host that-host since " in str(
         refused.value
@@ -124,9 +124,7 @@ def test_a_claim_held_by_another_job_is_refused_naming_it_and_one_of_a_gone_job_
     tf.io.gfile.makedirs(f"{root}/{leftovers[1]}")
     _write(f"{root}/{leftovers[1]}/ckpt-1.index")
     _write(f"{root}/user.txt")
-    with output_folders.claim(root, "converted", what=f"{root}/converted"):
-        assert output_folders.holds(root, "converted")
-        assert [n for n in input_files.listdir(root) if n.endswith(".claim")] == [
-            f".converted.{output_folders.job_id()}.claim"
-        ]
+    with claims.claim(root, "converted", what=f"{root}/converted"):
+        assert claims.holds(root, "converted")
+        assert [n for n in input_files.listdir(root) if n.endswith(".claim")] == [f".converted.{claims.job_id()}.claim"]
     assert input_files.listdir(root) == ["user.txt"]  # the gone job's leftovers and this job's claim are gone

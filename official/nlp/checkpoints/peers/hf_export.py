@@ -45,7 +45,7 @@ from absl import logging
 from official.nlp.checkpoints import checkpoint_base, fine_tuned, model_loading
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
-from official.nlp.common import output_files, output_folders
+from official.nlp.common import claims, output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.activations import HF_ACTIVATIONS
 from official.nlp.modeling.configs import LTR, BertConfig
@@ -259,7 +259,7 @@ def export_to_hugging_face(
     full = output_files.naming_output_when_full(output_dir, name="--output_dir")  # names it, not the staging file
     with (
         full,
-        output_folders.claim(parent, name, what=output_dir),
+        claims.claim(parent, name, what=output_dir),
         output_folders.staging_folder(output_dir) as staging,
     ):
         tokenizer = _tokenizer_files(files.do_lower_case, files.config.max_position_embeddings)

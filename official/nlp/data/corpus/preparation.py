@@ -20,7 +20,7 @@ under a temporary name until the whole input is read, so an input found damaged 
 output as it was; then the summary is removed, the files put in place, and the earlier run's shards that this one
 does not write again (fewer shards) removed. A run killed half-way leaves no summary, never a mix of two runs. An
 output that is an input (through a symbolic link too) is refused, and a second job on the same output is refused
-while the first runs (`output_folders.check_output_files`, `output_folders.claim`). An input that gives
+while the first runs (`output_folders.check_output_files`, `claims.claim`). An input that gives
 no document at all (only stubs) is refused, and nothing is written.
 
 Example:
@@ -42,7 +42,7 @@ import posixpath
 import time
 from collections.abc import Iterator
 
-from official.nlp.common import input_files, output_files, output_folders, text_files, worker_pool
+from official.nlp.common import claims, input_files, output_files, output_folders, text_files, worker_pool
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target
@@ -186,9 +186,9 @@ def prepare_corpus(config: CorpusConfig) -> CorpusSummary:
     # one on what the summary describes (``PATH`` of ``PATH@N``, shared by every shard count), in its folder.
     stats_folder, summary_name = output_folders.split(summary_path)
     described = os.path.join(output_folders.split(stats_folder)[0], summary_name.removesuffix(".json"))
-    with contextlib.ExitStack() as claims:
+    with contextlib.ExitStack() as held:
         for path in dict.fromkeys([*paths, described]):
-            claims.enter_context(output_folders.claim(*output_folders.split(path), what=f"--output_file {path}"))
+            held.enter_context(claims.claim(*output_folders.split(path), what=f"--output_file {path}"))
         return _prepare(config, files, formats, units, paths, summary_path, start)
 
 
