@@ -27,7 +27,8 @@ class ConversionConfig(CheckedConfig):
     input: str = field(
         path="path",
         help="TF1 checkpoint prefix or folder, Hugging Face model folder (a BertForSequenceClassification keeps its "
-        "head, labels and thresholds), keras-hub preset folder, hf://org/name[@revision], "
+        "head, labels and thresholds), keras-hub preset folder (a BertTextClassifier's keeps its head) or preset "
+        "name (bert_base_en_uncased), hf://org/name[@revision], "
         "kaggle://owner/model/framework/variation[/version], model directory, or a fine-tuning run's --output_dir "
         "or best_model/ (written with its head).",
     )
@@ -41,7 +42,7 @@ class ConversionConfig(CheckedConfig):
         enum=["ours", "tf1", "hf", "keras_hub"],
         help="What to write: our model directory, an original TF1 checkpoint, a Hugging Face folder "
         "(config.json, model.safetensors, vocab.txt, tokenizer settings), or a keras-hub preset folder "
-        "(BertBackbone.from_preset(folder)).",
+        "(BertBackbone.from_preset(folder); a fine-tuned classifier: TextClassifier.from_preset(folder)).",
     )
     bert_config_file: str | None = field(None, path="path", help="Overrides the config found next to --input.")
     vocab_file: str | None = field(None, path="path", help="Overrides the vocab.txt found next to --input.")
@@ -154,12 +155,32 @@ def convert_checkpoint(
 
 
 def export_to_keras_hub(input_path: str, output_dir: str, *, input_format: str = "auto", **overrides):
-    """Writes the encoder of any model `convert_checkpoint` reads as a keras-hub preset folder (keras_hub_presets.py);
-    returns the source's `ModelFiles`."""
+    """Writes any model `convert_checkpoint` reads as a keras-hub preset folder (keras_hub_presets.py): its encoder,
+    and a fine-tuned classifier's head as a `BertTextClassifier` (`TextClassifier.from_preset(folder)`;
+    keras_hub_tasks.py); another head is left out, with a warning naming it. Returns the source's `ModelFiles`."""
     inputs = {"--input": input_path, "--bert_config_file": overrides.get("bert_config_file")}
     output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
-    model, files = _load(input_path, input_format=input_format, **overrides)
+    described = task_files = None
+    if input_format in ("auto", model_loading.detect_format(input_path)):
+        described = fine_tuned.describe(input_path, **overrides)
+    head = described.head if described is not None else None
+    if head is not None and head.keras_hub is not None:
+        described, model = fine_tuned.load_fine_tuned(input_path, files=described.files)
+        files, task_files = described.files, fine_tuned.keras_hub_task_files(described, model)
+    else:
+        if head is not None:
+            logging.warning(
+                "%s holds a fine-tuned %s head, which a keras-hub preset does not hold: its encoder alone is written",
+                input_path,
+                head.name,
+            )
+        model, files = _load(input_path, input_format=input_format, **overrides)
     keras_hub_presets.write_preset(
-        model, output_dir, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, source=input_path
+        model,
+        output_dir,
+        vocab_file=files.vocab_file,
+        do_lower_case=files.do_lower_case,
+        source=input_path,
+        task_files=task_files,
     )
     return files
