@@ -116,7 +116,7 @@ HEADS: dict[str, HeadKind] = {
             _dense_outputs,
             _classifier,
             hugging_face=HF_CLASSIFIER,
-            keras_hub=keras_hub_tasks.CLASSIFIER,
+            keras_hub=keras_hub_tasks.CLASSIFIER_CLASS,
         ),
         HeadKind(
             MULTI_LABEL_CLASSIFIER,
@@ -125,7 +125,7 @@ HEADS: dict[str, HeadKind] = {
             _classifier,
             multi_label=True,
             hugging_face=HF_CLASSIFIER,
-            keras_hub=keras_hub_tasks.CLASSIFIER,
+            keras_hub=keras_hub_tasks.CLASSIFIER_CLASS,
         ),
         HeadKind(
             TOKEN_CLASSIFIER,
@@ -268,7 +268,7 @@ def _hf_classifier(fine_tuned: FineTuned) -> BertClassifier:
 
 def _describe_keras_hub(path: str, files: model_dir_lib.ModelFiles) -> FineTuned:
     """A preset folder of a `BertTextClassifier` as the classifier it is; any other preset as its backbone."""
-    if keras_hub_tasks.task_class(path) != keras_hub_tasks.CLASSIFIER:
+    if keras_hub_tasks.task_class(path) != keras_hub_tasks.CLASSIFIER_CLASS:
         return FineTuned(path, files, None)
     head = keras_hub_tasks.read_classifier(path, weights=False)
     stored = head.record

@@ -36,9 +36,9 @@ from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier
 
-TASK_FILE = "task.json"
+TASK_CONFIG_FILE = "task.json"
 TASK_WEIGHTS_FILE = "task.weights.h5"
-CLASSIFIER = "BertTextClassifier"
+CLASSIFIER_CLASS = "BertTextClassifier"
 ACTIVATIONS = ("linear", "softmax", "sigmoid")
 _KERNEL, _BIAS = "layers/dense/vars/0", "layers/dense/vars/1"
 RECORD_KEY = "official_bert"  # in metadata.json: what keras-hub does not keep (label names, text pair, thresholds)
@@ -64,7 +64,7 @@ class ClassifierHead:
 
 def task_class(folder: str) -> str | None:
     """The class of the task a preset folder holds (`task.json`), None for a backbone-only preset."""
-    path = os.path.join(folder, TASK_FILE)
+    path = os.path.join(folder, TASK_CONFIG_FILE)
     if not input_files.exists(path):
         return None
     return _read_task(path, folder).get("class_name")
@@ -82,10 +82,10 @@ def _read_task(path: str, folder: str) -> dict:
 
 def read_classifier(folder: str, *, weights: bool = True) -> ClassifierHead:
     """The `BertTextClassifier` head of preset `folder` (with its weights unless `weights` is False)."""
-    path = os.path.join(folder, TASK_FILE)
+    path = os.path.join(folder, TASK_CONFIG_FILE)
     stored = _read_task(path, folder)
-    if stored.get("class_name") != CLASSIFIER:
-        raise InputError(f"{path} describes a {stored.get('class_name')!r}, not a keras-hub {CLASSIFIER}")
+    if stored.get("class_name") != CLASSIFIER_CLASS:
+        raise InputError(f"{path} describes a {stored.get('class_name')!r}, not a keras-hub {CLASSIFIER_CLASS}")
     args = stored.get("config") or {}
     activation = args.get("activation", "linear")
     activation = activation if isinstance(activation, str) else (activation or {}).get("config", {}).get("name")
@@ -101,7 +101,7 @@ def read_classifier(folder: str, *, weights: bool = True) -> ClassifierHead:
             num_classes, activation, float(args.get("dropout", 0.1)), int(length) if length is not None else None
         )
     except (KeyError, TypeError, ValueError) as e:
-        raise InputError(f"{path}: the {CLASSIFIER} config lacks or mangles {e}; is the file complete?") from None
+        raise InputError(f"{path}: the {CLASSIFIER_CLASS} config lacks or mangles {e}; is the file complete?") from None
     metadata = os.path.join(folder, keras_hub_presets.METADATA_FILE)
     if input_files.exists(metadata):
         record = _read_task(metadata, folder).get(RECORD_KEY)
@@ -111,19 +111,20 @@ def read_classifier(folder: str, *, weights: bool = True) -> ClassifierHead:
     weights_path = os.path.join(folder, TASK_WEIGHTS_FILE)
     if not input_files.exists(weights_path):
         raise MissingInputError(
-            f"{folder} has {TASK_FILE} but no {TASK_WEIGHTS_FILE}: the classifier's head is missing (a partial copy?)"
+            f"{folder} has {TASK_CONFIG_FILE} but no {TASK_WEIGHTS_FILE}: the classifier's head is missing "
+            "(a partial copy?)"
         )
     try:
         with h5py.File(io.BytesIO(input_files.read_bytes(weights_path)), "r") as handle:
             kernel, bias = (np.asarray(handle[key][()], np.float32) for key in (_KERNEL, _BIAS))
     except (OSError, KeyError, ValueError) as e:
         raise InputError(
-            f"{weights_path} is not a keras-hub {CLASSIFIER}'s weights file, or is damaged ({e}); save it again"
+            f"{weights_path} is not a keras-hub {CLASSIFIER_CLASS}'s weights file, or is damaged ({e}); save it again"
         ) from None
     if kernel.shape[-1] != num_classes or bias.shape != (num_classes,) or kernel.ndim != 2:
         raise InputError(
             f"{weights_path}: a head of shape {kernel.shape} + {bias.shape} for num_classes={num_classes} in "
-            f"{TASK_FILE}; the two files are of different models"
+            f"{TASK_CONFIG_FILE}; the two files are of different models"
         )
     return dataclasses.replace(head, kernel=kernel, bias=bias)
 
@@ -183,7 +184,7 @@ def classifier_files(
     preprocessor["config"]["sequence_length"] = int(sequence_length)
     task = {
         "module": "keras_hub.src.models.bert.bert_text_classifier",
-        "class_name": CLASSIFIER,
+        "class_name": CLASSIFIER_CLASS,
         "config": {
             "backbone": json_files[keras_hub_presets.PRESET_CONFIG_FILE],
             "preprocessor": preprocessor,
@@ -192,7 +193,7 @@ def classifier_files(
             "activation": activation,
             "dropout": float(dropout),
         },
-        "registered_name": f"keras_hub>{CLASSIFIER}",
+        "registered_name": f"keras_hub>{CLASSIFIER_CLASS}",
     }
     buffer = io.BytesIO()
     with h5py.File(buffer, "w") as handle:
@@ -211,7 +212,7 @@ def classifier_files(
         handle.create_dataset("optimizer/vars/0", data=np.int64(0))
         handle.create_dataset("optimizer/vars/1", data=np.float32(5e-5))
     return {
-        TASK_FILE: json.dumps(task, indent=4).encode("utf-8"),
+        TASK_CONFIG_FILE: json.dumps(task, indent=4).encode("utf-8"),
         TASK_WEIGHTS_FILE: buffer.getvalue(),
         keras_hub_presets.PREPROCESSOR_FILE: json.dumps(preprocessor, indent=4).encode("utf-8"),
         keras_hub_presets.METADATA_FILE: json.dumps(metadata, indent=4).encode("utf-8"),
