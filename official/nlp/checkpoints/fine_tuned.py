@@ -277,21 +277,27 @@ def _describe_keras_hub(path: str, files: model_dir_lib.ModelFiles) -> FineTuned
         raise InputError(f"{path}: {len(labels)} label names in metadata.json for {head.num_classes} classes")
     labels = [] if stored.get("regression") else labels
     kind = HEADS[classifier_head(head.multi_label)]
-    record = {"task": GENERIC_TASK, "head": kind.name, "labels": labels, "text_pair": bool(stored.get("text_pair"))}
+    task = str(stored.get("task") or GENERIC_TASK)  # the task says whether it takes pairs (GLUE's MRPC does)
+    record = {"task": task, "head": kind.name, "labels": labels}
+    record.update({key: stored[key] for key in _PAIR_KEYS if key in stored})
     if head.sequence_length:
         record["max_seq_length"] = min(head.sequence_length, files.config.max_position_embeddings)
     thresholds = None
     if head.multi_label:
         thresholds = thresholds_per_label(len(labels), stored.get("thresholds"))
         record.update(classifier_settings(len(labels), thresholds))
-    return FineTuned(path, files, kind, GENERIC_TASK, labels, thresholds, record)
+    return FineTuned(path, files, kind, task, labels, thresholds, record)
+
+
+_PAIR_KEYS = ("text_pair", "text_b_column")  # what says that a classifier takes pairs, besides its task
 
 
 def keras_hub_task_files(fine_tuned: FineTuned, model: keras.Model) -> dict[str, bytes]:
     """The task files of the fine-tuned `model` (a head whose `keras_hub` is set) that `write_preset` writes beside
     its backbone, so that `keras_hub.models.TextClassifier.from_preset` loads the classifier; what keras-hub does
-    not keep (label names, text pair, thresholds) goes to metadata.json (keras_hub_tasks.py)."""
-    record = {"label_names": list(fine_tuned.labels) or ["0"], "text_pair": bool(fine_tuned.record.get("text_pair"))}
+    not keep (the task, label names, text pair, thresholds) goes to metadata.json (keras_hub_tasks.py)."""
+    record = {"task": fine_tuned.task or GENERIC_TASK, "label_names": list(fine_tuned.labels) or ["0"]}
+    record.update({key: fine_tuned.record[key] for key in _PAIR_KEYS if key in fine_tuned.record})
     if not fine_tuned.labels:
         record["regression"] = True
     if fine_tuned.multi_label:

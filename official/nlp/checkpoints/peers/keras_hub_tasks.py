@@ -10,7 +10,7 @@ task from `task.json` and loads both weight files.
 The classifier's `activation` says what its outputs are: `"linear"` (keras-hub's default) logits, as ours;
 `"softmax"` the probabilities of those logits (one label per example); `"sigmoid"` one probability per label (a
 multi-label classifier). keras-hub keeps no label names: the labels are the class indices, "0", "1", ..., unless
-`metadata.json` holds this library's record (`RECORD_KEY`: label names, text pair, thresholds), which a preset we
+`metadata.json` holds this library's record (`RECORD_KEY`: task, label names, text pair, thresholds), which a preset we
 write carries and keras-hub ignores.
 
 Example:

@@ -69,6 +69,11 @@ def test_a_bare_preset_name_gives_keras_hubs_outputs_for_the_same_name(cache, mo
     assert files.checkpoint_format == "keras_hub" and files.do_lower_case is True
     ours = files.build_encoder()({"input_word_ids": IDS, "input_mask": MASK, "input_type_ids": 0 * IDS})
     np.testing.assert_allclose(np.asarray(ours["sequence_output"]), np.asarray(expected), atol=1e-5)
+    from official.bert import TextClassifier
+
+    classifier = TextClassifier.from_model_dir(NAME, num_classes=2, seq_length=8)  # a new head on the preset
+    encoder = classifier.model.encoder({"input_word_ids": IDS, "input_mask": MASK, "input_type_ids": 0 * IDS})
+    np.testing.assert_allclose(np.asarray(encoder["sequence_output"]), np.asarray(expected), atol=1e-5)
 
 
 def test_a_path_that_exists_wins_over_a_preset_name(cache, monkeypatch, tmp_path):

@@ -83,7 +83,7 @@ def test_our_fine_tuned_classifier_loads_in_keras_hub_as_a_text_classifier(class
     folder, expected = classifier_preset
     described, model = fine_tuned.load_fine_tuned(folder)
     ours = str(tmp_path / "ours")
-    fine_tuned.save_fine_tuned(model, ours, described.files, task_name="generic", head="classifier",
+    fine_tuned.save_fine_tuned(model, ours, described.files, task_name="mrpc", head="classifier",
                                labels=["neg", "neutral", "pos"], settings={"max_seq_length": 10})  # fmt: skip
     back = str(tmp_path / "back")
     conversion.convert(conversion.ConversionConfig(input=ours, output_dir=back, output_format="keras_hub"))
@@ -95,6 +95,7 @@ def test_our_fine_tuned_classifier_loads_in_keras_hub_as_a_text_classifier(class
     assert predicted.shape == (2, 3)
     again, model = fine_tuned.load_fine_tuned(back)  # the label names travel in metadata.json
     assert again.labels == ["neg", "neutral", "pos"] and again.record["max_seq_length"] == 10
+    assert again.task == "mrpc"  # which says that it takes pairs
     np.testing.assert_allclose(_our_logits(model), expected, atol=1e-5)
 
 
