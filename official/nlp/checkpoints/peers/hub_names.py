@@ -110,11 +110,10 @@ def _keras_hub_presets() -> tuple[dict[str, str], dict[str, str]]:
     import keras_hub
 
     bert = {name: entry["kaggle_handle"] for name, entry in keras_hub.models.BertBackbone.presets.items()}
-    from keras_hub.src.utils import preset_utils  # the registry of every family, which `from_preset` reads
-
+    every = {**keras_hub.models.Task.presets, **keras_hub.models.Backbone.presets}  # all families' presets
     others = {
         name: (entry.get("metadata") or {}).get("path") or "non-BERT"
-        for name, entry in preset_utils.BUILTIN_PRESETS.items()
+        for name, entry in every.items()
         if name not in bert
     }
     return bert, others
