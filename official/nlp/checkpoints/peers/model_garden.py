@@ -1,0 +1,417 @@
+"""TensorFlow Model Garden (tf-models-official) TF2 checkpoints of a `BertEncoder`, both ways: read one into
+TF1-named weights, write one from our model.
+
+A Model Garden checkpoint is object-based (`tf.train.Checkpoint`): its variables are found by following the object
+graph from the root, as the Model Garden restores them, never by their keys. The roots it writes:
+
+- `encoder`: the `BertEncoder` (its released TF2 checkpoints, `bert_model.ckpt`; every training run). A legacy
+  `tf.train.Checkpoint(model=encoder)` is read too.
+- a pretraining run (`MaskedLMTask`, a `BertPretrainerV2`): `masked_lm` (the masked-LM head, tied to the word
+  embeddings), `next_sentence.pooler_dense` and `model/classification_heads/0/out_proj` (the next-sentence head:
+  its own pooler on `[CLS]`, then two logits), plus `global_step`, `optimizer` and `save_counter` (dropped).
+- a fine-tuning run (`SentencePredictionTask`, a `BertClassifier`): `model/classifier/out_proj` (the logits) and,
+  with the task's default `use_encoder_pooler=False`, `model/classifier/dense` (its own pooler on `[CLS]`).
+
+A head's own pooler is a dense + tanh on `[CLS]`, as our encoder's pooler is: it becomes our pooler (the encoder's
+`pooler_transform` is not trained by either task; the Model Garden's `export_tfhub --copy_pooler_dense_to_encoder`
+makes the same choice), so the next-sentence and classifier logits are the Model Garden's.
+
+The Model Garden's BERT is the original BERT: post-norm blocks, the tanh GELU (its `"gelu"`, our `"gelu"`),
+layer-norm epsilon 1e-12. Its attention kernels are `[hidden, heads, head_size]` (`EinsumDense`), so the checkpoint
+gives the number of heads; the config itself is not stored: `bert_config.json` beside the checkpoint (as its
+released checkpoints have it) or `--bert_config_file`, else it is read from the shapes (activation `gelu`, dropout
+0.1, the Model Garden's defaults). A pre-norm encoder (`norm_first=True`) has the same variables and is not told
+apart: this library has no pre-norm BERT.
+
+Written checkpoints have the Model Garden's own variable keys and object graph edges (`encoder`, `masked_lm`,
+`next_sentence.pooler_dense`, `model`, as its trainer writes them), so `tf.train.Checkpoint(encoder=encoder)`,
+`tf.train.Checkpoint(**pretrainer.checkpoint_items)` and `tf.train.Checkpoint(model=model)` all restore them.
+
+Example:
+
+    found = read_model_garden_checkpoint("pretrain_run/ckpt-100000")   # weights (TF1 names), heads, config
+    write_model_garden_checkpoint(pretrainer, "models/mg/bert_model.ckpt")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official.nlp.checkpoints.checkpoint_base import load_checkpoint, shape_text
+from official.nlp.checkpoints.integrity import names_damage
+from official.nlp.checkpoints.peers import tf1_checkpoints
+from official.nlp.common import input_files, output_files
+from official.nlp.common.errors import InputError, MissingInputError
+from official.nlp.modeling.configs import BertConfig
+
+_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+# Our own checkpoints also have an `encoder` root (Keras 3: `embeddings`, `transformer_layer_0`, ...); the Model
+# Garden's tf_keras encoders have these children.
+_MG_ENCODER_MARKS = ("_embedding_layer", "_position_embedding_layer")
+_EMBEDDINGS = {
+    "_embedding_layer": "bert/embeddings/word_embeddings",
+    "_position_embedding_layer": "bert/embeddings/position_embeddings",
+    "_type_embedding_layer": "bert/embeddings/token_type_embeddings",
+}
+# Inside `_transformer_layers/<i>` (a TransformerEncoderBlock) -> TF1 scope under `bert/encoder/layer_<i>/`.
+_BLOCK = {
+    ("_attention_layer", "_query_dense"): "attention/self/query",
+    ("_attention_layer", "_key_dense"): "attention/self/key",
+    ("_attention_layer", "_value_dense"): "attention/self/value",
+    ("_attention_layer", "_output_dense"): "attention/output/dense",
+    ("_attention_layer_norm",): "attention/output/LayerNorm",
+    ("_intermediate_dense",): "intermediate/dense",
+    ("_output_dense",): "output/dense",
+    ("_output_layer_norm",): "output/LayerNorm",
+}
+_DENSE = ("kernel", "bias")
+_NORM = ("gamma", "beta")
+# Variables of the Model Garden's tf_keras layers that are not in this layout (a different encoder kind).
+_OTHER_KINDS = {
+    "_embedding_projection": "factorized embeddings (embedding_width != hidden_size, as ALBERT and MobileBERT have)",
+}
+CLASSIFIER_KERNEL = "model_garden/classifier/kernel"  # [hidden, num_classes], with the TF1-named weights
+CLASSIFIER_BIAS = "model_garden/classifier/bias"
+
+
+class _Graph:
+    """The object graph of a TF2 checkpoint: follows the attribute names the Model Garden's objects have."""
+
+    def __init__(self, reader, prefix: str):
+        from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+        self.reader, self.prefix = reader, prefix
+        self.graph = trackable_object_graph_pb2.TrackableObjectGraph()
+        self.graph.ParseFromString(reader.get_tensor(_GRAPH_KEY))
+        self.children = [{c.local_name: c.node_id for c in node.children} for node in self.graph.nodes]
+
+    def node(self, path, start: int = 0) -> int | None:
+        node = start
+        for name in path:
+            node = self.children[node].get(name)
+            if node is None:
+                return None
+        return node
+
+    def value(self, start: int, path, where: str) -> np.ndarray:
+        node = self.node(path, start)
+        key = None
+        if node is not None:
+            key = next(
+                (a.checkpoint_key for a in self.graph.nodes[node].attributes if a.name == "VARIABLE_VALUE"), None
+            )
+        if key is None:
+            raise InputError(
+                f"{self.prefix}: the Model Garden checkpoint has no {where}/{'/'.join(path)}: a partial or damaged "
+                "checkpoint, or not a BertEncoder's; use the checkpoint its training wrote"
+            )
+        return np.asarray(self.reader.get_tensor(key), np.float32)
+
+
+def _encoder_node(graph: _Graph) -> tuple[int, str] | None:
+    """The node of the Model Garden encoder and its path, or None when the root has none."""
+    for path in (("encoder",), ("model",), ("model", "encoder_network"), ("model", "_network")):
+        node = graph.node(path)
+        if node is not None and any(mark in graph.children[node] for mark in _MG_ENCODER_MARKS):
+            return node, "/".join(path)
+    return None
+
+
+def is_model_garden_checkpoint(prefix: str) -> bool:
+    """Whether `prefix` is a TF2 checkpoint holding a Model Garden (tf_keras) encoder."""
+    try:
+        reader = load_checkpoint(prefix)
+        return reader.has_tensor(_GRAPH_KEY) and _encoder_node(_Graph(reader, prefix)) is not None
+    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError):
+        return False
+
+
+@dataclasses.dataclass
+class ModelGardenCheckpoint:
+    """What a Model Garden checkpoint holds: `weights` under TF1 names and layouts (the encoder, plus `cls/...` for
+    a pretrainer's heads, plus `CLASSIFIER_KERNEL`/`CLASSIFIER_BIAS` for a classifier's logits), the config its
+    shapes give (`num_attention_heads` included), and which heads it has."""
+
+    weights: dict[str, np.ndarray]
+    config: BertConfig
+    masked_lm: bool
+    next_sentence: bool
+    num_classes: int | None  # a classifier's outputs, None without one
+
+
+def _dense(graph: _Graph, node: int, where: str, scope: str, weights: dict, names=_DENSE) -> None:
+    for name, tf1 in zip(names, ("kernel", "bias") if names == _DENSE else ("gamma", "beta")):
+        weights[f"{scope}/{tf1}"] = graph.value(node, (name,), where)
+
+
+def _check_kind(graph: _Graph, node: int, where: str) -> None:
+    children = graph.children[node]
+    for name, what in _OTHER_KINDS.items():
+        if name in children:
+            raise InputError(
+                f"{graph.prefix}: its {where} has {what}: not a Model Garden BertEncoder; only BertEncoder "
+                "checkpoints are read"
+            )
+    missing = [name for name in (*_EMBEDDINGS, "_transformer_layers", "_pooler_layer") if name not in children]
+    if missing:
+        raise InputError(
+            f"{graph.prefix}: its {where} is not a Model Garden BertEncoder (it has no {', '.join(missing)}; "
+            "an ALBERT encoder shares one block, other kinds differ too); only BertEncoder checkpoints are read"
+        )
+
+
+def _read_encoder(graph: _Graph, node: int, where: str) -> tuple[dict, int]:
+    _check_kind(graph, node, where)
+    weights = {scope: graph.value(node, (layer, "embeddings"), where) for layer, scope in _EMBEDDINGS.items()}
+    _dense(graph, graph.node(("_embedding_norm_layer",), node), where, "bert/embeddings/LayerNorm", weights, _NORM)
+    blocks = graph.node(("_transformer_layers",), node)
+    count = len(graph.children[blocks])
+    if sorted(graph.children[blocks]) != sorted(str(i) for i in range(count)):
+        raise InputError(f"{graph.prefix}: its {where}/_transformer_layers are not numbered 0..{count - 1}")
+    hidden = weights["bert/embeddings/word_embeddings"].shape[-1]
+    heads = None
+    for i in range(count):
+        block = graph.node((str(i),), blocks)
+        for path, scope in _BLOCK.items():
+            names = _NORM if path[-1].endswith("_norm") else _DENSE
+            sub = graph.node(path, block)
+            if sub is None:
+                raise InputError(
+                    f"{graph.prefix}: {where}/_transformer_layers/{i} has no {'/'.join(path)}: not a BertEncoder's "
+                    "TransformerEncoderBlock"
+                )
+            _dense(graph, sub, f"{where}/_transformer_layers/{i}", f"bert/encoder/layer_{i}/{scope}", weights, names)
+        query = weights[f"bert/encoder/layer_{i}/attention/self/query/kernel"]
+        if query.ndim != 3:
+            raise InputError(
+                f"{graph.prefix}: {where}/_transformer_layers/{i}'s query kernel is {shape_text(query.shape)}, not "
+                "[hidden, heads, head_size]: not a BertEncoder's attention"
+            )
+        heads = query.shape[1]
+    for name in list(weights):  # EinsumDense layouts -> TF1's [hidden, hidden] and [hidden]
+        value = weights[name]
+        if "/attention/self/" in name:
+            weights[name] = value.reshape((hidden, -1) if name.endswith("kernel") else (-1,))
+        elif name.endswith("/attention/output/dense/kernel"):
+            weights[name] = value.reshape(-1, value.shape[-1])
+    _dense(graph, graph.node(("_pooler_layer",), node), where, "bert/pooler/dense", weights)
+    return weights, heads or 1
+
+
+def _head_pooler(graph: _Graph, head: int, where: str, weights: dict) -> None:
+    """A classification head's own pooler (`dense`, dense + tanh on [CLS]) becomes our pooler."""
+    pooler = graph.node(("dense",), head)
+    if pooler is not None:
+        logging.info("%s: the pooler is %s/dense (the encoder's pooler_transform is not trained)", graph.prefix, where)
+        _dense(graph, pooler, f"{where}/dense", "bert/pooler/dense", weights)
+
+
+def _next_sentence_head(graph: _Graph) -> tuple[int, str] | None:
+    heads = graph.node(("model", "classification_heads"))
+    pooler = graph.node(("next_sentence.pooler_dense",))
+    if heads is None:
+        return None
+    for name, node in sorted(graph.children[heads].items()):
+        if pooler is None or graph.node(("dense",), node) == pooler:
+            return node, f"model/classification_heads/{name}"
+    return None
+
+
+@names_damage
+def read_model_garden_checkpoint(prefix: str) -> ModelGardenCheckpoint:
+    """The weights (TF1 names and layouts), shapes' config and heads of a Model Garden checkpoint (see the module
+    docstring); training state (`global_step`, `optimizer`, `save_counter`) is not read."""
+    try:
+        reader = load_checkpoint(prefix)
+    except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as e:
+        raise MissingInputError(f"Cannot read a TF checkpoint at {prefix} ({type(e).__name__})") from None
+    if not reader.has_tensor(_GRAPH_KEY):
+        raise InputError(f"{prefix} is a TF1 (name-based) checkpoint, not a Model Garden TF2 checkpoint")
+    graph = _Graph(reader, prefix)
+    found = _encoder_node(graph)
+    if found is None:
+        raise InputError(
+            f"{prefix} has no Model Garden encoder (no `encoder` object in its graph); expected a checkpoint of "
+            "tf.train.Checkpoint(encoder=...) or of a Model Garden training run"
+        )
+    node, where = found
+    weights, heads = _read_encoder(graph, node, where)
+    masked_lm = graph.node(("masked_lm",)) or graph.node(("model", "masked_lm"))
+    if masked_lm is not None:
+        _dense(graph, graph.node(("dense",), masked_lm), "masked_lm/dense", "cls/predictions/transform/dense", weights)
+        norm = graph.node(("layer_norm",), masked_lm)
+        _dense(graph, norm, "masked_lm/layer_norm", "cls/predictions/transform/LayerNorm", weights, _NORM)
+        weights["cls/predictions/output_bias"] = graph.value(masked_lm, ("bias",), "masked_lm")
+    next_sentence = _next_sentence_head(graph) if masked_lm is not None else None
+    if next_sentence is not None:
+        head, head_where = next_sentence
+        kernel = graph.value(head, ("out_proj", "kernel"), head_where)
+        if kernel.shape[-1] != 2:
+            raise InputError(
+                f"{prefix}: the pretrainer's classification head {head_where} has {kernel.shape[-1]} outputs, not the "
+                "two of next-sentence prediction; only the masked-LM and next-sentence heads are read"
+            )
+        _head_pooler(graph, head, head_where, weights)
+        weights["cls/seq_relationship/output_weights"] = kernel.T
+        weights["cls/seq_relationship/output_bias"] = graph.value(head, ("out_proj", "bias"), head_where)
+    classifier = graph.node(("model", "classifier"))
+    num_classes = None
+    if classifier is not None and masked_lm is None:
+        _head_pooler(graph, classifier, "model/classifier", weights)
+        weights[CLASSIFIER_KERNEL] = graph.value(classifier, ("out_proj", "kernel"), "model/classifier")
+        weights[CLASSIFIER_BIAS] = graph.value(classifier, ("out_proj", "bias"), "model/classifier")
+        num_classes = int(weights[CLASSIFIER_KERNEL].shape[-1])
+    word, positions = weights["bert/embeddings/word_embeddings"], weights["bert/embeddings/position_embeddings"]
+    config = BertConfig(
+        vocab_size=word.shape[0],
+        hidden_size=word.shape[1],
+        num_hidden_layers=sum(name.endswith("/intermediate/dense/kernel") for name in weights),
+        num_attention_heads=heads,
+        intermediate_size=weights["bert/encoder/layer_0/intermediate/dense/kernel"].shape[-1],
+        hidden_act="gelu",
+        max_position_embeddings=positions.shape[0],
+        type_vocab_size=weights["bert/embeddings/token_type_embeddings"].shape[0],
+        layer_norm_eps=1e-12,
+    )
+    return ModelGardenCheckpoint(weights, config, masked_lm is not None, next_sentence is not None, num_classes)
+
+
+def check_config(found: ModelGardenCheckpoint, config: BertConfig, source: str, prefix: str) -> None:
+    """Refuses a config whose head count differs from the checkpoint's (the TF1 layout would hide it) or that this
+    checkpoint's activation cannot be told from (only the shapes are checked by `assign_weights`)."""
+    if config.num_attention_heads != found.config.num_attention_heads:
+        raise InputError(
+            f"{source} says num_attention_heads={config.num_attention_heads}, and {prefix}'s attention kernels have "
+            f"{found.config.num_attention_heads} heads; fix the config (or drop --bert_config_file)"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing
+
+
+class _Node(tf.__internal__.tracking.AutoTrackable):
+    """One object of the written graph; children are tracked in the order they are set, as Keras tracks them."""
+
+
+def _node(**children) -> _Node:
+    node = _Node()
+    for name, child in children.items():
+        setattr(node, name, child)
+    return node
+
+
+def _variables(weights: dict, scope: str, names=_DENSE) -> _Node:
+    tf1 = ("kernel", "bias") if names == _DENSE else ("gamma", "beta")
+    return _node(**{name: tf.Variable(weights[f"{scope}/{t}"], name=name) for name, t in zip(names, tf1)})
+
+
+def _encoder_graph(weights: dict, config: BertConfig) -> tuple[_Node, tf.Variable]:
+    """The Model Garden's functional `BertEncoder` as its graph has it: `layer_with_weights-<n>` first (the names
+    the keys take), then the attribute names both of its encoder classes restore through. Returns the encoder and its
+    word embeddings."""
+    hidden, heads = config.hidden_size, config.num_attention_heads
+    word = tf.Variable(weights["bert/embeddings/word_embeddings"], name="embeddings")
+    position = tf.Variable(weights["bert/embeddings/position_embeddings"], name="embeddings")
+    embedding_layers = {
+        "_embedding_layer": _node(embeddings=word),
+        "_position_embedding_layer": _node(embeddings=position, _position_embeddings=position),
+        "_type_embedding_layer": _node(
+            embeddings=tf.Variable(weights["bert/embeddings/token_type_embeddings"], name="embeddings")
+        ),
+        "_embedding_norm_layer": _variables(weights, "bert/embeddings/LayerNorm", _NORM),
+    }
+    blocks = []
+    for i in range(config.num_hidden_layers):
+        scope = f"bert/encoder/layer_{i}"
+        block, attention = {}, {}
+        for path, tf1 in _BLOCK.items():
+            if len(path) == 1:
+                block[path[0]] = _variables(weights, f"{scope}/{tf1}", _NORM if path[0].endswith("_norm") else _DENSE)
+                continue
+            # TF1's [hidden, hidden] -> EinsumDense's [hidden, heads, head_size] (the output: [heads, size, hidden])
+            kernel, bias = weights[f"{scope}/{tf1}/kernel"], weights[f"{scope}/{tf1}/bias"]
+            if path[1] == "_output_dense":
+                kernel = kernel.reshape(heads, -1, hidden)
+            else:
+                kernel, bias = kernel.reshape(hidden, heads, -1), bias.reshape(heads, -1)
+            attention[path[1]] = _node(kernel=tf.Variable(kernel, name="kernel"), bias=tf.Variable(bias, name="bias"))
+        blocks.append(_node(_attention_layer=_node(**attention), **block))
+    pooler = _variables(weights, "bert/pooler/dense")
+    ordered = [*embedding_layers.values(), *blocks, pooler]
+    encoder = _node(**{f"layer_with_weights-{n}": layer for n, layer in enumerate(ordered)})
+    encoder._pooler_layer = pooler
+    encoder._transformer_layers = blocks  # a list: children "0", "1", ... as the Model Garden's
+    for name, layer in embedding_layers.items():
+        setattr(encoder, name, layer)
+    return encoder, word
+
+
+def checkpoint_roots(model) -> dict[str, object]:
+    """The root children of the Model Garden checkpoint of `model` (ours: encoder, pretrainer or classifier)."""
+    weights = tf1_checkpoints.export_weights(model)
+    encoder_model, masked_lm, next_sentence = tf1_checkpoints.split_model(model)
+    config = encoder_model.config
+    encoder, word = _encoder_graph(weights, config)
+    roots = {"encoder": encoder}
+    classifier = getattr(model, "classifier", None) if masked_lm is None else None
+    if masked_lm is not None:
+        bias = tf.Variable(weights["cls/predictions/output_bias"], name="bias")
+        mlm = _node(
+            embedding_table=word,
+            dense=_variables(weights, "cls/predictions/transform/dense"),
+            layer_norm=_variables(weights, "cls/predictions/transform/LayerNorm", _NORM),
+        )
+        setattr(mlm, "output_bias/bias", bias)
+        mlm.bias = bias
+        heads = []
+        if next_sentence is not None:
+            # The next-sentence head's own pooler is ours, as the encoder's pooler_transform is.
+            head_pooler = _variables(weights, "bert/pooler/dense")
+            out = _node(
+                kernel=tf.Variable(weights["cls/seq_relationship/output_weights"].T, name="kernel"),
+                bias=tf.Variable(weights["cls/seq_relationship/output_bias"], name="bias"),
+            )
+            heads.append(_node(dense=head_pooler, out_proj=out))
+            roots["next_sentence.pooler_dense"] = head_pooler
+        roots["masked_lm"] = mlm
+        roots["model"] = _node(encoder_network=encoder, classification_heads=heads, masked_lm=mlm)
+    elif classifier is not None and getattr(classifier, "kernel", None) is not None:
+        head_pooler = _variables(weights, "bert/pooler/dense")
+        out = _node(
+            kernel=tf.Variable(np.asarray(classifier.kernel.numpy(), np.float32), name="kernel"),
+            bias=tf.Variable(np.asarray(classifier.bias.numpy(), np.float32), name="bias"),
+        )
+        head = _node(dense=head_pooler, out_proj=out)
+        model_node = _node(**{"layer_with_weights-0": encoder, "layer_with_weights-1": head})
+        model_node._network = encoder
+        model_node.classifier = head
+        roots["model"] = model_node
+        roots["sentence_prediction.pooler_dense"] = head_pooler
+    return roots
+
+
+def write_model_garden_checkpoint(model, prefix: str) -> str:
+    """Writes `model` (ours: an encoder, a pretrainer with its heads, or a classifier with its head) as the Model
+    Garden checkpoint `prefix` (see the module docstring). Written in a staging folder beside it and moved in place,
+    the index (by which a reader finds the checkpoint) last."""
+    roots = checkpoint_roots(model)
+    directory = os.path.dirname(prefix)
+    if directory:
+        output_files.makedirs(directory, name="checkpoint folder")
+    output_files.remove_leftovers([prefix])
+    staging = output_files.temporary_name(prefix)
+    output_files.rmtree(staging)
+    output_files.makedirs(staging)
+    try:
+        tf.train.Checkpoint(**roots).write(os.path.join(staging, os.path.basename(prefix)))
+        for name in sorted(input_files.listdir(staging), key=lambda n: n.endswith(".index")):
+            output_files.commit(os.path.join(staging, name), os.path.join(directory, name))
+    finally:
+        output_files.rmtree(staging)
+    return prefix
