@@ -82,10 +82,11 @@ CLASSIFIER_BIAS = "model_garden/classifier/bias"
 class _Graph:
     """The object graph of a TF2 checkpoint: follows the attribute names the Model Garden's objects have."""
 
-    def __init__(self, reader, prefix: str):
+    def __init__(self, reader, prefix: str, *, shapes_only: bool = False):
         from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-        self.reader, self.prefix = reader, prefix
+        self.reader, self.prefix, self.shapes_only = reader, prefix, shapes_only
+        self.shapes = reader.get_variable_to_shape_map() if shapes_only else None
         self.graph = trackable_object_graph_pb2.TrackableObjectGraph()
         self.graph.ParseFromString(reader.get_tensor(_GRAPH_KEY))
         self.children = [{c.local_name: c.node_id for c in node.children} for node in self.graph.nodes]
@@ -110,6 +111,8 @@ class _Graph:
                 f"{self.prefix}: the Model Garden checkpoint has no {where}/{'/'.join(path)}: a partial or damaged "
                 "checkpoint, or not a BertEncoder's; use the checkpoint its training wrote"
             )
+        if self.shapes_only:  # zeros of the right shape that take no memory: for what the shapes say
+            return np.broadcast_to(np.float32(0), self.shapes[key])
         return np.asarray(self.reader.get_tensor(key), np.float32)
 
 
@@ -179,13 +182,14 @@ def _read_encoder(graph: _Graph, node: int, where: str) -> tuple[dict, int]:
         block = graph.node((str(i),), blocks)
         for path, scope in _BLOCK.items():
             names = _NORM if path[-1].endswith("_norm") else _DENSE
+            sub_where = f"{where}/_transformer_layers/{i}/{'/'.join(path)}"
             sub = graph.node(path, block)
             if sub is None:
                 raise InputError(
-                    f"{graph.prefix}: {where}/_transformer_layers/{i} has no {'/'.join(path)}: not a BertEncoder's "
-                    "TransformerEncoderBlock"
+                    f"{graph.prefix}: the Model Garden checkpoint has no {sub_where}: a partial or damaged checkpoint, "
+                    "or not a BertEncoder's TransformerEncoderBlock; use the checkpoint its training wrote"
                 )
-            _dense(graph, sub, f"{where}/_transformer_layers/{i}", f"bert/encoder/layer_{i}/{scope}", weights, names)
+            _dense(graph, sub, sub_where, f"bert/encoder/layer_{i}/{scope}", weights, names)
         query = weights[f"bert/encoder/layer_{i}/attention/self/query/kernel"]
         if query.ndim != 3:
             raise InputError(
@@ -223,16 +227,17 @@ def _next_sentence_head(graph: _Graph) -> tuple[int, str] | None:
 
 
 @names_damage
-def read_model_garden_checkpoint(prefix: str) -> ModelGardenCheckpoint:
+def read_model_garden_checkpoint(prefix: str, *, shapes_only: bool = False) -> ModelGardenCheckpoint:
     """The weights (TF1 names and layouts), shapes' config and heads of a Model Garden checkpoint (see the module
-    docstring); training state (`global_step`, `optimizer`, `save_counter`) is not read."""
+    docstring); training state (`global_step`, `optimizer`, `save_counter`) is not read. `shapes_only`: every
+    weight is zeros of its shape (nothing is read but the index), for the config and the heads."""
     try:
         reader = load_checkpoint(prefix)
     except (tf.errors.NotFoundError, tf.errors.DataLossError, ValueError) as e:
         raise MissingInputError(f"Cannot read a TF checkpoint at {prefix} ({type(e).__name__})") from None
     if not reader.has_tensor(_GRAPH_KEY):
         raise InputError(f"{prefix} is a TF1 (name-based) checkpoint, not a Model Garden TF2 checkpoint")
-    graph = _Graph(reader, prefix)
+    graph = _Graph(reader, prefix, shapes_only=shapes_only)
     found = _encoder_node(graph)
     if found is None:
         raise InputError(
@@ -293,6 +298,23 @@ def check_config(found: ModelGardenCheckpoint, config: BertConfig, source: str, 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Writing
+
+
+def check_expressible(config: BertConfig, where: str) -> None:
+    """The Model Garden's BertEncoder has layer-norm epsilon 1e-12 built in: refuse another; warn about an
+    activation its `hidden_activation` names differently (only the config says it: the checkpoint cannot)."""
+    if abs(config.layer_norm_eps - 1e-12) > 1e-15:
+        raise InputError(
+            f"{where}: layer_norm_eps={config.layer_norm_eps} has no Model Garden form (its BertEncoder uses 1e-12); "
+            "keep --output_format=ours or hf"
+        )
+    if config.hidden_act not in ("gelu", "relu", "tanh", "linear"):
+        logging.warning(
+            "%s: hidden_act=%r; the Model Garden's hidden_activation 'gelu' is the tanh form (our 'gelu'), so "
+            "build its encoder with this activation yourself",
+            where,
+            config.hidden_act,
+        )
 
 
 class _Node(tf.__internal__.tracking.AutoTrackable):
