@@ -24,8 +24,9 @@ released checkpoints have it) or `--bert_config_file`, else it is read from the 
 apart: this library has no pre-norm BERT.
 
 Written checkpoints have the Model Garden's own variable keys and object graph edges (`encoder`, `masked_lm`,
-`next_sentence.pooler_dense`, `model`, as its trainer writes them), so `tf.train.Checkpoint(encoder=encoder)`,
-`tf.train.Checkpoint(**pretrainer.checkpoint_items)` and `tf.train.Checkpoint(model=model)` all restore them.
+`next_sentence.pooler_dense`, `model`, and `save_counter`, as its `save` writes them), so
+`tf.train.Checkpoint(encoder=encoder)`, `tf.train.Checkpoint(**pretrainer.checkpoint_items)` (its `export_tfhub`)
+and `tf.train.Checkpoint(model=model)` all restore them.
 
 Example:
 
@@ -317,8 +318,9 @@ def check_expressible(config: BertConfig, where: str) -> None:
         )
 
 
-class _Node(tf.__internal__.tracking.AutoTrackable):
-    """One object of the written graph; children are tracked in the order they are set, as Keras tracks them."""
+class _Node(tf.Module):
+    """One object of the written graph; its children are tracked in the order they are set, as Keras tracks them
+    (a `tf.Module` tracks every attribute, under any name)."""
 
 
 def _node(**children) -> _Node:
@@ -431,7 +433,11 @@ def write_model_garden_checkpoint(model, prefix: str) -> str:
     output_files.rmtree(staging)
     output_files.makedirs(staging)
     try:
-        tf.train.Checkpoint(**roots).write(os.path.join(staging, os.path.basename(prefix)))
+        checkpoint = tf.train.Checkpoint(**roots)
+        # As `save` writes it (the Model Garden saves with `save`): its export_tfhub restores with
+        # `assert_existing_objects_matched`, which asks for `save_counter` too.
+        checkpoint.save_counter.assign(1)
+        checkpoint.write(os.path.join(staging, os.path.basename(prefix)))
         for name in sorted(input_files.listdir(staging), key=lambda n: n.endswith(".index")):
             output_files.commit(os.path.join(staging, name), os.path.join(directory, name))
     finally:

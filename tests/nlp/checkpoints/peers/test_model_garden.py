@@ -25,16 +25,17 @@ from tests.run_scripts.test_user_errors import assert_user_error, run_script
 DATA = pathlib.Path(__file__).parent / "data" / "model_garden"
 EXPECTED = dict(np.load(DATA / "outputs.npz"))
 INPUTS = {name: EXPECTED[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
-ENCODER = str(DATA / "encoder" / "bert_model.ckpt")
+ENCODER = str(DATA / "encoder" / "bert_model.ckpt-1")
 PRETRAINER = str(DATA / "pretrainer" / "ckpt-1")
 CLASSIFIER = str(DATA / "classifier" / "ckpt-1")
 VOCAB = str(DATA / "encoder" / "vocab.txt")
 FILES = dict(vocab_file=VOCAB, do_lower_case=True)  # a training run's folder holds neither
-_TRAINING_STATE = ("global_step/", "optimizer/", "save_counter/", "_CHECKPOINTABLE_OBJECT_GRAPH")
+_TRAINING_STATE = ("global_step/", "optimizer/", "_CHECKPOINTABLE_OBJECT_GRAPH")
 
 
 def _layout(prefix: str) -> dict[str, list[int]]:
-    """Variable keys and shapes of a checkpoint, training state (step, optimizer and its slots) left out."""
+    """Variable keys and shapes of a checkpoint, training state (step, optimizer and its slots) left out; `save_counter`
+    stays, which the Model Garden's export_tfhub asks for."""
     shapes = tf.train.load_checkpoint(prefix).get_variable_to_shape_map()
     return {k: v for k, v in shapes.items() if not k.startswith(_TRAINING_STATE) and ".OPTIMIZER_SLOT" not in k}
 
@@ -124,8 +125,10 @@ def _config_file(tmp_path, **changes) -> str:
 
 
 def test_bad_model_garden_checkpoints_are_one_message_each(tmp_path):
-    with pytest.raises(InputError, match=r"albert/bert_model.ckpt: its encoder is not a Model Garden BertEncoder") as e:
-        model_loading.load_model(str(DATA / "albert" / "bert_model.ckpt"), **FILES)
+    with pytest.raises(
+        InputError, match=r"albert/bert_model.ckpt-1: its encoder is not a Model Garden BertEncoder"
+    ) as e:
+        model_loading.load_model(str(DATA / "albert" / "bert_model.ckpt-1"), **FILES)
     assert "\n" not in str(e.value)
     with pytest.raises(InputError, match=r"says num_attention_heads=2, and .* have 4 heads") as e:
         model_loading.read_model_files(ENCODER, bert_config_file=_config_file(tmp_path, num_attention_heads=2), **FILES)

@@ -13,6 +13,7 @@ Garden does not have fails.
 import argparse
 import os
 import sys
+import tempfile
 
 import numpy as np
 import tensorflow as tf
@@ -21,8 +22,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_fixtures as fixtures  # noqa: E402
 from official.nlp.configs import bert, encoders  # noqa: E402
+from official.nlp.tools import export_tfhub_lib  # noqa: E402
 
 from official.nlp.data import pretrain_dataloader, sentence_prediction_dataloader  # noqa: E402
+from official.nlp.modeling import networks  # noqa: E402
 from official.nlp.tasks import masked_lm, sentence_prediction  # noqa: E402
 
 
@@ -44,10 +47,22 @@ def main() -> None:
         encoder = encoders.build_encoder(fixtures.encoder_config())
         encoder(inputs)
         # As the sentence-prediction task's init_checkpoint and export_tfhub restore an encoder.
-        tf.train.Checkpoint(encoder=encoder).read(args.encoder).assert_consumed()
+        tf.train.Checkpoint(encoder=encoder).restore(args.encoder).assert_consumed()
         out = encoder(inputs, training=False)
         errors.append(report("encoder sequence_output", out["sequence_output"], expected["encoder_sequence_output"]))
         errors.append(report("encoder pooled_output", out["pooled_output"], expected["encoder_pooled_output"]))
+        # Its other encoder class (encoder type bert_v2), a Keras layer, restores through the attribute names.
+        config = fixtures.encoder_config()
+        config.type, config.bert_v2 = "bert_v2", config.bert
+        encoder = encoders.build_encoder(config)
+        assert type(encoder) is networks.BertEncoderV2, type(encoder)
+        encoder(inputs)
+        tf.train.Checkpoint(encoder=encoder).restore(args.encoder).assert_existing_objects_matched()
+        out = encoder(inputs, training=False)
+        errors.append(
+            report("BertEncoderV2 sequence_output", out["sequence_output"], expected["encoder_sequence_output"])
+        )
+        errors.append(report("BertEncoderV2 pooled_output", out["pooled_output"], expected["encoder_pooled_output"]))
     if args.pretrainer:
         config = masked_lm.MaskedLMConfig(
             model=bert.PretrainerConfig(
@@ -63,7 +78,7 @@ def main() -> None:
             pretrainer(features)
             items = {"model": pretrainer} if root != "checkpoint_items" else {}
             items.update(pretrainer.checkpoint_items if root != "model" else {})
-            status = tf.train.Checkpoint(**items).read(args.pretrainer)
+            status = tf.train.Checkpoint(**items).restore(args.pretrainer)
             status.assert_existing_objects_matched()
             if root == "trainer":
                 status.assert_consumed()
@@ -93,6 +108,23 @@ def main() -> None:
                     expected["pretrainer_head_pooled_output"],
                 )
             )
+        # Its export_tfhub, with the masked LM, on the checkpoint (TF-Hub SavedModel: the encoder and its `mlm`).
+        with tempfile.TemporaryDirectory() as folder:
+            export_tfhub_lib.export_model(
+                os.path.join(folder, "hub"),
+                encoder_config=fixtures.encoder_config(),
+                model_checkpoint_path=args.pretrainer,
+                with_mlm=True,
+                vocab_file=os.path.join(HERE, "encoder", "vocab.txt"),
+                do_lower_case=True,
+            )
+            hub = tf.saved_model.load(os.path.join(folder, "hub"))
+            out = hub(inputs, training=False)
+            errors.append(
+                report("export_tfhub sequence_output", out["sequence_output"], expected["pretrainer_sequence_output"])
+            )
+            out = hub.mlm(features, training=False)
+            errors.append(report("export_tfhub mlm_logits", out["mlm_logits"], expected["pretrainer_mlm_logits"]))
     if args.classifier:
         config = sentence_prediction.SentencePredictionConfig(
             model=sentence_prediction.ModelConfig(num_classes=3, encoder=fixtures.encoder_config()),
@@ -100,7 +132,8 @@ def main() -> None:
         )
         classifier = sentence_prediction.SentencePredictionTask(config).build_model()
         classifier(inputs)
-        tf.train.Checkpoint(model=classifier, **classifier.checkpoint_items).read(args.classifier).assert_consumed()
+        checkpoint = tf.train.Checkpoint(model=classifier, **classifier.checkpoint_items)
+        checkpoint.restore(args.classifier).assert_consumed()
         errors.append(report("classifier logits", classifier(inputs, training=False), expected["classifier_logits"]))
     if not errors or max(errors) >= 1e-5:
         sys.exit("FAILED")

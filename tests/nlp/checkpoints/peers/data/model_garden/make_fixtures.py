@@ -6,8 +6,9 @@ Run from a folder outside any checkout (tf-models-official's top-level package i
 
 It writes, for a tiny BERT (2 layers, hidden 32, 4 heads, a 30-token vocabulary):
 
-- `encoder/`: `tf.train.Checkpoint(encoder=BertEncoder).write("bert_model.ckpt")` with `bert_config.json` and
-  `vocab.txt`, as the Model Garden's released TF2 BERT checkpoints are laid out (what its `export_tfhub` reads);
+- `encoder/`: `tf.train.Checkpoint(encoder=BertEncoder).save("bert_model.ckpt")` (`bert_model.ckpt-1`) with
+  `bert_config.json` and `vocab.txt`, as the Model Garden's checkpoint converter writes its TF2 BERT checkpoints
+  (what its `export_tfhub` reads);
 - `pretrainer/`: a `MaskedLMTask` run's checkpoint, `ckpt-1`, written by the Model Garden's own `Trainer` and
   `tf.train.CheckpointManager` after one training step (`global_step`, `model`, `optimizer` with its slots, and the
   `BertPretrainerV2.checkpoint_items`: `encoder`, `masked_lm`, `next_sentence.pooler_dense`); no config beside it;
@@ -137,7 +138,8 @@ def main() -> None:
     out = encoder(INPUTS, training=False)
     outputs["encoder_sequence_output"] = out["sequence_output"].numpy()
     outputs["encoder_pooled_output"] = out["pooled_output"].numpy()
-    tf.train.Checkpoint(encoder=encoder).write(os.path.join(HERE, "encoder", "bert_model.ckpt"))
+    # As the Model Garden's checkpoint converter saves one (tf1_bert_checkpoint_converter_lib.create_v2_checkpoint).
+    tf.train.Checkpoint(encoder=encoder).save(os.path.join(HERE, "encoder", "bert_model.ckpt"))
     write_text(os.path.join(HERE, "encoder"), "bert_config.json", json.dumps(BERT_CONFIG, indent=2) + "\n")
     write_text(os.path.join(HERE, "encoder"), "vocab.txt", "\n".join(VOCAB) + "\n")
 
@@ -193,7 +195,7 @@ def main() -> None:
         intermediate_size=INTERMEDIATE, max_sequence_length=POSITIONS,
     )  # fmt: skip
     albert(INPUTS)
-    tf.train.Checkpoint(encoder=albert).write(os.path.join(HERE, "albert", "bert_model.ckpt"))
+    tf.train.Checkpoint(encoder=albert).save(os.path.join(HERE, "albert", "bert_model.ckpt"))
 
     np.savez(
         os.path.join(HERE, "outputs.npz"),
