@@ -119,7 +119,9 @@ def convert_checkpoint(
         described = fine_tuned.describe(input_path, **overrides)
     head = described.head if described is not None else None
     # The Model Garden's format holds a sequence classifier's head (its BertClassifier), not the others.
-    keeps_head = output_format == "ours" or (output_format == "model_garden" and head in fine_tuned.CLASSIFIERS)
+    keeps_head = output_format == "ours" or (
+        output_format == "model_garden" and head is not None and head.serving_task == "classifier"
+    )
     if head is not None and head.build is not None and keeps_head:
         described, model = fine_tuned.load_fine_tuned(input_path, files=described.files)
         files = described.files

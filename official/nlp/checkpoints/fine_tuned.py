@@ -136,10 +136,6 @@ HEADS: dict[str, HeadKind] = {
 }
 
 
-# The sequence classifiers: the head kinds a Model Garden checkpoint holds (its BertClassifier).
-CLASSIFIERS = (HEADS[CLASSIFIER], HEADS[MULTI_LABEL_CLASSIFIER])
-
-
 def head_kind(name: str) -> HeadKind:
     """The head kind `name` (as `finetuning.json` records it). A kind not registered (a `FineTuningTask` of the
     user's own records its class name) is one that only its own task builds, exports nothing and is not written as

@@ -1,43 +1,35 @@
-"""TensorFlow Model Garden (tf-models-official) TF2 checkpoints of a `BertEncoder`, both ways: read one into
-TF1-named weights, write one from our model.
+"""TensorFlow Model Garden (tf-models-official) TF2 checkpoints of a `BertEncoder`, read into TF1-named weights
+(written: model_garden_export.py).
 
-A Model Garden checkpoint is object-based (`tf.train.Checkpoint`): its variables are found by following the object
-graph from the root, as the Model Garden restores them, never by their keys. The roots it writes:
+A Model Garden checkpoint is object-based (`tf.train.Checkpoint`); its variables are found by following the object
+graph from the root, as the Model Garden restores them, never by their keys. Its roots:
 
-- `encoder`: the `BertEncoder` (its released TF2 checkpoints, `bert_model.ckpt`; every training run). A legacy
-  `tf.train.Checkpoint(model=encoder)` is read too.
-- a pretraining run (`MaskedLMTask`, a `BertPretrainerV2`): `masked_lm` (the masked-LM head, tied to the word
-  embeddings), `next_sentence.pooler_dense` and `model/classification_heads/0/out_proj` (the next-sentence head:
-  its own pooler on `[CLS]`, then two logits), plus `global_step`, `optimizer` and `save_counter` (dropped).
-- a fine-tuning run (`SentencePredictionTask`, a `BertClassifier`): `model/classifier/out_proj` (the logits) and,
-  with the task's default `use_encoder_pooler=False`, `model/classifier/dense` (its own pooler on `[CLS]`).
+- `encoder`: the `BertEncoder` (its converted TF2 checkpoints; every training run); `model` alone (legacy) too;
+- a pretraining run (`MaskedLMTask`'s `BertPretrainerV2`): `masked_lm` (tied to the word embeddings) and the
+  next-sentence head, `next_sentence.pooler_dense` + `model/classification_heads/0/out_proj`;
+- a classifier run (`SentencePredictionTask`'s `BertClassifier`): `model/classifier/out_proj` and, with the task's
+  default `use_encoder_pooler=False`, `model/classifier/dense`;
+- training state (`global_step`, `optimizer`, `save_counter`), which is not read.
 
-A head's own pooler is a dense + tanh on `[CLS]`, as our encoder's pooler is: it becomes our pooler (the encoder's
-`pooler_transform` is not trained by either task; the Model Garden's `export_tfhub --copy_pooler_dense_to_encoder`
-makes the same choice), so the next-sentence and classifier logits are the Model Garden's.
+A head's own pooler (dense + tanh on `[CLS]`, as ours) becomes our pooler: neither task trains the encoder's
+`pooler_transform` (the Model Garden's `export_tfhub --copy_pooler_dense_to_encoder` makes the same choice), and the
+next-sentence and classifier logits stay the Model Garden's. Written back, it goes to both places.
 
-The Model Garden's BERT is the original BERT: post-norm blocks, the tanh GELU (its `"gelu"`, our `"gelu"`),
-layer-norm epsilon 1e-12. Its attention kernels are `[hidden, heads, head_size]` (`EinsumDense`), so the checkpoint
-gives the number of heads; the config itself is not stored: `bert_config.json` beside the checkpoint (as its
-released checkpoints have it) or `--bert_config_file`, else it is read from the shapes (activation `gelu`, dropout
-0.1, the Model Garden's defaults). A pre-norm encoder (`norm_first=True`) has the same variables and is not told
-apart: this library has no pre-norm BERT.
+Its BERT is the original: post-norm, the tanh GELU (its and our `"gelu"`), layer-norm epsilon 1e-12. Attention
+kernels are `[hidden, heads, head_size]` (`EinsumDense`), so the checkpoint gives the number of heads; the rest of
+the config is `bert_config.json` beside it or `--bert_config_file`, else the shapes with the Model Garden's defaults
+(`gelu`, dropout 0.1). A pre-norm encoder (`norm_first=True`) has the same variables and is not told apart.
 
-Written checkpoints have the Model Garden's own variable keys and object graph edges (`encoder`, `masked_lm`,
-`next_sentence.pooler_dense`, `model`, and `save_counter`, as its `save` writes them), so
-`tf.train.Checkpoint(encoder=encoder)`, `tf.train.Checkpoint(**pretrainer.checkpoint_items)` (its `export_tfhub`)
-and `tf.train.Checkpoint(model=model)` all restore them.
+Writing one is model_garden_export.py.
 
 Example:
 
     found = read_model_garden_checkpoint("pretrain_run/ckpt-100000")   # weights (TF1 names), heads, config
-    write_model_garden_checkpoint(pretrainer, "models/mg/bert_model.ckpt")
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 
 import numpy as np
 import tensorflow as tf
@@ -45,8 +37,6 @@ from absl import logging
 
 from official.nlp.checkpoints.checkpoint_base import load_checkpoint, shape_text
 from official.nlp.checkpoints.integrity import names_damage
-from official.nlp.checkpoints.peers import tf1_checkpoints
-from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 
@@ -54,13 +44,14 @@ _GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 # Our own checkpoints also have an `encoder` root (Keras 3: `embeddings`, `transformer_layer_0`, ...); the Model
 # Garden's tf_keras encoders have these children.
 _MG_ENCODER_MARKS = ("_embedding_layer", "_position_embedding_layer")
+# The Model Garden's encoder layout (BLOCK, DENSE, NORM: model_garden_export.py writes it too): its embeddings.
 _EMBEDDINGS = {
     "_embedding_layer": "bert/embeddings/word_embeddings",
     "_position_embedding_layer": "bert/embeddings/position_embeddings",
     "_type_embedding_layer": "bert/embeddings/token_type_embeddings",
 }
 # Inside `_transformer_layers/<i>` (a TransformerEncoderBlock) -> TF1 scope under `bert/encoder/layer_<i>/`.
-_BLOCK = {
+BLOCK = {
     ("_attention_layer", "_query_dense"): "attention/self/query",
     ("_attention_layer", "_key_dense"): "attention/self/key",
     ("_attention_layer", "_value_dense"): "attention/self/value",
@@ -70,12 +61,8 @@ _BLOCK = {
     ("_output_dense",): "output/dense",
     ("_output_layer_norm",): "output/LayerNorm",
 }
-_DENSE = ("kernel", "bias")
-_NORM = ("gamma", "beta")
-# Variables of the Model Garden's tf_keras layers that are not in this layout (a different encoder kind).
-_OTHER_KINDS = {
-    "_embedding_projection": "factorized embeddings (embedding_width != hidden_size, as ALBERT and MobileBERT have)",
-}
+DENSE = ("kernel", "bias")  # the variables of a Dense (an EinsumDense) layer, in the order TF1 names them
+NORM = ("gamma", "beta")  # of a LayerNormalization
 CLASSIFIER_KERNEL = "model_garden/classifier/kernel"  # [hidden, num_classes], with the TF1-named weights
 CLASSIFIER_BIAS = "model_garden/classifier/bias"
 
@@ -148,31 +135,26 @@ class ModelGardenCheckpoint:
     num_classes: int | None  # a classifier's outputs, None without one
 
 
-def _dense(graph: _Graph, node: int, where: str, scope: str, weights: dict, names=_DENSE) -> None:
-    for name, tf1 in zip(names, ("kernel", "bias") if names == _DENSE else ("gamma", "beta")):
+def _dense(graph: _Graph, node: int, where: str, scope: str, weights: dict, names=DENSE) -> None:
+    for name, tf1 in zip(names, ("kernel", "bias") if names == DENSE else ("gamma", "beta")):
         weights[f"{scope}/{tf1}"] = graph.value(node, (name,), where)
 
 
 def _check_kind(graph: _Graph, node: int, where: str) -> None:
     children = graph.children[node]
-    for name, what in _OTHER_KINDS.items():
-        if name in children:
-            raise InputError(
-                f"{graph.prefix}: its {where} has {what}: not a Model Garden BertEncoder; only BertEncoder "
-                "checkpoints are read"
-            )
     missing = [name for name in (*_EMBEDDINGS, "_transformer_layers", "_pooler_layer") if name not in children]
-    if missing:
+    if missing or "_embedding_projection" in children:  # factorized embeddings: ALBERT's, MobileBERT's
+        found = f"it has no {', '.join(missing)}" if missing else "it has factorized embeddings"
         raise InputError(
-            f"{graph.prefix}: its {where} is not a Model Garden BertEncoder (it has no {', '.join(missing)}; "
-            "an ALBERT encoder shares one block, other kinds differ too); only BertEncoder checkpoints are read"
+            f"{graph.prefix}: its {where} is not a Model Garden BertEncoder ({found}; ALBERT, MobileBERT and the "
+            "other kinds differ); only BertEncoder checkpoints are read"
         )
 
 
 def _read_encoder(graph: _Graph, node: int, where: str) -> tuple[dict, int]:
     _check_kind(graph, node, where)
     weights = {scope: graph.value(node, (layer, "embeddings"), where) for layer, scope in _EMBEDDINGS.items()}
-    _dense(graph, graph.node(("_embedding_norm_layer",), node), where, "bert/embeddings/LayerNorm", weights, _NORM)
+    _dense(graph, graph.node(("_embedding_norm_layer",), node), where, "bert/embeddings/LayerNorm", weights, NORM)
     blocks = graph.node(("_transformer_layers",), node)
     count = len(graph.children[blocks])
     if sorted(graph.children[blocks]) != sorted(str(i) for i in range(count)):
@@ -181,8 +163,8 @@ def _read_encoder(graph: _Graph, node: int, where: str) -> tuple[dict, int]:
     heads = None
     for i in range(count):
         block = graph.node((str(i),), blocks)
-        for path, scope in _BLOCK.items():
-            names = _NORM if path[-1].endswith("_norm") else _DENSE
+        for path, scope in BLOCK.items():
+            names = NORM if path[-1].endswith("_norm") else DENSE
             sub_where = f"{where}/_transformer_layers/{i}/{'/'.join(path)}"
             sub = graph.node(path, block)
             if sub is None:
@@ -251,7 +233,7 @@ def read_model_garden_checkpoint(prefix: str, *, shapes_only: bool = False) -> M
     if masked_lm is not None:
         _dense(graph, graph.node(("dense",), masked_lm), "masked_lm/dense", "cls/predictions/transform/dense", weights)
         norm = graph.node(("layer_norm",), masked_lm)
-        _dense(graph, norm, "masked_lm/layer_norm", "cls/predictions/transform/LayerNorm", weights, _NORM)
+        _dense(graph, norm, "masked_lm/layer_norm", "cls/predictions/transform/LayerNorm", weights, NORM)
         weights["cls/predictions/output_bias"] = graph.value(masked_lm, ("bias",), "masked_lm")
     next_sentence = _next_sentence_head(graph) if masked_lm is not None else None
     if next_sentence is not None:
@@ -288,158 +270,10 @@ def read_model_garden_checkpoint(prefix: str, *, shapes_only: bool = False) -> M
 
 
 def check_config(found: ModelGardenCheckpoint, config: BertConfig, source: str, prefix: str) -> None:
-    """Refuses a config whose head count differs from the checkpoint's (the TF1 layout would hide it) or that this
-    checkpoint's activation cannot be told from (only the shapes are checked by `assign_weights`)."""
+    """Refuses a config whose head count differs from the checkpoint's: the TF1 layout `assign_weights` checks
+    would hide it."""
     if config.num_attention_heads != found.config.num_attention_heads:
         raise InputError(
             f"{source} says num_attention_heads={config.num_attention_heads}, and {prefix}'s attention kernels have "
             f"{found.config.num_attention_heads} heads; fix the config (or drop --bert_config_file)"
         )
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Writing
-
-
-def check_expressible(config: BertConfig, where: str) -> None:
-    """The Model Garden's BertEncoder has layer-norm epsilon 1e-12 built in: refuse another; warn about an
-    activation its `hidden_activation` names differently (only the config says it: the checkpoint cannot)."""
-    if abs(config.layer_norm_eps - 1e-12) > 1e-15:
-        raise InputError(
-            f"{where}: layer_norm_eps={config.layer_norm_eps} has no Model Garden form (its BertEncoder uses 1e-12); "
-            "keep --output_format=ours or hf"
-        )
-    if config.hidden_act not in ("gelu", "relu", "tanh", "linear"):
-        logging.warning(
-            "%s: hidden_act=%r; the Model Garden's hidden_activation 'gelu' is the tanh form (our 'gelu'), so "
-            "build its encoder with this activation yourself",
-            where,
-            config.hidden_act,
-        )
-
-
-class _Node(tf.Module):
-    """One object of the written graph; its children are tracked in the order they are set, as Keras tracks them
-    (a `tf.Module` tracks every attribute, under any name)."""
-
-
-def _node(**children) -> _Node:
-    node = _Node()
-    for name, child in children.items():
-        setattr(node, name, child)
-    return node
-
-
-def _variables(weights: dict, scope: str, names=_DENSE) -> _Node:
-    tf1 = ("kernel", "bias") if names == _DENSE else ("gamma", "beta")
-    return _node(**{name: tf.Variable(weights[f"{scope}/{t}"], name=name) for name, t in zip(names, tf1)})
-
-
-def _encoder_graph(weights: dict, config: BertConfig) -> tuple[_Node, tf.Variable]:
-    """The Model Garden's functional `BertEncoder` as its graph has it: `layer_with_weights-<n>` first (the names
-    the keys take), then the attribute names both of its encoder classes restore through. Returns the encoder and its
-    word embeddings."""
-    hidden, heads = config.hidden_size, config.num_attention_heads
-    word = tf.Variable(weights["bert/embeddings/word_embeddings"], name="embeddings")
-    position = tf.Variable(weights["bert/embeddings/position_embeddings"], name="embeddings")
-    embedding_layers = {
-        "_embedding_layer": _node(embeddings=word),
-        "_position_embedding_layer": _node(embeddings=position, _position_embeddings=position),
-        "_type_embedding_layer": _node(
-            embeddings=tf.Variable(weights["bert/embeddings/token_type_embeddings"], name="embeddings")
-        ),
-        "_embedding_norm_layer": _variables(weights, "bert/embeddings/LayerNorm", _NORM),
-    }
-    blocks = []
-    for i in range(config.num_hidden_layers):
-        scope = f"bert/encoder/layer_{i}"
-        block, attention = {}, {}
-        for path, tf1 in _BLOCK.items():
-            if len(path) == 1:
-                block[path[0]] = _variables(weights, f"{scope}/{tf1}", _NORM if path[0].endswith("_norm") else _DENSE)
-                continue
-            # TF1's [hidden, hidden] -> EinsumDense's [hidden, heads, head_size] (the output: [heads, size, hidden])
-            kernel, bias = weights[f"{scope}/{tf1}/kernel"], weights[f"{scope}/{tf1}/bias"]
-            if path[1] == "_output_dense":
-                kernel = kernel.reshape(heads, -1, hidden)
-            else:
-                kernel, bias = kernel.reshape(hidden, heads, -1), bias.reshape(heads, -1)
-            attention[path[1]] = _node(kernel=tf.Variable(kernel, name="kernel"), bias=tf.Variable(bias, name="bias"))
-        blocks.append(_node(_attention_layer=_node(**attention), **block))
-    pooler = _variables(weights, "bert/pooler/dense")
-    ordered = [*embedding_layers.values(), *blocks, pooler]
-    encoder = _node(**{f"layer_with_weights-{n}": layer for n, layer in enumerate(ordered)})
-    encoder._pooler_layer = pooler
-    encoder._transformer_layers = blocks  # a list: children "0", "1", ... as the Model Garden's
-    for name, layer in embedding_layers.items():
-        setattr(encoder, name, layer)
-    return encoder, word
-
-
-def checkpoint_roots(model) -> dict[str, object]:
-    """The root children of the Model Garden checkpoint of `model` (ours: encoder, pretrainer or classifier)."""
-    weights = tf1_checkpoints.export_weights(model)
-    encoder_model, masked_lm, next_sentence = tf1_checkpoints.split_model(model)
-    config = encoder_model.config
-    encoder, word = _encoder_graph(weights, config)
-    roots = {"encoder": encoder}
-    classifier = getattr(model, "classifier", None) if masked_lm is None else None
-    if masked_lm is not None:
-        bias = tf.Variable(weights["cls/predictions/output_bias"], name="bias")
-        mlm = _node(
-            embedding_table=word,
-            dense=_variables(weights, "cls/predictions/transform/dense"),
-            layer_norm=_variables(weights, "cls/predictions/transform/LayerNorm", _NORM),
-        )
-        setattr(mlm, "output_bias/bias", bias)
-        mlm.bias = bias
-        heads = []
-        if next_sentence is not None:
-            # The next-sentence head's own pooler is ours, as the encoder's pooler_transform is.
-            head_pooler = _variables(weights, "bert/pooler/dense")
-            out = _node(
-                kernel=tf.Variable(weights["cls/seq_relationship/output_weights"].T, name="kernel"),
-                bias=tf.Variable(weights["cls/seq_relationship/output_bias"], name="bias"),
-            )
-            heads.append(_node(dense=head_pooler, out_proj=out))
-            roots["next_sentence.pooler_dense"] = head_pooler
-        roots["masked_lm"] = mlm
-        roots["model"] = _node(encoder_network=encoder, classification_heads=heads, masked_lm=mlm)
-    elif classifier is not None and getattr(classifier, "kernel", None) is not None:
-        head_pooler = _variables(weights, "bert/pooler/dense")
-        out = _node(
-            kernel=tf.Variable(np.asarray(classifier.kernel.numpy(), np.float32), name="kernel"),
-            bias=tf.Variable(np.asarray(classifier.bias.numpy(), np.float32), name="bias"),
-        )
-        head = _node(dense=head_pooler, out_proj=out)
-        model_node = _node(**{"layer_with_weights-0": encoder, "layer_with_weights-1": head})
-        model_node._network = encoder
-        model_node.classifier = head
-        roots["model"] = model_node
-        roots["sentence_prediction.pooler_dense"] = head_pooler
-    return roots
-
-
-def write_model_garden_checkpoint(model, prefix: str) -> str:
-    """Writes `model` (ours: an encoder, a pretrainer with its heads, or a classifier with its head) as the Model
-    Garden checkpoint `prefix` (see the module docstring). Written in a staging folder beside it and moved in place,
-    the index (by which a reader finds the checkpoint) last."""
-    roots = checkpoint_roots(model)
-    directory = os.path.dirname(prefix)
-    if directory:
-        output_files.makedirs(directory, name="checkpoint folder")
-    output_files.remove_leftovers([prefix])
-    staging = output_files.temporary_name(prefix)
-    output_files.rmtree(staging)
-    output_files.makedirs(staging)
-    try:
-        checkpoint = tf.train.Checkpoint(**roots)
-        # As `save` writes it (the Model Garden saves with `save`): its export_tfhub restores with
-        # `assert_existing_objects_matched`, which asks for `save_counter` too.
-        checkpoint.save_counter.assign(1)
-        checkpoint.write(os.path.join(staging, os.path.basename(prefix)))
-        for name in sorted(input_files.listdir(staging), key=lambda n: n.endswith(".index")):
-            output_files.commit(os.path.join(staging, name), os.path.join(directory, name))
-    finally:
-        output_files.rmtree(staging)
-    return prefix

@@ -16,7 +16,7 @@ import tensorflow as tf
 
 from official.nlp.checkpoints import conversion, fine_tuned, model_loading
 from official.nlp.checkpoints.checkpoint_base import CheckpointMismatchError
-from official.nlp.checkpoints.peers import model_garden
+from official.nlp.checkpoints.peers import model_garden, model_garden_export
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
@@ -138,7 +138,7 @@ def test_bad_model_garden_checkpoints_are_one_message_each(tmp_path):
     assert "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint [32, 64], model [32, 48]" in str(e.value)
     # A checkpoint without a variable (a block's output layer norm's gamma).
     model, _ = model_loading.load_model(ENCODER, do_lower_case=True)
-    roots = model_garden.checkpoint_roots(model)
+    roots = model_garden_export.checkpoint_roots(model)
     del roots["encoder"]._transformer_layers[1]._output_layer_norm.gamma
     partial = str(tmp_path / "partial" / "bert_model.ckpt")
     tf.train.Checkpoint(**roots).write(partial)
