@@ -96,6 +96,21 @@ def test_a_classifier_run_converts_with_its_head(tmp_path):
     _close(encoder(INPUTS, training=False)["sequence_output"], "classifier_sequence_output")
 
 
+def test_a_classifier_on_the_encoders_pooler_converts_both_ways(tmp_path):
+    """use_encoder_pooler=True: the head is the logits alone, on the encoder's own pooler."""
+    source = str(DATA / "classifier_encoder_pooler")
+    described, model = fine_tuned.load_fine_tuned(source, **FILES)
+    assert described.labels == ["0", "1"]
+    _close(model(INPUTS, training=False), "classifier_encoder_pooler_logits")
+    back = tmp_path / "back"
+    conversion.convert(
+        conversion.ConversionConfig(input=source, output_dir=str(back), output_format="model_garden", **FILES)
+    )
+    # Written in the task's default form (the head's own pooler, a copy of the encoder's): the same logits.
+    assert set(_layout(str(back / "bert_model.ckpt"))) == set(_layout(CLASSIFIER))
+    _close(fine_tuned.load_fine_tuned(str(back))[1](INPUTS, training=False), "classifier_encoder_pooler_logits")
+
+
 @pytest.mark.parametrize("source", [ENCODER, PRETRAINER, CLASSIFIER], ids=["encoder", "pretrainer", "classifier"])
 def test_written_checkpoints_have_the_model_gardens_layout_and_read_back(source, tmp_path):
     """Model Garden -> ours -> Model Garden: the keys and shapes its training wrote, and the same outputs."""

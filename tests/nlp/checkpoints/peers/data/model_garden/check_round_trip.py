@@ -4,7 +4,8 @@ Garden's own models, the ways the Model Garden restores them, and compares its f
 Run from a folder outside any checkout, with tf-models-official installed (see make_fixtures.py):
 
     cd /tmp && /work/mg_venv/bin/python <this file> --encoder=<dir>/bert_model.ckpt \
-        --pretrainer=<dir>/bert_model.ckpt --classifier=<dir>/bert_model.ckpt
+        --pretrainer=<dir>/bert_model.ckpt --classifier=<dir>/bert_model.ckpt \
+        --classifier_encoder_pooler=<dir>/bert_model.ckpt
 
 With the trainer's root, each one is restored with `assert_consumed()` too, so a variable we write that the Model
 Garden does not have fails.
@@ -37,7 +38,7 @@ def report(name: str, ours: np.ndarray, expected: np.ndarray) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    for name in ("encoder", "pretrainer", "classifier"):
+    for name in ("encoder", "pretrainer", "classifier", "classifier_encoder_pooler"):
         parser.add_argument(f"--{name}")
     args = parser.parse_args()
     expected = np.load(os.path.join(HERE, "outputs.npz"))
@@ -135,6 +136,24 @@ def main() -> None:
         checkpoint = tf.train.Checkpoint(model=classifier, **classifier.checkpoint_items)
         checkpoint.restore(args.classifier).assert_consumed()
         errors.append(report("classifier logits", classifier(inputs, training=False), expected["classifier_logits"]))
+    if args.classifier_encoder_pooler:  # the written default form, restored into a use_encoder_pooler=True model
+        config = sentence_prediction.SentencePredictionConfig(
+            model=sentence_prediction.ModelConfig(
+                num_classes=2, use_encoder_pooler=True, encoder=fixtures.encoder_config()
+            ),
+            train_data=sentence_prediction_dataloader.SentencePredictionDataConfig(),
+        )
+        classifier = sentence_prediction.SentencePredictionTask(config).build_model()
+        classifier(inputs)
+        checkpoint = tf.train.Checkpoint(model=classifier, **classifier.checkpoint_items)
+        checkpoint.restore(args.classifier_encoder_pooler).assert_existing_objects_matched()
+        errors.append(
+            report(
+                "classifier (use_encoder_pooler) logits",
+                classifier(inputs, training=False),
+                expected["classifier_encoder_pooler_logits"],
+            )
+        )
     if not errors or max(errors) >= 1e-5:
         sys.exit("FAILED")
     print(f"all {len(errors)} outputs match (max |difference| {max(errors):.2e})")

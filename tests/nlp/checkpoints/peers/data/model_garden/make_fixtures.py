@@ -14,6 +14,8 @@ It writes, for a tiny BERT (2 layers, hidden 32, 4 heads, a 30-token vocabulary)
   `BertPretrainerV2.checkpoint_items`: `encoder`, `masked_lm`, `next_sentence.pooler_dense`); no config beside it;
 - `classifier/`: a `SentencePredictionTask` run's checkpoint (3 classes, the task's default head: its own
   `pooler_dense` on `[CLS]`, `use_encoder_pooler=False`), the same way;
+- `classifier_encoder_pooler/`: the same task with `use_encoder_pooler=True` (its head: logits on the encoder's
+  pooled output), saved as its Trainer's root holds it (`model` + `checkpoint_items`) without a training step;
 - `albert/`: an `AlbertEncoder` saved as `encoder/`, which is not a BertEncoder (a bad input);
 - `outputs.npz`: the Model Garden's forward pass on fixed inputs (`training=False`) for each of them.
 
@@ -126,7 +128,7 @@ def train_one_step_and_save(task, task_config, model, batch, folder: str) -> Non
 def main() -> None:
     tf_keras.utils.set_random_seed(1)
     outputs = {}
-    for name in ("encoder", "pretrainer", "classifier", "albert"):
+    for name in ("encoder", "pretrainer", "classifier", "classifier_encoder_pooler", "albert"):
         os.makedirs(os.path.join(HERE, name), exist_ok=True)
         for old in os.listdir(os.path.join(HERE, name)):
             os.remove(os.path.join(HERE, name, old))
@@ -188,6 +190,18 @@ def main() -> None:
     outputs["classifier_sequence_output"] = classifier.checkpoint_items["encoder"](INPUTS, training=False)[
         "sequence_output"
     ].numpy()
+
+    # use_encoder_pooler=True: no pooler of its own, the logits on the encoder's pooled output.
+    classification = sentence_prediction.SentencePredictionConfig(
+        model=sentence_prediction.ModelConfig(num_classes=2, use_encoder_pooler=True, encoder=encoder_config()),
+        train_data=sentence_prediction_dataloader.SentencePredictionDataConfig(),
+    )
+    classifier = sentence_prediction.SentencePredictionTask(classification).build_model()
+    classifier(INPUTS, training=False)
+    randomize(classifier, 3)
+    root = tf.train.Checkpoint(model=classifier, **classifier.checkpoint_items)
+    root.save(os.path.join(HERE, "classifier_encoder_pooler", "ckpt"))
+    outputs["classifier_encoder_pooler_logits"] = classifier(INPUTS, training=False).numpy()
 
     # Not a BertEncoder: ALBERT (factorized embeddings, one shared block).
     albert = networks.AlbertEncoder(
