@@ -49,7 +49,7 @@ from official.nlp.metrics import squad as squad_metrics
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 from official.nlp.modeling.models import SPAN_HEADS, BertSpanLabeler
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning, finetuning_config
 from official.nlp.training import summaries
 
 SPAN_LOSS_WEIGHTS = {"start_logits": 0.5, "end_logits": 0.5}
@@ -80,11 +80,11 @@ class SpanObjective:
 
 
 @dataclasses.dataclass
-class SquadConfig(finetuning.FineTuningConfig, AnswerSettings):
+class SquadConfig(finetuning_config.FineTuningConfig, AnswerSettings):
     """The shared fine-tuning settings plus the original `run_squad.py` flags (the window and answer settings are
     `AnswerSettings`'). There is no `do_eval`: with `do_predict`, a predict file that has answers is evaluated."""
 
-    max_seq_length: int = override(finetuning.FineTuningConfig, "max_seq_length", 384)
+    max_seq_length: int = override(finetuning_config.FineTuningConfig, "max_seq_length", 384)
     train_file: str | None = field(None, path="path", help="SQuAD JSON for training.")
     predict_file: str | None = field(
         None, path="path", help="SQuAD JSON to predict (and evaluate, when it has answers)."
