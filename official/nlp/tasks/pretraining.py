@@ -32,7 +32,7 @@ from official.nlp.common import input_files, interruption, output_folders
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
-from official.nlp.data.pretraining.masking import MaskingFlags, action_rate_problems
+from official.nlp.data.pretraining.masking.config import MaskingFlags, action_rate_problems
 from official.nlp.modeling.configs import (
     DEFAULT_SEQ_LENGTH,
     LTR,

@@ -89,7 +89,7 @@ def test_a_run_recorded_under_the_earlier_whole_word_mask_name_resumes(tmp_path,
 
 
 def test_both_jobs_take_the_masking_flags_of_one_definition():
-    from official.nlp.data.pretraining.masking import MaskingFlags
+    from official.nlp.data.pretraining.masking.config import MaskingFlags
     from official.nlp.data.pretraining.settings import PretrainingDataConfig
 
     names = [f.name for f in dataclasses.fields(MaskingFlags)]

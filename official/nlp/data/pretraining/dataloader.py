@@ -37,8 +37,8 @@ from absl import logging
 from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.data import tfrecord_io
-from official.nlp.data.pretraining import masking
-from official.nlp.data.pretraining.masking import MaskingConfig
+from official.nlp.data.pretraining.masking import rule as masking
+from official.nlp.data.pretraining.masking.config import MaskingConfig
 from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATURES, SEQUENCE_FEATURES, feature_spec
 from official.nlp.modeling.configs import LTR, MLM, OBJECTIVES, check_seq_length, left_to_right_conflicts
 from official.nlp.modeling.losses import next_token_labels
@@ -73,8 +73,8 @@ class PretrainDataConfig:
       cycle_length: files read at once (default: min(8, files per worker)).
       seed: seed of the file and record shuffles; with the same seed the order is the same on every run.
       max_position_embeddings: when given, `seq_length` must not exceed it.
-      dynamic_masking: a `masking.MaskingConfig` to draw new masks on every pass (RoBERTa-style) with the same
-        rule as the offline generator. Records that were masked offline are unmasked first (their
+      dynamic_masking: a `masking.config.MaskingConfig` to draw new masks on every pass (RoBERTa-style) with the
+        same rule as the offline generator. Records that were masked offline are unmasked first (their
         `masked_lm_ids` go back into `input_ids`), so any pretraining records work; records without predictions
         work too.
       dynamic_masking_seed: seed of the masks (offset per input worker); None draws a random one.

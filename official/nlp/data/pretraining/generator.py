@@ -51,7 +51,7 @@ from official.nlp.common.output_names import stats_path as shard_stats_path
 from official.nlp.common.text_files import line_number
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
-from official.nlp.data.pretraining import masking as masking_lib
+from official.nlp.data.pretraining.masking import rule as masking_lib
 from official.nlp.data.pretraining.outputs import (
     ShardJoiner,
     check_written,

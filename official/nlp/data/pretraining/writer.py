@@ -9,8 +9,8 @@ import numpy as np
 
 from official.nlp.common import output_files
 from official.nlp.data.pretraining import instances as instances_lib
-from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining import records as records_lib
+from official.nlp.data.pretraining.masking.config import MaskingConfig
 from official.nlp.data.pretraining.settings import PretrainingDataConfig
 from official.nlp.data.pretraining.statistics import PretrainingStatistics
 
@@ -18,7 +18,7 @@ BATCH_SIZE = 4096  # Instances assembled, masked and serialized per numpy batch.
 GZIP_LEVEL = 6  # zlib's default, as TensorFlow's GZIP writer uses; Python's default 9 is much slower.
 
 
-Masker = Callable[[dict, np.ndarray], dict]  # (batch from build_batch, its plan rows) -> masking_lib.apply_masking
+Masker = Callable[[dict, np.ndarray], dict]  # (batch from build_batch, its plan rows) -> masking.rule.apply_masking
 
 
 def encode_instances(
@@ -26,7 +26,7 @@ def encode_instances(
     plan: dict,
     rows: np.ndarray,
     config: PretrainingDataConfig,
-    mask_config: masking_lib.MaskingConfig,
+    mask_config: MaskingConfig,
     masker: Masker,
     stats: PretrainingStatistics,
 ) -> np.ndarray:
@@ -57,7 +57,7 @@ def write_instances(
     plan: dict,
     order: np.ndarray,
     config: PretrainingDataConfig,
-    mask_config: masking_lib.MaskingConfig,
+    mask_config: MaskingConfig,
     masker: Masker,
     stats: PretrainingStatistics,
 ) -> None:

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataError, PretrainDataLoader
-from official.nlp.data.pretraining.masking import MaskingConfig
+from official.nlp.data.pretraining.masking.config import MaskingConfig
 from tests import pretraining_records
 
 

@@ -17,7 +17,7 @@ import tensorflow as tf
 
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import generator as pretraining_data
-from official.nlp.data.pretraining import masking
+from official.nlp.data.pretraining.masking import config as masking_config
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.tasks import pretraining
 from official.nlp.training import run_settings
@@ -171,9 +171,9 @@ def test_dynamic_masking_follows_each_row_of_table_8(shared_data, unmasked_recor
 
 def test_default_rates_draw_the_original_thresholds():
     """0.1 / (1 - 0.8) is 0.49999999999999983 in floats; the original compares with 0.5."""
-    assert masking.keep_share(0.8, 0.1) == 0.5
-    assert masking.keep_share(1.0, 0.0) == 0.0 and masking.keep_share(0.0, 1.0) == 0.0
-    assert masking.keep_share(0.8, 0.0) == 1.0
+    assert masking_config.keep_share(0.8, 0.1) == 0.5
+    assert masking_config.keep_share(1.0, 0.0) == 0.0 and masking_config.keep_share(0.0, 1.0) == 0.0
+    assert masking_config.keep_share(0.8, 0.0) == 1.0
 
 
 @pytest.mark.parametrize(
@@ -208,7 +208,7 @@ def test_rates_that_would_not_be_used_are_refused(shared_data, tmp_path):
         pretraining_data.validate_config(config)
     # Accepted: 1 exactly, in decimals (0.7 + 0.3 is 0.9999999999999999 in floats, 0.8 + 0.2 is 1.0).
     for mask, rnd in [(0.7, 0.3), (0.8, 0.2), (0.0, 0.0)]:
-        assert masking.action_rate_problems(mask, rnd) == []
+        assert masking_config.action_rate_problems(mask, rnd) == []
 
 
 def test_outputs_of_a_version_without_the_rates_still_count_as_written_with_the_defaults(shared_data, tmp_path):
