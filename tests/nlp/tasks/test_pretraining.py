@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from official.nlp.checkpoints import model_dir, model_loading
 from official.nlp.common.errors import InputError
-from official.nlp.data.pretraining.dataloader import PretrainDataError
+from official.nlp.data.pretraining.record_files import PretrainDataError
 from official.nlp.modeling import losses
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
