@@ -23,12 +23,12 @@ from absl import flags
 
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.tasks.pretraining import (
-    PretrainingConfig,
     PretrainingObjective,
     build_model_and_optimizer,
     make_data_loader,
     trainer_config,
 )
+from official.nlp.tasks.pretraining_config import PretrainingConfig
 from official.nlp.training import distribution, optimization
 from official.nlp.training.trainer import Trainer
 

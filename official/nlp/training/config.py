@@ -1,9 +1,9 @@
 """`TrainingConfig`: the settings of the training loop that pretraining and every fine-tuning job share.
 
-Optimizer and schedule, precision, distribution, the loop and its checkpoints. `tasks.pretraining.PretrainingConfig`
-and `tasks.finetuning_config.FineTuningConfig` extend it with their data and model fields (a subclass may change a
-default with `config_flags.override`); each field is a flag of the job's script, with the help written here once
-(`common.config_flags`).
+Optimizer and schedule, precision, distribution, the loop and its checkpoints.
+`tasks.pretraining_config.PretrainingConfig` and `tasks.finetuning_config.FineTuningConfig` extend it with their data
+and model fields (a subclass may change a default with `config_flags.override`); each field is a flag of the job's
+script, with the help written here once (`common.config_flags`).
 
 The fields are keyword-only, so that a subclass may put its own required fields (`output_dir`, `input_file`)
 first.
