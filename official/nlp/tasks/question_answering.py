@@ -15,7 +15,8 @@
   (`official.nlp.metrics.squad`): `eval_results.json`, plus the base's `eval_results.txt` and TensorBoard scalars
   (`summaries/eval`).
 
-From Python, `model.fit` works on the same cached features, and `answer_questions` turns strings into answers:
+From Python, `model.fit` works on the same cached features (with `training.objectives`' span losses), and
+`answer_questions` turns strings into answers:
 
     files = model_loading.read_model_files("models/minilm")
     model = BertSpanLabeler(files.build_encoder())         # encoder weights restored, fresh span head
@@ -47,36 +48,10 @@ from official.nlp.data import feature_cache, squad, squad_records
 from official.nlp.data.squad_postprocessing import AnswerSettings, SquadPredictions, postprocess
 from official.nlp.metrics import squad as squad_metrics
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 from official.nlp.modeling.models import SPAN_HEADS, BertSpanLabeler
 from official.nlp.tasks import finetuning, finetuning_config
 from official.nlp.training import summaries
-
-SPAN_LOSS_WEIGHTS = {"start_logits": 0.5, "end_logits": 0.5}
-
-
-def span_losses() -> dict:
-    """Keras losses for `BertSpanLabeler.compile`: cross entropy of the start and of the end position."""
-    return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for name in SPAN_LOSS_WEIGHTS}
-
-
-class SpanObjective:
-    """The original loss for the training loop: the mean of the start and end cross entropies; and accuracies."""
-
-    def loss_weights(self, labels):
-        return {"loss": tf.ones(tf.shape(labels["start_logits"]), tf.float32)}
-
-    def losses(self, labels, outputs):
-        return {
-            "loss": 0.5
-            * (
-                cross_entropy(labels["start_logits"], outputs["start_logits"])
-                + cross_entropy(labels["end_logits"], outputs["end_logits"])
-            )
-        }
-
-    def metrics(self, labels, outputs):
-        return {f"{name[:-7]}_accuracy": weighted_accuracy(labels[name], outputs[name]) for name in SPAN_LOSS_WEIGHTS}
+from official.nlp.training.objectives import SpanObjective
 
 
 @dataclasses.dataclass

@@ -16,6 +16,7 @@ from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.tasks import question_answering as qa
 from official.nlp.tokenizers.tokenization import FullTokenizer
+from official.nlp.training import objectives
 
 SEQ = 64
 
@@ -68,9 +69,9 @@ def test_objective_is_the_fit_loss(slice_features):
     model = _tiny_span_labeler()
     x, y = next(iter(squad_records.training_dataset(record, seq_length=SEQ, batch_size=8, seed=3)))
     outputs = model(x)
-    objective = qa.SpanObjective()
+    objective = objectives.SpanObjective()
     loop_loss = tf.reduce_sum(objective.losses(y, outputs)["loss"]) / tf.reduce_sum(objective.loss_weights(y)["loss"])
-    model.compile(keras.optimizers.Adam(1e-3), loss=qa.span_losses(), loss_weights=qa.SPAN_LOSS_WEIGHTS)
+    model.compile(keras.optimizers.Adam(1e-3), loss=objectives.span_losses(), loss_weights=objectives.SPAN_LOSS_WEIGHTS)
     fit_loss = model.evaluate(x, y, verbose=0, return_dict=True)["loss"]
     assert float(loop_loss) == pytest.approx(fit_loss, rel=1e-5)
 
@@ -78,7 +79,7 @@ def test_objective_is_the_fit_loss(slice_features):
 def test_fit_then_answer_strings(slice_features):
     tokenizer, examples, features, record = slice_features
     model = _tiny_span_labeler()
-    model.compile(keras.optimizers.Adam(3e-3), loss=qa.span_losses(), loss_weights=qa.SPAN_LOSS_WEIGHTS)
+    model.compile(keras.optimizers.Adam(3e-3), loss=objectives.span_losses(), loss_weights=objectives.SPAN_LOSS_WEIGHTS)
     ds = squad_records.training_dataset(record, seq_length=SEQ, batch_size=8, seed=0)
     history = model.fit(ds, steps_per_epoch=20, epochs=3, verbose=0).history["loss"]
     assert history[-1] < 0.5 * history[0]

@@ -20,7 +20,7 @@ from official.nlp.data import squad
 from official.nlp.modeling.losses import cross_entropy
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.tasks import finetuning, finetuning_config
-from official.nlp.tasks import question_answering as qa
+from official.nlp.training import objectives
 from official.nlp.training.trainer import Trainer, TrainerConfig
 
 pytestmark = pytest.mark.slow
@@ -92,7 +92,7 @@ def _ours(package_dir, batches, tmp_path, head, **optimizer_settings):
     trainer = Trainer(
         model,
         optimizer,
-        qa.SpanObjective(),
+        objectives.SpanObjective(),
         strategy,
         TrainerConfig(model_dir=str(tmp_path), num_train_steps=STEPS, steps_per_loop=1, write_summaries=False),
         global_batch_size=BATCH,
