@@ -90,9 +90,9 @@ def _keras_hub(config: FinetuneConfig, work: str) -> int:
     import keras_hub
     import tensorflow as tf
 
-    from official.nlp.training import optimization
+    from official.nlp.training import precision
 
-    keras.config.set_dtype_policy(optimization.dtype_policy(config.precision))
+    keras.config.set_dtype_policy(precision.dtype_policy(config.precision))
     try:
         sentences, labels = read_sst2(config.data_dir, config.num_examples)
         tokenizer = keras_hub.models.BertTokenizer(

@@ -61,7 +61,7 @@ from official.nlp.tasks.finetuning_config import (
     init_checkpoint_files,
     output_related,
 )
-from official.nlp.training import distribution, optimization, run_settings
+from official.nlp.training import distribution, optimization, precision, run_settings
 from official.nlp.training.config import check_training_settings
 from official.nlp.training.objectives import Objective
 from official.nlp.training.trainer import Trainer, TrainerConfig
@@ -240,7 +240,7 @@ def build_model(
 ) -> keras.Model:
     """The task model with fresh weights, in `strategy.scope()`, computing in `--mixed_precision`."""
     with strategy.scope():
-        encoder = BertEncoder.from_bert_config(files.config, dtype=optimization.dtype_policy(config.mixed_precision))
+        encoder = BertEncoder.from_bert_config(files.config, dtype=precision.dtype_policy(config.mixed_precision))
         return task.build_model(encoder)
 
 

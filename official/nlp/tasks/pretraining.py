@@ -41,7 +41,7 @@ from official.nlp.tasks.pretraining_config import (
     check_pretraining_resume,
     check_pretraining_settings,
 )
-from official.nlp.training import distribution, optimization, run_settings
+from official.nlp.training import distribution, precision, run_settings
 from official.nlp.training.objectives import PretrainingObjective
 from official.nlp.training.trainer import Trainer, TrainerConfig, TrainResult
 
@@ -58,7 +58,7 @@ def build_pretrainer(
 ) -> BertPretrainer:
     """A `BertPretrainer` with fresh weights, computing in `mixed_precision` (variables stay float32); the
     left-to-right LM for a config with `attention="left_to_right"` (which has no NSP)."""
-    encoder = BertEncoder.from_bert_config(bert_config, dtype=optimization.dtype_policy(mixed_precision))
+    encoder = BertEncoder.from_bert_config(bert_config, dtype=precision.dtype_policy(mixed_precision))
     return BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label and not bert_config.left_to_right)
 
 
