@@ -3,7 +3,7 @@
 `run_squad(SquadConfig(...))` is everything `run_scripts/run_squad.py` does, on the shared fine-tuning base
 (`tasks.finetuning`: model loading, optimizer, training loop with resume, per-epoch evaluation, best model):
 
-- both files are read and checked before anything is built (`official.nlp.data.squad`);
+- both files are read and checked before anything is built (`official.nlp.data.squad.examples`);
 - `do_train`: windowed features of `train_file` are cached as `output_dir/train.tf_record` (rebuilt only when
   a setting they depend on changes) and the span labeler is trained from `init_checkpoint` for
   `num_train_epochs` passes over the features (one epoch = every window once; the original counted examples);
@@ -44,8 +44,11 @@ from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
-from official.nlp.data import feature_cache, squad, squad_records
-from official.nlp.data.squad_postprocessing import AnswerSettings, SquadPredictions, postprocess
+from official.nlp.data import feature_cache
+from official.nlp.data.squad import examples as squad_examples
+from official.nlp.data.squad import features as squad_features
+from official.nlp.data.squad import records as squad_records
+from official.nlp.data.squad.postprocessing import AnswerSettings, SquadPredictions, postprocess
 from official.nlp.metrics import squad as squad_metrics
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import SPAN_HEADS, BertSpanLabeler
@@ -87,7 +90,7 @@ def _check_config(config: SquadConfig) -> None:
         raise InputError("--do_train needs --train_file")
     if config.do_predict and not config.predict_file:
         raise InputError("--do_predict needs --predict_file")
-    squad.check_window_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
+    squad_features.check_window_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
 
 
 def span_head_settings(config: SquadConfig, hidden_size: int) -> tuple[str, int | None]:
@@ -138,13 +141,13 @@ class SquadTask:
         v2 = config.version_2_with_negative
         self.train_examples = None
         if config.do_train:
-            self.train_examples, report = squad.read_squad_examples(
+            self.train_examples, report = squad_examples.read_squad_examples(
                 config.train_file, is_training=True, version_2_with_negative=v2
             )
             if not self.train_examples:
                 raise InputError(report.why_none_left(config.train_file) + "; fix the answers' answer_start and text")
         self.predict_examples = (
-            squad.read_squad_examples(config.predict_file, is_training=False, version_2_with_negative=v2)[0]
+            squad_examples.read_squad_examples(config.predict_file, is_training=False, version_2_with_negative=v2)[0]
             if config.do_predict
             else None
         )
@@ -199,7 +202,7 @@ class SquadTask:
 
         def build():
             started = time.monotonic()
-            features, stats = squad.convert_examples_to_features(
+            features, stats = squad_features.convert_examples_to_features(
                 self.train_examples,
                 self.tokenizer,
                 max_seq_length=c.max_seq_length,
@@ -248,7 +251,7 @@ class SquadTask:
     def predict(self, model: keras.Model) -> tuple[SquadPredictions, dict]:
         """Answers for `predict_file`, written to `output_dir`; and the prediction statistics."""
         c = self.config
-        features, stats = squad.convert_examples_to_features(
+        features, stats = squad_features.convert_examples_to_features(
             self.predict_examples,
             self.tokenizer,
             max_seq_length=c.max_seq_length,
@@ -279,7 +282,7 @@ class SquadTask:
 
 
 def predict_logits(
-    model: keras.Model, features: Sequence[squad.SquadFeature], batch_size: int = 8
+    model: keras.Model, features: Sequence[squad_features.SquadFeature], batch_size: int = 8
 ) -> tuple[np.ndarray, np.ndarray]:
     """Start and end logits `[num_features, seq]`, in feature order."""
     if not features:
@@ -313,8 +316,8 @@ def answer_questions(
     ['Ann Smith']
     """
     settings = settings or AnswerSettings()
-    examples = squad.examples_from_strings(pairs)
-    features, _ = squad.convert_examples_to_features(
+    examples = squad_examples.examples_from_strings(pairs)
+    features, _ = squad_features.convert_examples_to_features(
         examples,
         tokenizer,
         max_seq_length=max_seq_length,

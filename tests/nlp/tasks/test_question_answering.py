@@ -9,8 +9,11 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import feature_cache, squad, squad_records
-from official.nlp.data.squad_postprocessing import AnswerSettings
+from official.nlp.data import feature_cache
+from official.nlp.data.squad import examples as squad_examples
+from official.nlp.data.squad import features as squad_features
+from official.nlp.data.squad import records as squad_records
+from official.nlp.data.squad.postprocessing import AnswerSettings
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertSpanLabeler
@@ -42,8 +45,8 @@ def slice_features(shared_data, uncased_vocab, tmp_path_factory):
     path = tmp_path_factory.mktemp("squad") / "slice.json"
     path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": article["paragraphs"][:1]}]}))
     tokenizer = FullTokenizer(uncased_vocab, do_lower_case=True)
-    examples, _ = squad.read_squad_examples(str(path), is_training=True, version_2_with_negative=True)
-    features, _ = squad.convert_examples_to_features(
+    examples, _ = squad_examples.read_squad_examples(str(path), is_training=True, version_2_with_negative=True)
+    features, _ = squad_features.convert_examples_to_features(
         examples, tokenizer, max_seq_length=SEQ, doc_stride=24, max_query_length=16, is_training=True
     )
     record = str(path.with_suffix(".tf_record"))

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.data import squad
+from official.nlp.data.squad import examples as squad_examples
+from official.nlp.data.squad import features as squad_features
 from official.nlp.modeling.losses import cross_entropy
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.tasks import finetuning, finetuning_config
@@ -44,8 +45,8 @@ def batches(package_dir, shared_data, tmp_path_factory):
     tokenizer = finetuning_config.init_checkpoint_files(
         finetuning_config.FineTuningConfig("unused", package_dir)
     ).tokenizer()
-    examples, _ = squad.read_squad_examples(str(path), is_training=True)
-    features, _ = squad.convert_examples_to_features(
+    examples, _ = squad_examples.read_squad_examples(str(path), is_training=True)
+    features, _ = squad_features.convert_examples_to_features(
         examples, tokenizer, max_seq_length=SEQ, doc_stride=64, max_query_length=32, is_training=True
     )
     # Windows that hold their answer: the ones pointing at [CLS] teach little in six steps.

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from official.nlp.data import feature_cache
-from official.nlp.data.squad import SquadFeature
+from official.nlp.data.squad.features import SquadFeature
 
 _INT_COLUMNS = ("input_ids", "input_mask", "segment_ids")
 
