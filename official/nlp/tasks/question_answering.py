@@ -21,7 +21,7 @@ From Python, `model.fit` works on the same cached features (with `training.objec
     files = model_loading.read_model_files("models/minilm")
     model = BertSpanLabeler(files.build_encoder())         # encoder weights restored, fresh span head
     model.compile(keras.optimizers.Adam(5e-5), loss=span_losses(), loss_weights=SPAN_LOSS_WEIGHTS)
-    model.fit(squad_records.training_dataset("out/train.tf_record", seq_length=384, batch_size=16),
+    model.fit(squad_records.training_dataset("out/train.tf_record", max_seq_length=384, batch_size=16),
               steps_per_epoch=100)
     answer_questions(model, files.tokenizer(), [("Who wrote it?", "It was written by Ann Smith in 1900.")])
 """
@@ -226,7 +226,7 @@ class SquadTask:
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         return squad_records.training_dataset(
             self.record_file,
-            seq_length=self.config.max_seq_length,
+            max_seq_length=self.config.max_seq_length,
             batch_size=batch_size,
             seed=seed,
             input_context=input_context,

@@ -57,7 +57,7 @@ def slice_features(shared_data, uncased_vocab, tmp_path_factory):
 def test_records_round_trip(slice_features):
     _, _, features, record = slice_features
     ds = squad_records.training_dataset(
-        record, seq_length=SEQ, batch_size=len(features), repeat=False, shuffle_buffer_size=1
+        record, max_seq_length=SEQ, batch_size=len(features), repeat=False, shuffle_buffer_size=1
     )
     x, y = next(iter(ds))
     assert x["input_word_ids"].dtype == tf.int32
@@ -70,7 +70,7 @@ def test_records_round_trip(slice_features):
 def test_objective_is_the_fit_loss(slice_features):
     _, _, features, record = slice_features
     model = _tiny_span_labeler()
-    x, y = next(iter(squad_records.training_dataset(record, seq_length=SEQ, batch_size=8, seed=3)))
+    x, y = next(iter(squad_records.training_dataset(record, max_seq_length=SEQ, batch_size=8, seed=3)))
     outputs = model(x)
     objective = objectives.SpanObjective()
     loop_loss = tf.reduce_sum(objective.losses(y, outputs)["loss"]) / tf.reduce_sum(objective.loss_weights(y)["loss"])
@@ -83,7 +83,7 @@ def test_fit_then_answer_strings(slice_features):
     tokenizer, examples, features, record = slice_features
     model = _tiny_span_labeler()
     model.compile(keras.optimizers.Adam(3e-3), loss=objectives.span_losses(), loss_weights=objectives.SPAN_LOSS_WEIGHTS)
-    ds = squad_records.training_dataset(record, seq_length=SEQ, batch_size=8, seed=0)
+    ds = squad_records.training_dataset(record, max_seq_length=SEQ, batch_size=8, seed=0)
     history = model.fit(ds, steps_per_epoch=20, epochs=3, verbose=0).history["loss"]
     assert history[-1] < 0.5 * history[0]
     pairs = [(e.question_text, e.context_text) for e in examples[:6]]

@@ -173,7 +173,7 @@ class PretrainDataLoader:
         self._record_predictions = record_files.check_first_records(
             self.files,
             self.compression,
-            seq_length=cfg.seq_length,
+            max_seq_length=cfg.seq_length,
             # Masks drawn here, or none at all (LTR): the records' own predictions may be missing or of any length.
             max_predictions_per_seq=cfg.max_predictions_per_seq,
             own_predictions=cfg.dynamic_masking is None and cfg.objective == MLM,

@@ -172,7 +172,7 @@ def check_first_records(
     files: Sequence[str],
     compression: str,
     *,
-    seq_length: int,
+    max_seq_length: int,
     max_predictions_per_seq: int,
     own_predictions: bool,
     use_next_sentence_label: bool,
@@ -186,7 +186,7 @@ def check_first_records(
     `max_predictions_per_seq`. Without (masks drawn by the loader, or the left-to-right LM) they may be missing or of
     any length (but the same in every file). `limits`: the ids each feature must stay below
     (`check_ids`)."""
-    expected = {name: seq_length for name in SEQUENCE_FEATURES}
+    expected = {name: max_seq_length for name in SEQUENCE_FEATURES}
     prediction_names = PREDICTION_FEATURES
     prediction_lengths = set()
     for path in files:
