@@ -42,8 +42,9 @@ from typing import NoReturn
 
 from absl import app, flags
 
-from official.nlp.common import interruption, text_files
+from official.nlp.common import text_files
 from official.nlp.common.errors import InputError
+from official.nlp.common.processes import interruption
 
 USER_ERROR_EXIT = 2
 INTERRUPTED_EXIT = 130  # 128 + SIGINT: what a shell reports for a Ctrl-C

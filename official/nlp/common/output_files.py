@@ -30,10 +30,11 @@ import stat
 from collections.abc import Iterator
 from typing import IO
 
-from official.nlp.common import input_files, owners
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError, OutputExistsError
 from official.nlp.common.input_files import is_remote as _is_remote
 from official.nlp.common.input_files import user_path
+from official.nlp.common.processes import owners
 
 
 def _gfile():

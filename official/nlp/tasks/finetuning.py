@@ -51,8 +51,9 @@ from absl import logging
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import restore_plan
-from official.nlp.common import input_files, interruption, output_folders
+from official.nlp.common import input_files, output_folders
 from official.nlp.common.errors import InputError
+from official.nlp.common.processes import interruption
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.tasks import finetuning_outputs as outputs
 from official.nlp.tasks.finetuning_config import (

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from official.nlp.checkpoints import conversion, model_loading
-from official.nlp.common import owners
+from official.nlp.common.processes import owners
 from official.nlp.tasks import feature_extraction as fe
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

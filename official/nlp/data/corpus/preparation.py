@@ -42,11 +42,12 @@ import posixpath
 import time
 from collections.abc import Iterator
 
-from official.nlp.common import claims, input_files, output_files, output_folders, text_files, worker_pool
+from official.nlp.common import claims, input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target
 from official.nlp.common.output_names import default_stats_path, output_paths
+from official.nlp.common.processes import worker_pool
 from official.nlp.common.text_files import decode_text, line_number
 from official.nlp.data.corpus import documents as documents_lib
 from official.nlp.data.corpus import dump as dump_lib

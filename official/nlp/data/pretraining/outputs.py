@@ -32,10 +32,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from official.nlp.common import input_files, output_files, owners, text_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import absolute
 from official.nlp.common.output_names import STATS_DIR, stats_path
+from official.nlp.common.processes import owners
 from official.nlp.data.pretraining.settings import setting_default
 
 if TYPE_CHECKING:
