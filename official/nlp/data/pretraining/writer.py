@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from official.nlp.common import output_files
+from official.nlp.common import full_disk, output_files
 from official.nlp.data.pretraining import instances as instances_lib
 from official.nlp.data.pretraining import records as records_lib
 from official.nlp.data.pretraining.masking.config import MaskingConfig
@@ -64,7 +64,7 @@ def write_instances(
     """Writes the instances ``order`` of a plan, in that order and a batch at a time, as framed records (gzipped
     with ``config.gzip``) to ``path``."""
     extended = instances_lib.with_specials(tokens, *mask_config.special_token_ids)
-    with output_files.naming_full_disk(path), output_files.open_for_writing(path) as raw:
+    with full_disk.naming_full_disk(path), output_files.open_for_writing(path) as raw:
         out = gzip_writer(raw) if config.gzip else raw
         for begin in range(0, len(order), BATCH_SIZE):
             rows = order[begin : begin + BATCH_SIZE]
