@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from absl import logging
 
-from official.nlp.checkpoints import fine_tuned, head_kinds, model_loading
+from official.nlp.checkpoints import fine_tuned, model_loading
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import claims, input_files, output_files
@@ -35,7 +35,7 @@ from official.nlp.modeling import models
 from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH, MLM
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions
 
-TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")  # a head kind's: `head_kinds.HEADS`
+TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")  # a head kind's: `fine_tuned.HEADS`
 # The one-sentence tasks: GLUE's and GoEmotions (names of official.nlp.data.glue and data.multi_label).
 _SINGLE_TEXT_TASKS = ("cola", "sst-2", "goemotions")
 SQUAD_SETTINGS = AnswerSettings.names()  # the answer post-processing settings a SQuAD export records
@@ -43,7 +43,7 @@ SQUAD_SETTINGS = AnswerSettings.names()  # the answer post-processing settings a
 
 def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str):
     """The Keras model of `task` with every weight from the checkpoint (a fine-tuned head included: its kind must be
-    one `task` serves, `head_kinds.HEADS`)."""
+    one `task` serves, `fine_tuned.HEADS`)."""
     if task == "encoder":
         return files.build_encoder()
     if task == "pretrainer":
@@ -142,10 +142,10 @@ def recorded_settings(task: str, record: dict) -> dict:
 
 def _recorded_thresholds(task: str, record: dict) -> list[float] | None:
     """A multi-label classifier's thresholds, one per label, as its directory recorded them; None otherwise."""
-    multi_label = record.get("multi_label") or record.get("head") == head_kinds.MULTI_LABEL_CLASSIFIER
+    multi_label = record.get("multi_label") or record.get("head") == fine_tuned.MULTI_LABEL_CLASSIFIER
     if task != "classifier" or not multi_label:
         return None
-    return head_kinds.thresholds_per_label(
+    return fine_tuned.thresholds_per_label(
         len(record.get("labels") or []), record.get("thresholds"), record.get("threshold")
     )
 
