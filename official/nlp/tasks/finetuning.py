@@ -60,6 +60,7 @@ from official.nlp.tasks.finetuning_config import (
     FineTuningConfig,
     check_job_inputs,
     init_checkpoint_files,
+    num_train_steps,
     output_related,
 )
 from official.nlp.training import distribution, optimization, precision, run_settings
@@ -197,18 +198,6 @@ def warn_if_other_task(init_checkpoint: str | None, task: FineTuningTask) -> Non
             task.name,
             list(task.labels),
         )
-
-
-def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, int, int]:
-    """`(train steps, warmup steps, steps per epoch)` as in the original: `int(examples / batch * epochs)`."""
-    steps = int(num_examples / config.train_batch_size * config.num_train_epochs)
-    if steps < 1:
-        raise InputError(
-            f"{num_examples} training examples, --train_batch_size={config.train_batch_size} and "
-            f"--num_train_epochs={config.num_train_epochs} make no training step"
-        )
-    per_epoch = max(1, num_examples // config.train_batch_size)
-    return steps, int(steps * config.warmup_proportion), per_epoch
 
 
 def _validate(config: FineTuningConfig, strategy: tf.distribute.Strategy) -> None:

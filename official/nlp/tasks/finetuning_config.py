@@ -7,7 +7,8 @@ what they ask for. The scripts' flags are the fields (`common.config_flags`).
 Before any work a job checks what its config names: the input file of each job it asks for (`check_job_inputs`) and
 the model of `--init_checkpoint` (`init_checkpoint_files`: one of our model directories, an original TF1 checkpoint or
 a Hugging Face folder, config, vocabulary and case with it, checked against `--max_seq_length`); `output_related`
-lists the paths that `--output_dir` may neither be nor hold.
+lists the paths that `--output_dir` may neither be nor hold; `num_train_steps` turns the schedule in epochs into
+steps.
 """
 
 from __future__ import annotations
@@ -94,6 +95,18 @@ def output_related(config: FineTuningConfig) -> dict[str, str]:
         and f.name != "output_dir"
         and not (f.name == "init_checkpoint" and not getattr(config, "do_train", True))
     }
+
+
+def num_train_steps(num_examples: int, config: FineTuningConfig) -> tuple[int, int, int]:
+    """`(train steps, warmup steps, steps per epoch)` as in the original: `int(examples / batch * epochs)`."""
+    steps = int(num_examples / config.train_batch_size * config.num_train_epochs)
+    if steps < 1:
+        raise InputError(
+            f"{num_examples} training examples, --train_batch_size={config.train_batch_size} and "
+            f"--num_train_epochs={config.num_train_epochs} make no training step"
+        )
+    per_epoch = max(1, num_examples // config.train_batch_size)
+    return steps, int(steps * config.warmup_proportion), per_epoch
 
 
 def check_job_inputs(config: FineTuningConfig) -> None:
