@@ -306,6 +306,12 @@ def _kind_for(fine_tuned: FineTuned, serving_task: str | None, name: str, what: 
         if serving_task == "classifier":
             return HEADS[classifier_head(bool(fine_tuned.record.get("multi_label")))]
         return next(kind for kind in HEADS.values() if kind.serving_task == serving_task)
+    if head is None and fine_tuned.task is not None:
+        raise InputError(
+            f"{name} is a {fine_tuned.task} fine-tuning run without best_model/ (trained without evaluation), whose "
+            "settings do not say its head kind; load it through its task (the text task's from_model_dir, "
+            "export_model --task), or train with --do_eval to get best_model/"
+        )
     if head is None:
         raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
     if head.build is None:
@@ -328,7 +334,8 @@ def load_fine_tuned(
     hint: str = "fine-tune one first, or load its encoder for a new head",
     **overrides,
 ) -> tuple[FineTuned, keras.Model]:
-    """The fine-tuned model at `path` (see `describe`) with every weight, head included.
+    """`(description, model)`: what the fine-tuned model at `path` is (`FineTuned`: its head kind, task, labels,
+    thresholds and files; see `describe`) and its Keras model with every weight, head included.
 
     `serving_task` ("classifier", "ner", "swag", "squad") refuses another kind of head. `name` (default `path`,
     e.g. "--init_checkpoint=<path>"), `what` and `hint` word the `InputError` of a path without the head
