@@ -12,8 +12,9 @@ One shape per kind of thing:
 
 - a model, by what it is: a text task on raw strings, `<Task>.from_model_dir(path)` (a new head with `label_names`,
   else the fine-tuned one `path` holds); a pretrained model's files, `read_model_files(path)` (config, vocabulary,
-  case and checkpoint; `.build_encoder()` restores the encoder, `.tokenizer()`); a fine-tuned model, with its head,
-  `load_fine_tuned(path)` -> `(description, keras_model)`. Each takes anything a script's `--init_checkpoint` takes.
+  case and checkpoint of a model directory, a TF1, Hugging Face or keras-hub checkpoint; `.build_encoder()`
+  restores the encoder, `.tokenizer()`); a fine-tuned model, with its head, `load_fine_tuned(path)` ->
+  `(description, keras_model)`, which like `from_model_dir` also takes a fine-tuning run's `--output_dir`.
 - a job, as its script runs it: its config dataclass (the script's flags are its fields) and one function that
   takes it and returns a result dataclass, `run_classifier(ClassifierConfig(...))`; one for each script in
   `run_scripts/` (`tests/test_public_api.py` keeps it so).

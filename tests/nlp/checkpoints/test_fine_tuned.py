@@ -205,7 +205,9 @@ def test_a_feature_based_tagger_is_refused_by_name_not_by_a_checkpoint_mismatch(
     )
     model_files = model_loading.read_model_files(path)
     with pytest.raises(
-        InputError, match=r"feature_tagger head, which only the job that trained it builds .* as a ner head\. Export"
+        InputError,
+        match=r"feature_tagger head, which only the job that trained it builds .* as a ner head; it is a "
+        r"feature-based NER model .*: tag files with run_ner --do_predict",
     ):
         exporter.load_task_model("ner", model_files, path)
     assert fine_tuned.describe(path).labels == ["O", "B", "I"]
