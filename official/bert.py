@@ -48,7 +48,8 @@ from official.nlp.serving.export_config import ExportConfig, export
 from official.nlp.tasks.classification import ClassifierConfig, run_classifier
 from official.nlp.tasks.feature_extraction import FeatureExtractionConfig, run_feature_extraction
 from official.nlp.tasks.multiple_choice import MultipleChoiceConfig, run_swag
-from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
+from official.nlp.tasks.pretraining import run_pretraining
+from official.nlp.tasks.pretraining_config import PretrainingConfig
 from official.nlp.tasks.question_answering import SquadConfig, run_squad
 from official.nlp.tasks.tagging import TaggingConfig, run_ner
 from official.nlp.text_tasks.classifier import TextClassifier
