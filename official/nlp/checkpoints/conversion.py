@@ -1,5 +1,6 @@
-"""Checkpoint conversion: `convert_checkpoint` writes any checkpoint `model_loading` reads (TF1, Hugging Face, ours)
-as a model directory, and `ConversionConfig` holds its settings (the flags of `run_scripts/convert_checkpoint.py`).
+"""Checkpoint conversion: `convert_checkpoint` writes any checkpoint `model_loading` reads (TF1, Hugging Face,
+keras-hub, TF-Hub SavedModels, ours) as a model directory, and `ConversionConfig` holds its settings (the flags of
+`run_scripts/convert_checkpoint.py`).
 
 convert(ConversionConfig(input="uncased_L-12_H-768_A-12/bert_model.ckpt", output_dir="models/bert_base"))
 """
@@ -14,7 +15,7 @@ from absl import logging
 
 from official.nlp.checkpoints import checkpoint_base, fine_tuned, model_dir, model_loading, our_checkpoints
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
-from official.nlp.checkpoints.peers import hf_export, hub_names, keras_hub_presets
+from official.nlp.checkpoints.peers import hf_export, hub_names, keras_hub_presets, tf_hub_saved_models
 from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
@@ -28,14 +29,16 @@ class ConversionConfig(CheckedConfig):
         path="path",
         help="TF1 checkpoint prefix or folder, Hugging Face model folder (a BertForSequenceClassification keeps its "
         "head, labels and thresholds), keras-hub preset folder, hf://org/name[@revision], "
-        "kaggle://owner/model/framework/variation[/version], model directory, or a fine-tuning run's --output_dir "
-        "or best_model/ (written with its head).",
+        "kaggle://owner/model/framework/variation[/version], TF-Hub/Kaggle BERT encoder SavedModel, model "
+        "directory, or a fine-tuning run's --output_dir or best_model/ (written with its head).",
     )
     output_dir: str = field(
         path="path",
         help="Model directory to write (must not hold a checkpoint yet); for --output_format=hf a new or empty folder.",
     )
-    input_format: str = field("auto", enum=["auto", "tf1", "hf", "keras_hub", "ours"], help="Format of --input.")
+    input_format: str = field(
+        "auto", enum=["auto", "tf1", "hf", "keras_hub", "tf_hub", "ours"], help="Format of --input."
+    )
     output_format: str = field(
         "ours",
         enum=["ours", "tf1", "hf", "keras_hub"],
@@ -46,6 +49,12 @@ class ConversionConfig(CheckedConfig):
     bert_config_file: str | None = field(None, path="path", help="Overrides the config found next to --input.")
     vocab_file: str | None = field(None, path="path", help="Overrides the vocab.txt found next to --input.")
     do_lower_case: bool | None = field(None, help="Overrides the case found with --input (file, folder name or vocab).")
+    preprocessor: str | None = field(
+        None,
+        path="path",
+        help="For a TF-Hub encoder SavedModel --input: its preprocessing SavedModel, which gives the vocabulary and "
+        "case when the encoder does not carry them (the flags above win over it).",
+    )
 
 
 def convert(config: ConversionConfig) -> model_dir.ModelFiles:
@@ -53,6 +62,8 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
     `export_to_keras_hub`) with the settings of `config` (it logs what it wrote)."""
     # A hub name is fetched (or found in its cache) once, here: every reader below takes the local folder.
     config = dataclasses.replace(config, input=hub_names.resolve(config.input))
+    if config.preprocessor:
+        config = _with_preprocessor(config)
     settings = dict(
         input_format=config.input_format,
         bert_config_file=config.bert_config_file,
@@ -64,6 +75,22 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
     if config.output_format == "keras_hub":
         return export_to_keras_hub(config.input, config.output_dir, **settings)
     return convert_checkpoint(config.input, config.output_dir, output_format=config.output_format, **settings)
+
+
+def _with_preprocessor(config: ConversionConfig) -> ConversionConfig:
+    """`--vocab_file` and `--do_lower_case` from `--preprocessor` where the flags leave them unset; a preprocessor
+    whose case contradicts the encoder's own `do_lower_case` is refused (`model_loading.hub_model_files`)."""
+    if not tf_hub_saved_models.is_hub_saved_model(config.input):
+        raise InputError(
+            f"--preprocessor is for a TF-Hub encoder SavedModel --input; {config.input} is not one (no saved_model.pb)"
+        )
+    vocab_file, do_lower_case = tf_hub_saved_models.preprocessor_vocab(config.preprocessor)
+    logging.info("--preprocessor=%s: vocabulary %s, do_lower_case=%s", config.preprocessor, vocab_file, do_lower_case)
+    return dataclasses.replace(
+        config,
+        vocab_file=config.vocab_file or vocab_file,
+        do_lower_case=do_lower_case if config.do_lower_case is None else config.do_lower_case,
+    )
 
 
 def _load(input_path: str, *, input_format: str, **overrides):

@@ -39,7 +39,7 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import our_checkpoints
-from official.nlp.checkpoints.peers import hf_weights, keras_hub_presets, tf1_checkpoints
+from official.nlp.checkpoints.peers import hf_weights, keras_hub_presets, tf1_checkpoints, tf_hub_saved_models
 from official.nlp.common import claims, input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.modeling.configs import BertConfig
@@ -62,7 +62,7 @@ class ModelFiles:
     """Everything a script needs to rebuild a model: checkpoint, config, vocabulary, case.
 
     `checkpoint` is a checkpoint prefix or a Hugging Face folder (None when training from scratch) and
-    `checkpoint_format` is `"ours"`, `"tf1"` or `"hf"`.
+    `checkpoint_format` is `"ours"`, `"tf1"`, `"hf"`, `"keras_hub"` or `"tf_hub"`.
     """
 
     config: BertConfig
@@ -135,6 +135,8 @@ def has_masked_lm_head(checkpoint: str, checkpoint_format: str) -> bool:
         return hf_weights.hf_has_masked_lm_head(checkpoint)
     if checkpoint_format == "keras_hub":
         return False  # a preset holds the backbone only
+    if checkpoint_format == "tf_hub":
+        return any(name.startswith("cls/") for name in tf_hub_saved_models.read_hub_weights(checkpoint))
     return our_checkpoints.checkpoint_has_masked_lm_head(checkpoint)
 
 
@@ -149,6 +151,8 @@ def restore_weights(model, checkpoint: str, checkpoint_format: str, *, whole_mod
     elif checkpoint_format == "keras_hub":
         weights = keras_hub_presets.read_preset_weights(checkpoint)
         tf1_checkpoints.assign_weights(weights, target, source=checkpoint)
+    elif checkpoint_format == "tf_hub":
+        tf1_checkpoints.assign_weights(tf_hub_saved_models.read_hub_weights(checkpoint), target, source=checkpoint)
     else:
         our_checkpoints.restore_checkpoint(target, checkpoint, encoder_only=not whole_model)
 
