@@ -332,7 +332,7 @@ def hub_vocab(path: str) -> tuple[str | None, bool | None]:
     if hasattr(loaded, "do_lower_case"):
         do_lower_case = bool(np.asarray(loaded.do_lower_case.numpy()))
     elif input_files.exists(os.path.join(folder, "assets", "do_lower_case")):
-        do_lower_case = text_files.read_text(os.path.join(folder, "assets", "do_lower_case")).strip() == "True"
+        do_lower_case = text_files.read_text(os.path.join(folder, "assets", "do_lower_case")).strip().lower() == "true"
     return vocab_file, do_lower_case
 
 

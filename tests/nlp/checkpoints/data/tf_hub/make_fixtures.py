@@ -51,7 +51,7 @@ TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
     "Naïve Café owners in Zürich said they'd sold 1,200 croissants!",
     "it 's a charming and often affecting journey .",
-    "Amrozi accused his brother, whom he called \"the witness\", of deliberately distorting his evidence.",
+    'Amrozi accused his brother, whom he called "the witness", of deliberately distorting his evidence.',
     "東京 is the capital of Japan; its population was 13.9 million in 2019.",
     "unflinchingly bleak and desperate",
 ]
@@ -73,9 +73,10 @@ def export_tfhub(*flags: str) -> None:
 
 def main(source_vocab: str) -> None:
     from official.legacy.bert import configs
-    from official.nlp.modeling import models
-    from official.nlp.tools import export_tfhub_lib
     from official.modeling import tf_utils
+    from official.nlp.tools import export_tfhub_lib
+
+    from official.nlp.modeling import models
 
     vocab_file = write_vocab(source_vocab)
     vocab_size = sum(1 for _ in open(vocab_file, encoding="utf-8"))
