@@ -186,3 +186,20 @@ def test_bad_inputs_are_one_line_each(tmp_path):
     )
     assert_user_error(result, "carries no vocabulary", "--preprocessor")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_kaggle_handle_in_kagglehubs_cache_is_read(tmp_path, monkeypatch):
+    """Kaggle serves TF-Hub's BERTs as `tensorflow/bert/tensorFlow2/<variation>/<version>`: the folder kagglehub's
+    cache holds for a handle is read as the folder itself (filled through kagglehub's own cache API, no network)."""
+    from kagglehub import cache
+    from kagglehub.handle import parse_model_handle
+
+    monkeypatch.setenv("KAGGLEHUB_CACHE", str(tmp_path / "kagglehub"))
+    monkeypatch.setenv("KAGGLE_API_ENDPOINT", "http://127.0.0.1:9")  # nothing listens: no network
+    handle = parse_model_handle("tensorflow/bert/tensorFlow2/en-uncased-l-2-h-32-a-2/1")
+    store = cache.Cache()
+    shutil.copytree(ENCODER, store.get_path(handle))
+    store.mark_as_complete(handle)
+    files = model_loading.read_model_files("kaggle://tensorflow/bert/tensorFlow2/en-uncased-l-2-h-32-a-2/1")
+    assert files.checkpoint_format == "tf_hub" and files.do_lower_case is True
+    _assert_peer_outputs(_outputs(files.build_encoder()))
