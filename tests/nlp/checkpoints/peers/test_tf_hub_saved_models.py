@@ -16,9 +16,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import conversion, model_dir, model_loading
+from official.bert import TextClassifier
+from official.nlp.checkpoints import conversion, init_checkpoint, model_dir, model_loading
 from official.nlp.checkpoints.peers import tf_hub_saved_models
 from official.nlp.common.errors import InputError, MissingInputError
+from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
 from official.nlp.serving import exporter
 from tests.run_scripts.test_user_errors import assert_user_error, run_script
@@ -57,6 +59,16 @@ def test_the_encoder_gives_the_peers_outputs():
     assert (config.intermediate_size, config.max_position_embeddings, config.hidden_act) == (64, 64, "gelu")
     assert np.abs(EXPECTED["pooled_output"]).max() > 0.1  # the random weights give outputs worth comparing
     _assert_peer_outputs(_outputs(files.build_encoder()))
+
+
+def test_init_checkpoint_and_from_model_dir_take_it():
+    """What every script's --init_checkpoint resolves, and a text task's `from_model_dir`, start from its weights."""
+    files = init_checkpoint.resolve_model_files(ENCODER)
+    assert files.checkpoint_format == "tf_hub" and files.vocab_file.endswith("vocab.txt")
+    classifier = TextClassifier.from_model_dir(ENCODER, num_classes=2, seq_length=16)
+    (encoder,) = [layer for layer in classifier.model.layers if isinstance(layer, BertEncoder)]
+    _assert_peer_outputs(_outputs(encoder))
+    assert classifier.predict(TEXTS[:2])["probabilities"].shape == (2, 2)
 
 
 def test_the_masked_lm_head_comes_with_it():
