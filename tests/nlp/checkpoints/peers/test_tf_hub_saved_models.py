@@ -215,3 +215,12 @@ def test_a_kaggle_handle_in_kagglehubs_cache_is_read(tmp_path, monkeypatch):
     files = model_loading.read_model_files("kaggle://tensorflow/bert/tensorFlow2/en-uncased-l-2-h-32-a-2/1")
     assert files.checkpoint_format == "tf_hub" and files.do_lower_case is True
     _assert_peer_outputs(_outputs(files.build_encoder()))
+
+
+def test_the_probe_tells_the_activation_and_refuses_what_none_matches(monkeypatch):
+    """Without the tanh GELU among the candidates nothing matches the Model Garden's encoder: the erf GELU is off
+    by more than the probe's tolerance, so a SavedModel of another architecture is refused, not converted wrong."""
+    monkeypatch.setattr(tf_hub_saved_models, "_ACTIVATIONS", ("gelu_exact", "relu"))
+    monkeypatch.setattr(tf_hub_saved_models, "_configs", {})
+    with pytest.raises(InputError, match=r"no BERT of this library computes what it computes .*gelu_exact"):
+        tf_hub_saved_models.read_hub_config(ENCODER)
