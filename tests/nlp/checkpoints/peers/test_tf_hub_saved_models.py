@@ -154,6 +154,7 @@ def test_converted_model_directory_gives_the_peers_outputs(round_trip):
     assert isinstance(model, BertPretrainer)  # the masked-LM head is kept
 
 
+@pytest.mark.slow  # processes of their own
 def test_our_tf_hub_pair_serves_as_the_peers_does(round_trip):
     """The same TF-Hub user script on the peer's pair and on ours: the same inputs, packing and outputs."""
     root, paths = round_trip
@@ -184,6 +185,7 @@ def test_our_tf_hub_export_reads_back(round_trip):
         _assert_peer_outputs(_outputs(files.build_encoder()))
 
 
+@pytest.mark.slow  # processes of their own
 def test_bad_inputs_are_one_line_each(tmp_path):
     """The script's words for a preprocessing model given as the encoder and an encoder without its vocabulary."""
     result = run_script(
