@@ -13,7 +13,8 @@ TensorShape([1, 384])
 - `preprocessor(texts)`: a `[batch]` string tensor -> `input_word_ids`, `input_mask`, `input_type_ids` packed to
   the exported `max_seq_length` (also its `serving_default` signature);
 - `preprocessor.tokenize(texts)`: `[batch]` strings -> int32 RaggedTensor `[batch, (tokens)]` (TF-Hub's has an
-  extra words dimension; ours is flat, as our packer takes it);
+  extra words dimension; ours is flat, as our packer takes it); `preprocessor.tokenize.get_special_tokens_dict()`
+  gives the `[CLS]`, `[SEP]`, `[PAD]` and `[MASK]` ids and the vocabulary size under TF-Hub's names;
 - `preprocessor.bert_pack_inputs(segments, seq_length=max_seq_length)`: a list of one or two tokenized segments
   (ours, or TF-Hub's `[batch, words, word pieces]`) and a scalar int32 `seq_length` tensor -> the encoder inputs,
   truncated as in training;
@@ -41,6 +42,27 @@ _RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1, row_spl
 _RAGGED_WORDS = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2, row_splits_dtype=tf.int64)
 
 
+class _Tokenize(tf.Module):
+    """`preprocessor.tokenize`: callable on texts, with TF-Hub's `get_special_tokens_dict()` (the ids a user who packs
+    inputs by hand needs: `start_of_sequence_id`, `end_of_segment_id`, `padding_id`, `mask_id`, `vocab_size`)."""
+
+    def __init__(self, function, tokenizer):
+        super().__init__(name="tokenize")
+        self.__call__ = function
+        ids = tokenizer.special_token_ids()
+        values = {
+            "start_of_sequence_id": ids["cls_id"],
+            "end_of_segment_id": ids["sep_id"],
+            "padding_id": ids["pad_id"],
+            "mask_id": ids["mask_id"],
+            "vocab_size": tokenizer.vocab_size,
+        }
+        self.get_special_tokens_dict = tf.Module(name="get_special_tokens_dict")
+        self.get_special_tokens_dict.__call__ = tf.function(
+            lambda: {name: tf.constant(value, tf.int32) for name, value in values.items()}, input_signature=[]
+        )
+
+
 class _Preprocessor(tf.Module):
     def __init__(self, export: EncoderExport):
         super().__init__(name="bert_preprocessor")
@@ -56,9 +78,12 @@ class _Preprocessor(tf.Module):
         def checked(signature, texts):
             return export_base.check_ranks(signature, {"texts": texts}, spec)["texts"]
 
-        self.tokenize = tf.function(
-            lambda texts: self.tokenizer(checked("tokenize", texts)),
-            input_signature=[export_base.any_shape(spec)["texts"]],
+        self.tokenize = _Tokenize(
+            tf.function(
+                lambda texts: self.tokenizer(checked("tokenize", texts)),
+                input_signature=[export_base.any_shape(spec)["texts"]],
+            ),
+            export.tokenizer,
         )
         default_seq_length = export.seq_length
 

@@ -170,6 +170,9 @@ def test_our_tf_hub_pair_serves_as_the_peers_does(round_trip):
         np.testing.assert_allclose(served["default"], served["pooled_output"], atol=0)
         np.testing.assert_allclose(served["layer_pooled_output"], EXPECTED["pooled_output"], atol=1e-5)
         assert int(served["vocab_size"]) == 840 and bool(served["do_lower_case"]) is True
+    specials = {name: int(value) for name, value in peer.items() if name.startswith("special_")}
+    assert specials == {name: int(value) for name, value in ours.items() if name.startswith("special_")}
+    assert specials["special_vocab_size"] == 840 and specials["special_mask_id"] == 4
     # Our model directory's own forward pass, too (not only the peer's numbers).
     encoder = model_loading.read_model_files(str(root / "ours")).build_encoder()
     np.testing.assert_allclose(ours["sequence_output"], _outputs(encoder)["sequence_output"], atol=1e-5)

@@ -5,7 +5,8 @@ tensorflow_text and tensorflow_hub, never `official`:
 
 `preprocessor(texts)` -> `encoder(inputs)`; `bert_pack_inputs` of `tokenize`d pairs (the texts and the texts
 reversed) at `seq_length=24`, and of single texts with the preprocessor's default length; `hub.KerasLayer` on both;
-the `vocab_file` and `do_lower_case` the encoder carries. Run on the Model Garden's pair (the fixtures) and on ours.
+the `vocab_file` and `do_lower_case` the encoder carries; `tokenize.get_special_tokens_dict()`. Run on the Model
+Garden's pair (the fixtures) and on ours.
 """
 
 import sys
@@ -41,6 +42,7 @@ def main():
         "layer_pooled_output": layer_outputs["pooled_output"].numpy(),
         "vocab_size": np.array(len(vocab)),
         "do_lower_case": np.array(bool(encoder.do_lower_case.numpy())),
+        **{f"special_{k}": v.numpy() for k, v in preprocessor.tokenize.get_special_tokens_dict().items()},
     }
     np.savez(out_file, **result)
     leaked = sorted(m for m in sys.modules if m == "official" or m.startswith("official."))
