@@ -33,7 +33,8 @@ from official.nlp.paper.config import PaperConfig
 from official.nlp.paper.reproduce import reproduce_paper
 from official.nlp.serving.exporter import export_model
 from official.nlp.tasks.classification import ClassifierConfig, run_classifier
-from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
+from official.nlp.tasks.pretraining import run_pretraining
+from official.nlp.tasks.pretraining_config import PretrainingConfig
 from official.nlp.tasks.question_answering import SquadConfig, run_squad
 from official.nlp.tasks.tagging import TaggingConfig, run_ner
 from official.nlp.text_tasks.classifier import TextClassifier

@@ -30,7 +30,7 @@ from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import claims, input_files, output_files
 from official.nlp.common.errors import InputError
-from official.nlp.data.squad_postprocessing import AnswerSettings
+from official.nlp.data.squad.postprocessing import AnswerSettings
 from official.nlp.modeling import models
 from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH, MLM
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions

@@ -30,7 +30,7 @@ import tensorflow as tf
 
 from official.nlp.checkpoints import fine_tuned
 from official.nlp.common.errors import InputError
-from official.nlp.data.squad_postprocessing import AnswerSettings
+from official.nlp.data.squad.postprocessing import AnswerSettings
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.serving import exporter
 from official.nlp.text_tasks.base import TextTask, checked_seq_length, model_files, string_column
