@@ -1,5 +1,5 @@
 """TF-Hub/Kaggle BERT SavedModels both ways, against the Model Garden's own code: the fixtures in
-`../data/tf_hub/` are a random Model Garden `BertEncoder` written by its `export_tfhub` (with the masked-LM head) and
+`data/tf_hub/` are a random Model Garden `BertEncoder` written by its `export_tfhub` (with the masked-LM head) and
 its preprocessing model, with their outputs on real sentences (`make_fixtures.py`, run with tf-models-official
 2.20.0). Ours must give those outputs to 1e-5 and tokenize as the preprocessing model does; the TF-Hub pair we write
 from the converted model must serve, in a process without this library, what our model and the peer give."""
@@ -26,7 +26,7 @@ from official.nlp.serving import exporter
 from tests.run_scripts.test_user_errors import assert_user_error, run_script
 
 HERE = pathlib.Path(__file__).resolve().parent
-FIXTURES = HERE.parent / "data" / "tf_hub"
+FIXTURES = HERE / "data" / "tf_hub"
 ENCODER, PREPROCESSING = str(FIXTURES / "encoder"), str(FIXTURES / "preprocessing")
 EXPECTED = dict(np.load(FIXTURES / "expected.npz"))
 TEXTS = [str(t) for t in EXPECTED["texts"]]

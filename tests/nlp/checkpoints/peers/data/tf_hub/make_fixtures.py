@@ -3,8 +3,8 @@ r"""Makes the TF-Hub fixtures of this folder with the Model Garden's own code, n
 Run with tf-models-official 2.20.0 (TensorFlow 2.20, tf_keras) from a folder outside any checkout of this
 project (the Model Garden's package is also named `official`):
 
-    cd /tmp && /work/mg_venv/bin/python /work/wt/hub43/tests/nlp/checkpoints/data/tf_hub/make_fixtures.py \
-        /work/shared/data/vocab/bert-base-uncased-vocab.txt
+    cd /tmp && /work/mg_venv/bin/python $CHECKOUT/tests/nlp/checkpoints/peers/data/tf_hub/make_fixtures.py \
+        $BERT_SHARED_DATA/vocab/bert-base-uncased-vocab.txt
 
 What it writes beside itself:
 - `vocab.txt`: the five special tokens, then lines 1000-1130 (ASCII and Latin-1 characters) and 1997-2700 (the
