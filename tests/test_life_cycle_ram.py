@@ -86,7 +86,7 @@ def _life_cycle(root: str) -> dict:
         wordpiece_vocab.VocabConfig(
             input_file=f"{root}/corpus/*.txt", output_file=f"{root}/vocab.txt", vocab_size=400, min_count=2
         )
-    )
+    ).tokens
     out["vocab"] = _get(f"{root}/vocab.txt")
     data = generator.PretrainingDataConfig(
         input_file=f"{root}/corpus/*.txt",

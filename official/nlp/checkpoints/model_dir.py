@@ -66,10 +66,12 @@ BEST_MODEL_DIR = "best_model"
 
 @dataclasses.dataclass(frozen=True)
 class ModelFiles:
-    """Everything a script needs to rebuild a model: checkpoint, config, vocabulary, case.
+    """Everything a script needs to rebuild a model: checkpoint, config, vocabulary, case (what
+    `model_loading.read_model_files` reads, and what a conversion returns of the model it wrote).
 
-    `checkpoint` is a checkpoint prefix or a Hugging Face folder (None when training from scratch) and
-    `checkpoint_format` is `"ours"`, `"tf1"`, `"hf"`, `"keras_hub"`, `"model_garden"` or `"tf_hub"`.
+    `checkpoint` is a checkpoint prefix, a Hugging Face folder, a keras-hub preset folder or a TF-Hub SavedModel
+    folder (None when training from scratch) and `checkpoint_format` is `"ours"`, `"tf1"`, `"hf"`, `"keras_hub"`,
+    `"model_garden"` or `"tf_hub"`.
     """
 
     config: BertConfig

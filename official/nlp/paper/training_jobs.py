@@ -228,7 +228,7 @@ def finetune(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
                 span_head="bilstm" if stage.head == "bilstm" else None,
                 **common,
             )
-        )
+        ).metrics
         values = [("squad", "f1", info["f1"]), ("squad", "exact_match", info["exact_match"])]
         return StageResult(values, info.get("step"))
     if stage.task == "ner":

@@ -341,8 +341,21 @@ def write_squad_predictions(result: SquadPredictions, output_dir: str, version_2
             f.write(json.dumps(value, indent=4) + "\n")
 
 
-def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = None) -> dict:
-    """Trains and/or predicts as `config` says (see the module docstring); returns statistics and metrics."""
+@dataclasses.dataclass
+class SquadResult:
+    """What `run_squad` returns: the fine-tuning result, the evaluations, `predictions.json` (None without
+    `do_predict`), and `metrics`, what `run_squad.py` logs: the example and feature counts, the training metrics
+    (`train_*`, `step`, `seconds`), and the official `exact_match` and `f1` of the predictions when the file has
+    answers (else the prediction statistics)."""
+
+    finetuning: finetuning.FineTuningResult
+    eval_history: list[dict]
+    predictions_file: str | None
+    metrics: dict
+
+
+def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = None) -> SquadResult:
+    """Trains and/or predicts as `config` says (see the module docstring)."""
     _check_config(config)
 
     started = None
@@ -376,4 +389,5 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
             writer.flush()
     elif config.do_predict:
         info.update(run.predictions[1])
-    return info
+    predictions_file = os.path.join(config.output_dir, "predictions.json") if config.do_predict else None
+    return SquadResult(result, result.eval_history, predictions_file, info)

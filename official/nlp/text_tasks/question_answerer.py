@@ -94,7 +94,7 @@ class QuestionAnswerer(TextTask):
             what="question-answering head",
             hint="fine-tune one with run_squad.py (its --output_dir is what this takes)",
         )
-        recorded = exporter.recorded_settings(cls.serving_task, described.record)
+        recorded = exporter.recorded_settings(cls.serving_task, described)
         return cls(
             model,
             BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size),
