@@ -13,6 +13,9 @@ with the settings the job recorded: see `init_checkpoint`). A Hugging Face `Bert
 (`config.json` with `id2label` and `problem_type`; a multi-label one's thresholds in `multi_label_thresholds`, as
 `hf_export` writes them) is read as the classifier it is.
 
+A Model Garden checkpoint of a `BertClassifier` (its sentence-prediction task's) is read as the classifier it is,
+with the labels `0`, `1`, ... (the Model Garden keeps label ids, not names; none for one output, a regression).
+
 `HEADS` is the registry of head kinds: its name as the records say it, the model it builds, the `export_model`
 task that serves it, and the Hugging Face class it is written as (None: not written). Adding a head kind is one
 entry here and the task that trains it.
@@ -37,7 +40,7 @@ import numpy as np
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import model_loading, our_checkpoints
-from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
+from official.nlp.checkpoints.peers import hf_weights, model_garden, tf1_checkpoints
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
@@ -90,7 +93,9 @@ class HeadKind:
     - `build`: `(encoder, **options)` -> the Keras model (None: only its own task builds it);
     - `multi_label`: a sigmoid per label, predicted at the thresholds recorded with the model;
     - `hugging_face`: the transformers class `hf_export` writes it as (None: refused), and which `load_fine_tuned`
-      reads back.
+      reads back;
+    - `instead`: for a kind only its task builds, what to do instead (the refusal of `load_fine_tuned`, and so of
+      every export and text task, says it).
     """
 
     name: str
@@ -99,6 +104,7 @@ class HeadKind:
     build: Callable[..., keras.Model] | None
     multi_label: bool = False
     hugging_face: str | None = None
+    instead: str | None = None
 
 
 def _classifier(encoder, num_outputs):
@@ -125,7 +131,15 @@ HEADS: dict[str, HeadKind] = {
         ),
         # The feature-based tagger (run_ner --feature_based) loads through its task only: its BiLSTM's settings
         # are the job's flags.
-        HeadKind(FEATURE_TAGGER, None, _dense_outputs, None),
+        HeadKind(
+            FEATURE_TAGGER,
+            None,
+            _dense_outputs,
+            None,
+            instead="it is a feature-based NER model (run_ner --feature_based: BiLSTMs on the frozen encoder's "
+            "layers): tag files with run_ner --do_predict and that --output_dir, or fine-tune without "
+            "--feature_based to get a model that exports",
+        ),
         HeadKind(MULTIPLE_CHOICE, "swag", _dense_outputs, lambda encoder, num_outputs: BertMultipleChoice(encoder)),
         HeadKind(SPAN_LABELER, "squad", _span_options, BertSpanLabeler),
         HeadKind(SPAN_BILSTM, "squad", _span_options, BertSpanLabeler),
@@ -253,6 +267,30 @@ def _hf_classifier(fine_tuned: FineTuned) -> BertClassifier:
     return model
 
 
+# ---- Model Garden classifiers ---------------------------------------------------------------------------------
+
+
+def _describe_model_garden(path: str, files: model_dir_lib.ModelFiles) -> FineTuned:
+    num_classes = model_garden.read_model_garden_checkpoint(files.checkpoint, shapes_only=True).num_classes
+    if num_classes is None:
+        return FineTuned(path, files, None)
+    labels = [str(i) for i in range(num_classes)] if num_classes > 1 else []
+    record = {"task": GENERIC_TASK, "head": CLASSIFIER, "labels": labels}
+    return FineTuned(path, files, HEADS[CLASSIFIER], GENERIC_TASK, labels, None, record)
+
+
+def _model_garden_classifier(fine_tuned: FineTuned) -> BertClassifier:
+    source = fine_tuned.files.checkpoint
+    weights = model_garden.read_model_garden_checkpoint(source).weights
+    kernel, bias = weights.pop(model_garden.CLASSIFIER_KERNEL), weights.pop(model_garden.CLASSIFIER_BIAS)
+    encoder = BertEncoder.from_bert_config(fine_tuned.files.config)
+    tf1_checkpoints.assign_weights(weights, encoder, source=source)
+    model = BertClassifier(encoder, kernel.shape[-1])
+    model.classifier.kernel.assign(kernel)
+    model.classifier.bias.assign(bias)
+    return model
+
+
 # ---- reading ------------------------------------------------------------------------------------------------
 
 
@@ -284,11 +322,14 @@ def describe(path: str, *, files: model_dir_lib.ModelFiles | None = None, **over
     config = read_hf_config(path)
     if config is not None:
         return _describe_hf(path, config, files)
+    if files.checkpoint_format == "model_garden":
+        return _describe_model_garden(path, files)
     found = init_checkpoint_lib.fine_tuned_head(path)
     if found is None:
         return FineTuned(path, files, None)
-    record = {**init_checkpoint_lib.read_record(path), **found}
-    name = found.get("head") or _head_of_run(record)
+    recorded = init_checkpoint_lib.read_record(path)
+    record = {**recorded, **found}
+    name = found.get("head") or _head_of_run(recorded)  # a run without best_model/: found's head is None
     head = head_kind(name) if name else None
     labels = [str(label) for label in record.get("labels") or []]
     multi_label = (head.multi_label if head else False) or bool(record.get("multi_label"))
@@ -306,12 +347,18 @@ def _kind_for(fine_tuned: FineTuned, serving_task: str | None, name: str, what: 
         if serving_task == "classifier":
             return HEADS[classifier_head(bool(fine_tuned.record.get("multi_label")))]
         return next(kind for kind in HEADS.values() if kind.serving_task == serving_task)
+    if head is None and fine_tuned.task is not None:
+        raise InputError(
+            f"{name} is a {fine_tuned.task} fine-tuning run without best_model/ (trained without evaluation), whose "
+            "settings do not say its head kind; load it through its task (the text task's from_model_dir, "
+            "export_model --task), or train with --do_eval to get best_model/"
+        )
     if head is None:
         raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
     if head.build is None:
         raise InputError(
             f"{name} holds a fine-tuned {head.name} head, which only the job that trained it builds (with its flags); "
-            f"it cannot be loaded or exported as a {what}. {hint[0].upper()}{hint[1:]}"
+            f"it cannot be loaded or exported as a {what}; {head.instead or hint}"
         )
     if serving_task is not None and head.serving_task != serving_task:
         raise InputError(f"{name} holds a fine-tuned {head.name} head, not a {what}; {hint}")
@@ -328,7 +375,8 @@ def load_fine_tuned(
     hint: str = "fine-tune one first, or load its encoder for a new head",
     **overrides,
 ) -> tuple[FineTuned, keras.Model]:
-    """The fine-tuned model at `path` (see `describe`) with every weight, head included.
+    """`(description, model)`: what the fine-tuned model at `path` is (`FineTuned`: its head kind, task, labels,
+    thresholds and files; see `describe`) and its Keras model with every weight, head included.
 
     `serving_task` ("classifier", "ner", "swag", "squad") refuses another kind of head. `name` (default `path`,
     e.g. "--init_checkpoint=<path>"), `what` and `hint` word the `InputError` of a path without the head
@@ -345,6 +393,10 @@ def load_fine_tuned(
         if recorded is None:  # a BertModel or BertForPreTraining folder
             raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
         return fine_tuned, _hf_classifier(fine_tuned)
+    if files.checkpoint_format == "model_garden":
+        if recorded is None:  # an encoder or a pretrainer
+            raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
+        return fine_tuned, _model_garden_classifier(fine_tuned)
     options = kind.options(_checkpoint_shapes(files))
     if options is None:
         raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
