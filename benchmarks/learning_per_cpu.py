@@ -141,7 +141,7 @@ def train_run(batch: int, learning_rate: float, examples: int, model_dir: str) -
         loss = training_jobs.mlm_loss(
             model,
             FLAGS.heldout_file,
-            seq_length=FLAGS.max_seq_length,
+            max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq,
             vocab_size=bert_config.vocab_size,
         )

@@ -20,7 +20,7 @@ class Data:
     input_file: str
     vocab_file: str
     size: str = "tiny"
-    seq_length: int = 128
+    max_seq_length: int = 128
     max_predictions_per_seq: int = 20
 
 
@@ -30,7 +30,7 @@ def pretraining_config(data: Data, batch: int, model_dir: str, jit_compile: bool
     return PretrainingConfig(
         input_file=data.input_file,
         model_dir=model_dir,
-        max_seq_length=data.seq_length,
+        max_seq_length=data.max_seq_length,
         max_predictions_per_seq=data.max_predictions_per_seq,
         train_batch_size=batch,
         num_train_steps=100000,
@@ -159,7 +159,7 @@ def peer_table(data: Data, batch: int, examples: int = 512, rounds: int = 3, jit
 def print_rates(data: Data, rates: dict, reference: str) -> None:
     load = os.getloadavg()
     timing.print_table(
-        f"pretraining steps, {data.size}, vocabulary of {data.vocab_file}, seq {data.seq_length}, "
+        f"pretraining steps, {data.size}, vocabulary of {data.vocab_file}, seq {data.max_seq_length}, "
         f"{data.max_predictions_per_seq} masked positions, float32 "
         f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {load[0]:.1f})",
         rates,

@@ -146,13 +146,13 @@ def heldout_mlm_loss(model_path: str, budget: Budget, space: Workspace) -> float
     return mlm_loss(
         model,
         space.records(grid.HELDOUT_RECORDS),
-        seq_length=budget.max_seq_length,
+        max_seq_length=budget.max_seq_length,
         max_predictions_per_seq=budget.max_predictions_per_seq,
         vocab_size=files.config.vocab_size,
     )
 
 
-def mlm_loss(model, records: str, *, seq_length: int, max_predictions_per_seq: int, vocab_size: int) -> float:
+def mlm_loss(model, records: str, *, max_seq_length: int, max_predictions_per_seq: int, vocab_size: int) -> float:
     """The mean masked-LM cross entropy of `model` (a pretrainer: `mlm_logits` at `masked_lm_positions`) over every
     prediction of the pretraining `records` (globs), in inference mode."""
     import tensorflow as tf
@@ -163,7 +163,7 @@ def mlm_loss(model, records: str, *, seq_length: int, max_predictions_per_seq: i
     loader = PretrainDataLoader(
         PretrainDataConfig(
             input_patterns=records,
-            seq_length=seq_length,
+            seq_length=max_seq_length,
             max_predictions_per_seq=max_predictions_per_seq,
             global_batch_size=PERPLEXITY_BATCH,
             is_training=False,

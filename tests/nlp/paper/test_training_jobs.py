@@ -17,7 +17,7 @@ def test_the_heldout_loss_is_the_weighted_mean_cross_entropy_of_every_real_predi
     keras.utils.set_random_seed(0)
     config = budgets.parse_size("L1-H32-A2").bert_config(vocab, max_position_embeddings=seq)
     model = build_pretrainer(config)
-    loss = training_jobs.mlm_loss(model, paths[0], seq_length=seq, max_predictions_per_seq=preds, vocab_size=vocab)
+    loss = training_jobs.mlm_loss(model, paths[0], max_seq_length=seq, max_predictions_per_seq=preds, vocab_size=vocab)
 
     records = parse_records(paths[0], seq=seq, preds=preds)
     x = {
