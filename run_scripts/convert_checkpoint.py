@@ -1,10 +1,12 @@
-r"""Converts a BERT checkpoint (original TF1, Hugging Face, or ours) into a model directory.
+r"""Converts a BERT checkpoint (original TF1, Hugging Face, keras-hub, Model Garden TF2, or ours) into a model
+directory.
 
     python run_scripts/convert_checkpoint.py --input=uncased_L-12_H-768_A-12/bert_model.ckpt \
         --output_dir=models/bert_base_uncased
 
 The output directory holds the checkpoint, bert_config.json, vocab.txt and do_lower_case, and is what every
-script takes as --init_checkpoint. --output_format=tf1 writes bert_model.ckpt with the original variable names.
+script takes as --init_checkpoint. --output_format=tf1 writes bert_model.ckpt with the original variable names,
+--output_format=model_garden as the Model Garden's TF2 checkpoint (its heads too).
 """
 
 from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see cli.py)

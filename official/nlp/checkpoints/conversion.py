@@ -1,5 +1,6 @@
-"""Checkpoint conversion: `convert_checkpoint` writes any checkpoint `model_loading` reads (TF1, Hugging Face, ours)
-as a model directory, and `ConversionConfig` holds its settings (the flags of `run_scripts/convert_checkpoint.py`).
+"""Checkpoint conversion: `convert_checkpoint` writes any checkpoint `model_loading` reads (TF1, Hugging Face,
+keras-hub, Model Garden, ours) as a model directory, and `ConversionConfig` holds its settings (the flags of
+`run_scripts/convert_checkpoint.py`).
 
 convert(ConversionConfig(input="uncased_L-12_H-768_A-12/bert_model.ckpt", output_dir="models/bert_base"))
 """
@@ -27,7 +28,8 @@ class ConversionConfig(CheckedConfig):
     input: str = field(
         path="path",
         help="TF1 checkpoint prefix or folder, Hugging Face model folder (a BertForSequenceClassification keeps its "
-        "head, labels and thresholds), keras-hub preset folder, hf://org/name[@revision], "
+        "head, labels and thresholds), keras-hub preset folder, Model Garden TF2 checkpoint prefix or folder (its "
+        "pretraining or classifier head kept), hf://org/name[@revision], "
         "kaggle://owner/model/framework/variation[/version], model directory, or a fine-tuning run's --output_dir "
         "or best_model/ (written with its head).",
     )
@@ -35,13 +37,16 @@ class ConversionConfig(CheckedConfig):
         path="path",
         help="Model directory to write (must not hold a checkpoint yet); for --output_format=hf a new or empty folder.",
     )
-    input_format: str = field("auto", enum=["auto", "tf1", "hf", "keras_hub", "ours"], help="Format of --input.")
+    input_format: str = field(
+        "auto", enum=["auto", "tf1", "hf", "keras_hub", "model_garden", "ours"], help="Format of --input."
+    )
     output_format: str = field(
         "ours",
-        enum=["ours", "tf1", "hf", "keras_hub"],
+        enum=["ours", "tf1", "hf", "keras_hub", "model_garden"],
         help="What to write: our model directory, an original TF1 checkpoint, a Hugging Face folder "
-        "(config.json, model.safetensors, vocab.txt, tokenizer settings), or a keras-hub preset folder "
-        "(BertBackbone.from_preset(folder)).",
+        "(config.json, model.safetensors, vocab.txt, tokenizer settings), a keras-hub preset folder "
+        "(BertBackbone.from_preset(folder)), or a Model Garden TF2 checkpoint (bert_model.ckpt, with a "
+        "pretrainer's or classifier's heads, beside bert_config.json and vocab.txt).",
     )
     bert_config_file: str | None = field(None, path="path", help="Overrides the config found next to --input.")
     vocab_file: str | None = field(None, path="path", help="Overrides the vocab.txt found next to --input.")
@@ -94,16 +99,18 @@ def convert_checkpoint(
     vocab_file: str | None = None,
     do_lower_case: bool | None = None,
 ) -> model_dir.ModelFiles:
-    """Converts a TF1, Hugging Face or our checkpoint into a model directory (`output_format` ours or tf1).
+    """Converts any checkpoint `model_loading` reads into a model directory (`output_format` ours, tf1 or
+    model_garden).
 
     The model keeps the source's activation (`hidden_act`), its pretraining heads when present, and travels
     with its config, vocabulary and case. A fine-tuned model (a Hugging Face `BertForSequenceClassification`
     folder, a fine-tuned model directory) becomes a fine-tuned model directory with its head, labels, multi-label
-    and thresholds (`fine_tuned`), which only our format holds (`tf1`, or a head only its own job builds, keeps the
-    encoder, with a warning naming the head). Returns the written directory's `ModelFiles`.
+    and thresholds (`fine_tuned`), which only our format holds (`model_garden` keeps a classifier's head in its
+    checkpoint, without the labels; `tf1`, or a head only its own job builds, keeps the encoder, with a warning
+    naming the head). Returns the written directory's `ModelFiles`.
     """
-    if output_format not in ("ours", "tf1"):
-        raise InputError(f"--output_format must be 'ours' or 'tf1', got {output_format!r}")
+    if output_format not in ("ours", "tf1", "model_garden"):
+        raise InputError(f"--output_format must be 'ours', 'tf1' or 'model_garden', got {output_format!r}")
     inputs = {"--input": input_path, "--bert_config_file": bert_config_file, "--vocab_file": vocab_file}
     output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
     overrides = dict(bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case)
@@ -111,16 +118,30 @@ def convert_checkpoint(
     if input_format in ("auto", model_loading.detect_format(input_path)):
         described = fine_tuned.describe(input_path, **overrides)
     head = described.head if described is not None else None
-    if head is not None and head.build is not None and output_format == "ours":
+    # The Model Garden's format holds a sequence classifier's head (its BertClassifier), not the others.
+    keeps_head = output_format == "ours" or (
+        output_format == "model_garden" and head is not None and head.serving_task == "classifier"
+    )
+    if head is not None and head.build is not None and keeps_head:
         described, model = fine_tuned.load_fine_tuned(input_path, files=described.files)
         files = described.files
-        fine_tuned.save_described(model, output_dir, described, flag="--output_dir")
+        if output_format == "ours":
+            fine_tuned.save_described(model, output_dir, described, flag="--output_dir")
+        else:
+            model_dir.export_model_dir(
+                model,
+                output_dir,
+                vocab_file=files.vocab_file,
+                do_lower_case=files.do_lower_case,
+                checkpoint_format=output_format,
+                flag="--output_dir",
+            )
     else:
         if head is not None:
             why = (
                 "which only the job that trained it builds"
                 if head.build is None
-                else "which tf1 does not hold (--output_format=ours keeps it)"
+                else f"which {output_format} does not hold (--output_format=ours keeps it)"
             )
             logging.warning(
                 "%s holds a fine-tuned %s head, %s: its encoder alone is converted", input_path, head.name, why

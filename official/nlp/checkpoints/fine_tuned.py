@@ -13,6 +13,9 @@ with the settings the job recorded: see `init_checkpoint`). A Hugging Face `Bert
 (`config.json` with `id2label` and `problem_type`; a multi-label one's thresholds in `multi_label_thresholds`, as
 `hf_export` writes them) is read as the classifier it is.
 
+A Model Garden checkpoint of a `BertClassifier` (its sentence-prediction task's) is read as the classifier it is,
+with the labels `0`, `1`, ... (the Model Garden keeps label ids, not names; none for one output, a regression).
+
 `HEADS` is the registry of head kinds: its name as the records say it, the model it builds, the `export_model`
 task that serves it, and the Hugging Face class it is written as (None: not written). Adding a head kind is one
 entry here and the task that trains it.
@@ -37,7 +40,7 @@ import numpy as np
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import model_loading, our_checkpoints
-from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
+from official.nlp.checkpoints.peers import hf_weights, model_garden, tf1_checkpoints
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
@@ -253,6 +256,30 @@ def _hf_classifier(fine_tuned: FineTuned) -> BertClassifier:
     return model
 
 
+# ---- Model Garden classifiers ---------------------------------------------------------------------------------
+
+
+def _describe_model_garden(path: str, files: model_dir_lib.ModelFiles) -> FineTuned:
+    num_classes = model_garden.read_model_garden_checkpoint(files.checkpoint, shapes_only=True).num_classes
+    if num_classes is None:
+        return FineTuned(path, files, None)
+    labels = [str(i) for i in range(num_classes)] if num_classes > 1 else []
+    record = {"task": GENERIC_TASK, "head": CLASSIFIER, "labels": labels}
+    return FineTuned(path, files, HEADS[CLASSIFIER], GENERIC_TASK, labels, None, record)
+
+
+def _model_garden_classifier(fine_tuned: FineTuned) -> BertClassifier:
+    source = fine_tuned.files.checkpoint
+    weights = model_garden.read_model_garden_checkpoint(source).weights
+    kernel, bias = weights.pop(model_garden.CLASSIFIER_KERNEL), weights.pop(model_garden.CLASSIFIER_BIAS)
+    encoder = BertEncoder.from_bert_config(fine_tuned.files.config)
+    tf1_checkpoints.assign_weights(weights, encoder, source=source)
+    model = BertClassifier(encoder, kernel.shape[-1])
+    model.classifier.kernel.assign(kernel)
+    model.classifier.bias.assign(bias)
+    return model
+
+
 # ---- reading ------------------------------------------------------------------------------------------------
 
 
@@ -284,6 +311,8 @@ def describe(path: str, *, files: model_dir_lib.ModelFiles | None = None, **over
     config = read_hf_config(path)
     if config is not None:
         return _describe_hf(path, config, files)
+    if files.checkpoint_format == "model_garden":
+        return _describe_model_garden(path, files)
     found = init_checkpoint_lib.fine_tuned_head(path)
     if found is None:
         return FineTuned(path, files, None)
@@ -345,6 +374,10 @@ def load_fine_tuned(
         if recorded is None:  # a BertModel or BertForPreTraining folder
             raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
         return fine_tuned, _hf_classifier(fine_tuned)
+    if files.checkpoint_format == "model_garden":
+        if recorded is None:  # an encoder or a pretrainer
+            raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
+        return fine_tuned, _model_garden_classifier(fine_tuned)
     options = kind.options(_checkpoint_shapes(files))
     if options is None:
         raise InputError(f"{name} holds no fine-tuned {what}; {hint}")

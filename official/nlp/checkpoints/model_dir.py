@@ -6,7 +6,7 @@ A model directory holds
     vocab.txt          the WordPiece vocabulary
     do_lower_case      "true" or "false"
     checkpoint, ckpt-N.index, ckpt-N.data-*    our checkpoint (tf.train.Checkpoint, see our_checkpoints.py)
-      or bert_model.ckpt.index/.data-*         an original TF1 checkpoint (--output_format=tf1)
+      or bert_model.ckpt.index/.data-*         a TF1 (--output_format=tf1) or Model Garden (model_garden) one
     finetuning.json    only in a fine-tuned model directory: the task, head and labels of its head (TASK_FILE)
 
 A fine-tuning job's output directory is a model directory too (its checkpoints hold the whole task model), plus
@@ -39,7 +39,8 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import our_checkpoints
-from official.nlp.checkpoints.peers import hf_weights, keras_hub_presets, tf1_checkpoints
+from official.nlp.checkpoints.peers import hf_weights, keras_hub_presets, model_garden, tf1_checkpoints
+from official.nlp.checkpoints.peers.model_garden_export import check_expressible, write_model_garden_checkpoint
 from official.nlp.common import claims, input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.modeling.configs import BertConfig
@@ -62,7 +63,7 @@ class ModelFiles:
     """Everything a script needs to rebuild a model: checkpoint, config, vocabulary, case.
 
     `checkpoint` is a checkpoint prefix or a Hugging Face folder (None when training from scratch) and
-    `checkpoint_format` is `"ours"`, `"tf1"` or `"hf"`.
+    `checkpoint_format` is `"ours"`, `"tf1"`, `"hf"`, `"keras_hub"` or `"model_garden"`.
     """
 
     config: BertConfig
@@ -135,11 +136,13 @@ def has_masked_lm_head(checkpoint: str, checkpoint_format: str) -> bool:
         return hf_weights.hf_has_masked_lm_head(checkpoint)
     if checkpoint_format == "keras_hub":
         return False  # a preset holds the backbone only
+    if checkpoint_format == "model_garden":
+        return model_garden.read_model_garden_checkpoint(checkpoint, shapes_only=True).masked_lm
     return our_checkpoints.checkpoint_has_masked_lm_head(checkpoint)
 
 
 def restore_weights(model, checkpoint: str, checkpoint_format: str, *, whole_model: bool) -> None:
-    """Reads `checkpoint` (`checkpoint_format` "ours", "tf1" or "hf") into `model`'s encoder, or with `whole_model`
+    """Reads `checkpoint` (of any `ModelFiles.checkpoint_format`) into `model`'s encoder, or with `whole_model`
     into all of `model` (a `BertPretrainer`'s heads; any task model's head from our format). Decides nothing."""
     target = model if whole_model or isinstance(model, BertEncoder) else model.encoder
     if checkpoint_format == "tf1":
@@ -148,6 +151,9 @@ def restore_weights(model, checkpoint: str, checkpoint_format: str, *, whole_mod
         tf1_checkpoints.assign_weights(hf_weights.read_hf_weights(checkpoint), target, source=checkpoint)
     elif checkpoint_format == "keras_hub":
         weights = keras_hub_presets.read_preset_weights(checkpoint)
+        tf1_checkpoints.assign_weights(weights, target, source=checkpoint)
+    elif checkpoint_format == "model_garden":
+        weights = model_garden.read_model_garden_checkpoint(checkpoint).weights
         tf1_checkpoints.assign_weights(weights, target, source=checkpoint)
     else:
         our_checkpoints.restore_checkpoint(target, checkpoint, encoder_only=not whole_model)
@@ -187,21 +193,25 @@ def save_model_dir(
     Our checkpoint is `ckpt-<checkpoint_number>` (default `ckpt-1`), e.g. the training step of an export.
     `checkpoint_format="tf1"` writes `bert_model.ckpt` with the original variable names (encoder, plus the
     pretraining heads of a `BertPretrainer`) instead of our checkpoint; it refuses a left-to-right model, which
-    the original code cannot express. Refuses a directory that already holds a checkpoint.
+    the original code cannot express; `"model_garden"` writes it as the Model Garden's TF2 checkpoint, with a
+    pretrainer's or classifier's heads. Refuses a directory that already holds a checkpoint.
     """
-    if checkpoint_format not in ("ours", "tf1"):
-        raise InputError(f"checkpoint_format must be 'ours' or 'tf1', got {checkpoint_format!r}")
+    if checkpoint_format not in ("ours", "tf1", "model_garden"):
+        raise InputError(f"checkpoint_format must be 'ours', 'tf1' or 'model_garden', got {checkpoint_format!r}")
     if input_files.isdir(model_dir) and (
         tf.train.latest_checkpoint(model_dir) or tf.io.gfile.glob(os.path.join(model_dir, "*.index"))
     ):
         raise OutputExistsError(f"{model_dir} already holds a checkpoint; choose an empty or new directory")
     config = model.config if isinstance(model, BertEncoder) else model.encoder.config
-    if checkpoint_format == "tf1" and config.left_to_right:
+    if checkpoint_format != "ours" and config.left_to_right:
         # The original code reads bert_config.json into its own fields and would drop `attention` unseen.
         raise InputError(
-            f"{model_dir}: a left-to-right model (attention=left_to_right) has no TF1 form: the original BERT "
-            "code has no causal attention and would run it bidirectionally; keep --output_format=ours"
+            f"{model_dir}: a left-to-right model (attention=left_to_right) has no "
+            f"{'TF1' if checkpoint_format == 'tf1' else 'Model Garden'} form: that code has no causal attention and "
+            "would run it bidirectionally; keep --output_format=ours"
         )
+    if checkpoint_format == "model_garden":
+        check_expressible(config, model_dir)
     write_model_files(model_dir, config, vocab_file, do_lower_case)
     if checkpoint_format == "tf1":
         if config.hidden_act not in ("gelu", "relu", "tanh", "linear"):
@@ -213,6 +223,8 @@ def save_model_dir(
         prefix = tf1_checkpoints.write_tf1_checkpoint(
             os.path.join(model_dir, TF1_CHECKPOINT_NAME), tf1_checkpoints.export_weights(model)
         )
+    elif checkpoint_format == "model_garden":
+        prefix = write_model_garden_checkpoint(model, os.path.join(model_dir, TF1_CHECKPOINT_NAME))
     else:
         prefix = tf.train.CheckpointManager(
             our_checkpoints.checkpoint_root(model), model_dir, max_to_keep=None, checkpoint_name=CHECKPOINT_NAME
@@ -346,12 +358,11 @@ def export_model_dir(
     else in `export_dir` is refused. Without `owner`, `export_dir` must be new or empty (a converted checkpoint,
     `save_classifier`), and it is claimed, so that a second job writing it at the same time is refused.
 
-    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back); `checkpoint_format`
-    "tf1" writes `bert_model.ckpt` instead. `json_files` (`{file name: content}`, e.g. a fine-tuned head's
-    `finetuning.json`) are written into it too. Everything is written where no reader looks (a hidden folder of
-    this job beside a local `export_dir`; a local temporary folder for one in a bucket) and put in place by
-    `output_files.commit_folder` with the checkpoint's marker last, so a job killed while exporting leaves the
-    previous export, or a folder without that marker, never half of one that looks complete.
+    The checkpoint is `ckpt-<step>` when `step` is given (`export_is_current` reads it back), `bert_model.ckpt` for
+    `checkpoint_format` "tf1" or "model_garden". `json_files` (`{file name: content}`, e.g. `finetuning.json`) too.
+    Everything is written where no reader looks (a hidden folder of this job beside a local `export_dir`, a local
+    temporary folder for a bucket's) and put in place by `output_files.commit_folder` with the checkpoint's marker
+    last: a job killed while exporting leaves the previous export or a folder without that marker, never half one.
     """
     if owner is None:
         output_folders.check_new_folder(export_dir, flag=flag)

@@ -1,5 +1,6 @@
 """The model a user names, in any format: a model directory, one of our checkpoint prefixes, an original TF1
-checkpoint (prefix or folder) or a Hugging Face folder, read as `model_dir.ModelFiles` or built as a Keras model.
+checkpoint (prefix or folder), a Model Garden TF2 checkpoint (prefix or folder) or a Hugging Face folder, read
+as `model_dir.ModelFiles` or built as a Keras model.
 
 `read_model_files` finds the checkpoint and its format, takes `bert_config.json`/`vocab.txt`/`do_lower_case` from
 beside it (for a TF1 prefix, as in Google's released zips) where the flags did not give them, and refuses
@@ -25,14 +26,15 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import model_dir, our_checkpoints
-from official.nlp.checkpoints.peers import hf_weights, hub_names, keras_hub_presets, tf1_checkpoints
+from official.nlp.checkpoints.peers import hf_weights, hub_names, keras_hub_presets, model_garden, tf1_checkpoints
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 
 
 def find_checkpoint(path: str) -> tuple[str, str]:
-    """`(prefix, format)` for a model directory or a checkpoint prefix; format is `"ours"` or `"tf1"`."""
+    """`(prefix, format)` for a model directory or a checkpoint prefix; format is `"ours"`, `"tf1"` or
+    `"model_garden"`."""
     if input_files.isdir(path):
         prefix = tf.train.latest_checkpoint(path)
         if prefix is None:
@@ -60,13 +62,17 @@ def find_checkpoint(path: str) -> tuple[str, str]:
         prefix = path
     else:
         raise MissingInputError(f"{path} is neither a model directory nor a checkpoint prefix (no {path}.index)")
+    # Before ours: a Model Garden checkpoint has an `encoder` object too (of tf_keras layers).
+    if model_garden.is_model_garden_checkpoint(prefix):
+        return prefix, "model_garden"
     if our_checkpoints.is_our_checkpoint(prefix):
         return prefix, "ours"
     if tf1_checkpoints.is_tf1_checkpoint(prefix):
         return prefix, "tf1"
     raise InputError(
-        f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object) nor "
-        "an original TF1 one (`bert/...` variables). Convert it with run_scripts/convert_checkpoint.py"
+        f"{prefix} is not a BERT checkpoint this library knows: neither ours (an `encoder` object), a Model Garden "
+        "one (an `encoder` of tf_keras layers) nor an original TF1 one (`bert/...` variables). Convert it with "
+        "run_scripts/convert_checkpoint.py"
     )
 
 
@@ -131,7 +137,9 @@ def read_model_files(
     config = bert_config
     if config is None:
         config_file = bert_config_file or beside(model_dir.CONFIG_FILE)
-        if config_file is None:
+        if config_file is None and fmt == "model_garden":
+            config = model_garden_config(prefix)
+        elif config_file is None:
             if directory is None:
                 raise InputError(
                     "--bert_config_file is required "
@@ -140,7 +148,13 @@ def read_model_files(
             raise MissingInputError(
                 f"No BERT config: --bert_config_file is not set and {directory} has no {model_dir.CONFIG_FILE}"
             )
-        config = BertConfig.from_json_file(config_file)
+        else:
+            config = BertConfig.from_json_file(config_file)
+    if fmt == "model_garden":
+        found = model_garden.read_model_garden_checkpoint(prefix, shapes_only=True)
+        model_garden.check_config(
+            found, config, bert_config_file or beside(model_dir.CONFIG_FILE) or "bert_config", prefix
+        )
 
     vocab_file = vocab_file or beside(model_dir.VOCAB_FILE)
     if vocab_file is None and require_vocab:
@@ -161,6 +175,24 @@ def read_model_files(
     return model_dir.ModelFiles(
         config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=prefix, checkpoint_format=fmt
     )
+
+
+def model_garden_config(prefix: str) -> BertConfig:
+    """The config of a Model Garden checkpoint without `bert_config.json` (a training run's folder holds none): its
+    sizes from the variables' shapes, its activation and dropout the Model Garden's defaults."""
+    config = model_garden.read_model_garden_checkpoint(prefix, shapes_only=True).config
+    logging.info(
+        "%s has no %s beside it: its sizes come from its variables (%d layers, hidden %d, %d heads), with "
+        "hidden_act=%s and dropout %s (the Model Garden's defaults); pass --bert_config_file for others",
+        prefix,
+        model_dir.CONFIG_FILE,
+        config.num_hidden_layers,
+        config.hidden_size,
+        config.num_attention_heads,
+        config.hidden_act,
+        config.hidden_dropout_prob,
+    )
+    return config
 
 
 def _hf_do_lower_case(directory: str) -> bool | None:
@@ -234,7 +266,7 @@ def is_hugging_face(path: str) -> bool:
 
 def detect_format(path: str) -> str:
     """`"keras_hub"` for a keras-hub preset folder, `"hf"` for a Hugging Face model folder or `.safetensors` file,
-    else `"ours"` or `"tf1"` (see find_checkpoint)."""
+    else `"ours"`, `"tf1"` or `"model_garden"` (see find_checkpoint)."""
     if keras_hub_presets.is_preset_folder(path):
         return "keras_hub"
     return "hf" if is_hugging_face(path) else find_checkpoint(path)[1]
@@ -252,7 +284,9 @@ def load_model(
     has the masked-LM head (with NSP when it has that head), else a `BertEncoder`.
 
     `input_format` is `auto`, `tf1` (original checkpoint prefix or folder), `hf` (Hugging Face folder with
-    `config.json` + `model.safetensors`) or `ours` (model directory or prefix).
+    `config.json` + `model.safetensors`), `keras_hub` (preset folder), `model_garden` (Model Garden TF2
+    checkpoint prefix or folder: a classifier's head is not part of the model, see `fine_tuned`) or `ours` (model
+    directory or prefix).
     """
     path = hub_names.resolve(path)
     if input_format == "auto":
@@ -273,8 +307,8 @@ def load_model(
             hf_weights.read_hf_weights(path), files.config, source=path, display_name=hf_weights.tf1_name_to_hf
         )
         return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
-    if input_format not in ("tf1", "ours"):
-        raise InputError(f"input_format must be auto, tf1, hf, keras_hub or ours; got {input_format!r}")
+    if input_format not in ("tf1", "ours", "model_garden"):
+        raise InputError(f"input_format must be auto, tf1, hf, keras_hub, model_garden or ours; got {input_format!r}")
     files = read_model_files(
         path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
     )
@@ -282,6 +316,9 @@ def load_model(
         raise InputError(f"{path} holds a checkpoint in the {files.checkpoint_format!r} format, not {input_format!r}")
     if input_format == "tf1":
         weights = tf1_checkpoints.read_tf1_checkpoint(files.checkpoint)
+        model = tf1_checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)
+    elif input_format == "model_garden":
+        weights = model_garden.read_model_garden_checkpoint(files.checkpoint).weights
         model = tf1_checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)
     else:
         model = our_checkpoints.model_from_checkpoint(files.checkpoint, files.config)

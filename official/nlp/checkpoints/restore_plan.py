@@ -69,7 +69,7 @@ class RestorePlan:
     Attributes:
       source: RESUME, BEST, FINE_TUNED, PRETRAINED or SCRATCH (see the module docstring).
       checkpoint: the checkpoint prefix read (for "hf" the folder or `.safetensors` file); None from scratch.
-      checkpoint_format: "ours", "tf1" or "hf"; None from scratch.
+      checkpoint_format: "ours", "tf1", "hf", "keras_hub" or "model_garden"; None from scratch.
       head: the head's kind (`Head.kind`).
       head_restored: whether the head comes from `checkpoint`; False: it keeps its fresh initial values.
     """
