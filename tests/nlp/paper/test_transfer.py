@@ -15,6 +15,8 @@ from official.nlp.paper.transfer import curve, pilot
 
 SMOKE = BUDGETS["smoke"]
 TASKS = ("mrpc", "squad", "ner")
+# A curve kept at steps 2, 4 and 8, without chunks (the smoke budget keeps one step).
+_CURVE_TO_8 = dict(curve_steps=(2, 4, 8), curve_max_steps=8, curve_chunk_steps=0)
 
 
 def _row(variant: str, task: str, metric: str, value: float, seed: int | None = None, steps=None) -> Row:
@@ -32,7 +34,9 @@ def test_the_pilot_grid_scales_the_rate_with_the_batch_and_keeps_the_examples():
 
 
 def test_the_curve_segments_are_the_kept_steps_and_the_chunks():
-    assert SMOKE.curve_checkpoints() == (4, 8) and SMOKE.curve_segments() == (4, 8)
+    assert SMOKE.curve_checkpoints() == (4,) and SMOKE.curve_segments() == (2, 4)  # a chunk, then the kept step
+    unchunked = dataclasses.replace(SMOKE, curve_steps=(4, 8), curve_max_steps=8, curve_chunk_steps=0)
+    assert unchunked.curve_checkpoints() == (4, 8) and unchunked.curve_segments() == (4, 8)
     chunked = dataclasses.replace(SMOKE, curve_steps=(2, 4, 16), curve_max_steps=12, curve_chunk_steps=3)
     assert chunked.curve_checkpoints() == (2, 4) and chunked.curve_segments() == (2, 3, 4)
     default = BUDGETS["default"]
@@ -82,7 +86,7 @@ def _curve_rows(random: list[float], by_step: dict[int, list[float]], task: str 
 
 def test_the_crossover_needs_the_seed_ranges_apart():
     budget = dataclasses.replace(
-        SMOKE, tasks={t: dataclasses.replace(b, seeds=3) for t, b in SMOKE.tasks.items()}, curve_steps=(2, 4, 8)
+        SMOKE, tasks={t: dataclasses.replace(b, seeds=3) for t, b in SMOKE.tasks.items()}, **_CURVE_TO_8
     )
     # Step 2: median above random's maximum, but the ranges overlap; step 4: apart.
     rows = _curve_rows([60, 62, 64], {2: [63, 66, 70], 4: [65, 66, 67], 8: [70, 71, 72]})
@@ -94,7 +98,7 @@ def test_the_crossover_needs_the_seed_ranges_apart():
 
 
 def test_the_curve_stops_once_enough_tasks_crossed():
-    budget = dataclasses.replace(SMOKE, curve_stop_tasks=2, curve_steps=(2, 4, 8))
+    budget = dataclasses.replace(SMOKE, curve_stop_tasks=2, **_CURVE_TO_8)
     rows = _curve_rows([50], {2: [49], 4: [51]}, "mrpc") + _curve_rows([10], {2: [11]}, "ner")
     rows += _curve_rows([5], {2: [4], 4: [4], 8: [4]}, "squad")
     assert curve.stop_step(rows, budget, TASKS) == 4  # ner crossed at 2, mrpc at 4
@@ -105,7 +109,7 @@ def test_the_curve_stops_once_enough_tasks_crossed():
 
 
 def test_the_grid_runs_the_pilot_first_and_interleaves_the_curve():
-    stages = grid.build_grid(dataclasses.replace(SMOKE, curve_steps=(2, 4, 8)), TASKS, ("5", "curve"), masking=False)
+    stages = grid.build_grid(dataclasses.replace(SMOKE, **_CURVE_TO_8), TASKS, ("5", "curve"), masking=False)
     ids = [s.id for s in stages]
     choice = ids.index(grid.PILOT_CHOICE)
     assert all(ids.index(s.id) > choice and grid.PILOT_CHOICE in s.depends for s in stages if s.kind == "pretrain")
