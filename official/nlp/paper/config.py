@@ -20,7 +20,7 @@ from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.paper import budgets
 from official.nlp.training import optimization
-from official.nlp.training.run_settings import field_defaults, settings_differences
+from official.nlp.training.run_settings import settings_differences
 
 TABLES = ("5", "6", "7", "curve", "pilot")
 DEFAULT_TABLES = ("5", "6", "7")
@@ -234,7 +234,8 @@ def check_rerun_settings(config: PaperConfig) -> None:
         return
     recorded = json.loads(text_files.read_text(path))
     recorded_budget = recorded.pop(BUDGET_VALUES_KEY, None)
-    recorded = {**field_defaults(PaperConfig), **recorded}
+    defaults = {f.name: f.default for f in dataclasses.fields(PaperConfig) if f.default is not dataclasses.MISSING}
+    recorded = {**json.loads(json.dumps(defaults)), **recorded}
     recorded = {k: v for k, v in recorded.items() if k in settings}
     differing = settings_differences(
         {k: _same_files(k, v) for k, v in recorded.items() if k not in BUDGET_FLAGS},
