@@ -64,7 +64,7 @@ def read_sst2(data_dir: str, num_examples: int) -> tuple[list[str], list[int]]:
 
 
 def _ours(config: FinetuneConfig, work: str) -> int:
-    from official.nlp.tasks import classification, finetuning
+    from official.nlp.tasks import classification, finetuning_config
 
     config_ = classification.ClassifierConfig(
         task_name="sst-2",
@@ -82,7 +82,7 @@ def _ours(config: FinetuneConfig, work: str) -> int:
         steps_per_loop=10**9,
     )
     classification.run_classifier(config_)
-    return finetuning.num_train_steps(config.num_examples, config_)[0] * config.batch_size
+    return finetuning_config.num_train_steps(config.num_examples, config_)[0] * config.batch_size
 
 
 def _keras_hub(config: FinetuneConfig, work: str) -> int:
@@ -90,9 +90,9 @@ def _keras_hub(config: FinetuneConfig, work: str) -> int:
     import keras_hub
     import tensorflow as tf
 
-    from official.nlp.training import optimization
+    from official.nlp.training import precision
 
-    keras.config.set_dtype_policy(optimization.dtype_policy(config.precision))
+    keras.config.set_dtype_policy(precision.dtype_policy(config.precision))
     try:
         sentences, labels = read_sst2(config.data_dir, config.num_examples)
         tokenizer = keras_hub.models.BertTokenizer(

@@ -108,7 +108,7 @@ def scores(labels: np.ndarray, probabilities: np.ndarray) -> dict[str, float]:
 def _ours(config: GoEmotionsConfig, work: str) -> dict:
     from official.nlp.checkpoints import conversion
     from official.nlp.data import classifier_examples
-    from official.nlp.tasks import classification, classifier_config, finetuning
+    from official.nlp.tasks import classification, classifier_config, finetuning_config
     from official.nlp.tasks import multi_label as multi_label_lib
 
     model = os.path.join(work, "minilm")
@@ -133,11 +133,11 @@ def _ours(config: GoEmotionsConfig, work: str) -> dict:
     )
     trained = classification.run_classifier(run)
     # The dev set once through the task's own evaluation path, scored by the same function as transformers' run.
-    task = classification.ClassificationTask(run, finetuning.init_checkpoint_files(run))
+    task = classification.ClassificationTask(run, finetuning_config.init_checkpoint_files(run))
     path, examples, _ = task.features(classifier_examples.DEV, task.splits[classifier_examples.DEV][0])
     logits = task.predict_outputs(trained.model, path, len(examples), 64)
     labels = multi_label_lib.label_matrix(examples, task.labels)
-    steps = finetuning.num_train_steps(task.num_train_examples(), run)[0]
+    steps = finetuning_config.num_train_steps(task.num_train_examples(), run)[0]
     return {**scores(labels, multi_label_lib.sigmoid(logits)), "steps": steps}
 
 

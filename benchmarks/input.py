@@ -105,7 +105,7 @@ def _model(config: InputConfig, steps_per_execution: int):
 
     from official.nlp.modeling.encoder import BertEncoder
     from official.nlp.modeling.models import BertClassifier
-    from official.nlp.training import optimization
+    from official.nlp.training import optimization, precision
 
     keras.utils.set_random_seed(0)
     encoder = BertEncoder(
@@ -114,7 +114,7 @@ def _model(config: InputConfig, steps_per_execution: int):
         num_hidden_layers=config.num_layers,
         num_attention_heads=config.heads,
         intermediate_size=4 * config.hidden,
-        dtype=optimization.dtype_policy(config.precision),
+        dtype=precision.dtype_policy(config.precision),
     )
     model = BertClassifier(encoder, num_classes=2)
     model.compile(

@@ -23,13 +23,13 @@ from absl import flags
 
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.tasks.pretraining import (
-    PretrainingConfig,
     PretrainingObjective,
     build_model_and_optimizer,
     make_data_loader,
     trainer_config,
 )
-from official.nlp.training import distribution, optimization
+from official.nlp.tasks.pretraining_config import PretrainingConfig
+from official.nlp.training import distribution, precision
 from official.nlp.training.trainer import Trainer
 
 flags.DEFINE_string("input_file", None, "Pretraining TFRecords (glob).")
@@ -38,7 +38,7 @@ flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the records.")
 flags.DEFINE_integer("max_predictions_per_seq", 20, "Predictions per sequence in the records.")
 flags.DEFINE_integer("train_batch_size", 32, "Global batch size.")
 flags.DEFINE_integer("steps", 60, "Timed steps per variant (after one untimed loop/epoch of the same length).")
-flags.DEFINE_enum("mixed_precision", "float32", list(optimization.MIXED_PRECISION), "Compute dtype.")
+flags.DEFINE_enum("mixed_precision", "float32", list(precision.MIXED_PRECISION), "Compute dtype.")
 flags.DEFINE_bool("jit_compile", False, "XLA for both variants.")
 flags.DEFINE_integer(
     "gradient_accumulation_steps", 1, "Our loop only (fit has no working equivalent under tf.distribute)."

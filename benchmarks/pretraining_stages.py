@@ -17,8 +17,9 @@ STAGES = ("read", "plan", "assemble", "mask", "statistics", "serialize", "write"
 
 def profile_stages(corpus: str, vocab_file: str, units: int = 3) -> tuple[int, dict]:
     """Times the stages over the first ``units`` work units of ``corpus``; returns (instances, seconds per stage)."""
-    from official.nlp.data.pretraining import documents, generator, instances, masking, records, writer
+    from official.nlp.data.pretraining import documents, generator, instances, records, writer
     from official.nlp.data.pretraining.cached_tokenizer import CachedTokenizer, LineCache
+    from official.nlp.data.pretraining.masking import rule as masking
     from official.nlp.data.pretraining.statistics import PretrainingStatistics
     from official.nlp.tokenizers import tokenization
 

@@ -86,10 +86,10 @@ def _dtype_policy(precision: str):
     """Models built inside get the `--mixed_precision` policy; the previous global policy comes back after."""
     import keras
 
-    from official.nlp.training import optimization
+    from official.nlp.training.precision import dtype_policy
 
     previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(optimization.dtype_policy(precision))
+    keras.config.set_dtype_policy(dtype_policy(precision))
     try:
         yield
     finally:

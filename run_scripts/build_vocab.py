@@ -22,9 +22,8 @@ config_flags.define_flags(FLAGS, VocabConfig)
 
 
 def main(_):
-    config = config_flags.config_from_flags(FLAGS, VocabConfig)
-    vocab = build_vocab_file(config)
-    logging.info("Wrote %d tokens to %s", len(vocab), config.output_file)
+    result = build_vocab_file(config_flags.config_from_flags(FLAGS, VocabConfig))
+    logging.info("Wrote %d tokens to %s", len(result.tokens), result.output_file)
 
 
 if __name__ == "__main__":

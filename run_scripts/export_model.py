@@ -25,8 +25,8 @@ config_flags.define_flags(FLAGS, ExportConfig)
 
 def main(argv):
     del argv
-    paths = export(config_flags.config_from_flags(FLAGS, ExportConfig))
-    for name, path in paths.items():
+    result = export(config_flags.config_from_flags(FLAGS, ExportConfig))
+    for name, path in result.paths().items():
         logging.info("%s: %s", name, path)
         print(f"{name}: {path}")
 

@@ -24,7 +24,8 @@ from official.nlp.common import cli  # first: quiets TensorFlow's start-up (see 
 from absl import flags, logging
 
 from official.nlp.common import config_flags
-from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
+from official.nlp.tasks.pretraining import run_pretraining
+from official.nlp.tasks.pretraining_config import PretrainingConfig
 
 FLAGS = flags.FLAGS
 # One flag per PretrainingConfig field (its name, default and help), so the script and the Python API cannot drift.

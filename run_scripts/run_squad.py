@@ -29,8 +29,8 @@ config_flags.define_flags(FLAGS, SquadConfig)
 
 def main(argv):
     del argv
-    info = run_squad(config_flags.config_from_flags(FLAGS, SquadConfig))
-    logging.info("Results: %s", json.dumps(info, sort_keys=True))
+    result = run_squad(config_flags.config_from_flags(FLAGS, SquadConfig))
+    logging.info("Results: %s", json.dumps(result.metrics, sort_keys=True))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import generator
 from official.nlp.serving import exporter
-from official.nlp.tasks import classification, feature_extraction, pretraining
+from official.nlp.tasks import classification, feature_extraction, pretraining, pretraining_config
 from official.nlp.tokenizers import wordpiece_vocab
 from official.nlp.training import checkpointing
 
@@ -86,7 +86,7 @@ def _life_cycle(root: str) -> dict:
         wordpiece_vocab.VocabConfig(
             input_file=f"{root}/corpus/*.txt", output_file=f"{root}/vocab.txt", vocab_size=400, min_count=2
         )
-    )
+    ).tokens
     out["vocab"] = _get(f"{root}/vocab.txt")
     data = generator.PretrainingDataConfig(
         input_file=f"{root}/corpus/*.txt",
@@ -112,7 +112,7 @@ def _life_cycle(root: str) -> dict:
         attention_probs_dropout_prob=0.0,
     )
     _put(f"{root}/bert_config.json", json.dumps(config).encode())
-    pretrain = pretraining.PretrainingConfig(
+    pretrain = pretraining_config.PretrainingConfig(
         input_file=f"{root}/records/train.tfrecord-*",
         model_dir=f"{root}/pretrain",
         bert_config_file=f"{root}/bert_config.json",

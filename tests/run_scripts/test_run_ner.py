@@ -188,7 +188,10 @@ def test_feature_based_trains_only_the_bilstm(setup, tmp_path):
     # 12-line checkpoint mismatch), and nothing is written.
     from official.nlp.serving import exporter
 
-    with pytest.raises(InputError, match=r"^--init_checkpoint=.* is a feature-based NER model .* cannot be exported; "):
+    with pytest.raises(
+        InputError,
+        match=r"^--init_checkpoint=.* holds a fine-tuned feature_tagger head, .* as a ner head; it is a feature-based ",
+    ):
         exporter.export_model("ner", str(out), str(tmp_path / "export"))
     assert not (tmp_path / "export").exists()
 

@@ -25,7 +25,7 @@ from official.nlp.serving.export_config import ExportConfig
 from official.nlp.tasks.classification import ClassifierConfig
 from official.nlp.tasks.feature_extraction import FeatureExtractionConfig
 from official.nlp.tasks.multiple_choice import MultipleChoiceConfig
-from official.nlp.tasks.pretraining import PretrainingConfig
+from official.nlp.tasks.pretraining_config import PretrainingConfig
 from official.nlp.tasks.question_answering import SquadConfig
 from official.nlp.tasks.tagging import TaggingConfig
 from official.nlp.tokenizers.wordpiece_vocab import VocabConfig

@@ -396,7 +396,8 @@ def test_a_tf1_checkpoint_without_heads_initializes_a_pretrainer_encoder(tf1_enc
 def test_preset_sizes_the_config_to_the_vocabulary(vocab):
     from official.nlp.common.errors import InputError
     from official.nlp.modeling.configs import BertConfig
-    from official.nlp.tasks.pretraining import PretrainingConfig, preset_config
+    from official.nlp.tasks.pretraining import preset_config
+    from official.nlp.tasks.pretraining_config import PretrainingConfig
 
     config = preset_config(PretrainingConfig(input_file="x", model_dir="m", preset="tiny", vocab_file=vocab))
     assert config == BertConfig.preset("tiny", vocab_size=1000)

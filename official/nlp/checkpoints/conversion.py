@@ -54,8 +54,14 @@ class ConversionConfig(CheckedConfig):
 
 
 def convert(config: ConversionConfig) -> model_dir.ModelFiles:
-    """`convert_checkpoint` (or, for `output_format="hf"`, `hf_export.export_to_hugging_face`; for `"keras_hub"`,
-    `export_to_keras_hub`) with the settings of `config` (it logs what it wrote)."""
+    """Writes the model at `config.input` in `config.output_format`, as `convert_checkpoint.py` does, and returns the
+    written model's `ModelFiles` (it logs what it wrote): our model directory, a TF1 or a Model Garden checkpoint
+    (`convert_checkpoint`), a Hugging Face folder (`hf_export.export_to_hugging_face`) or a keras-hub preset folder
+    (`export_to_keras_hub`).
+
+        convert(ConversionConfig("uncased_L-12_H-768_A-12/bert_model.ckpt", "models/bert_base"))
+        convert(ConversionConfig("models/bert_base", "models/bert_base_hf", output_format="hf"))
+    """
     # A hub name is fetched (or found in its cache) once, here: every reader below takes the local folder.
     config = dataclasses.replace(config, input=hub_names.resolve(config.input))
     settings = dict(
@@ -176,11 +182,17 @@ def convert_checkpoint(
 
 def export_to_keras_hub(input_path: str, output_dir: str, *, input_format: str = "auto", **overrides):
     """Writes the encoder of any model `convert_checkpoint` reads as a keras-hub preset folder (keras_hub_presets.py);
-    returns the source's `ModelFiles`."""
+    returns the written folder's `ModelFiles`, as the other formats' writers do."""
     inputs = {"--input": input_path, "--bert_config_file": overrides.get("bert_config_file")}
     output_folders.check_new_folder(output_dir, flag="--output_dir", related=inputs)  # before reading anything
     model, files = _load(input_path, input_format=input_format, **overrides)
     keras_hub_presets.write_preset(
         model, output_dir, vocab_file=files.vocab_file, do_lower_case=files.do_lower_case, source=input_path
     )
-    return files
+    return model_dir.ModelFiles(
+        config=files.config,
+        vocab_file=os.path.join(output_dir, keras_hub_presets.PRESET_VOCAB_FILE) if files.vocab_file else None,
+        do_lower_case=files.do_lower_case,
+        checkpoint=output_dir,
+        checkpoint_format="keras_hub",
+    )

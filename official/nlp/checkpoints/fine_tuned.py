@@ -93,7 +93,9 @@ class HeadKind:
     - `build`: `(encoder, **options)` -> the Keras model (None: only its own task builds it);
     - `multi_label`: a sigmoid per label, predicted at the thresholds recorded with the model;
     - `hugging_face`: the transformers class `hf_export` writes it as (None: refused), and which `load_fine_tuned`
-      reads back.
+      reads back;
+    - `instead`: for a kind only its task builds, what to do instead (the refusal of `load_fine_tuned`, and so of
+      every export and text task, says it).
     """
 
     name: str
@@ -102,6 +104,7 @@ class HeadKind:
     build: Callable[..., keras.Model] | None
     multi_label: bool = False
     hugging_face: str | None = None
+    instead: str | None = None
 
 
 def _classifier(encoder, num_outputs):
@@ -128,7 +131,15 @@ HEADS: dict[str, HeadKind] = {
         ),
         # The feature-based tagger (run_ner --feature_based) loads through its task only: its BiLSTM's settings
         # are the job's flags.
-        HeadKind(FEATURE_TAGGER, None, _dense_outputs, None),
+        HeadKind(
+            FEATURE_TAGGER,
+            None,
+            _dense_outputs,
+            None,
+            instead="it is a feature-based NER model (run_ner --feature_based: BiLSTMs on the frozen encoder's "
+            "layers): tag files with run_ner --do_predict and that --output_dir, or fine-tune without "
+            "--feature_based to get a model that exports",
+        ),
         HeadKind(MULTIPLE_CHOICE, "swag", _dense_outputs, lambda encoder, num_outputs: BertMultipleChoice(encoder)),
         HeadKind(SPAN_LABELER, "squad", _span_options, BertSpanLabeler),
         HeadKind(SPAN_BILSTM, "squad", _span_options, BertSpanLabeler),
@@ -316,8 +327,9 @@ def describe(path: str, *, files: model_dir_lib.ModelFiles | None = None, **over
     found = init_checkpoint_lib.fine_tuned_head(path)
     if found is None:
         return FineTuned(path, files, None)
-    record = {**init_checkpoint_lib.read_record(path), **found}
-    name = found.get("head") or _head_of_run(record)
+    recorded = init_checkpoint_lib.read_record(path)
+    record = {**recorded, **found}
+    name = found.get("head") or _head_of_run(recorded)  # a run without best_model/: found's head is None
     head = head_kind(name) if name else None
     labels = [str(label) for label in record.get("labels") or []]
     multi_label = (head.multi_label if head else False) or bool(record.get("multi_label"))
@@ -335,12 +347,18 @@ def _kind_for(fine_tuned: FineTuned, serving_task: str | None, name: str, what: 
         if serving_task == "classifier":
             return HEADS[classifier_head(bool(fine_tuned.record.get("multi_label")))]
         return next(kind for kind in HEADS.values() if kind.serving_task == serving_task)
+    if head is None and fine_tuned.task is not None:
+        raise InputError(
+            f"{name} is a {fine_tuned.task} fine-tuning run without best_model/ (trained without evaluation), whose "
+            "settings do not say its head kind; load it through its task (the text task's from_model_dir, "
+            "export_model --task), or train with --do_eval to get best_model/"
+        )
     if head is None:
         raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
     if head.build is None:
         raise InputError(
             f"{name} holds a fine-tuned {head.name} head, which only the job that trained it builds (with its flags); "
-            f"it cannot be loaded or exported as a {what}. {hint[0].upper()}{hint[1:]}"
+            f"it cannot be loaded or exported as a {what}; {head.instead or hint}"
         )
     if serving_task is not None and head.serving_task != serving_task:
         raise InputError(f"{name} holds a fine-tuned {head.name} head, not a {what}; {hint}")
@@ -357,7 +375,8 @@ def load_fine_tuned(
     hint: str = "fine-tune one first, or load its encoder for a new head",
     **overrides,
 ) -> tuple[FineTuned, keras.Model]:
-    """The fine-tuned model at `path` (see `describe`) with every weight, head included.
+    """`(description, model)`: what the fine-tuned model at `path` is (`FineTuned`: its head kind, task, labels,
+    thresholds and files; see `describe`) and its Keras model with every weight, head included.
 
     `serving_task` ("classifier", "ner", "swag", "squad") refuses another kind of head. `name` (default `path`,
     e.g. "--init_checkpoint=<path>"), `what` and `hint` word the `InputError` of a path without the head

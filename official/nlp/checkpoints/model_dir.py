@@ -41,7 +41,7 @@ from absl import logging
 from official.nlp.checkpoints import our_checkpoints
 from official.nlp.checkpoints.peers import hf_weights, keras_hub_presets, model_garden, tf1_checkpoints
 from official.nlp.checkpoints.peers.model_garden_export import check_expressible, write_model_garden_checkpoint
-from official.nlp.common import claims, input_files, output_files, output_folders, text_files
+from official.nlp.common import claims, full_disk, input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -60,10 +60,11 @@ BEST_MODEL_DIR = "best_model"
 
 @dataclasses.dataclass(frozen=True)
 class ModelFiles:
-    """Everything a script needs to rebuild a model: checkpoint, config, vocabulary, case.
+    """Everything a script needs to rebuild a model: checkpoint, config, vocabulary, case (what
+    `model_loading.read_model_files` reads, and what a conversion returns of the model it wrote).
 
-    `checkpoint` is a checkpoint prefix or a Hugging Face folder (None when training from scratch) and
-    `checkpoint_format` is `"ours"`, `"tf1"`, `"hf"`, `"keras_hub"` or `"model_garden"`.
+    `checkpoint` is a checkpoint prefix, a Hugging Face folder or a keras-hub preset folder (None when training
+    from scratch) and `checkpoint_format` is `"ours"`, `"tf1"`, `"hf"`, `"keras_hub"` or `"model_garden"`.
     """
 
     config: BertConfig
@@ -372,7 +373,7 @@ def export_model_dir(
         output_folders.check_export(export_dir, flag=flag, owner=owner)
         claim = contextlib.nullcontext()
     # A full disk names export_dir (and the flag), not the staging file being written.
-    full = output_files.naming_output_when_full(export_dir, name=flag)
+    full = full_disk.naming_output_when_full(export_dir, name=flag)
     with full, claim, output_folders.staging_folder(export_dir) as staging:
         save_model_dir(
             staging,

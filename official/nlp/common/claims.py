@@ -30,8 +30,9 @@ import socket
 import time
 from collections.abc import Iterator, Mapping
 
-from official.nlp.common import input_files, output_files, owners, text_files
+from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.errors import InputError, OutputExistsError
+from official.nlp.common.processes import owners
 
 _STAGING, _CLAIM = "incomplete", "claim"
 _TOKEN = {}  # pid -> this process's random part of the job id (a forked worker gets its own)

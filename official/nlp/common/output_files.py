@@ -30,10 +30,12 @@ import stat
 from collections.abc import Iterator
 from typing import IO
 
-from official.nlp.common import input_files, owners
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError, OutputExistsError
+from official.nlp.common.full_disk import FULL_DISK_ERRNOS, full_disk_reason, naming_full_disk
 from official.nlp.common.input_files import is_remote as _is_remote
 from official.nlp.common.input_files import user_path
+from official.nlp.common.processes import owners
 
 
 def _gfile():
@@ -48,8 +50,6 @@ def _clear_for_writing(path: str) -> None:
 
         tf.io.gfile.remove(path)
 
-
-_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # the disk (or the quota, or the file size limit) is full
 
 _KINDS = (
     (stat.S_ISCHR, "a character device"),
@@ -208,18 +208,6 @@ def check_writable(path: str, *, name: str | None = None) -> None:
     remove(probe)
 
 
-@contextlib.contextmanager
-def naming_full_disk(path: str) -> Iterator[None]:
-    """A full disk raises at write or close without a file name; inside the block it names `path`, so that the
-    script reports it as one line (`cli`)."""
-    try:
-        yield
-    except OSError as e:
-        if e.filename or isinstance(e, InputError) or e.errno not in _FULL:
-            raise
-        raise OSError(e.errno, e.strerror or str(e), os.fspath(path)) from None
-
-
 def write_text(path: str, text: str, *, name: str | None = None) -> None:
     """Writes `text` (UTF-8) to `path` through `write_atomically`."""
     with write_atomically(path, "w", name=name) as f:
@@ -292,7 +280,7 @@ def copy(source: str, target: str) -> None:
         reason = full_disk_reason(e)
         if reason is None:
             raise
-        code = e.errno if isinstance(e, OSError) and e.errno in _FULL else errno.ENOSPC
+        code = e.errno if isinstance(e, OSError) and e.errno in FULL_DISK_ERRNOS else errno.ENOSPC
         raise OSError(code, reason, os.fspath(target)) from None
 
 
@@ -362,43 +350,3 @@ def _written_meanwhile(target: str) -> OutputExistsError:
         f"{target} holds files that another job wrote while this one ran; nothing of this job was put there. "
         "Choose another output folder"
     )
-
-
-def full_disk_reason(e: BaseException) -> str | None:
-    """What filled up when `e` is a write that failed for want of space (a full disk, a quota, the file size limit),
-    from Python or TensorFlow, or an `InputError` made of one; else None."""
-    while e is not None:
-        if isinstance(e, OSError) and e.errno in _FULL:
-            return e.strerror or os.strerror(e.errno)
-        if type(e).__module__.startswith("tensorflow"):
-            message = (getattr(e, "message", "") or str(e)).lower()
-            for marker, reason in (
-                ("no space left", "No space left on device"),
-                ("quota", "Disk quota exceeded"),
-                ("file too large", "File too large"),
-            ):
-                if marker in message:
-                    return reason
-        e = e.__cause__ or e.__context__ if isinstance(e, InputError) else None
-    return None
-
-
-@contextlib.contextmanager
-def naming_output_when_full(path: str, *, name: str | None = None) -> Iterator[None]:
-    """A write inside the block that fails for want of space is reported as one `InputError` naming the output
-    `path` (`name`: its flag) and what to change, not the staging or temporary file that was being written (a
-    name the user never gave) nor an input the bytes came from. Use it around an output's staging and commit,
-    so that the message comes once the staging is cleaned up."""
-    try:
-        yield
-    except Exception as e:
-        reason = full_disk_reason(e)
-        if reason is None:
-            raise
-        where = f"{name}={path}" if name and name.startswith("--") else f"{name or 'output'} {path}"
-        fix = (
-            "raise the file size limit (ulimit -f) or choose another disk"
-            if reason == "File too large"
-            else "free some space or choose another disk"
-        )
-        raise InputError(f"{where}: cannot be written ({reason}), and nothing of it was kept; {fix}") from None

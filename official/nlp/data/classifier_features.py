@@ -7,8 +7,8 @@ left out, with its `[SEP]`), zero-padded to `max_seq_length`. A text too long fo
 
 - `truncate` (the original): one feature; a pair loses tokens from the end of its longer segment first.
 - `sliding_window`: the longer segment is cut into windows `doc_stride` tokens apart by SQuAD's window rule
-  (`squad.doc_windows`); the shorter one, cut to half the sequence if it is long too, is repeated in each. Every
-  window is a feature carrying its example's index, and the model's logits are averaged over an example's windows
+  (`squad.features.doc_windows`); the shorter one, cut to half the sequence if it is long too, is repeated in each.
+  Every window is a feature carrying its example's index, and the model's logits are averaged over an example's windows
   (`average_by_example`).
 
 Records use the original's feature names (`input_ids`, `input_mask`, `segment_ids`, `label_ids`) plus
@@ -37,7 +37,7 @@ from absl import logging
 from official.nlp.common.errors import InputError
 from official.nlp.data import feature_cache, length_buckets
 from official.nlp.data.classifier_examples import InputExample
-from official.nlp.data.squad import doc_windows  # the one home of the document-window rule
+from official.nlp.data.squad.features import doc_windows  # the one home of the document-window rule
 from official.nlp.tokenizers.packing import removal_counts
 
 LONG_TEXT = ("truncate", "sliding_window")

@@ -42,13 +42,13 @@ ATTENTION_KINDS = (BIDIRECTIONAL, LEFT_TO_RIGHT)
 DEFAULT_SEQ_LENGTH = 128
 
 
-def check_seq_length(seq_length: int, max_position_embeddings: int, *, name: str = "--max_seq_length") -> None:
+def check_seq_length(max_seq_length: int, max_position_embeddings: int, *, name: str = "--max_seq_length") -> None:
     """The one rule between a sequence length and a model, which every job checks at start-up (pretraining's loader,
     every fine-tuning job when it reads `--init_checkpoint`, feature extraction, exports, text tasks): the model has
-    a position embedding for each position, so `seq_length` may not exceed `max_position_embeddings`."""
-    if seq_length > max_position_embeddings:
+    a position embedding for each position, so `max_seq_length` may not exceed `max_position_embeddings`."""
+    if max_seq_length > max_position_embeddings:
         raise InputError(
-            f"{name}={seq_length} exceeds the model's max_position_embeddings ({max_position_embeddings}) in its "
+            f"{name}={max_seq_length} exceeds the model's max_position_embeddings ({max_position_embeddings}) in its "
             f"bert_config.json; lower {name}, or use a model with more position embeddings"
         )
 

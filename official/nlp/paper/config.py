@@ -19,7 +19,7 @@ from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
 from official.nlp.paper import budgets
-from official.nlp.training import optimization
+from official.nlp.training import precision
 from official.nlp.training.run_settings import settings_differences
 
 TABLES = ("5", "6", "7", "curve", "pilot")
@@ -119,7 +119,7 @@ class PaperConfig(CheckedConfig):
     )
     mixed_precision: str = field(
         "float32",
-        enum=optimization.MIXED_PRECISION,
+        enum=precision.MIXED_PRECISION,
         help="Compute dtype of every pretraining and fine-tuning run (auto: the fastest for the hardware).",
     )
     plots: bool = field(True, help="Draw the PNG plots (needs matplotlib: pip install 'bert-tf[paper]').")

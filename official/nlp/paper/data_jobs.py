@@ -60,7 +60,7 @@ def vocab_stage(config: PaperConfig, budget: Budget, space: Workspace) -> list[t
                 do_lower_case=config.do_lower_case,
                 max_lines=budget.vocab_max_lines,
             )
-        )
+        ).tokens
     return [("vocab", "tokens", len(vocab))]
 
 

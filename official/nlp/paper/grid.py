@@ -156,57 +156,6 @@ def finetune_id(variant: str, size: str, task: str, head: str | None, seed: int)
     return f"finetune/{variant}/{size}/{task}{suffix}/seed{seed}"
 
 
-# ---- the cost model (CPU seconds on the project's 2-core machine, measured: see docs/paper.md) --------------------
-# A run's CPU time is at most its wall time on a quiet 2-core machine (TensorFlow uses both cores for part of it).
-# Pretraining: multiply-adds of the step (forward and backward) at the measured rate. Fine-tuning: a fixed cost
-# (building the model, tracing the step and the evaluation, writing checkpoints) plus a per-task cost of one example
-# for one epoch at the `tiny` size (its evaluation included), scaled by the encoder's size. The ETA rescales every
-# kind by what its finished stages took.
-TRAIN_MACS_PER_SECOND = 3.0e10
-RUN_OVERHEAD_SECONDS = {"pretrain": 15.0, "finetune": 8.0, "perplexity": 5.0, "pilot": 15.0, "curve_pretrain": 15.0}
-DATA_SECONDS = {"corpus": 15.0, "vocab": 140.0, "records": 20.0, "task_data": 1.0, "pilot_choice": 1.0}
-TINY_EXAMPLE_EPOCH_SECONDS = {"mrpc": 4.1e-3, "sst-2": 1.4e-3, "qnli": 3.9e-3, "squad": 1.8e-2, "ner": 7.0e-3}
-FEATURE_BASED_SHARE = 0.6  # a feature-based run: the frozen encoder's forward pass and a small BiLSTM
-
-
-def _step_macs(size: budgets.Size, tokens: int, vocab_size: int, predictions: int) -> float:
-    """Forward + backward multiply-adds of one example: the encoder on `tokens` and an output layer over the
-    vocabulary for `predictions` positions."""
-    return 3.0 * (tokens * size.encoder_flops_per_token() + predictions * size.hidden * vocab_size)
-
-
-def estimate(stage: Stage, budget: Budget, vocab_size: int) -> float:
-    """The stage's cost in CPU seconds on the project's 2-core machine, from its work and the measured rates."""
-    if stage.kind in DATA_SECONDS:
-        return DATA_SECONDS[stage.kind]
-    size = budgets.parse_size(stage.size)
-    overhead = RUN_OVERHEAD_SECONDS[stage.kind]
-    if stage.kind in ("pretrain", "pilot", "curve_pretrain"):
-        predictions = budget.max_seq_length if stage.variant == LTR.name else budget.max_predictions_per_seq
-        example = _step_macs(size, budget.max_seq_length, vocab_size, predictions)
-        if stage.kind == "pilot":
-            steps, batch = budget.pilot_steps(stage.batch_size), stage.batch_size
-            evaluations = budget.pilot_evaluations * (RUN_OVERHEAD_SECONDS["perplexity"] + overhead)
-            return evaluations + steps * batch * example / TRAIN_MACS_PER_SECOND
-        if stage.kind == "curve_pretrain":
-            segments = budget.curve_segments()
-            index = segments.index(stage.step)
-            steps = stage.step - (segments[index - 1] if index else 0)
-            return 2 * overhead + steps * budget.pretrain_batch_size * example / TRAIN_MACS_PER_SECOND
-        return overhead + budget.pretrain_steps * example * budget.pretrain_batch_size / TRAIN_MACS_PER_SECOND
-    if stage.kind == "perplexity":
-        return overhead + 3000 * _step_macs(size, budget.max_seq_length, vocab_size, 20) / 3 / TRAIN_MACS_PER_SECOND
-    task = budget.feature_based if stage.feature_choice else budget.tasks[stage.task]
-    tiny = budgets.parse_size("tiny").encoder_flops_per_token()
-    scale = 0.2 + 0.8 * size.encoder_flops_per_token() / tiny
-    if stage.feature_choice:
-        scale *= FEATURE_BASED_SHARE
-    examples = (
-        task.train_examples or {"mrpc": 3668, "sst-2": 67349, "qnli": 4349, "squad": 9236, "ner": 14041}[stage.task]
-    )
-    return overhead + scale * examples * task.epochs * TINY_EXAMPLE_EPOCH_SECONDS[stage.task]
-
-
 def build_grid(budget: Budget, tasks: tuple[str, ...], tables: tuple[str, ...], masking: bool) -> list[Stage]:
     """Every stage of the selection, each once, in an order that runs each after what it reads.
 

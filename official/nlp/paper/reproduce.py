@@ -164,7 +164,7 @@ def _reproduce(config: PaperConfig, budget: budgets.Budget, echo: Callable[[str]
     sittings = _record_sitting(config, machine)
     vocab_size = len(text_files.read_text(config.vocab_file).splitlines()) if config.vocab_file else budget.vocab_size
     grid_stages = [
-        dataclasses.replace(s, cost=grid.estimate(s, budget, vocab_size))
+        dataclasses.replace(s, cost=stages.estimate(s, budget, vocab_size))
         for s in grid.build_grid(budget, tuple(config.tasks), tuple(config.tables), config.masking_rates)
     ]
 

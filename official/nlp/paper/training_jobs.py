@@ -84,7 +84,8 @@ def _loop_steps(steps: int) -> tuple[int, int]:
 
 
 def pretrain(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace) -> StageResult:
-    from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
+    from official.nlp.tasks.pretraining import run_pretraining
+    from official.nlp.tasks.pretraining_config import PretrainingConfig
 
     variant = grid.VARIANTS[stage.variant]
     size = budgets.parse_size(stage.size)
@@ -227,7 +228,7 @@ def finetune(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace
                 span_head="bilstm" if stage.head == "bilstm" else None,
                 **common,
             )
-        )
+        ).metrics
         values = [("squad", "f1", info["f1"]), ("squad", "exact_match", info["exact_match"])]
         return StageResult(values, info.get("step"))
     if stage.task == "ner":

@@ -1,6 +1,7 @@
-"""`ExportConfig`: the settings of an export job (the flags of `run_scripts/export_model.py`), and `export`.
+"""`ExportConfig`: the settings of an export job (the flags of `run_scripts/export_model.py`), `export`, which runs
+it, and `ExportResult`, what it wrote.
 
-    export(ExportConfig(task="classifier", init_checkpoint="/tmp/mrpc", export_dir="/tmp/mrpc_export"))
+    export(ExportConfig(task="classifier", init_checkpoint="/tmp/mrpc", export_dir="/tmp/mrpc_export")).saved_model
 
 Unset settings come from the fine-tuning record next to the checkpoint (see `exporter.export_model`).
 """
@@ -47,10 +48,28 @@ class ExportConfig(CheckedConfig):
     keras_file: bool = field(True, help="Also write the Keras model as a .keras file.")
 
 
-def export(config: ExportConfig) -> dict:
-    """`exporter.export_model` with the settings of `config`; returns the written paths by name."""
+@dataclasses.dataclass
+class ExportResult:
+    """The paths an export wrote: the SavedModel with every signature (`<export_dir>/<version>`), the one without
+    tensorflow-text ops (`token_ids/<version>`), the `.keras` file (None with `keras_file=False`), and for
+    `task="encoder"` the TF-Hub-style preprocessor and encoder (else None)."""
+
+    saved_model: str
+    token_ids: str
+    keras: str | None = None
+    hub_preprocessor: str | None = None
+    hub_encoder: str | None = None
+
+    def paths(self) -> dict[str, str]:
+        """The written paths by name, in this order, without the ones not written."""
+        return {name: path for name, path in dataclasses.asdict(self).items() if path is not None}
+
+
+def export(config: ExportConfig) -> ExportResult:
+    """Exports `config.init_checkpoint` for `config.task` as `export_model.py` does (`exporter.export_model` with the
+    settings of `config`)."""
     squad = {name: getattr(config, name) for name in exporter.SQUAD_SETTINGS if getattr(config, name) is not None}
-    return exporter.export_model(
+    paths = exporter.export_model(
         config.task,
         config.init_checkpoint,
         config.export_dir,
@@ -64,3 +83,4 @@ def export(config: ExportConfig) -> dict:
         squad_settings=squad,
         keras_file=config.keras_file,
     )
+    return ExportResult(**paths)

@@ -20,6 +20,7 @@ Written under `export_dir`: `<version>/` (all signatures), `token_ids/<version>/
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 
@@ -30,12 +31,18 @@ from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import claims, input_files, output_files
 from official.nlp.common.errors import InputError
-from official.nlp.data.squad_postprocessing import AnswerSettings
+from official.nlp.data.squad.postprocessing import AnswerSettings
 from official.nlp.modeling import models
 from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH, MLM
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions
 
-TASKS = ("encoder", "classifier", "ner", "swag", "squad", "pretrainer")  # a head kind's: `fine_tuned.HEADS`
+# The tasks between the encoder and the pretrainer serve fine-tuned heads: the `serving_task`s of the head kinds
+# (`fine_tuned.HEADS`), each with its module in `build_export`.
+TASKS = (
+    "encoder",
+    *dict.fromkeys(kind.serving_task for kind in fine_tuned.HEADS.values() if kind.serving_task),
+    "pretrainer",
+)
 # The one-sentence tasks: GLUE's and GoEmotions (names of official.nlp.data.glue and data.multi_label).
 _SINGLE_TEXT_TASKS = ("cola", "sst-2", "goemotions")
 SQUAD_SETTINGS = AnswerSettings.names()  # the answer post-processing settings a SQuAD export records
@@ -69,13 +76,15 @@ def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint:
     )[1]
 
 
-def task_record(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str) -> dict:
-    """What the model at `init_checkpoint` recorded, as `recorded_settings` reads it: its directory's records, or
-    for a Hugging Face classifier folder what its `config.json` says (`fine_tuned.describe`)."""
+def task_record(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str) -> fine_tuned.FineTuned:
+    """What the model at `init_checkpoint` is, as `recorded_settings` reads it (`fine_tuned.describe`: its head,
+    labels and thresholds), with everything its directory records; for the encoder and the pretrainer only the
+    records (`head` None)."""
     record = init_checkpoint_lib.read_record(init_checkpoint)
     if task in ("encoder", "pretrainer"):
-        return record
-    return {**record, **fine_tuned.describe(init_checkpoint, files=files).record}
+        return fine_tuned.FineTuned(init_checkpoint, files, None, record=record)
+    described = fine_tuned.describe(init_checkpoint, files=files)
+    return dataclasses.replace(described, record={**record, **described.record})
 
 
 def build_export(
@@ -118,36 +127,27 @@ def build_export(
     raise InputError(f"--task={task!r} is not one of {', '.join(TASKS)}")
 
 
-def recorded_settings(task: str, record: dict) -> dict:
-    """How the fine-tuning run behind `record` (`init_checkpoint.read_record`) serves `task`: the `build_export`
-    arguments `label_names`, `text_pair`, `long_text`, `doc_stride`, `window_stride`, `squad_settings`,
-    `thresholds` (a multi-label classifier's), plus
+def recorded_settings(task: str, described: fine_tuned.FineTuned) -> dict:
+    """How the fine-tuned model `described` (`fine_tuned.describe`, `load_fine_tuned`, `task_record`) serves `task`:
+    the `build_export` arguments `label_names`, `text_pair`, `long_text`, `doc_stride`, `window_stride`,
+    `squad_settings`, `thresholds` (a multi-label classifier's, as the head registry reads them), plus
     `max_seq_length`. Where the run recorded nothing: `label_names` "0", "1", ... (empty here), `text_pair` False
     (True for GLUE pair tasks), `max_seq_length` 128, truncation, and `run_squad.py`'s defaults."""
+    record = described.record
     name = str(record.get("task", "")).lower()
     pair_task = bool(name) and name not in _SINGLE_TEXT_TASKS
     text_pair = bool(record.get("text_b_column")) if name == "generic" else pair_task
     text_pair = bool(record.get("text_pair", text_pair))  # said outright by a text task's save_model_dir
     return {
-        "label_names": [str(label) for label in record.get("labels", [])] if task in ("classifier", "ner") else [],
+        "label_names": list(described.labels) if task in ("classifier", "ner") else [],
         "text_pair": text_pair,
         "max_seq_length": int(record.get("max_seq_length") or DEFAULT_SEQ_LENGTH),
         "long_text": record.get("long_text") or "truncate",
         "doc_stride": record.get("doc_stride"),
         "window_stride": record.get("window_stride"),
         "squad_settings": {key: record[key] for key in SQUAD_SETTINGS if key in record},
-        "thresholds": _recorded_thresholds(task, record),
+        "thresholds": described.thresholds if task == "classifier" else None,
     }
-
-
-def _recorded_thresholds(task: str, record: dict) -> list[float] | None:
-    """A multi-label classifier's thresholds, one per label, as its directory recorded them; None otherwise."""
-    multi_label = record.get("multi_label") or record.get("head") == fine_tuned.MULTI_LABEL_CLASSIFIER
-    if task != "classifier" or not multi_label:
-        return None
-    return fine_tuned.thresholds_per_label(
-        len(record.get("labels") or []), record.get("thresholds"), record.get("threshold")
-    )
 
 
 def export_model(
@@ -188,12 +188,6 @@ def export_model(
         raise InputError(f"--init_checkpoint={init_checkpoint}: {e}") from e
     if files.checkpoint is None:
         raise InputError(f"--init_checkpoint={init_checkpoint} holds no checkpoint")
-    if task == "ner" and init_checkpoint_lib.read_record(init_checkpoint).get("head") == "feature_tagger":
-        raise InputError(
-            f"--init_checkpoint={init_checkpoint} is a feature-based NER model (run_ner --feature_based: BiLSTMs on "
-            "the frozen encoder's layers), which cannot be exported; tag files with run_ner --do_predict and that "
-            "--output_dir, or fine-tune without --feature_based to get a model that exports"
-        )
     model = load_task_model(task, files, init_checkpoint)
     settings = recorded_settings(task, task_record(task, files, init_checkpoint))
     recorded_length = settings.pop("max_seq_length")

@@ -26,8 +26,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import squad
-from official.nlp.data.squad_postprocessing import AnswerSettings
+from official.nlp.data.squad import features as squad_features
+from official.nlp.data.squad.postprocessing import AnswerSettings
 from official.nlp.serving.export_base import ServingModule, string_spec
 from official.nlp.serving.ner_export import char_offsets
 
@@ -49,7 +49,8 @@ class SpanLabelerExport(ServingModule):
                 f"--max_query_length={answer.max_query_length} leaves no room for the context in "
                 f"--max_seq_length={self.seq_length}; lower it below max_seq_length - 3"
             )
-        squad.check_window_settings(self.seq_length, answer.doc_stride, answer.max_query_length)  # as run_squad
+        # As run_squad does.
+        squad_features.check_window_settings(self.seq_length, answer.doc_stride, answer.max_query_length)
         self.settings = answer.to_dict()
         # Baked in as variables of the same names, which travel with the SavedModel.
         for name, value in self.settings.items():

@@ -327,6 +327,11 @@ def _logsumexp(logits: np.ndarray) -> np.ndarray:
 
 @dataclasses.dataclass
 class ClassifierResult:
+    """What `run_classifier` returns: the fine-tuning result, and from it the model of the run, the evaluations,
+    `best_model/` (None without one) and the last training metrics; and the prediction files written (the
+    submission file and test_results.tsv; empty without `do_predict`)."""
+
+    finetuning: finetuning.FineTuningResult
     model: keras.Model
     eval_history: list[dict]
     best_model_dir: str | None
@@ -370,6 +375,7 @@ def run_classifier(config: ClassifierConfig, *, strategy: tf.distribute.Strategy
     """Trains, evaluates and predicts as `config.do_train/do_eval/do_predict` say (see the module docstring)."""
     run = finetuning.run_task(config, lambda files: ClassificationTask(config, files), strategy=strategy)
     return ClassifierResult(
+        run.result,
         run.result.model,
         run.result.eval_history,
         run.result.best_model_dir,

@@ -12,11 +12,11 @@ from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_examples, glue
 from official.nlp.data import multi_label as multi_label_data
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning_config
 
 
 @dataclasses.dataclass
-class ClassifierConfig(finetuning.FineTuningConfig):
+class ClassifierConfig(finetuning_config.FineTuningConfig):
     """`FineTuningConfig` plus the classification flags (names of the original `run_classifier.py` first)."""
 
     task_name: str = field(
@@ -90,7 +90,7 @@ class ClassifierConfig(finetuning.FineTuningConfig):
     )
 
     # The data files are recorded by their content (`ClassificationTask.settings`), not by their folder.
-    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = finetuning.FineTuningConfig.NOT_TRAINING_SETTINGS + (
+    NOT_TRAINING_SETTINGS: ClassVar[tuple[str, ...]] = finetuning_config.FineTuningConfig.NOT_TRAINING_SETTINGS + (
         "do_train",
         "do_eval",
         "do_predict",

@@ -128,11 +128,11 @@ def truncate_seq_pair(tokens_a: list, tokens_b: list, max_length: int) -> None:
 
 
 def convert_extraction_examples(
-    examples: Iterable[ExtractionExample], seq_length: int, tokenizer
+    examples: Iterable[ExtractionExample], max_seq_length: int, tokenizer
 ) -> list[InputFeatures]:
-    """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated to `seq_length` as in the original."""
-    if seq_length < 3:
-        raise InputError(f"max_seq_length must be at least 3 for [CLS] A [SEP] B [SEP], got {seq_length}")
+    """`[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, truncated to `max_seq_length` as in the original."""
+    if max_seq_length < 3:
+        raise InputError(f"max_seq_length must be at least 3 for [CLS] A [SEP] B [SEP], got {max_seq_length}")
     features = []
     truncated = 0
     for example in examples:
@@ -140,9 +140,9 @@ def convert_extraction_examples(
         tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else []
         before = len(tokens_a) + len(tokens_b)
         if tokens_b:
-            truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
+            truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
         else:
-            tokens_a = tokens_a[: seq_length - 2]
+            tokens_a = tokens_a[: max_seq_length - 2]
         truncated += len(tokens_a) + len(tokens_b) < before
         tokens = ["[CLS]", *tokens_a, "[SEP]"]
         type_ids = [0] * len(tokens)
@@ -151,7 +151,7 @@ def convert_extraction_examples(
             type_ids += [1] * (len(tokens_b) + 1)
         features.append(InputFeatures(example.unique_id, tokens, tokenizer.convert_tokens_to_ids(tokens), type_ids))
     if truncated:
-        logging.warning("%d example(s) were truncated to max_seq_length=%d", truncated, seq_length)
+        logging.warning("%d example(s) were truncated to max_seq_length=%d", truncated, max_seq_length)
     return features
 
 

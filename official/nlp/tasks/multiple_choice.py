@@ -32,7 +32,7 @@ from official.nlp.data import feature_cache, swag
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.losses import cross_entropy
 from official.nlp.modeling.models import BertMultipleChoice
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning, finetuning_config
 from official.nlp.training.objectives import SparseCategoricalObjective
 
 RESULTS_FILE = "test_results.csv"
@@ -40,7 +40,7 @@ _RECORD_NAMES = {"input_word_ids": "input_ids", "input_mask": "input_mask", "inp
 
 
 @dataclasses.dataclass
-class MultipleChoiceConfig(finetuning.FineTuningConfig):
+class MultipleChoiceConfig(finetuning_config.FineTuningConfig):
     """`FineTuningConfig` plus the SWAG settings (field names are the script's flags): the CSV or JSON-lines files
     (see `data.swag`), whether bad rows are skipped and counted instead of stopping, and the head's dropout."""
 
@@ -211,7 +211,7 @@ class SwagResult:
 
 def make_swag_task(config: MultipleChoiceConfig, files=None) -> MultipleChoiceTask:
     """The task of `config` with the tokenizer of `config.init_checkpoint`."""
-    return MultipleChoiceTask(config, files or finetuning.init_checkpoint_files(config))
+    return MultipleChoiceTask(config, files or finetuning_config.init_checkpoint_files(config))
 
 
 def run_swag(config: MultipleChoiceConfig) -> SwagResult:

@@ -3,7 +3,7 @@
 `run_squad(SquadConfig(...))` is everything `run_scripts/run_squad.py` does, on the shared fine-tuning base
 (`tasks.finetuning`: model loading, optimizer, training loop with resume, per-epoch evaluation, best model):
 
-- both files are read and checked before anything is built (`official.nlp.data.squad`);
+- both files are read and checked before anything is built (`official.nlp.data.squad.examples`);
 - `do_train`: windowed features of `train_file` are cached as `output_dir/train.tf_record` (rebuilt only when
   a setting they depend on changes) and the span labeler is trained from `init_checkpoint` for
   `num_train_epochs` passes over the features (one epoch = every window once; the original counted examples);
@@ -15,12 +15,13 @@
   (`official.nlp.metrics.squad`): `eval_results.json`, plus the base's `eval_results.txt` and TensorBoard scalars
   (`summaries/eval`).
 
-From Python, `model.fit` works on the same cached features, and `answer_questions` turns strings into answers:
+From Python, `model.fit` works on the same cached features (with `training.objectives`' span losses), and
+`answer_questions` turns strings into answers:
 
     files = model_loading.read_model_files("models/minilm")
     model = BertSpanLabeler(files.build_encoder())         # encoder weights restored, fresh span head
     model.compile(keras.optimizers.Adam(5e-5), loss=span_losses(), loss_weights=SPAN_LOSS_WEIGHTS)
-    model.fit(squad_records.training_dataset("out/train.tf_record", seq_length=384, batch_size=16),
+    model.fit(squad_records.training_dataset("out/train.tf_record", max_seq_length=384, batch_size=16),
               steps_per_epoch=100)
     answer_questions(model, files.tokenizer(), [("Who wrote it?", "It was written by Ann Smith in 1900.")])
 """
@@ -43,48 +44,25 @@ from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import field, override
 from official.nlp.common.errors import InputError
-from official.nlp.data import feature_cache, squad, squad_records
-from official.nlp.data.squad_postprocessing import AnswerSettings, SquadPredictions, postprocess
+from official.nlp.data import feature_cache
+from official.nlp.data.squad import examples as squad_examples
+from official.nlp.data.squad import features as squad_features
+from official.nlp.data.squad import records as squad_records
+from official.nlp.data.squad.postprocessing import AnswerSettings, SquadPredictions, postprocess
 from official.nlp.metrics import squad as squad_metrics
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 from official.nlp.modeling.models import SPAN_HEADS, BertSpanLabeler
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning, finetuning_config
 from official.nlp.training import summaries
-
-SPAN_LOSS_WEIGHTS = {"start_logits": 0.5, "end_logits": 0.5}
-
-
-def span_losses() -> dict:
-    """Keras losses for `BertSpanLabeler.compile`: cross entropy of the start and of the end position."""
-    return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for name in SPAN_LOSS_WEIGHTS}
-
-
-class SpanObjective:
-    """The original loss for the training loop: the mean of the start and end cross entropies; and accuracies."""
-
-    def loss_weights(self, labels):
-        return {"loss": tf.ones(tf.shape(labels["start_logits"]), tf.float32)}
-
-    def losses(self, labels, outputs):
-        return {
-            "loss": 0.5
-            * (
-                cross_entropy(labels["start_logits"], outputs["start_logits"])
-                + cross_entropy(labels["end_logits"], outputs["end_logits"])
-            )
-        }
-
-    def metrics(self, labels, outputs):
-        return {f"{name[:-7]}_accuracy": weighted_accuracy(labels[name], outputs[name]) for name in SPAN_LOSS_WEIGHTS}
+from official.nlp.training.objectives import SpanObjective
 
 
 @dataclasses.dataclass
-class SquadConfig(finetuning.FineTuningConfig, AnswerSettings):
+class SquadConfig(finetuning_config.FineTuningConfig, AnswerSettings):
     """The shared fine-tuning settings plus the original `run_squad.py` flags (the window and answer settings are
     `AnswerSettings`'). There is no `do_eval`: with `do_predict`, a predict file that has answers is evaluated."""
 
-    max_seq_length: int = override(finetuning.FineTuningConfig, "max_seq_length", 384)
+    max_seq_length: int = override(finetuning_config.FineTuningConfig, "max_seq_length", 384)
     train_file: str | None = field(None, path="path", help="SQuAD JSON for training.")
     predict_file: str | None = field(
         None, path="path", help="SQuAD JSON to predict (and evaluate, when it has answers)."
@@ -112,7 +90,7 @@ def _check_config(config: SquadConfig) -> None:
         raise InputError("--do_train needs --train_file")
     if config.do_predict and not config.predict_file:
         raise InputError("--do_predict needs --predict_file")
-    squad.check_window_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
+    squad_features.check_window_settings(config.max_seq_length, config.doc_stride, config.max_query_length)
 
 
 def span_head_settings(config: SquadConfig, hidden_size: int) -> tuple[str, int | None]:
@@ -163,13 +141,13 @@ class SquadTask:
         v2 = config.version_2_with_negative
         self.train_examples = None
         if config.do_train:
-            self.train_examples, report = squad.read_squad_examples(
+            self.train_examples, report = squad_examples.read_squad_examples(
                 config.train_file, is_training=True, version_2_with_negative=v2
             )
             if not self.train_examples:
                 raise InputError(report.why_none_left(config.train_file) + "; fix the answers' answer_start and text")
         self.predict_examples = (
-            squad.read_squad_examples(config.predict_file, is_training=False, version_2_with_negative=v2)[0]
+            squad_examples.read_squad_examples(config.predict_file, is_training=False, version_2_with_negative=v2)[0]
             if config.do_predict
             else None
         )
@@ -224,7 +202,7 @@ class SquadTask:
 
         def build():
             started = time.monotonic()
-            features, stats = squad.convert_examples_to_features(
+            features, stats = squad_features.convert_examples_to_features(
                 self.train_examples,
                 self.tokenizer,
                 max_seq_length=c.max_seq_length,
@@ -248,7 +226,7 @@ class SquadTask:
     def train_dataset(self, input_context: tf.distribute.InputContext, batch_size: int, seed: int) -> tf.data.Dataset:
         return squad_records.training_dataset(
             self.record_file,
-            seq_length=self.config.max_seq_length,
+            max_seq_length=self.config.max_seq_length,
             batch_size=batch_size,
             seed=seed,
             input_context=input_context,
@@ -273,7 +251,7 @@ class SquadTask:
     def predict(self, model: keras.Model) -> tuple[SquadPredictions, dict]:
         """Answers for `predict_file`, written to `output_dir`; and the prediction statistics."""
         c = self.config
-        features, stats = squad.convert_examples_to_features(
+        features, stats = squad_features.convert_examples_to_features(
             self.predict_examples,
             self.tokenizer,
             max_seq_length=c.max_seq_length,
@@ -304,7 +282,7 @@ class SquadTask:
 
 
 def predict_logits(
-    model: keras.Model, features: Sequence[squad.SquadFeature], batch_size: int = 8
+    model: keras.Model, features: Sequence[squad_features.SquadFeature], batch_size: int = 8
 ) -> tuple[np.ndarray, np.ndarray]:
     """Start and end logits `[num_features, seq]`, in feature order."""
     if not features:
@@ -338,8 +316,8 @@ def answer_questions(
     ['Ann Smith']
     """
     settings = settings or AnswerSettings()
-    examples = squad.examples_from_strings(pairs)
-    features, _ = squad.convert_examples_to_features(
+    examples = squad_examples.examples_from_strings(pairs)
+    features, _ = squad_features.convert_examples_to_features(
         examples,
         tokenizer,
         max_seq_length=max_seq_length,
@@ -363,8 +341,21 @@ def write_squad_predictions(result: SquadPredictions, output_dir: str, version_2
             f.write(json.dumps(value, indent=4) + "\n")
 
 
-def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = None) -> dict:
-    """Trains and/or predicts as `config` says (see the module docstring); returns statistics and metrics."""
+@dataclasses.dataclass
+class SquadResult:
+    """What `run_squad` returns: the fine-tuning result, the evaluations, `predictions.json` (None without
+    `do_predict`), and `metrics`, what `run_squad.py` logs: the example and feature counts, the training metrics
+    (`train_*`, `step`, `seconds`), and the official `exact_match` and `f1` of the predictions when the file has
+    answers (else the prediction statistics)."""
+
+    finetuning: finetuning.FineTuningResult
+    eval_history: list[dict]
+    predictions_file: str | None
+    metrics: dict
+
+
+def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = None) -> SquadResult:
+    """Trains and/or predicts as `config` says (see the module docstring)."""
     _check_config(config)
 
     started = None
@@ -398,4 +389,5 @@ def run_squad(config: SquadConfig, *, strategy: tf.distribute.Strategy | None = 
             writer.flush()
     elif config.do_predict:
         info.update(run.predictions[1])
-    return info
+    predictions_file = os.path.join(config.output_dir, "predictions.json") if config.do_predict else None
+    return SquadResult(result, result.eval_history, predictions_file, info)

@@ -39,7 +39,7 @@ from official.nlp.modeling.encoder import INPUT_NAMES, BertEncoder
 from official.nlp.modeling.feature_tagger import COMBINE, BertFeatureTagger, feature_layers
 from official.nlp.modeling.losses import cross_entropy, weighted_accuracy
 from official.nlp.modeling.models import BertTokenClassifier
-from official.nlp.tasks import finetuning
+from official.nlp.tasks import finetuning, finetuning_config
 
 PREDICTIONS_FILE = "test_predictions.txt"
 EVAL_PREDICTIONS_FILE = "eval_predictions.txt"
@@ -53,7 +53,7 @@ _RECORD_NAMES = {
 
 
 @dataclasses.dataclass
-class TaggingConfig(finetuning.FineTuningConfig):
+class TaggingConfig(finetuning_config.FineTuningConfig):
     """`FineTuningConfig` plus the NER settings (field names are the script's flags); the CoNLL files are IOB1 or
     IOB2 columns (see `data.conll`)."""
 
@@ -370,7 +370,7 @@ def check_feature_flags(config: TaggingConfig) -> None:
 def make_ner_task(config: TaggingConfig, files=None) -> TaggingTask:
     """The task of `config` (fine-tuned or feature-based) with the tokenizer of `config.init_checkpoint`."""
     check_feature_flags(config)
-    files = files or finetuning.init_checkpoint_files(config)
+    files = files or finetuning_config.init_checkpoint_files(config)
     if config.feature_based:
         try:
             # Recorded as spelled out ("all" as its indexes), so that equal choices are equal settings.

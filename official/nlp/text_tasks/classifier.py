@@ -193,7 +193,7 @@ class TextClassifier(TextTask):
                 what="classifier",
                 hint="pass num_classes (or label_names) for a new head on its encoder",
             )
-            recorded = exporter.recorded_settings(cls.serving_task, described.record)
+            recorded = exporter.recorded_settings(cls.serving_task, described)
             label_names = recorded["label_names"] or None
             text_pair = recorded["text_pair"] if text_pair is None else text_pair
             seq_length = recorded["max_seq_length"] if seq_length is None else seq_length

@@ -30,7 +30,7 @@ import tensorflow as tf
 
 from official.nlp.checkpoints import fine_tuned
 from official.nlp.common.errors import InputError
-from official.nlp.data.squad_postprocessing import AnswerSettings
+from official.nlp.data.squad.postprocessing import AnswerSettings
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.serving import exporter
 from official.nlp.text_tasks.base import TextTask, checked_seq_length, model_files, string_column
@@ -94,7 +94,7 @@ class QuestionAnswerer(TextTask):
             what="question-answering head",
             hint="fine-tune one with run_squad.py (its --output_dir is what this takes)",
         )
-        recorded = exporter.recorded_settings(cls.serving_task, described.record)
+        recorded = exporter.recorded_settings(cls.serving_task, described)
         return cls(
             model,
             BertTokenizer(files.vocab_file, files.do_lower_case, vocab_size=files.config.vocab_size),

@@ -155,7 +155,7 @@ class TokenClassifier(TextTask):
                 what="token classifier",
                 hint="pass label_names for a new head on its encoder",
             )
-            recorded = exporter.recorded_settings(cls.serving_task, described.record)
+            recorded = exporter.recorded_settings(cls.serving_task, described)
             label_names = recorded["label_names"] or [str(i) for i in range(model.num_classes)]
             seq_length = recorded["max_seq_length"] if seq_length is None else seq_length
             window_stride = window_stride or recorded["window_stride"]

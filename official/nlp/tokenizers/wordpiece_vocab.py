@@ -196,8 +196,16 @@ class VocabConfig(CheckedConfig):
     max_lines: int | None = field(None, minimum=1, help="Read at most this many lines (all by default).")
 
 
-def build_vocab_file(config: VocabConfig) -> list[str]:
-    """Learns the vocabulary of `config.input_file` and writes it to `config.output_file`; returns it."""
+@dataclasses.dataclass
+class VocabResult:
+    """What `build_vocab_file` wrote: the vocabulary file and its tokens, in id order (reserved tokens first)."""
+
+    output_file: str
+    tokens: list[str]
+
+
+def build_vocab_file(config: VocabConfig) -> VocabResult:
+    """Learns the vocabulary of `config.input_file` and writes it to `config.output_file` (`build_vocab.py`)."""
     # Before the minutes of learning: an output that cannot be written (a folder or a device in its place, a
     # parent that is a file, no permission, a bucket that is not there) is refused now.
     output_files.check_writable(config.output_file, name="--output_file")
@@ -216,4 +224,4 @@ def build_vocab_file(config: VocabConfig) -> list[str]:
         max_unique_chars=config.max_unique_chars,
     )
     write_vocab(vocab, config.output_file, name="--output_file")
-    return vocab
+    return VocabResult(config.output_file, vocab)

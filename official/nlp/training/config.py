@@ -1,9 +1,9 @@
 """`TrainingConfig`: the settings of the training loop that pretraining and every fine-tuning job share.
 
-Optimizer and schedule, precision, distribution, the loop and its checkpoints. `tasks.pretraining.PretrainingConfig`
-and `tasks.finetuning.FineTuningConfig` extend it with their data and model fields (a subclass may change a default
-with `config_flags.override`); each field is a flag of the job's script, with the help written here once
-(`common.config_flags`).
+Optimizer and schedule, precision, distribution, the loop and its checkpoints.
+`tasks.pretraining_config.PretrainingConfig` and `tasks.finetuning_config.FineTuningConfig` extend it with their data
+and model fields (a subclass may change a default with `config_flags.override`); each field is a flag of the job's
+script, with the help written here once (`common.config_flags`).
 
 The fields are keyword-only, so that a subclass may put its own required fields (`output_dir`, `input_file`)
 first.
@@ -18,7 +18,8 @@ import keras
 import tensorflow as tf
 
 from official.nlp.common.config_flags import CheckedConfig, field
-from official.nlp.training import distribution, optimization
+from official.nlp.common.errors import InputError
+from official.nlp.training import distribution, optimization, precision
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -63,7 +64,7 @@ class TrainingConfig(CheckedConfig):
     gradient_accumulation_steps: int = field(1, minimum=1, help="Micro-batches per optimizer step.")
     mixed_precision: str = field(
         "float32",
-        enum=optimization.MIXED_PRECISION,
+        enum=precision.MIXED_PRECISION,
         help=(
             "Compute dtype (auto: the fastest for the hardware); float16 uses dynamic loss scaling and skips (and "
             "counts) steps with non-finite gradients."
@@ -121,4 +122,18 @@ def check_training_settings(config: TrainingConfig, num_replicas: int) -> None:
     """Refuses loop settings that cannot run together, naming each flag, before any data is read: a batch that does
     not split over the replicas and accumulation steps. Each field's own type, allowed values and range are checked
     when the config is made (`config_flags.CheckedConfig`)."""
-    optimization.check_batch_size(config.train_batch_size, num_replicas, config.gradient_accumulation_steps)
+    check_batch_size(config.train_batch_size, num_replicas, config.gradient_accumulation_steps)
+
+
+def check_batch_size(train_batch_size: int, num_replicas: int, gradient_accumulation_steps: int = 1) -> None:
+    """Refuses a global batch that is not positive or does not split evenly over replicas and accumulation steps."""
+    per_step = num_replicas * gradient_accumulation_steps
+    if train_batch_size <= 0:
+        raise InputError(f"--train_batch_size must be positive, got {train_batch_size}")
+    if gradient_accumulation_steps <= 0:
+        raise InputError(f"--gradient_accumulation_steps must be positive, got {gradient_accumulation_steps}")
+    if train_batch_size % per_step:
+        raise InputError(
+            f"--train_batch_size={train_batch_size} must divide by replicas ({num_replicas}) x "
+            f"--gradient_accumulation_steps ({gradient_accumulation_steps}) = {per_step}"
+        )

@@ -1,4 +1,5 @@
-"""What the training loop minimizes and reports, for pretraining and fine-tuning tasks.
+"""What the training loop minimizes and reports, for pretraining and fine-tuning tasks (and, for span prediction, the
+Keras losses of `fit`).
 
 An objective gives, for each loss term, per-element losses and their weights; the loop minimizes the sum over
 terms of `sum(loss * weight) / sum(weight)`, the sums taken over the *global* batch (every replica and every
@@ -23,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+import keras
 import tensorflow as tf
 
 from official.nlp.modeling import losses as bert_losses
@@ -153,3 +155,30 @@ class PretrainingObjective:
         if self.objective == LTR:
             return bert_losses.ltr_metrics(labels, outputs)
         return bert_losses.pretraining_metrics(labels, outputs, self.use_next_sentence_label)
+
+
+SPAN_LOSS_WEIGHTS = {"start_logits": 0.5, "end_logits": 0.5}
+
+
+def span_losses() -> dict:
+    """Keras losses for `BertSpanLabeler.compile`: cross entropy of the start and of the end position."""
+    return {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for name in SPAN_LOSS_WEIGHTS}
+
+
+class SpanObjective:
+    """The original loss for the training loop: the mean of the start and end cross entropies; and accuracies."""
+
+    def loss_weights(self, labels):
+        return {"loss": tf.ones(tf.shape(labels["start_logits"]), tf.float32)}
+
+    def losses(self, labels, outputs):
+        return {
+            "loss": 0.5
+            * (
+                cross_entropy(labels["start_logits"], outputs["start_logits"])
+                + cross_entropy(labels["end_logits"], outputs["end_logits"])
+            )
+        }
+
+    def metrics(self, labels, outputs):
+        return {f"{name[:-7]}_accuracy": weighted_accuracy(labels[name], outputs[name]) for name in SPAN_LOSS_WEIGHTS}

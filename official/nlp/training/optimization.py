@@ -40,9 +40,6 @@ from official.nlp.common.errors import InputError
 from official.nlp.training import precision
 
 OPTIMIZERS = ("adamw", "lamb")
-# `--mixed_precision` values and the Keras dtype policy each one computes in (variables stay float32). `auto` is
-# one of the others, picked for the hardware by `precision.resolve_mixed_precision`.
-MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16", "auto": None}
 
 # Keras matches these with `re.search` against each variable's short name: Keras' LayerNormalization names its
 # weights `gamma` and `beta`, dense layers `bias`; the CamelCase and snake_case spellings cover custom layers.
@@ -286,7 +283,7 @@ def create_optimizer(
     optimizer_type = optimizer_type.lower()
     if optimizer_type not in OPTIMIZERS:
         raise InputError(f"optimizer_type must be one of {OPTIMIZERS}, got {optimizer_type!r}")
-    _check_mixed_precision(mixed_precision)
+    precision.check_mixed_precision(mixed_precision)
     if epsilon is not None and not epsilon > 0:
         raise InputError(f"--adam_epsilon={epsilon} must be positive (or left unset for the recipe's default)")
     check_schedule(
@@ -373,37 +370,10 @@ def check_schedule(
         raise InputError("; ".join(problems))
 
 
-def check_batch_size(train_batch_size: int, num_replicas: int, gradient_accumulation_steps: int = 1) -> None:
-    """Refuses a global batch that is not positive or does not split evenly over replicas and accumulation steps."""
-    per_step = num_replicas * gradient_accumulation_steps
-    if train_batch_size <= 0:
-        raise InputError(f"--train_batch_size must be positive, got {train_batch_size}")
-    if gradient_accumulation_steps <= 0:
-        raise InputError(f"--gradient_accumulation_steps must be positive, got {gradient_accumulation_steps}")
-    if train_batch_size % per_step:
-        raise InputError(
-            f"--train_batch_size={train_batch_size} must divide by replicas ({num_replicas}) x "
-            f"--gradient_accumulation_steps ({gradient_accumulation_steps}) = {per_step}"
-        )
-
-
-def _check_mixed_precision(mixed_precision: str) -> None:
-    """The one check of a `mixed_precision` argument given to these functions directly; a job's config checks its
-    `--mixed_precision` field when it is made (`config_flags.CheckedConfig`)."""
-    if mixed_precision not in MIXED_PRECISION:
-        raise InputError(f"mixed_precision={mixed_precision!r}: must be one of {', '.join(MIXED_PRECISION)}")
-
-
 def default_epsilon(optimizer_type: str = "adamw", adam_bias_correction: bool = False) -> float:
     """Adam's epsilon in the recipe the optimizer follows: PyTorch's 1e-8 for AdamW with bias correction (the
     Hugging Face recipes), else the original BERT's (and LAMB's) 1e-6."""
     return 1e-8 if optimizer_type.lower() == "adamw" and adam_bias_correction else 1e-6
-
-
-def dtype_policy(mixed_precision: str = "float32") -> keras.DTypePolicy:
-    """The Keras dtype policy of a `--mixed_precision` value (see `MIXED_PRECISION`; `auto` fits the hardware)."""
-    _check_mixed_precision(mixed_precision)
-    return keras.dtype_policies.get(MIXED_PRECISION[precision.resolve_mixed_precision(mixed_precision)])
 
 
 def current_learning_rate(optimizer: keras.optimizers.Optimizer) -> float:

@@ -1,4 +1,5 @@
-"""Precision that fits the hardware: what `--mixed_precision=auto` picks, and a warning when bfloat16 is emulated.
+"""Precision: the `--mixed_precision` values and the Keras dtype policy of each (`MIXED_PRECISION`,
+`dtype_policy`); what `--mixed_precision=auto` picks for the hardware, and a warning when bfloat16 is emulated.
 
 bfloat16 halves memory traffic and, with native units, doubles or quadruples matmul speed. Without them it is
 emulated, and slower than float32: on an Intel Xeon without AVX512_BF16, a bfloat16 matmul ran at a quarter of
@@ -26,8 +27,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from typing import TYPE_CHECKING
 
 from absl import logging
+
+from official.nlp.common.errors import InputError
+
+if TYPE_CHECKING:
+    import keras
+
+# `--mixed_precision` values and the Keras dtype policy each one computes in (variables stay float32). `auto` is
+# one of the others, picked for the hardware by `precision.resolve_mixed_precision`.
+MIXED_PRECISION = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16", "auto": None}
 
 # CPU flags (as /proc/cpuinfo spells them) of native bfloat16 arithmetic that oneDNN uses.
 BF16_CPU_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
@@ -133,3 +144,19 @@ def resolve_mixed_precision(mixed_precision: str, hardware: Hardware | None = No
     if hardware.kind == "cpu" and not native_bfloat16(hardware):
         _warn_emulated_bfloat16(hardware)
     return mixed_precision
+
+
+def check_mixed_precision(mixed_precision: str) -> None:
+    """The one check of a `mixed_precision` argument given directly to `dtype_policy` or
+    `optimization.create_optimizer`; a job's config checks its `--mixed_precision` field when it is made
+    (`config_flags.CheckedConfig`)."""
+    if mixed_precision not in MIXED_PRECISION:
+        raise InputError(f"mixed_precision={mixed_precision!r}: must be one of {', '.join(MIXED_PRECISION)}")
+
+
+def dtype_policy(mixed_precision: str = "float32") -> keras.DTypePolicy:
+    """The Keras dtype policy of a `--mixed_precision` value (see `MIXED_PRECISION`; `auto` fits the hardware)."""
+    import keras  # here: the rest of this module imports TensorFlow only where it needs it
+
+    check_mixed_precision(mixed_precision)
+    return keras.dtype_policies.get(MIXED_PRECISION[resolve_mixed_precision(mixed_precision)])

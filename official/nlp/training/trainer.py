@@ -46,8 +46,9 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import our_checkpoints
-from official.nlp.common import interruption, output_files
+from official.nlp.common import output_files
 from official.nlp.common.errors import InputError
+from official.nlp.common.processes import interruption
 from official.nlp.training import distribution, summaries
 from official.nlp.training.checkpointing import CheckpointKeeper
 from official.nlp.training.config import TrainingConfig

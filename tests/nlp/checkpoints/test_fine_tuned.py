@@ -16,7 +16,7 @@ from official.nlp.checkpoints.peers import hf_export
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
-from official.nlp.modeling.models import BertClassifier, BertMultipleChoice, BertTokenClassifier
+from official.nlp.modeling.models import BertClassifier, BertMultipleChoice, BertSpanLabeler, BertTokenClassifier
 from official.nlp.serving import exporter
 from official.nlp.tasks import classification, multiple_choice, tagging
 
@@ -94,6 +94,24 @@ def test_a_directory_of_an_older_run_still_reads(files, tmp_path):
         fine_tuned.load_fine_tuned(files.checkpoint, what="classifier", hint="pass num_classes")
     with pytest.raises(InputError, match="holds no fine-tuned classifier head; fine-tune one"):
         fine_tuned.load_fine_tuned(files.checkpoint, serving_task="classifier", what="classifier head")
+
+
+def test_a_run_without_best_model_says_so_and_loads_through_its_task(files, tmp_path):
+    """A fine-tuning --output_dir trained without evaluation has checkpoints and the run's settings, which name its
+    task but (SQuAD's dense head) not its head kind: loading it without the task says that, not that it holds no
+    head; with the task (what the text task and the export pass) it loads with its head."""
+    model = BertSpanLabeler(BertEncoder.from_bert_config(files.config))
+    run = tmp_path / "run"
+    model_dir.save_model_dir(str(run), model, vocab_file=files.vocab_file, do_lower_case=True)
+    (run / "bert_config.json").unlink()
+    settings = {"task": "squad_v1.1", "bert_config": files.config.to_dict(), "do_lower_case": True}
+    (run / "finetuning_settings.json").write_text(json.dumps({**settings, "vocab_file": files.vocab_file}))
+    with pytest.raises(InputError, match=f"^{run} is a squad_v1.1 fine-tuning run without best_model/"):
+        fine_tuned.load_fine_tuned(str(run))
+    described, loaded = fine_tuned.load_fine_tuned(str(run), serving_task="squad")
+    assert isinstance(loaded, BertSpanLabeler) and described.task == "squad_v1.1"
+    for mine, theirs in zip(model.weights, loaded.weights):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
 
 
 def _hf_classifier(files, tmp_path, labels, **config_changes):
@@ -187,7 +205,9 @@ def test_a_feature_based_tagger_is_refused_by_name_not_by_a_checkpoint_mismatch(
     )
     model_files = model_loading.read_model_files(path)
     with pytest.raises(
-        InputError, match=r"feature_tagger head, which only the job that trained it builds .* as a ner head\. Export"
+        InputError,
+        match=r"feature_tagger head, which only the job that trained it builds .* as a ner head; it is a "
+        r"feature-based NER model .*: tag files with run_ner --do_predict",
     ):
         exporter.load_task_model("ner", model_files, path)
     assert fine_tuned.describe(path).labels == ["O", "B", "I"]

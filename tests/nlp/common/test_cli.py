@@ -46,7 +46,7 @@ def test_a_bug_keeps_its_traceback(tmp_path):
 
 
 def test_noise_filter_keeps_everything_but_cpp_start_up_chatter():
-    from official.nlp.common import cli
+    from official.nlp.common import quiet_start
 
     noise = [
         b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
@@ -62,10 +62,10 @@ def test_noise_filter_keeps_everything_but_cpp_start_up_chatter():
         b"Traceback (most recent call last):",
         b"run_pretraining: input.tfrecord: corrupt",
     ]
-    assert all(cli._is_noise(line) for line in noise)
-    assert not any(cli._is_noise(line) for line in kept)
-    assert cli._verbosity(["x.py", "--verbosity=1"]) == 1 and cli._verbosity(["x.py", "-v", "2"]) == 2
-    assert cli._verbosity(["x.py", "--input_file=a"]) == 0
+    assert all(quiet_start._is_noise(line) for line in noise)
+    assert not any(quiet_start._is_noise(line) for line in kept)
+    assert quiet_start._verbosity(["x.py", "--verbosity=1"]) == 1 and quiet_start._verbosity(["x.py", "-v", "2"]) == 2
+    assert quiet_start._verbosity(["x.py", "--input_file=a"]) == 0
 
 
 NOISY = textwrap.dedent("""
@@ -122,7 +122,7 @@ POOL = textwrap.dedent("""
     import multiprocessing
     import sys
 
-    from official.nlp.common import cli
+    from official.nlp.common import cli, quiet_start
 
     def shout(i):
         print(f"worker {i} says", file=sys.stderr, flush=True)
@@ -131,10 +131,10 @@ POOL = textwrap.dedent("""
         with multiprocessing.get_context("spawn").Pool(1) as pool:
             pool.map(shout, [1])
         print("main's last words", file=sys.stderr, flush=True)
-        cli._filter.close()
+        quiet_start._filter.close()
         # multiprocessing's resource tracker, which outlives atexit, still holds the pipe's write end: close()
         # must not wait for an end of file that comes only after this process is gone.
-        print("filter thread alive:", cli._filter.thread.is_alive())
+        print("filter thread alive:", quiet_start._filter.thread.is_alive())
 
     if __name__ == "__main__":
         cli.run(main, script="pool")

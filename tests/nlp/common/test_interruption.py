@@ -11,7 +11,8 @@ from tests.conftest import REPO_ROOT
 
 SCRIPT = textwrap.dedent("""
     import os, signal, sys, time
-    from official.nlp.common import cli, interruption
+    from official.nlp.common import cli
+    from official.nlp.common.processes import interruption
 
     def main(argv):
         where = os.environ["WHERE"]  # not an argument: a script takes flags only
@@ -87,7 +88,8 @@ def test_a_program_that_imports_a_script_keeps_its_own_ctrl_c(tmp_path):
 
 SWALLOWED = textwrap.dedent("""
     import gc, os, signal, sys, time
-    from official.nlp.common import cli, interruption
+    from official.nlp.common import cli
+    from official.nlp.common.processes import interruption
 
     class Finalized:
         def __del__(self):  # as a tf.data iterator's: a Ctrl-C here is "Exception ignored in ..." in plain Python

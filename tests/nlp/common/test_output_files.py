@@ -58,7 +58,7 @@ def test_a_full_disk_names_the_output_not_the_input_or_the_staging_file(tmp_path
     import errno
     import shutil
 
-    from official.nlp.common import output_files
+    from official.nlp.common import full_disk, output_files
 
     source, target = tmp_path / "in.txt", tmp_path / "out" / "vocab.txt"
     source.write_text("[PAD]\n")
@@ -74,7 +74,7 @@ def test_a_full_disk_names_the_output_not_the_input_or_the_staging_file(tmp_path
 
     output = tmp_path / "model"
     with pytest.raises(InputError) as raised:
-        with output_files.naming_output_when_full(str(output), name="--output_dir"):
+        with full_disk.naming_output_when_full(str(output), name="--output_dir"):
             output_files.copy(str(source), str(tmp_path / ".model.staging" / "vocab.txt"))
     assert str(raised.value) == (
         f"--output_dir={output}: cannot be written (No space left on device), and nothing of it was kept; free some "
@@ -86,13 +86,13 @@ def test_a_full_disk_names_the_output_not_the_input_or_the_staging_file(tmp_path
     from official.nlp.common import input_files
 
     with pytest.raises(InputError, match=r"cannot be written \(File too large\).*raise the file size limit"):
-        with output_files.naming_output_when_full(str(output), name="--output_dir"):
+        with full_disk.naming_output_when_full(str(output), name="--output_dir"):
             raise tf.errors.OutOfRangeError(None, None, "/x/.model.staging/ckpt-1_temp/part-0; File too large")
     with pytest.raises(InputError, match=r"--output_dir=.*: cannot be written \(No space left on device\)"):
-        with output_files.naming_output_when_full(str(output), name="--output_dir"):
+        with full_disk.naming_output_when_full(str(output), name="--output_dir"):
             with input_files.user_path("/x/.model.staging/vocab.txt"):
                 raise tf.errors.ResourceExhaustedError(None, None, "/x/.model.staging/vocab.txt; No space left")
     # Anything else passes unchanged.
     with pytest.raises(tf.errors.ResourceExhaustedError, match="OOM when allocating"):
-        with output_files.naming_output_when_full(str(output)):
+        with full_disk.naming_output_when_full(str(output)):
             raise tf.errors.ResourceExhaustedError(None, None, "OOM when allocating tensor")

@@ -6,7 +6,8 @@ import sys
 
 import tensorflow as tf
 
-from official.nlp.common import output_files, owners
+from official.nlp.common import output_files
+from official.nlp.common.processes import owners
 
 
 def _dead_pid() -> int:

@@ -4,17 +4,18 @@ import json
 
 import numpy as np
 
-from official.nlp.data import squad
-from official.nlp.data import squad_postprocessing as pp
+from official.nlp.data.squad import examples as squad_examples
+from official.nlp.data.squad import features as squad_features
+from official.nlp.data.squad import postprocessing as pp
 from official.nlp.metrics import squad as squad_metrics
 
 
 def oracle_run(path, tokenizer, *, version_2_with_negative, max_seq_length=384, doc_stride=128):
     """Features for every question (as for training: first gold answer), oracle logits, answers and metrics."""
-    examples, report = squad.read_squad_examples(
+    examples, report = squad_examples.read_squad_examples(
         str(path), is_training=True, version_2_with_negative=version_2_with_negative
     )
-    features, stats = squad.convert_examples_to_features(
+    features, stats = squad_features.convert_examples_to_features(
         examples, tokenizer, max_seq_length=max_seq_length, doc_stride=doc_stride, max_query_length=64, is_training=True
     )
     rows = np.arange(len(features))

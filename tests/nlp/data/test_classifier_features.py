@@ -7,7 +7,7 @@ import pytest
 
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_examples, classifier_features, feature_cache, glue
-from official.nlp.data.squad import doc_windows
+from official.nlp.data.squad.features import doc_windows
 from official.nlp.tasks import feature_extraction
 from official.nlp.tokenizers.tokenization import FullTokenizer
 

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import classifier_examples, conll, glue, squad, swag
+from official.nlp.data import classifier_examples, conll, glue, swag
+from official.nlp.data.squad import examples as squad_examples
 from official.nlp.modeling.configs import BertConfig
 
 
@@ -100,7 +101,7 @@ def test_squad(tmp_path, shared_data, codec):
     text = json.dumps(data, ensure_ascii=False, indent=1)
     path, line = write(tmp_path / "dev.json", text, codec)
     with pytest.raises(InputError) as e:
-        squad.read_squad_examples(path, is_training=False, version_2_with_negative=True)
+        squad_examples.read_squad_examples(path, is_training=False, version_2_with_negative=True)
     assert_names(e, path, line, codec)
 
 

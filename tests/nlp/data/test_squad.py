@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import squad
-from official.nlp.data import squad_postprocessing as pp
+from official.nlp.data.squad import examples as squad_examples
+from official.nlp.data.squad import features as squad_features
+from official.nlp.data.squad import postprocessing as pp
 from official.nlp.tokenizers.tokenization import FullTokenizer
 from tests.nlp.data.squad_oracle import oracle_run
 
@@ -24,7 +25,7 @@ def _write(tmp_path, qas, context="Steve Smith's team won in 1895. Then (1895-19
 
 
 def test_split_context_maps_characters_to_words():
-    words, offsets = squad.split_context(" ab  c\u202fd")
+    words, offsets = squad_examples.split_context(" ab  c\u202fd")
     assert words == ["ab", "c", "d"]
     assert offsets == [-1, 0, 0, 0, 0, 1, 1, 2]
 
@@ -34,17 +35,17 @@ def test_reading_counts_bad_answers_and_empty_contexts(tmp_path):
         {"id": "ok", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 0}]},
         {"id": "elsewhere", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 20}]},
     ]
-    examples, report = squad.read_squad_examples(_write(tmp_path, qas), is_training=True)
+    examples, report = squad_examples.read_squad_examples(_write(tmp_path, qas), is_training=True)
     assert [e.qas_id for e in examples] == ["ok"]
     assert report.answer_mismatch == [
         ("elsewhere", "answer_start=20 does not point at 'Steve Smith' (the text is at 0)")
     ]
     assert (examples[0].start_position, examples[0].end_position) == (0, 1)
     # For prediction the question stays (its answers are only references).
-    examples, report = squad.read_squad_examples(_write(tmp_path, qas), is_training=False)
+    examples, report = squad_examples.read_squad_examples(_write(tmp_path, qas), is_training=False)
     assert len(examples) == 2 and report.answer_mismatch == []
     path = _write(tmp_path, [{"id": "e", "question": "?", "answers": []}], context="  ")
-    examples, report = squad.read_squad_examples(path, is_training=False)
+    examples, report = squad_examples.read_squad_examples(path, is_training=False)
     assert [qid for qid, _ in report.empty_context] == ["e"]
 
 
@@ -77,7 +78,7 @@ def test_reading_counts_bad_answers_and_empty_contexts(tmp_path):
 )
 def test_training_answers_follow_the_original_rule(tmp_path, context, text, start, words):
     qas = [{"id": "q", "question": "Where?", "answers": [{"text": text, "answer_start": start}]}]
-    examples, report = squad.read_squad_examples(_write(tmp_path, qas, context=context), is_training=True)
+    examples, report = squad_examples.read_squad_examples(_write(tmp_path, qas, context=context), is_training=True)
     if words is None:
         assert examples == [] and [qid for qid, _ in report.answer_mismatch] == ["q"]
     else:
@@ -95,10 +96,10 @@ def test_every_reference_answer_of_squad_v1_dev_is_kept(shared_data):
     for article in data:
         for paragraph in article["paragraphs"]:
             context = paragraph["context"]
-            words, offsets = squad.split_context(context)
+            words, offsets = squad_examples.split_context(context)
             for qa in paragraph["qas"]:
                 for answer in qa["answers"]:
-                    span = squad._answer_words(answer["text"], answer["answer_start"], words, offsets)
+                    span = squad_examples._answer_words(answer["text"], answer["answer_start"], words, offsets)
                     assert span is not None, qa["id"]
                     count += 1
     assert count == 34726
@@ -117,35 +118,37 @@ def test_every_reference_answer_of_squad_v1_dev_is_kept(shared_data):
 )
 def test_reading_refuses_structural_errors(tmp_path, qa, message):
     with pytest.raises(InputError, match=message):
-        squad.read_squad_examples(_write(tmp_path, [qa]), is_training=True)
+        squad_examples.read_squad_examples(_write(tmp_path, [qa]), is_training=True)
 
 
 def test_reading_refuses_non_json(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text("{not json")
     with pytest.raises(InputError, match="not valid JSON"):
-        squad.read_squad_examples(str(path), is_training=False)
+        squad_examples.read_squad_examples(str(path), is_training=False)
 
 
 def test_features_improved_span_windows_and_max_context(tokenizer):
     # Hand-worked: "(1895-1943)." is one word; the answer "1895" is its second token after improvement.
     context = "The war lasted (1895-1943). It was long and it was hard and it was over."
-    ex = squad.SquadExample(
+    ex = squad_examples.SquadExample(
         "q",
         "When?",
-        *squad.split_context(context)[:1],
+        *squad_examples.split_context(context)[:1],
         context,
         orig_answer_text="1895",
         start_position=3,
         end_position=3,
     )
-    features, stats = squad.convert_examples_to_features(
+    features, stats = squad_features.convert_examples_to_features(
         [ex], tokenizer, max_seq_length=16, doc_stride=4, max_query_length=4, is_training=True
     )
     # Question "when ?" = 2 tokens, 16 - 2 - 3 = 11 context tokens per window, windows 4 tokens apart.
     doc = tokenizer.tokenize(context)
     assert [len(f.tokens) - 5 for f in features] == [11, 11, 11, 9][: len(features)]
-    assert squad.doc_windows(len(doc), 11, 4) == [(i, min(11, len(doc) - i)) for i in range(0, len(doc) - 7, 4)]
+    assert squad_features.doc_windows(len(doc), 11, 4) == [
+        (i, min(11, len(doc) - i)) for i in range(0, len(doc) - 7, 4)
+    ]
     first = features[0]
     assert first.tokens[:4] == ["[CLS]", "when", "?", "[SEP]"]
     assert first.tokens[first.start_position] == "1895" and first.start_position == first.end_position
@@ -155,7 +158,8 @@ def test_features_improved_span_windows_and_max_context(tokenizer):
             f
             for f in features
             for p, orig in f.token_to_orig_map.items()
-            if f.token_is_max_context[p] and p - 4 + squad.doc_windows(len(doc), 11, 4)[f.doc_span_index][0] == position
+            if f.token_is_max_context[p]
+            and p - 4 + squad_features.doc_windows(len(doc), 11, 4)[f.doc_span_index][0] == position
         ]
         assert len(owners) == 1
     # Windows that do not hold the whole answer point at [CLS].
@@ -164,14 +168,14 @@ def test_features_improved_span_windows_and_max_context(tokenizer):
 
 
 def test_long_questions_are_truncated_and_counted(tokenizer):
-    ex = squad.examples_from_strings([("one two three four five six", "a b c")])
-    features, stats = squad.convert_examples_to_features(
+    ex = squad_examples.examples_from_strings([("one two three four five six", "a b c")])
+    features, stats = squad_features.convert_examples_to_features(
         ex, tokenizer, max_seq_length=16, doc_stride=4, max_query_length=3, is_training=False
     )
     assert stats.truncated_questions == ["0"]
     assert features[0].tokens[:5] == ["[CLS]", "one", "two", "three", "[SEP]"]
     with pytest.raises(InputError, match="--max_seq_length=8"):
-        squad.convert_examples_to_features(
+        squad_features.convert_examples_to_features(
             ex, tokenizer, max_seq_length=8, doc_stride=4, max_query_length=5, is_training=False
         )
 
@@ -190,8 +194,8 @@ def test_get_final_text(pred, orig, expected):
 
 
 def _one_window(tokenizer, question, context, seq=32):
-    examples = squad.examples_from_strings([(question, context)])
-    features, _ = squad.convert_examples_to_features(
+    examples = squad_examples.examples_from_strings([(question, context)])
+    features, _ = squad_features.convert_examples_to_features(
         examples, tokenizer, max_seq_length=seq, doc_stride=8, max_query_length=8, is_training=False
     )
     return examples, features
@@ -316,8 +320,8 @@ def test_postprocess_best_span_matches_exhaustive_search(tokenizer):
 
 def test_question_without_windows_answers_empty(tokenizer):
     # An empty context (counted when read) has no window: "" (the original would write "empty"), and abstains.
-    examples = squad.examples_from_strings([("who?", "   ")])
-    features, _ = squad.convert_examples_to_features(
+    examples = squad_examples.examples_from_strings([("who?", "   ")])
+    features, _ = squad_features.convert_examples_to_features(
         examples, tokenizer, max_seq_length=16, doc_stride=4, max_query_length=4, is_training=False
     )
     assert features == []
@@ -330,11 +334,11 @@ def test_question_without_windows_answers_empty(tokenizer):
 
 def test_a_stride_longer_than_a_window_is_refused_naming_the_largest_that_covers(tokenizer):
     """--doc_stride=128 --max_seq_length=128: 61 context tokens per window, so a stride of 128 cannot be honoured."""
-    ex = squad.examples_from_strings([("a question", "some context")])
+    ex = squad_examples.examples_from_strings([("a question", "some context")])
     with pytest.raises(InputError, match=r"--doc_stride=128 .* = 61 tokens.*pass --doc_stride=61 or less"):
-        squad.convert_examples_to_features(
+        squad_features.convert_examples_to_features(
             ex, tokenizer, max_seq_length=128, doc_stride=128, max_query_length=64, is_training=False
         )
-    squad.convert_examples_to_features(
+    squad_features.convert_examples_to_features(
         ex, tokenizer, max_seq_length=128, doc_stride=61, max_query_length=64, is_training=False
     )

@@ -16,7 +16,8 @@ import json
 
 import pytest
 
-from official.nlp.data import squad
+from official.nlp.data.squad import examples as squad_examples
+from official.nlp.data.squad import features as squad_features
 from official.nlp.metrics import squad as squad_metrics
 from official.nlp.tokenizers.tokenization import BasicTokenizer, FullTokenizer
 from tests.nlp.data.squad_oracle import oracle_run
@@ -75,8 +76,8 @@ def _first_answers(path):
 
 def _cut_inside_word(context, start, text):
     end = start + len(text)
-    return (start > 0 and not squad._is_whitespace(context[start - 1])) or (
-        end < len(context) and not squad._is_whitespace(context[end])
+    return (start > 0 and not squad_examples._is_whitespace(context[start - 1])) or (
+        end < len(context) and not squad_examples._is_whitespace(context[end])
     )
 
 
@@ -84,7 +85,7 @@ def classify_shortfalls(path, examples, features, predictions, max_answer_length
     """Cause -> question ids, for every question whose oracle prediction misses all its references."""
     basic = BasicTokenizer(do_lower_case=True)
     first = _first_answers(path)
-    by_example = squad.group_features(features)
+    by_example = squad_features.group_features(features)
     causes = collections.defaultdict(list)
     for index, example in enumerate(examples):
         prediction = predictions[example.qas_id]

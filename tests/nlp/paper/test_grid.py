@@ -10,6 +10,7 @@ import pytest
 from official.nlp.common.errors import InputError
 from official.nlp.paper import budgets, grid
 from official.nlp.paper.budgets import BUDGETS
+from official.nlp.paper.stages import FEATURE_BASED_SHARE, estimate
 
 
 def _ids(stages, kind):
@@ -109,8 +110,8 @@ def test_feature_based_runs_have_their_own_epochs_and_seeds():
     assert len(feature_runs) == len(grid.FEATURE_CHOICES) and {s.seed for s in feature_runs} == {1}
     tuned = by_id[grid.finetune_id("mlm_nsp", "L4-H128-A2", "ner", None, 1)]
     # 8 epochs against 2, at 0.6 of a fine-tuning epoch's cost: 2.4 times the run, overheads aside.
-    ratio = (grid.estimate(feature_runs[0], budget, 8192) - 8) / (grid.estimate(tuned, budget, 8192) - 8)
-    assert ratio == pytest.approx(8 / 2 * grid.FEATURE_BASED_SHARE)
+    ratio = (estimate(feature_runs[0], budget, 8192) - 8) / (estimate(tuned, budget, 8192) - 8)
+    assert ratio == pytest.approx(8 / 2 * FEATURE_BASED_SHARE)
     # Without their own numbers they are the NER task's.
     plain = dataclasses.replace(budget, feature_epochs=None, feature_seeds=None)
     assert (plain.feature_based.epochs, plain.feature_based.seeds) == (2.0, budget.tasks["ner"].seeds)

@@ -3,7 +3,7 @@ exported by `serving.exporter.export_model`, loaded in a fresh process that impo
 tensorflow_text (never `official`), and every signature is checked against the in-memory Keras model fed by the
 pure-Python tokenizer and the original packing rules. The token-id SavedModels are also run in a process without
 tensorflow_text. SQuAD answers are checked against the `run_squad.py --do_predict` post-processing
-(`official.nlp.data.squad_postprocessing`) on dev-set strings.
+(`official.nlp.data.squad.postprocessing`) on dev-set strings.
 """
 
 import csv
@@ -17,7 +17,9 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.checkpoints import model_dir
-from official.nlp.data import squad, squad_postprocessing
+from official.nlp.data.squad import examples as squad_examples
+from official.nlp.data.squad import features as squad_features
+from official.nlp.data.squad import postprocessing as squad_postprocessing
 from official.nlp.modeling import models
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -532,8 +534,8 @@ def test_pretrainer(exported, served, tok, texts):
 
 def _run_squad_answers(model, tok, pairs, seq_length, settings, version_2_with_negative=False):
     """What `run_squad.py --do_predict` writes for these strings: its features, the model, its post-processing."""
-    examples = squad.examples_from_strings(pairs)
-    features, _ = squad.convert_examples_to_features(
+    examples = squad_examples.examples_from_strings(pairs)
+    features, _ = squad_features.convert_examples_to_features(
         examples,
         tok,
         max_seq_length=seq_length,
@@ -599,8 +601,8 @@ def test_squad_v2_null_threshold(exported, tok, shared_data, uncased_vocab, grap
         got = module.serve_text(
             {"question": tf.constant([q for q, _ in pairs]), "context": tf.constant([c for _, c in pairs])}
         )
-        examples = squad.examples_from_strings(pairs)
-        features, _ = squad.convert_examples_to_features(
+        examples = squad_examples.examples_from_strings(pairs)
+        features, _ = squad_features.convert_examples_to_features(
             examples,
             tok,
             max_seq_length=SQUAD_L,

@@ -19,7 +19,7 @@ from official.nlp.common.errors import InputError, OutputExistsError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier
-from official.nlp.tasks import classification, pretraining
+from official.nlp.tasks import classification, pretraining, pretraining_config
 from tests import pretraining_records
 from tests.run_scripts.test_user_errors import CONFIG
 
@@ -58,8 +58,8 @@ def scratch(tmp_path):
     return tmp_path
 
 
-def _pretraining(scratch, **fields) -> pretraining.PretrainingConfig:
-    return pretraining.PretrainingConfig(
+def _pretraining(scratch, **fields) -> pretraining_config.PretrainingConfig:
+    return pretraining_config.PretrainingConfig(
         input_file=str(scratch / "data" / "*.tfrecord"),
         bert_config=BertConfig(**CONFIG),
         vocab_file=str(scratch / "vocab.txt"),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from official.nlp.checkpoints import conversion, model_loading
-from official.nlp.common import owners
+from official.nlp.common.processes import owners
 from official.nlp.tasks import feature_extraction as fe
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -50,12 +50,12 @@ def test_truncate_seq_pair_pops_the_longer_and_b_on_ties():
 
 def test_features_follow_the_original_layout_and_truncation():
     examples = [fe.ExtractionExample(0, "a b c d e f", "x y z"), fe.ExtractionExample(1, "one two three four five")]
-    features = fe.convert_extraction_examples(examples, seq_length=9, tokenizer=_WhitespaceTokenizer())
+    features = fe.convert_extraction_examples(examples, max_seq_length=9, tokenizer=_WhitespaceTokenizer())
     assert features[0].tokens == ["[CLS]", "a", "b", "c", "[SEP]", "x", "y", "z", "[SEP]"]
     assert features[0].input_type_ids == [0, 0, 0, 0, 0, 1, 1, 1, 1]
     assert features[1].tokens == ["[CLS]", "one", "two", "three", "four", "five", "[SEP]"]
     assert set(features[1].input_type_ids) == {0}
-    short = fe.convert_extraction_examples([examples[1]], seq_length=4, tokenizer=_WhitespaceTokenizer())
+    short = fe.convert_extraction_examples([examples[1]], max_seq_length=4, tokenizer=_WhitespaceTokenizer())
     assert short[0].tokens == ["[CLS]", "one", "two", "[SEP]"]
 
 

@@ -19,7 +19,7 @@ from official.nlp.data import feature_cache
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier
-from official.nlp.tasks import finetuning, finetuning_outputs
+from official.nlp.tasks import finetuning, finetuning_config, finetuning_outputs
 from official.nlp.training.objectives import SparseCategoricalObjective
 from tests import pretraining_records
 
@@ -103,7 +103,7 @@ def _config(init_dir, output_dir, **overrides):
         warmup_proportion=0.0,
     )
     values.update(overrides)
-    return finetuning.FineTuningConfig(**values)
+    return finetuning_config.FineTuningConfig(**values)
 
 
 @pytest.fixture(scope="module")
@@ -329,7 +329,7 @@ class FirstEpochBestTask(ToyTask):
 
 
 @dataclasses.dataclass
-class JobsConfig(finetuning.FineTuningConfig):
+class JobsConfig(finetuning_config.FineTuningConfig):
     do_train: bool = True
     do_eval: bool = True
     do_predict: bool = True

@@ -15,7 +15,7 @@ from official.nlp.checkpoints import model_dir, model_loading
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertTokenClassifier
-from official.nlp.tasks import feature_extraction, finetuning, tagging
+from official.nlp.tasks import feature_extraction, finetuning, finetuning_config, tagging
 from tests import pretraining_records
 from tests.nlp.modeling import causality
 
@@ -102,7 +102,7 @@ class ToyTagging:
 
 @pytest.mark.slow
 def test_fine_tuning_keeps_the_model_left_to_right(ltr_dir, tmp_path):
-    config = finetuning.FineTuningConfig(
+    config = finetuning_config.FineTuningConfig(
         output_dir=str(tmp_path / "out"),
         init_checkpoint=ltr_dir,
         max_seq_length=SEQ,

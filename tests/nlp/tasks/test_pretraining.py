@@ -13,18 +13,13 @@ import tensorflow as tf
 
 from official.nlp.checkpoints import model_dir, model_loading
 from official.nlp.common.errors import InputError
-from official.nlp.data.pretraining.dataloader import PretrainDataError
+from official.nlp.data.pretraining.record_files import PretrainDataError
 from official.nlp.modeling import losses
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier
-from official.nlp.tasks.pretraining import (
-    PretrainingConfig,
-    PretrainingObjective,
-    build_pretrainer,
-    make_data_loader,
-    run_pretraining,
-)
+from official.nlp.tasks.pretraining import PretrainingObjective, build_pretrainer, make_data_loader, run_pretraining
+from official.nlp.tasks.pretraining_config import PretrainingConfig
 from official.nlp.training import optimization
 from tests import pretraining_records
 

@@ -17,13 +17,8 @@ from official.nlp.common.errors import InputError
 from official.nlp.modeling import losses
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.serving import exporter
-from official.nlp.tasks.pretraining import (
-    PretrainingConfig,
-    PretrainingObjective,
-    build_pretrainer,
-    make_data_loader,
-    run_pretraining,
-)
+from official.nlp.tasks.pretraining import PretrainingObjective, build_pretrainer, make_data_loader, run_pretraining
+from official.nlp.tasks.pretraining_config import PretrainingConfig
 from tests import pretraining_records
 
 VOCAB = 1000

@@ -9,13 +9,17 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.common.errors import InputError
-from official.nlp.data import feature_cache, squad, squad_records
-from official.nlp.data.squad_postprocessing import AnswerSettings
+from official.nlp.data import feature_cache
+from official.nlp.data.squad import examples as squad_examples
+from official.nlp.data.squad import features as squad_features
+from official.nlp.data.squad import records as squad_records
+from official.nlp.data.squad.postprocessing import AnswerSettings
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertSpanLabeler
 from official.nlp.tasks import question_answering as qa
 from official.nlp.tokenizers.tokenization import FullTokenizer
+from official.nlp.training import objectives
 
 SEQ = 64
 
@@ -41,8 +45,8 @@ def slice_features(shared_data, uncased_vocab, tmp_path_factory):
     path = tmp_path_factory.mktemp("squad") / "slice.json"
     path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": article["paragraphs"][:1]}]}))
     tokenizer = FullTokenizer(uncased_vocab, do_lower_case=True)
-    examples, _ = squad.read_squad_examples(str(path), is_training=True, version_2_with_negative=True)
-    features, _ = squad.convert_examples_to_features(
+    examples, _ = squad_examples.read_squad_examples(str(path), is_training=True, version_2_with_negative=True)
+    features, _ = squad_features.convert_examples_to_features(
         examples, tokenizer, max_seq_length=SEQ, doc_stride=24, max_query_length=16, is_training=True
     )
     record = str(path.with_suffix(".tf_record"))
@@ -53,7 +57,7 @@ def slice_features(shared_data, uncased_vocab, tmp_path_factory):
 def test_records_round_trip(slice_features):
     _, _, features, record = slice_features
     ds = squad_records.training_dataset(
-        record, seq_length=SEQ, batch_size=len(features), repeat=False, shuffle_buffer_size=1
+        record, max_seq_length=SEQ, batch_size=len(features), repeat=False, shuffle_buffer_size=1
     )
     x, y = next(iter(ds))
     assert x["input_word_ids"].dtype == tf.int32
@@ -66,11 +70,11 @@ def test_records_round_trip(slice_features):
 def test_objective_is_the_fit_loss(slice_features):
     _, _, features, record = slice_features
     model = _tiny_span_labeler()
-    x, y = next(iter(squad_records.training_dataset(record, seq_length=SEQ, batch_size=8, seed=3)))
+    x, y = next(iter(squad_records.training_dataset(record, max_seq_length=SEQ, batch_size=8, seed=3)))
     outputs = model(x)
-    objective = qa.SpanObjective()
+    objective = objectives.SpanObjective()
     loop_loss = tf.reduce_sum(objective.losses(y, outputs)["loss"]) / tf.reduce_sum(objective.loss_weights(y)["loss"])
-    model.compile(keras.optimizers.Adam(1e-3), loss=qa.span_losses(), loss_weights=qa.SPAN_LOSS_WEIGHTS)
+    model.compile(keras.optimizers.Adam(1e-3), loss=objectives.span_losses(), loss_weights=objectives.SPAN_LOSS_WEIGHTS)
     fit_loss = model.evaluate(x, y, verbose=0, return_dict=True)["loss"]
     assert float(loop_loss) == pytest.approx(fit_loss, rel=1e-5)
 
@@ -78,8 +82,8 @@ def test_objective_is_the_fit_loss(slice_features):
 def test_fit_then_answer_strings(slice_features):
     tokenizer, examples, features, record = slice_features
     model = _tiny_span_labeler()
-    model.compile(keras.optimizers.Adam(3e-3), loss=qa.span_losses(), loss_weights=qa.SPAN_LOSS_WEIGHTS)
-    ds = squad_records.training_dataset(record, seq_length=SEQ, batch_size=8, seed=0)
+    model.compile(keras.optimizers.Adam(3e-3), loss=objectives.span_losses(), loss_weights=objectives.SPAN_LOSS_WEIGHTS)
+    ds = squad_records.training_dataset(record, max_seq_length=SEQ, batch_size=8, seed=0)
     history = model.fit(ds, steps_per_epoch=20, epochs=3, verbose=0).history["loss"]
     assert history[-1] < 0.5 * history[0]
     pairs = [(e.question_text, e.context_text) for e in examples[:6]]

@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.data import squad
+from official.nlp.data.squad import examples as squad_examples
+from official.nlp.data.squad import features as squad_features
 from official.nlp.modeling.losses import cross_entropy
 from official.nlp.modeling.models import BertSpanLabeler
-from official.nlp.tasks import finetuning
-from official.nlp.tasks import question_answering as qa
+from official.nlp.tasks import finetuning, finetuning_config
+from official.nlp.training import objectives
 from official.nlp.training.trainer import Trainer, TrainerConfig
 
 pytestmark = pytest.mark.slow
@@ -41,9 +42,11 @@ def batches(package_dir, shared_data, tmp_path_factory):
         article = json.load(f)["data"][0]
     path = tmp_path_factory.mktemp("squad") / "article.json"
     path.write_text(json.dumps({"data": [article]}))
-    tokenizer = finetuning.init_checkpoint_files(finetuning.FineTuningConfig("unused", package_dir)).tokenizer()
-    examples, _ = squad.read_squad_examples(str(path), is_training=True)
-    features, _ = squad.convert_examples_to_features(
+    tokenizer = finetuning_config.init_checkpoint_files(
+        finetuning_config.FineTuningConfig("unused", package_dir)
+    ).tokenizer()
+    examples, _ = squad_examples.read_squad_examples(str(path), is_training=True)
+    features, _ = squad_features.convert_examples_to_features(
         examples, tokenizer, max_seq_length=SEQ, doc_stride=64, max_query_length=32, is_training=True
     )
     # Windows that hold their answer: the ones pointing at [CLS] teach little in six steps.
@@ -74,10 +77,10 @@ class _SpanHead:
 
 
 def _ours(package_dir, batches, tmp_path, head, **optimizer_settings):
-    config = finetuning.FineTuningConfig(
+    config = finetuning_config.FineTuningConfig(
         str(tmp_path), package_dir, learning_rate=LR, train_batch_size=BATCH, weight_decay=0.0, **optimizer_settings
     )
-    files = finetuning.init_checkpoint_files(config)
+    files = finetuning_config.init_checkpoint_files(config)
     files = dataclasses.replace(
         files, config=dataclasses.replace(files.config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     )
@@ -90,7 +93,7 @@ def _ours(package_dir, batches, tmp_path, head, **optimizer_settings):
     trainer = Trainer(
         model,
         optimizer,
-        qa.SpanObjective(),
+        objectives.SpanObjective(),
         strategy,
         TrainerConfig(model_dir=str(tmp_path), num_train_steps=STEPS, steps_per_loop=1, write_summaries=False),
         global_batch_size=BATCH,

@@ -109,7 +109,9 @@ def test_a_leading_tilde_is_the_home_folder_and_zero_limits_are_refused(monkeypa
     config = wordpiece_vocab.VocabConfig(
         input_file="~/corpus.txt", output_file="~/x/vocab.txt", vocab_size=60, min_count=1, max_lines=5
     )
-    vocab = wordpiece_vocab.build_vocab_file(config)
+    result = wordpiece_vocab.build_vocab_file(config)
+    vocab = result.tokens
+    assert result.output_file == config.output_file
     assert tokenization.load_vocab(tmp_path / "x" / "vocab.txt") == {t: i for i, t in enumerate(vocab)}
     assert "cat" in vocab and os.listdir(tmp_path / "work") == []
     for limit, message in (("max_token_length", "--max_token_length=0: must be >= 1"), ("max_lines", "--max_lines=0")):

@@ -12,7 +12,8 @@ if __name__ == "__main__":
     from official.nlp.training import distribution
 
     os.environ["TF_CONFIG"] = distribution.tf_config_for_local_workers(ports, index)
-    from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
+    from official.nlp.tasks.pretraining import run_pretraining
+    from official.nlp.tasks.pretraining_config import PretrainingConfig
 
     result = run_pretraining(PretrainingConfig(**json.loads(config_json)))
     print(

@@ -10,8 +10,8 @@ import dataclasses
 import pytest
 
 from official.nlp.common.errors import InputError
-from official.nlp.tasks.finetuning import FineTuningConfig
-from official.nlp.tasks.pretraining import PretrainingConfig
+from official.nlp.tasks.finetuning_config import FineTuningConfig
+from official.nlp.tasks.pretraining_config import PretrainingConfig
 from official.nlp.training.config import check_training_settings
 
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
+from official.nlp.tasks.pretraining import run_pretraining
+from official.nlp.tasks.pretraining_config import PretrainingConfig
 from tests import pretraining_records
 from tests.conftest import REPO_ROOT
 from tests.nlp.tasks.test_pretraining import TINY

@@ -10,7 +10,7 @@ from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
-from official.nlp.training import optimization
+from official.nlp.training import config, optimization
 
 
 def original_learning_rate(step, init_lr, num_train_steps, num_warmup_steps, end_lr=0.0, power=1.0):
@@ -264,12 +264,12 @@ def test_the_shared_factory_refuses_settings_that_train_wrongly(setting, message
 
 
 def test_batch_sizes_must_be_positive_and_split_evenly():
-    optimization.check_batch_size(32, 2, 4)
+    config.check_batch_size(32, 2, 4)
     with pytest.raises(InputError, match="--train_batch_size must be positive, got 0"):
-        optimization.check_batch_size(0, 1)
+        config.check_batch_size(0, 1)
     with pytest.raises(
         InputError,
         match=r"--train_batch_size=31 must divide by replicas \(2\) x "
         r"--gradient_accumulation_steps \(1\) = 2",
     ):
-        optimization.check_batch_size(31, 2)
+        config.check_batch_size(31, 2)

@@ -50,11 +50,11 @@ def test_emulated_bfloat16_warns_with_a_measured_slowdown(monkeypatch):
 
 def test_auto_reaches_the_policy_and_the_loss_scaling(monkeypatch):
     monkeypatch.setattr(precision, "detect_hardware", lambda: Hardware("gpu", gpu_compute_capability=(7, 0)))
-    assert optimization.dtype_policy("auto").name == "mixed_float16"
+    assert precision.dtype_policy("auto").name == "mixed_float16"
     opt = optimization.create_optimizer("adamw", learning_rate=1e-4, num_train_steps=10, mixed_precision="auto")
     assert isinstance(opt, keras.optimizers.LossScaleOptimizer)
     monkeypatch.setattr(precision, "detect_hardware", lambda: Hardware("tpu"))
-    assert optimization.dtype_policy("auto").name == "mixed_bfloat16"
+    assert precision.dtype_policy("auto").name == "mixed_bfloat16"
     assert not isinstance(
         optimization.create_optimizer("adamw", learning_rate=1e-4, num_train_steps=10, mixed_precision="auto"),
         keras.optimizers.LossScaleOptimizer,
@@ -103,7 +103,7 @@ def _train_classifier(mixed_precision: str, steps: int = 300):
         num_attention_heads=4,
         intermediate_size=128,
         max_position_embeddings=16,
-        dtype=optimization.dtype_policy(mixed_precision),
+        dtype=precision.dtype_policy(mixed_precision),
     )
     model = BertClassifier(encoder, num_classes=2)
     model.compile(

@@ -46,10 +46,10 @@ def build(
     """A small MLP classifier (float32 logits) and its optimizer, made in `strategy.scope()`."""
     import keras
 
-    from official.nlp.training import optimization
+    from official.nlp.training import optimization, precision
 
     keras.utils.set_random_seed(seed)
-    policy = optimization.dtype_policy(mixed_precision)
+    policy = precision.dtype_policy(mixed_precision)
     with strategy.scope():
         inputs = keras.Input((FEATURES,), name="x")
         h = keras.layers.Dense(32, activation="gelu", dtype=policy)(inputs)

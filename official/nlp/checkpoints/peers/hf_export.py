@@ -45,7 +45,7 @@ from absl import logging
 from official.nlp.checkpoints import checkpoint_base, fine_tuned, model_loading
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
-from official.nlp.common import claims, output_files, output_folders
+from official.nlp.common import claims, full_disk, output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.activations import HF_ACTIVATIONS
 from official.nlp.modeling.configs import LTR, BertConfig
@@ -256,7 +256,7 @@ def export_to_hugging_face(
     config = hf_config(files.config, architecture=architecture, pad_token_id=vocab["[PAD]"], **head)
     tensors = hf_tensors(model, pooler=architecture != "BertLMHeadModel")
     parent, name = output_folders.split(output_dir)
-    full = output_files.naming_output_when_full(output_dir, name="--output_dir")  # names it, not the staging file
+    full = full_disk.naming_output_when_full(output_dir, name="--output_dir")  # names it, not the staging file
     with (
         full,
         claims.claim(parent, name, what=output_dir),

@@ -29,7 +29,7 @@ import numpy as np
 from absl import logging
 
 from official.nlp.checkpoints.peers import tf1_checkpoints
-from official.nlp.common import claims, input_files, output_files, output_folders, text_files
+from official.nlp.common import claims, full_disk, input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -387,7 +387,7 @@ def write_preset(
     }
     output_folders.check_new_folder(folder, flag="--output_dir")
     parent, name = output_folders.split(folder)
-    full = output_files.naming_output_when_full(folder, name="--output_dir")
+    full = full_disk.naming_output_when_full(folder, name="--output_dir")
     with full, claims.claim(parent, name, what=folder), output_folders.staging_folder(folder) as staging:
         output_files.write_bytes(os.path.join(staging, PRESET_WEIGHTS_FILE), weights_file_bytes(weights, config))
         if vocab_file is not None:

@@ -42,11 +42,12 @@ import posixpath
 import time
 from collections.abc import Iterator
 
-from official.nlp.common import claims, input_files, output_files, output_folders, text_files, worker_pool
+from official.nlp.common import claims, full_disk, input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target
 from official.nlp.common.output_names import default_stats_path, output_paths
+from official.nlp.common.processes import worker_pool
 from official.nlp.common.text_files import decode_text, line_number
 from official.nlp.data.corpus import documents as documents_lib
 from official.nlp.data.corpus import dump as dump_lib
@@ -266,7 +267,7 @@ def _write_dump_outputs(
             worker_pool.ordered_results(dump_lib.prepare_pages, tasks, num_workers=num_workers)
         )
         for p in paths:
-            stack.enter_context(output_files.naming_full_disk(p))
+            stack.enter_context(full_disk.naming_full_disk(p))
         outs = [stack.enter_context(output_files.open_for_writing(temporary[p], "wb")) for p in paths]
         written = [False] * len(paths)
         for i, (data, unit_counts) in enumerate(results):
@@ -316,7 +317,7 @@ def _write_outputs(
     with worker_pool.ordered_results(prepare_unit, tasks, num_workers=num_workers) as results:
         for path, shard_units in zip(paths, _shards_of_units(units, len(paths))):
             written = False
-            with output_files.naming_full_disk(path), output_files.open_for_writing(temporary[path], "wb") as out:
+            with full_disk.naming_full_disk(path), output_files.open_for_writing(temporary[path], "wb") as out:
                 for unit, (data, unit_counts) in zip(shard_units, results):
                     if data:
                         out.write(b"\n" + data if written else data)

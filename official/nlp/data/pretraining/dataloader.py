@@ -30,27 +30,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.common import input_files
 from official.nlp.common.errors import InputError
-from official.nlp.data import tfrecord_io
-from official.nlp.data.pretraining import masking
-from official.nlp.data.pretraining.masking import MaskingConfig
-from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATURES, SEQUENCE_FEATURES, feature_spec
+from official.nlp.data.pretraining import record_files
+from official.nlp.data.pretraining.masking import rule as masking
+from official.nlp.data.pretraining.masking.config import MaskingConfig
+from official.nlp.data.pretraining.record_files import PretrainDataError
+from official.nlp.data.pretraining.records import NSP_FEATURE, PREDICTION_FEATURES, feature_spec
 from official.nlp.modeling.configs import LTR, MLM, OBJECTIVES, check_seq_length, left_to_right_conflicts
 from official.nlp.modeling.losses import next_token_labels
 
-_GZIP_MAGIC = b"\x1f\x8b"
 _ID_FEATURES = ("input_ids", "masked_lm_ids")
 _CHECKED_RECORDS = 64  # per file at start-up: enough to catch records of another vocabulary, cheap on many files
 _RANGE_ASSERT = "pretraining records hold ids past vocab_size or type_vocab_size"
-
-
-class PretrainDataError(InputError):
-    """Pretraining records that cannot be read with the requested settings; the message names the file."""
 
 
 @dataclasses.dataclass
@@ -73,7 +67,7 @@ class PretrainDataConfig:
       cycle_length: files read at once (default: min(8, files per worker)).
       seed: seed of the file and record shuffles; with the same seed the order is the same on every run.
       max_position_embeddings: when given, `seq_length` must not exceed it.
-      dynamic_masking: a `masking.MaskingConfig` to draw new masks on every pass (RoBERTa-style) with the same
+      dynamic_masking: a `masking.config.MaskingConfig` to draw new masks on every pass (RoBERTa-style) with the same
         rule as the offline generator. Records that were masked offline are unmasked first (their
         `masked_lm_ids` go back into `input_ids`), so any pretraining records work; records without predictions
         work too.
@@ -102,139 +96,12 @@ class PretrainDataConfig:
     type_vocab_size: int | None = None
 
 
-def is_record_file(path: str) -> bool:
-    """Whether ``path`` can be a TFRecord file: gzip, empty, or starting with a valid record header (length and its
-    masked CRC-32C). A folder or a text/JSON file is not."""
-    if input_files.isdir(path):
-        return False
-    with tf.io.gfile.GFile(path, "rb") as f:
-        head = f.read(12)
-    if head[:2] == _GZIP_MAGIC or not head:
-        return True
-    if len(head) < 12:
-        return False
-    crc = int(tfrecord_io.masked_crc32c(np.asarray([tfrecord_io.crc32c(head[:8])], np.uint32))[0])
-    return crc == int.from_bytes(head[8:12], "little")
-
-
-def resolve_files(input_patterns: str | Sequence[str], skipped: list[str] | None = None) -> list[str]:
-    """Expands comma-separated globs; a pattern that matches nothing is an error that names it.
-
-    What a glob matches that is not a TFRecord file (`is_record_file`) is left out and appended to ``skipped``;
-    a file named without a glob is kept whatever it holds (reading it then names the problem).
-    """
-    skipped = [] if skipped is None else skipped
-    if isinstance(input_patterns, str):
-        input_patterns = [input_patterns]
-    patterns = [p.strip() for item in input_patterns for p in item.split(",") if p.strip()]
-    if not patterns:
-        raise PretrainDataError("no input files given (--input_file is empty)")
-    files: list[str] = []
-    for pattern in patterns:
-        matched = sorted(tf.io.gfile.glob(pattern))
-        if not matched:
-            raise PretrainDataError(f"input file not found: no file matches {pattern!r} (--input_file)")
-        if glob_magic(pattern):
-            records = [p for p in matched if is_record_file(p)]
-            skipped.extend(p for p in matched if p not in records)
-            if not records:
-                raise PretrainDataError(
-                    f"--input_file pattern {pattern!r} matches no TFRecord file, only "
-                    f"{', '.join(matched[:5])}{' ...' if len(matched) > 5 else ''}"
-                )
-            matched = records
-        files.extend(matched)
-    return list(dict.fromkeys(files))
-
-
-def glob_magic(pattern: str) -> bool:
-    return any(c in pattern for c in "*?[")  # keep order, drop duplicates from overlapping globs
-
-
-def detect_compression(path: str) -> str:
-    """ "GZIP" for gzip files (by the magic bytes, so the suffix does not matter), "" for plain TFRecords."""
-    try:
-        with tf.io.gfile.GFile(path, "rb") as f:
-            head = f.read(2)
-    except (tf.errors.OpError, OSError) as e:
-        raise PretrainDataError(f"cannot read input file {path}: {e}") from e
-    return "GZIP" if head == _GZIP_MAGIC else ""
-
-
-def _first_records(path: str, compression: str, count: int = 1) -> list[bytes]:
-    try:
-        records = [r.numpy() for r in tf.data.TFRecordDataset(path, compression_type=compression).take(count)]
-    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError, tf.errors.OutOfRangeError) as e:
-        raise PretrainDataError(f"input file {path} is corrupt or not a TFRecord file: {e.message}") from e
-    if not records:
-        raise PretrainDataError(f"input file {path} is empty: it holds no records")
-    return records
-
-
 def id_limits(config: PretrainDataConfig) -> dict[str, tuple[str, int]]:
     """`{feature: (the model's size it indexes, that size)}`: the ids each record feature must stay below."""
     limits = {name: ("vocab_size", config.vocab_size) for name in _ID_FEATURES if config.vocab_size}
     if config.type_vocab_size:
         limits["segment_ids"] = ("type_vocab_size", config.type_vocab_size)
     return limits
-
-
-def _id_range_error(path: str, where: str, name: str, value: int, limit: tuple[str, int]) -> PretrainDataError:
-    size_name, size = limit
-    if size_name == "type_vocab_size":
-        return PretrainDataError(
-            f"records in {path} hold segment_ids {value} ({where}), but the model's type_vocab_size is {size}: the "
-            f"records hold {value + 1} segments (the sentence pairs of next-sentence prediction). Use a "
-            f"bert_config.json with type_vocab_size={value + 1} (BERT's is 2)"
-        )
-    return PretrainDataError(
-        f"records in {path} hold {name} {value} ({where}), but the model's vocab_size is {size}: the records "
-        "were written with another vocabulary. Use the vocab.txt and bert_config.json they were made with, or "
-        "regenerate them with create_pretraining_data.py --vocab_file=<this model's vocab.txt>"
-    )
-
-
-def _check_ids(path: str, records: Sequence[bytes], limits: dict[str, tuple[str, int]]) -> None:
-    for index, record in enumerate(records):
-        features = tf.train.Example.FromString(record).features.feature
-        for name, limit in limits.items():
-            if name in features and features[name].int64_list.value:
-                value = max(features[name].int64_list.value)
-                if value >= limit[1]:
-                    raise _id_range_error(path, f"record {index + 1}", name, value, limit)
-
-
-def find_out_of_range_file(
-    files: Sequence[str], limits: dict[str, tuple[str, int]], compression: str
-) -> PretrainDataError | None:
-    """Reads every file; the error for the first record with an id past its limit (`id_limits`), else None."""
-    spec = {name: tf.io.VarLenFeature(tf.int64) for name in limits}
-    for path in files:
-        count = 0
-        for batch in tf.data.TFRecordDataset(path, compression_type=compression).batch(4096):
-            parsed = tf.io.parse_example(batch, spec)
-            for name, limit in limits.items():
-                values = tf.sparse.to_dense(parsed[name])
-                bad = tf.where(tf.reduce_any(values >= limit[1], axis=1))
-                if tf.size(bad) > 0:
-                    row = int(bad[0, 0])
-                    return _id_range_error(
-                        path, f"record {count + row + 1}", name, int(tf.reduce_max(values[row])), limit
-                    )
-            count += int(tf.shape(batch)[0])
-    return None
-
-
-def _feature_lengths(path: str, record: bytes) -> dict[str, int]:
-    try:
-        example = tf.train.Example.FromString(record)
-    except Exception as e:  # protobuf's DecodeError does not share a base class with anything useful
-        raise PretrainDataError(f"input file {path} does not hold tf.train.Example records: {e}") from e
-    lengths = {}
-    for name, feature in example.features.feature.items():
-        kind = feature.WhichOneof("kind")
-        lengths[name] = len(getattr(feature, kind).value) if kind else 0
-    return lengths
 
 
 def _unmask(features: dict) -> tf.Tensor:
@@ -245,20 +112,6 @@ def _unmask(features: dict) -> tf.Tensor:
     rows = tf.broadcast_to(tf.range(tf.shape(ids)[0])[:, None], tf.shape(positions))
     indices = tf.stack([tf.boolean_mask(rows, real), tf.boolean_mask(positions, real)], axis=-1)
     return tf.tensor_scatter_nd_update(ids, indices, tf.boolean_mask(features["masked_lm_ids"], real))
-
-
-def find_corrupt_file(files: Sequence[str]) -> tuple[str, str] | None:
-    """Reads every file to the end; returns (path, error) for the first that fails, else None.
-
-    Used after a `DataLossError` in training, whose TensorFlow message does not name the file.
-    """
-    for path in files:
-        try:
-            for _ in tf.data.TFRecordDataset(path, compression_type=detect_compression(path)).batch(4096):
-                pass
-        except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-            return path, e.message
-    return None
 
 
 class PretrainDataLoader:
@@ -273,14 +126,14 @@ class PretrainDataLoader:
         if config.max_position_embeddings is not None:
             check_seq_length(config.seq_length, config.max_position_embeddings)
         self.skipped_files: list[str] = []
-        self.files = resolve_files(config.input_patterns, self.skipped_files)
+        self.files = record_files.resolve_files(config.input_patterns, self.skipped_files)
         if self.skipped_files:
             logging.info(
                 "Skipped %d file(s) that --input_file globs caught but that are not TFRecords: %s",
                 len(self.skipped_files),
                 ", ".join(self.skipped_files[:5]) + (" ..." if len(self.skipped_files) > 5 else ""),
             )
-        compressions = {path: detect_compression(path) for path in self.files}
+        compressions = {path: record_files.detect_compression(path) for path in self.files}
         kinds = set(compressions.values())
         if len(kinds) > 1:
             gz = [p for p, c in compressions.items() if c][0]
@@ -314,52 +167,20 @@ class PretrainDataLoader:
             self._validate()
 
     def _validate(self) -> None:
-        """Checks the first record of every file against the configured lengths."""
+        """Checks the first records of every file against the configured lengths and sizes."""
         cfg = self.config
-        expected = {name: cfg.seq_length for name in SEQUENCE_FEATURES}
-        prediction_names = PREDICTION_FEATURES
-        prediction_lengths = set()
         limits = id_limits(cfg)
-        for path in self.files:
-            records = _first_records(path, self.compression, _CHECKED_RECORDS if limits else 1)
-            lengths = _feature_lengths(path, records[0])
-            _check_ids(path, records, limits)
-            required = list(SEQUENCE_FEATURES) + ([NSP_FEATURE] if cfg.use_next_sentence_label else [])
-            has_predictions = all(name in lengths for name in prediction_names)
+        self._record_predictions = record_files.check_first_records(
+            self.files,
+            self.compression,
+            max_seq_length=cfg.seq_length,
             # Masks drawn here, or none at all (LTR): the records' own predictions may be missing or of any length.
-            own_predictions = cfg.dynamic_masking is None and cfg.objective == MLM
-            if own_predictions:
-                required += list(prediction_names)
-            missing = [name for name in required if name not in lengths]
-            if missing:
-                raise PretrainDataError(
-                    f"records in {path} lack the feature(s) {missing}; pretraining records need "
-                    f"{sorted(required)} (the names written by create_pretraining_data.py)"
-                )
-            for name, want in expected.items():
-                if lengths[name] != want:
-                    raise PretrainDataError(
-                        f"records in {path} have {name} of length {lengths[name]} but max_seq_length={want}; "
-                        f"pass --max_seq_length={lengths[name]} or use records written with {want}"
-                    )
-            if has_predictions and own_predictions:
-                for name in prediction_names:
-                    if lengths[name] != cfg.max_predictions_per_seq:
-                        raise PretrainDataError(
-                            f"records in {path} have {name} of length {lengths[name]} but "
-                            f"max_predictions_per_seq={cfg.max_predictions_per_seq}; pass "
-                            f"--max_predictions_per_seq={lengths[name]} or use records written with "
-                            f"{cfg.max_predictions_per_seq}"
-                        )
-            if cfg.use_next_sentence_label and lengths[NSP_FEATURE] != 1:
-                raise PretrainDataError(f"records in {path} have {lengths[NSP_FEATURE]} next_sentence_labels, not 1")
-            prediction_lengths.add(lengths["masked_lm_ids"] if has_predictions else None)
-            if len(prediction_lengths) > 1:
-                raise PretrainDataError(
-                    f"records in {path} differ from those in {self.files[0]} in their masked_lm features; "
-                    "use records written with the same --max_predictions_per_seq"
-                )
-        self._record_predictions = prediction_lengths.pop()
+            max_predictions_per_seq=cfg.max_predictions_per_seq,
+            own_predictions=cfg.dynamic_masking is None and cfg.objective == MLM,
+            use_next_sentence_label=cfg.use_next_sentence_label,
+            limits=limits,
+            count=_CHECKED_RECORDS if limits else 1,
+        )
 
     def _parse(self, serialized: tf.Tensor) -> dict:
         spec = feature_spec(self.config.seq_length, self._record_predictions, self.config.use_next_sentence_label)
@@ -472,10 +293,10 @@ class PretrainDataLoader:
         """Turns a read error raised during training into one that names the corrupt file (or the file with ids
         past the vocabulary)."""
         if _RANGE_ASSERT in str(error):
-            return find_out_of_range_file(self.files, id_limits(self.config), self.compression) or error
+            return record_files.find_out_of_range_file(self.files, id_limits(self.config), self.compression) or error
         if not isinstance(error, tf.errors.DataLossError):
             return error
-        found = find_corrupt_file(self.files)
+        found = record_files.find_corrupt_file(self.files)
         if found is None:
             return error
         path, message = found

@@ -42,16 +42,17 @@ import time
 
 import numpy as np
 
-from official.nlp.common import input_files, interruption, output_files, output_folders, worker_pool
+from official.nlp.common import input_files, output_files, output_folders
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import absolute, expand_input_files
 from official.nlp.common.output_files import check_target
 from official.nlp.common.output_names import default_stats_path, output_paths
 from official.nlp.common.output_names import stats_path as shard_stats_path
+from official.nlp.common.processes import interruption, worker_pool
 from official.nlp.common.text_files import line_number
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
-from official.nlp.data.pretraining import masking as masking_lib
+from official.nlp.data.pretraining.masking import rule as masking_lib
 from official.nlp.data.pretraining.outputs import (
     ShardJoiner,
     check_written,

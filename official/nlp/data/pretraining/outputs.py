@@ -32,10 +32,11 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from official.nlp.common import input_files, output_files, owners, text_files
+from official.nlp.common import full_disk, input_files, output_files, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import absolute
 from official.nlp.common.output_names import STATS_DIR, stats_path
+from official.nlp.common.processes import owners
 from official.nlp.data.pretraining.settings import setting_default
 
 if TYPE_CHECKING:
@@ -242,12 +243,12 @@ class ShardJoiner:
     def append(self, s: int, part: str) -> None:
         if s not in self.files:
             self.files[s] = open(self.path(s), "wb")
-        with output_files.naming_full_disk(self.path(s)), open(part, "rb") as f:
+        with full_disk.naming_full_disk(self.path(s)), open(part, "rb") as f:
             append_file(f, self.files[s])
         os.remove(part)
 
     def close(self, s: int) -> str:
-        with output_files.naming_full_disk(self.path(s)):
+        with full_disk.naming_full_disk(self.path(s)):
             self.files.pop(s).close()
         return self.path(s)
 

@@ -19,7 +19,7 @@ from official.nlp.common import input_files
 from official.nlp.common.output_files import commit, temporary_name
 from official.nlp.data.pretraining import documents as documents_lib
 from official.nlp.data.pretraining import instances as instances_lib
-from official.nlp.data.pretraining import masking as masking_lib
+from official.nlp.data.pretraining.masking import rule as masking_lib
 from official.nlp.data.pretraining.settings import masking_config
 from official.nlp.data.pretraining.statistics import PretrainingStatistics
 from official.nlp.data.pretraining.writer import write_instances

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
-from official.nlp.data.pretraining import masking as masking_lib
+from official.nlp.data.pretraining.masking import config as masking_config_lib
 from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH
 
 
 @dataclasses.dataclass
-class PretrainingDataConfig(CheckedConfig, masking_lib.MaskingFlags):
+class PretrainingDataConfig(CheckedConfig, masking_config_lib.MaskingFlags):
     """Flags of `create_pretraining_data` (the original script's, plus the ones below the line; the masking flags,
-    the original's `masked_lm_prob` and `do_whole_word_mask` among them, are `masking.MaskingFlags`).
+    the original's `masked_lm_prob` and `do_whole_word_mask` among them, are `masking.config.MaskingFlags`).
 
     ``output_file`` is a comma-separated list of shard paths, or ``PATH@N`` for the N shards
     ``PATH-00000-of-0000N`` ... ``PATH-0000{N-1}-of-0000N``.
@@ -50,7 +50,7 @@ class PretrainingDataConfig(CheckedConfig, masking_lib.MaskingFlags):
         ),
     )
     static_masking: bool = field(
-        True, help="Mask here. False writes unmasked records for on-the-fly masking (masking.dynamic_masking)."
+        True, help="Mask here. False writes unmasked records for on-the-fly masking (masking.rule.dynamic_masking)."
     )
     gzip: bool = field(False, help="Write gzip-compressed TFRecords (read with compression_type='GZIP').")
     num_workers: int = field(0, minimum=0, help="Worker processes (0: all cores). The output does not depend on it.")
@@ -98,7 +98,7 @@ def validate_config(config: PretrainingDataConfig) -> None:
         if not ok:
             problems.append(f"--{flag}={value}: {why}")
 
-    problems.extend(masking_lib.action_rate_problems(c.mask_token_prob, c.random_token_prob))
+    problems.extend(masking_config_lib.action_rate_problems(c.mask_token_prob, c.random_token_prob))
     for name in ("mask_token_prob", "random_token_prob"):
         check(
             c.static_masking or getattr(c, name) == _DEFAULTS[name],
@@ -128,7 +128,7 @@ def load_checked_vocab(config: PretrainingDataConfig) -> dict:
     return vocab
 
 
-def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_lib.MaskingConfig:
+def masking_config(config: PretrainingDataConfig, vocab: dict) -> masking_config_lib.MaskingConfig:
     return config.masking_config(
         vocab, max_predictions_per_seq=config.max_predictions_per_seq, max_ngram_size=config.max_ngram_size
     )

@@ -7,10 +7,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from official.nlp.common import output_files
+from official.nlp.common import full_disk, output_files
 from official.nlp.data.pretraining import instances as instances_lib
-from official.nlp.data.pretraining import masking as masking_lib
 from official.nlp.data.pretraining import records as records_lib
+from official.nlp.data.pretraining.masking.config import MaskingConfig
 from official.nlp.data.pretraining.settings import PretrainingDataConfig
 from official.nlp.data.pretraining.statistics import PretrainingStatistics
 
@@ -18,7 +18,7 @@ BATCH_SIZE = 4096  # Instances assembled, masked and serialized per numpy batch.
 GZIP_LEVEL = 6  # zlib's default, as TensorFlow's GZIP writer uses; Python's default 9 is much slower.
 
 
-Masker = Callable[[dict, np.ndarray], dict]  # (batch from build_batch, its plan rows) -> masking_lib.apply_masking
+Masker = Callable[[dict, np.ndarray], dict]  # (batch from build_batch, its plan rows) -> masking.rule.apply_masking
 
 
 def encode_instances(
@@ -26,7 +26,7 @@ def encode_instances(
     plan: dict,
     rows: np.ndarray,
     config: PretrainingDataConfig,
-    mask_config: masking_lib.MaskingConfig,
+    mask_config: MaskingConfig,
     masker: Masker,
     stats: PretrainingStatistics,
 ) -> np.ndarray:
@@ -57,14 +57,14 @@ def write_instances(
     plan: dict,
     order: np.ndarray,
     config: PretrainingDataConfig,
-    mask_config: masking_lib.MaskingConfig,
+    mask_config: MaskingConfig,
     masker: Masker,
     stats: PretrainingStatistics,
 ) -> None:
     """Writes the instances ``order`` of a plan, in that order and a batch at a time, as framed records (gzipped
     with ``config.gzip``) to ``path``."""
     extended = instances_lib.with_specials(tokens, *mask_config.special_token_ids)
-    with output_files.naming_full_disk(path), output_files.open_for_writing(path) as raw:
+    with full_disk.naming_full_disk(path), output_files.open_for_writing(path) as raw:
         out = gzip_writer(raw) if config.gzip else raw
         for begin in range(0, len(order), BATCH_SIZE):
             rows = order[begin : begin + BATCH_SIZE]

@@ -30,7 +30,7 @@ PLOT = "transfer_curve.png"
 
 
 def _pretraining_config(config: PaperConfig, budget: Budget, space: Workspace, export_dir: str | None):
-    from official.nlp.tasks.pretraining import PretrainingConfig
+    from official.nlp.tasks.pretraining_config import PretrainingConfig
 
     chosen = training_jobs.recipe(budget, space)
     first = budget.curve_segments()[0]

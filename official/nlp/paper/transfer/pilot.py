@@ -39,7 +39,8 @@ def evaluation_points(budget: Budget, batch_size: int) -> list[int]:
 
 
 def run_pilot(stage: Stage, config: PaperConfig, budget: Budget, space: Workspace) -> training_jobs.StageResult:
-    from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
+    from official.nlp.tasks.pretraining import run_pretraining
+    from official.nlp.tasks.pretraining_config import PretrainingConfig
 
     run_dir = space.run_dir(stage.id)
     steps = budget.pilot_steps(stage.batch_size)

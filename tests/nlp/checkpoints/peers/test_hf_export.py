@@ -37,7 +37,8 @@ from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer, BertTokenClassifier
 from official.nlp.tasks import classification
-from official.nlp.tasks.pretraining import PretrainingConfig, run_pretraining
+from official.nlp.tasks.pretraining import run_pretraining
+from official.nlp.tasks.pretraining_config import PretrainingConfig
 from official.nlp.tokenizers.tokenization import FullTokenizer
 from tests import pretraining_records
 

@@ -72,9 +72,10 @@ def test_a_preset_we_write_loads_in_keras_hub_and_gives_our_outputs(preset, tmp_
     model_dir = tmp_path / "ours"
     conversion.convert(conversion.ConversionConfig(input=folder, output_dir=str(model_dir)))
     back = tmp_path / "back"
-    conversion.convert(
+    written = conversion.convert(
         conversion.ConversionConfig(input=str(model_dir), output_dir=str(back), output_format="keras_hub")
     )
+    assert written == model_loading.read_model_files(str(back))  # what was written, as every format returns it
     backbone = keras_hub.models.BertBackbone.from_preset(str(back))
     again = _keras_hub_outputs(backbone)
     np.testing.assert_allclose(again[0], sequence, atol=1e-5)

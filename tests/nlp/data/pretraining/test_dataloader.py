@@ -10,8 +10,9 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.common.errors import InputError
-from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataError, PretrainDataLoader
-from official.nlp.data.pretraining.masking import MaskingConfig
+from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
+from official.nlp.data.pretraining.masking.config import MaskingConfig
+from official.nlp.data.pretraining.record_files import PretrainDataError
 from tests import pretraining_records
 
 

@@ -1,9 +1,10 @@
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.data.pretraining import masking
+from official.nlp.data.pretraining.masking import rule as masking
+from official.nlp.data.pretraining.masking.config import MaskingConfig
 
-CFG = masking.MaskingConfig(vocab_size=500, mask_token_id=4, special_token_ids=(2, 3), max_predictions_per_seq=6)
+CFG = MaskingConfig(vocab_size=500, mask_token_id=4, special_token_ids=(2, 3), max_predictions_per_seq=6)
 
 
 def _dataset(n=64, length=32, dtype=tf.int32):

@@ -10,7 +10,9 @@ import pytest
 import tensorflow as tf
 
 from official.nlp.data.pretraining import generator as pretraining_data
-from official.nlp.data.pretraining import masking, outputs
+from official.nlp.data.pretraining import outputs
+from official.nlp.data.pretraining.masking import rule as masking
+from official.nlp.data.pretraining.masking.config import MaskingConfig
 from official.nlp.tokenizers import tokenization
 from tests.pretraining_records import parse_records as parse
 
@@ -51,7 +53,7 @@ def golden(shared_data):
 def test_statistics_follow_the_rule_and_the_original(squad_run, golden, shared_data):
     cfg, stats, rec = squad_run
     lengths = rec["input_mask"].sum(1)
-    rule = masking.num_to_predict(lengths, masking.MaskingConfig(30522, 103, (101, 102), 20))
+    rule = masking.num_to_predict(lengths, MaskingConfig(30522, 103, (101, 102), 20))
     np.testing.assert_array_equal(rec["masked_lm_weights"].sum(1), rule)  # Every instance follows the cap.
     rates = stats.to_dict()["rates"]
     assert abs(rates["masked_fraction_of_non_special"] - 0.15) < 0.01
@@ -168,7 +170,7 @@ def test_mlm_only_unmasked_records_feed_dynamic_masking(shared_data, tmp_path, u
     rec = parse(cfg.output_file, preds=None, nsp=False)
     assert set(rec) == {"input_ids", "input_mask", "segment_ids"} and len(rec["input_ids"]) == stats.instances
     vocab = tokenization.load_vocab(str(uncased_vocab))
-    mcfg = masking.MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20, whole_word_mask=True)
+    mcfg = MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20, whole_word_mask=True)
     ds = tf.data.Dataset.from_tensor_slices(rec).batch(8)
     out = [{k: v.numpy() for k, v in e.items()} for e in masking.dynamic_masking(ds, mcfg, seed=0)]
     w = np.concatenate([e["masked_lm_weights"] for e in out])

@@ -3,7 +3,8 @@ import random
 import numpy as np
 import pytest
 
-from official.nlp.data.pretraining import masking
+from official.nlp.data.pretraining.masking import rule as masking
+from official.nlp.data.pretraining.masking.config import MaskingConfig
 from official.nlp.tokenizers import tokenization
 
 VOCAB = {
@@ -40,9 +41,7 @@ def _original_selection(tokens, order_of_units, k, whole_word):
 
 @pytest.mark.parametrize("whole_word", [False, True])
 def test_selection_matches_the_original_loop(whole_word):
-    cfg = masking.MaskingConfig.from_vocab(
-        VOCAB, max_predictions_per_seq=7, masked_lm_prob=0.3, whole_word_mask=whole_word
-    )
+    cfg = MaskingConfig.from_vocab(VOCAB, max_predictions_per_seq=7, masked_lm_prob=0.3, whole_word_mask=whole_word)
     rng = random.Random(0)
     words = [t for t in VOCAB if not t.startswith("[")]
     for _ in range(300):
@@ -71,7 +70,7 @@ def test_selection_matches_the_original_loop(whole_word):
 
 
 def test_num_to_predict_rounds_half_to_even_and_caps():
-    cfg = masking.MaskingConfig(vocab_size=10, mask_token_id=4, special_token_ids=(2, 3), max_predictions_per_seq=20)
+    cfg = MaskingConfig(vocab_size=10, mask_token_id=4, special_token_ids=(2, 3), max_predictions_per_seq=20)
     lengths = np.array([1, 3, 10, 30, 50, 128, 512])
     expected = [min(20, max(1, int(round(n * 0.15)))) for n in lengths]
     assert masking.num_to_predict(lengths, cfg).tolist() == expected == [1, 1, 2, 4, 8, 19, 20]
@@ -95,7 +94,7 @@ def _real_ids(shared_data, vocab, n=2000, length=128):
 def test_whole_word_masking_never_masks_part_of_a_word(shared_data, uncased_vocab, max_ngram_size):
     vocab = tokenization.load_vocab(str(uncased_vocab))
     ids, mask, tok = _real_ids(shared_data, vocab)
-    cfg = masking.MaskingConfig.from_vocab(
+    cfg = MaskingConfig.from_vocab(
         vocab, max_predictions_per_seq=20, whole_word_mask=True, max_ngram_size=max_ngram_size
     )
     out = masking.mask_batch(ids, mask, np.random.default_rng(1), cfg)
@@ -124,7 +123,7 @@ def test_whole_word_masking_never_masks_part_of_a_word(shared_data, uncased_voca
 def test_ngram_masking_takes_spans_and_respects_the_budget(shared_data, uncased_vocab):
     vocab = tokenization.load_vocab(str(uncased_vocab))
     ids, mask, _ = _real_ids(shared_data, vocab)
-    cfg = masking.MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20, max_ngram_size=3)
+    cfg = MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20, max_ngram_size=3)
     out = masking.mask_batch(ids, mask, np.random.default_rng(2), cfg)
     k = masking.num_to_predict(mask.sum(1), cfg)
     got = out["masked_lm_weights"].sum(1)
@@ -132,7 +131,7 @@ def test_ngram_masking_takes_spans_and_respects_the_budget(shared_data, uncased_
     pos = np.where(out["masked_lm_weights"] > 0, out["masked_lm_positions"], -10)
     adjacent = ((np.diff(np.sort(pos, 1), axis=1) == 1) & (np.sort(pos, 1)[:, 1:] >= 0)).sum()
     baseline = masking.mask_batch(
-        ids, mask, np.random.default_rng(2), masking.MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20)
+        ids, mask, np.random.default_rng(2), MaskingConfig.from_vocab(vocab, max_predictions_per_seq=20)
     )
     pos1 = np.where(baseline["masked_lm_weights"] > 0, baseline["masked_lm_positions"], -10)
     adjacent1 = ((np.diff(np.sort(pos1, 1), axis=1) == 1) & (np.sort(pos1, 1)[:, 1:] >= 0)).sum()
@@ -140,7 +139,7 @@ def test_ngram_masking_takes_spans_and_respects_the_budget(shared_data, uncased_
 
 
 def test_80_10_10_and_labels():
-    cfg = masking.MaskingConfig(vocab_size=1000, mask_token_id=4, special_token_ids=(2, 3), max_predictions_per_seq=20)
+    cfg = MaskingConfig(vocab_size=1000, mask_token_id=4, special_token_ids=(2, 3), max_predictions_per_seq=20)
     rng = np.random.default_rng(3)
     ids = rng.integers(10, 1000, (20000, 64))
     ids[:, 0], ids[:, -1] = 2, 3

@@ -17,9 +17,9 @@ import tensorflow as tf
 
 from official.nlp.common.errors import InputError
 from official.nlp.data.pretraining import generator as pretraining_data
-from official.nlp.data.pretraining import masking
+from official.nlp.data.pretraining.masking import config as masking_config
 from official.nlp.modeling.configs import BertConfig
-from official.nlp.tasks import pretraining
+from official.nlp.tasks import pretraining, pretraining_config
 from official.nlp.training import run_settings
 from tests.pretraining_records import parse_records
 
@@ -147,7 +147,7 @@ def unmasked_records(shared_data, corpus, tmp_path_factory):
 @pytest.mark.parametrize("row", sorted(TABLE_8))
 def test_dynamic_masking_follows_each_row_of_table_8(shared_data, unmasked_records, tmp_path, row):
     mask, rnd = TABLE_8[row]
-    config = pretraining.PretrainingConfig(
+    config = pretraining_config.PretrainingConfig(
         input_file=unmasked_records,
         model_dir=str(tmp_path),
         vocab_file=str(shared_data / "vocab" / "bert-base-uncased-vocab.txt"),
@@ -156,7 +156,7 @@ def test_dynamic_masking_follows_each_row_of_table_8(shared_data, unmasked_recor
         mask_token_prob=mask,
         random_token_prob=rnd,
     )
-    pretraining.check_masking_rates(config)
+    pretraining_config.check_masking_rates(config)
     loader = pretraining.make_data_loader(config, BertConfig(vocab_size=30522, max_position_embeddings=128))
     batches = [(x, y) for x, y in loader.load().take(2)]
     split, count = observed_split(
@@ -171,9 +171,9 @@ def test_dynamic_masking_follows_each_row_of_table_8(shared_data, unmasked_recor
 
 def test_default_rates_draw_the_original_thresholds():
     """0.1 / (1 - 0.8) is 0.49999999999999983 in floats; the original compares with 0.5."""
-    assert masking.keep_share(0.8, 0.1) == 0.5
-    assert masking.keep_share(1.0, 0.0) == 0.0 and masking.keep_share(0.0, 1.0) == 0.0
-    assert masking.keep_share(0.8, 0.0) == 1.0
+    assert masking_config.keep_share(0.8, 0.1) == 0.5
+    assert masking_config.keep_share(1.0, 0.0) == 0.0 and masking_config.keep_share(0.0, 1.0) == 0.0
+    assert masking_config.keep_share(0.8, 0.0) == 1.0
 
 
 @pytest.mark.parametrize(
@@ -193,22 +193,22 @@ def test_bad_rates_are_refused_naming_the_flag(shared_data, tmp_path, mask, rnd,
         )
     assert not out.exists()
     with pytest.raises(InputError, match=message):  # a rate out of range is refused when the config is made
-        config = pretraining.PretrainingConfig(
+        config = pretraining_config.PretrainingConfig(
             input_file="x", model_dir=str(out), dynamic_masking=True, mask_token_prob=mask, random_token_prob=rnd
         )
-        pretraining.check_masking_rates(config)
+        pretraining_config.check_masking_rates(config)
 
 
 def test_rates_that_would_not_be_used_are_refused(shared_data, tmp_path):
     with pytest.raises(InputError, match=r"^--mask_token_prob=0.9: applies to --dynamic_masking only"):
-        config = pretraining.PretrainingConfig(input_file="x", model_dir="m", mask_token_prob=0.9)
-        pretraining.check_masking_rates(config)
+        config = pretraining_config.PretrainingConfig(input_file="x", model_dir="m", mask_token_prob=0.9)
+        pretraining_config.check_masking_rates(config)
     with pytest.raises(InputError, match=r"^--random_token_prob=0.0: --static_masking=false writes records without"):
         config = _config(shared_data, tmp_path, "x", static_masking=False, random_token_prob=0.0)
         pretraining_data.validate_config(config)
     # Accepted: 1 exactly, in decimals (0.7 + 0.3 is 0.9999999999999999 in floats, 0.8 + 0.2 is 1.0).
     for mask, rnd in [(0.7, 0.3), (0.8, 0.2), (0.0, 0.0)]:
-        assert masking.action_rate_problems(mask, rnd) == []
+        assert masking_config.action_rate_problems(mask, rnd) == []
 
 
 def test_outputs_of_a_version_without_the_rates_still_count_as_written_with_the_defaults(shared_data, tmp_path):
@@ -230,18 +230,18 @@ def test_outputs_of_a_version_without_the_rates_still_count_as_written_with_the_
 
     model_dir = tmp_path / "model"
     model_dir.mkdir()
-    config = pretraining.PretrainingConfig(input_file="x", model_dir=str(model_dir), dynamic_masking=True)
+    config = pretraining_config.PretrainingConfig(input_file="x", model_dir=str(model_dir), dynamic_masking=True)
     run_settings.record_settings(
         config.model_dir,
-        pretraining.PRETRAINING_SETTINGS_FILE,
+        pretraining_config.PRETRAINING_SETTINGS_FILE,
         run_settings.training_settings(config),
         flag="--model_dir",
     )
     tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(model_dir), 1).save()
-    settings = json.loads((model_dir / pretraining.PRETRAINING_SETTINGS_FILE).read_text())
+    settings = json.loads((model_dir / pretraining_config.PRETRAINING_SETTINGS_FILE).read_text())
     for name in TABLE_8_FLAGS:
         del settings[name]
-    (model_dir / pretraining.PRETRAINING_SETTINGS_FILE).write_text(json.dumps(settings))
-    assert pretraining.check_pretraining_resume(config) is True
+    (model_dir / pretraining_config.PRETRAINING_SETTINGS_FILE).write_text(json.dumps(settings))
+    assert pretraining_config.check_pretraining_resume(config) is True
     with pytest.raises(InputError, match=r"--random_token_prob: 0.1 there, 0.2 now"):
-        pretraining.check_pretraining_resume(dataclasses.replace(config, random_token_prob=0.2))
+        pretraining_config.check_pretraining_resume(dataclasses.replace(config, random_token_prob=0.2))

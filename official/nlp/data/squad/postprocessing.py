@@ -36,7 +36,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from official.nlp.common.config_flags import CheckedConfig, field
-from official.nlp.data.squad import SquadExample, SquadFeature, group_features
+from official.nlp.data.squad.examples import SquadExample
+from official.nlp.data.squad.features import SquadFeature, group_features
 from official.nlp.tokenizers.tokenization import BasicTokenizer
 
 NO_SPAN_ODDS = sys.float_info.max
@@ -148,7 +149,7 @@ def postprocess(
 
     Args:
       examples: the examples the features were built from (`features[i].example_index` indexes this list).
-      features: the windows, as built by `squad.convert_examples_to_features`.
+      features: the windows, as built by `squad.features.convert_examples_to_features`.
       start_logits, end_logits: float arrays `[num_features, max_seq_length]`.
       settings: `AnswerSettings` (its window settings were the features').
       do_lower_case: the tokenizer's case (an answer's text is mapped back to the original words with it).

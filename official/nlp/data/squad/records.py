@@ -9,7 +9,7 @@ loop.
 Example:
 
     feature_cache.cached_records("/tmp/squad/train.tf_record", key, lambda: records(features))
-    ds = training_dataset("/tmp/squad/train.tf_record", seq_length=384, batch_size=32, seed=1)
+    ds = training_dataset("/tmp/squad/train.tf_record", max_seq_length=384, batch_size=32, seed=1)
     span_labeler.fit(ds, steps_per_epoch=100)
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from official.nlp.data import feature_cache
-from official.nlp.data.squad import SquadFeature
+from official.nlp.data.squad.features import SquadFeature
 
 _INT_COLUMNS = ("input_ids", "input_mask", "segment_ids")
 
@@ -53,7 +53,7 @@ def _to_model_inputs(record):
 def training_dataset(
     path: str,
     *,
-    seq_length: int,
+    max_seq_length: int,
     batch_size: int,
     seed: int | None = None,
     shuffle_buffer_size: int = feature_cache.SHUFFLE_BUFFER_SIZE,
@@ -62,7 +62,7 @@ def training_dataset(
 ) -> tf.data.Dataset:
     """Shuffled (seeded), repeated, fixed-size batches of `(x, y)` read from `path` (`feature_cache.training_batches`,
     the pipeline of every task)."""
-    shapes = {name: [seq_length] for name in _INT_COLUMNS}
+    shapes = {name: [max_seq_length] for name in _INT_COLUMNS}
     parse = feature_cache.int_parser({**shapes, "start_positions": [], "end_positions": []})
     return feature_cache.training_batches(
         path,

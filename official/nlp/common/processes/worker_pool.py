@@ -18,7 +18,7 @@ import contextlib
 import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
 
-from official.nlp.common import interruption
+from official.nlp.common.processes import interruption
 
 IN_FLIGHT_PER_WORKER = 2  # one unit computing, one waiting, per worker: enough to keep every core busy
 
