@@ -11,14 +11,15 @@ plus two records, read here and nowhere else:
 A fine-tuning job's `--output_dir` stands for its `best_model/` (or, before there is one, its latest checkpoint
 with the settings the job recorded: see `init_checkpoint`). A Hugging Face `BertForSequenceClassification` folder
 (`config.json` with `id2label` and `problem_type`; a multi-label one's thresholds in `multi_label_thresholds`, as
-`hf_export` writes them) is read as the classifier it is.
+`hf_export` writes them) is read as the classifier it is, and so is a keras-hub preset folder of a
+`BertTextClassifier` (`task.json`, `task.weights.h5`: keras_hub_tasks.py).
 
 A Model Garden checkpoint of a `BertClassifier` (its sentence-prediction task's) is read as the classifier it is,
 with the labels `0`, `1`, ... (the Model Garden keeps label ids, not names; none for one output, a regression).
 
 `HEADS` is the registry of head kinds: its name as the records say it, the model it builds, the `export_model`
-task that serves it, and the Hugging Face class it is written as (None: not written). Adding a head kind is one
-entry here and the task that trains it.
+task that serves it, and the Hugging Face and keras-hub classes it is written as (None: not written). Adding a head
+kind is one entry here and the task that trains it.
 
 Example:
 
@@ -40,7 +41,7 @@ import numpy as np
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints import model_loading, our_checkpoints
-from official.nlp.checkpoints.peers import hf_weights, model_garden, tf1_checkpoints
+from official.nlp.checkpoints.peers import hf_weights, hub_names, keras_hub_tasks, model_garden, tf1_checkpoints
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
@@ -93,7 +94,7 @@ class HeadKind:
     - `build`: `(encoder, **options)` -> the Keras model (None: only its own task builds it);
     - `multi_label`: a sigmoid per label, predicted at the thresholds recorded with the model;
     - `hugging_face`: the transformers class `hf_export` writes it as (None: refused), and which `load_fine_tuned`
-      reads back;
+      reads back; `keras_hub`: likewise, the keras-hub task class of a preset folder (`keras_hub_task_files`);
     - `instead`: for a kind only its task builds, what to do instead (the refusal of `load_fine_tuned`, and so of
       every export and text task, says it).
     """
@@ -104,6 +105,7 @@ class HeadKind:
     build: Callable[..., keras.Model] | None
     multi_label: bool = False
     hugging_face: str | None = None
+    keras_hub: str | None = None
     instead: str | None = None
 
 
@@ -114,7 +116,14 @@ def _classifier(encoder, num_outputs):
 HEADS: dict[str, HeadKind] = {
     kind.name: kind
     for kind in (
-        HeadKind(CLASSIFIER, "classifier", _dense_outputs, _classifier, hugging_face=HF_CLASSIFIER),
+        HeadKind(
+            CLASSIFIER,
+            "classifier",
+            _dense_outputs,
+            _classifier,
+            hugging_face=HF_CLASSIFIER,
+            keras_hub=keras_hub_tasks.CLASSIFIER_CLASS,
+        ),
         HeadKind(
             MULTI_LABEL_CLASSIFIER,
             "classifier",
@@ -122,6 +131,7 @@ HEADS: dict[str, HeadKind] = {
             _classifier,
             multi_label=True,
             hugging_face=HF_CLASSIFIER,
+            keras_hub=keras_hub_tasks.CLASSIFIER_CLASS,
         ),
         HeadKind(
             TOKEN_CLASSIFIER,
@@ -267,6 +277,55 @@ def _hf_classifier(fine_tuned: FineTuned) -> BertClassifier:
     return model
 
 
+# ---- keras-hub task presets ---------------------------------------------------------------------------------
+
+
+def _describe_keras_hub(path: str, files: model_dir_lib.ModelFiles) -> FineTuned:
+    """A preset folder of a `BertTextClassifier` as the classifier it is; any other preset as its backbone."""
+    if keras_hub_tasks.task_class(path) != keras_hub_tasks.CLASSIFIER_CLASS:
+        return FineTuned(path, files, None)
+    head = keras_hub_tasks.read_classifier(path, weights=False)
+    stored = head.record
+    labels = [str(label) for label in stored.get("label_names") or range(head.num_classes)]
+    if len(labels) != head.num_classes:
+        raise InputError(f"{path}: {len(labels)} label names in metadata.json for {head.num_classes} classes")
+    labels = [] if stored.get("regression") else labels
+    kind = HEADS[classifier_head(head.multi_label)]
+    task = str(stored.get("task") or GENERIC_TASK)  # the task says whether it takes pairs (GLUE's MRPC does)
+    record = {"task": task, "head": kind.name, "labels": labels}
+    record.update({key: stored[key] for key in _PAIR_KEYS if key in stored})
+    if head.sequence_length:
+        record["max_seq_length"] = min(head.sequence_length, files.config.max_position_embeddings)
+    thresholds = None
+    if head.multi_label:
+        thresholds = thresholds_per_label(len(labels), stored.get("thresholds"))
+        record.update(classifier_settings(len(labels), thresholds))
+    return FineTuned(path, files, kind, task, labels, thresholds, record)
+
+
+_PAIR_KEYS = ("text_pair", "text_b_column")  # what says that a classifier takes pairs, besides its task
+
+
+def keras_hub_task_files(fine_tuned: FineTuned, model: keras.Model) -> dict[str, bytes]:
+    """The task files of the fine-tuned `model` (a head whose `keras_hub` is set) that `write_preset` writes beside
+    its backbone, so that `keras_hub.models.TextClassifier.from_preset` loads the classifier; what keras-hub does
+    not keep (the task, label names, text pair, thresholds) goes to metadata.json (keras_hub_tasks.py)."""
+    record = {"task": fine_tuned.task or GENERIC_TASK, "label_names": list(fine_tuned.labels) or ["0"]}
+    record.update({key: fine_tuned.record[key] for key in _PAIR_KEYS if key in fine_tuned.record})
+    if not fine_tuned.labels:
+        record["regression"] = True
+    if fine_tuned.multi_label:
+        record["thresholds"] = list(fine_tuned.thresholds or [])
+    config = fine_tuned.files.config
+    return keras_hub_tasks.classifier_files_of(
+        model,
+        do_lower_case=bool(fine_tuned.files.do_lower_case),
+        sequence_length=int(fine_tuned.record.get("max_seq_length") or min(512, config.max_position_embeddings)),
+        multi_label=fine_tuned.multi_label,
+        record=record,
+    )
+
+
 # ---- Model Garden classifiers ---------------------------------------------------------------------------------
 
 
@@ -318,7 +377,10 @@ def describe(path: str, *, files: model_dir_lib.ModelFiles | None = None, **over
     files. A fine-tuning `--output_dir` without `best_model/` has the head its settings say (`_head_of_run`), else
     `head` None but its `task` and `labels`: its head is then that of the task, which
     `load_fine_tuned(serving_task=...)` names."""
+    path = hub_names.resolve(path)
     files = files or _resolve(path, overrides)
+    if files.checkpoint_format == "keras_hub":
+        return _describe_keras_hub(path, files)
     config = read_hf_config(path)
     if config is not None:
         return _describe_hf(path, config, files)
@@ -393,6 +455,10 @@ def load_fine_tuned(
         if recorded is None:  # a BertModel or BertForPreTraining folder
             raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
         return fine_tuned, _hf_classifier(fine_tuned)
+    if files.checkpoint_format == "keras_hub":
+        if recorded is None:  # a backbone-only preset
+            raise InputError(f"{name} holds no fine-tuned {what}; {hint}")
+        return fine_tuned, keras_hub_tasks.build_classifier(fine_tuned.source, fine_tuned.files.config)
     if files.checkpoint_format == "model_garden":
         if recorded is None:  # an encoder or a pretrainer
             raise InputError(f"{name} holds no fine-tuned {what}; {hint}")

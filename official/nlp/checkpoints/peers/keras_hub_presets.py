@@ -367,11 +367,18 @@ def weights_file_bytes(weights: dict[str, np.ndarray], config: BertConfig) -> by
 
 
 def write_preset(
-    model, folder: str, *, vocab_file: str | None, do_lower_case: bool | None, source: str = "the model"
+    model,
+    folder: str,
+    *,
+    vocab_file: str | None,
+    do_lower_case: bool | None,
+    source: str = "the model",
+    task_files: dict[str, bytes] | None = None,
 ) -> str:
     """Writes the encoder of `model` (ours: an encoder, pretrainer or task model) as the keras-hub preset folder
     `folder` (new or empty), which `keras_hub.models.BertBackbone.from_preset(folder)` loads, and, with a
-    vocabulary, `BertTokenizer`/`BertTextClassifierPreprocessor.from_preset(folder)` too.
+    vocabulary, `BertTokenizer`/`BertTextClassifierPreprocessor.from_preset(folder)` too. `task_files` (a task's
+    `task.json` and weights: keras_hub_tasks.py) are written beside them.
 
     Written in a staging folder and put in place with `config.json` (what keras-hub opens first) last.
     """
@@ -395,6 +402,8 @@ def write_preset(
             output_files.copy(vocab_file, os.path.join(staging, PRESET_VOCAB_FILE))
         for file_name, content in preset_json_files(config, do_lower_case if vocab_file else None).items():
             output_files.write_text(os.path.join(staging, file_name), json.dumps(content, indent=4))
+        for file_name, content in (task_files or {}).items():
+            output_files.write_bytes(os.path.join(staging, file_name), content)
         output_folders.commit_export(staging, folder, marker=PRESET_CONFIG_FILE, replace=False)
     logging.info(
         "Wrote the keras-hub preset %s (%d layers, hidden %d)", folder, config.num_hidden_layers, config.hidden_size

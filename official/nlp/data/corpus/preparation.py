@@ -47,10 +47,11 @@ from official.nlp.common.errors import InputError
 from official.nlp.common.input_files import expand_input_files
 from official.nlp.common.output_files import check_target
 from official.nlp.common.output_names import default_stats_path, output_paths
-from official.nlp.common.processes import worker_pool
+from official.nlp.common.processes import interruption, worker_pool
 from official.nlp.common.text_files import decode_text, line_number
 from official.nlp.data.corpus import documents as documents_lib
 from official.nlp.data.corpus import dump as dump_lib
+from official.nlp.data.corpus import dump_parts
 from official.nlp.data.corpus.documents import Counts
 from official.nlp.data.corpus.settings import CorpusConfig
 from official.nlp.data.corpus.units import CorpusUnit, file_format, plan_corpus_units
@@ -216,7 +217,9 @@ def _prepare(config, files, formats, units, paths, summary_path, start) -> Corpu
     # output as it was. Only then is anything replaced, the marker (the summary) first and last.
     with _temporary_outputs(paths) as temporary:
         if is_dump:
-            counts = _write_dump_outputs(config, files, temporary, num_workers, start)
+            parts = dump_parts.parts_folder(summary_path)
+            with dump_parts.removed_on_input_error(parts):
+                counts = _write_dump_outputs(config, files, temporary, num_workers, start, parts)
         else:
             counts = _write_outputs(config, units, temporary, num_workers, start)
         earlier = _earlier_outputs(summary_path, paths, files)
@@ -237,6 +240,8 @@ def _prepare(config, files, formats, units, paths, summary_path, start) -> Corpu
         keep_headings=config.keep_headings,
     )
     _write_summary(summary, config)
+    if is_dump:
+        dump_parts.remove_parts(parts)  # the outputs and their summary are in place: nothing to resume
     return summary
 
 
@@ -251,20 +256,34 @@ def _check_dump_inputs(files: list[str], formats: list[str | None]) -> None:
 
 
 def _write_dump_outputs(
-    config: CorpusConfig, files: list[str], temporary: dict[str, str], num_workers: int, start
+    config: CorpusConfig, files: list[str], temporary: dict[str, str], num_workers: int, start, parts: str
 ) -> Counts:
     """The pages of the dumps streamed from this process to the workers; shard i mod N takes unit i (each written
-    to its temporary name, `temporary`: {output file: temporary name})."""
+    to its temporary name, `temporary`: {output file: temporary name}). Each unit's result is kept in `parts` as
+    it is made, and the units an earlier run of the same settings kept there are taken as they are (dump_parts)."""
     paths = list(temporary)
     counts = Counts()  # the reader counts the pages it drops here, the workers' counts are added
     unit_chars = max(1, int(config.unit_mb * 2**20))
-    tasks = ((pages, config.keep_headings) for pages in dump_lib.page_units(files, unit_chars, counts))
+    done = dump_parts.open_parts(parts, dump_parts.resume_record(files, config.unit_mb, config.keep_headings))
+    tasks = (
+        (i, None if i in done else pages, config.keep_headings, parts)
+        for i, pages in enumerate(dump_lib.page_units(files, unit_chars, counts))
+    )
+    finished = [0]
+
+    def note() -> str:
+        return (
+            f"interrupted after {finished[0]} work units of the dump, kept in {parts}; the same command resumes from "
+            "there"
+        )
+
     for path in paths:
         output_files.makedirs_for(path)
     last_log = time.time()
     with contextlib.ExitStack() as stack:
+        stack.enter_context(interruption.resumable(note))
         results = stack.enter_context(
-            worker_pool.ordered_results(dump_lib.prepare_pages, tasks, num_workers=num_workers)
+            worker_pool.ordered_results(dump_parts.prepare_and_keep, tasks, num_workers=num_workers)
         )
         for p in paths:
             stack.enter_context(full_disk.naming_full_disk(p))
@@ -276,6 +295,7 @@ def _write_dump_outputs(
                 outs[shard].write(b"\n" + data if written[shard] else data)
                 written[shard] = True
             counts.add(Counts(**unit_counts))
+            finished[0] = i + 1
             if time.time() - last_log > _LOG_EVERY_S:
                 last_log = time.time()
                 logging.info(

@@ -195,3 +195,43 @@ def test_what_is_not_a_dump_is_refused(tmp_path, shared_data):
     (tmp_path / "other.xml").write_text("<feed><entry/></feed>\n")
     with pytest.raises(InputError, match="--input_format=dump, but"):
         run(tmp_path, tmp_path / "other.xml", input_format="dump")
+
+
+def test_a_stopped_run_resumes_from_the_units_it_kept(tmp_path, monkeypatch):
+    """Four units (one article each, the disambiguation page with the second); a stop in the fourth keeps three,
+    the same command parses only the fourth and writes what one uninterrupted run writes; a run of other settings
+    starts over; the parts go once the output is in place."""
+    from official.nlp.data.corpus import dump as dump_lib
+
+    whole = run(tmp_path, DUMP, "whole.txt", unit_mb=0.0005)
+    original, parsed = dump_lib.prepare_pages, []
+
+    def parse(pages, keep_headings, stop_at=None):
+        if len(parsed) == stop_at:
+            raise KeyboardInterrupt
+        parsed.append(pages[-1][0])
+        return original(pages, keep_headings)
+
+    monkeypatch.setattr(dump_lib, "prepare_pages", lambda pages, keep: parse(pages, keep, stop_at=3))
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, DUMP, unit_mb=0.0005)
+    parts = tmp_path / "stats" / "out.txt.parts"
+    kept = [f"unit-{i:08d}.{kind}" for i in range(3) for kind in ("json", "txt")]
+    assert sorted(p.name for p in parts.iterdir()) == ["resume.json", *kept]
+    assert not (tmp_path / "out.txt").exists() and not (tmp_path / "stats" / "out.txt.json").exists()
+    monkeypatch.setattr(dump_lib, "prepare_pages", parse)
+    parsed.clear()
+    summary = run(tmp_path, DUMP, unit_mb=0.0005)
+    assert parsed == ["Woolundunga, South Australia"]  # the units kept were not parsed again
+    assert (tmp_path / "out.txt").read_bytes() == (tmp_path / "whole.txt").read_bytes()
+    assert dataclasses.asdict(summary.counts) == dataclasses.asdict(whole.counts)
+    assert not parts.exists()
+    # Units kept by a run of other settings are not taken: the run starts over.
+    parsed.clear()
+    monkeypatch.setattr(dump_lib, "prepare_pages", lambda pages, keep: parse(pages, keep, stop_at=2))
+    with pytest.raises(KeyboardInterrupt):
+        run(tmp_path, DUMP, unit_mb=0.0005)
+    monkeypatch.setattr(dump_lib, "prepare_pages", parse)
+    parsed.clear()
+    run(tmp_path, DUMP, unit_mb=0.0005, keep_headings=True)
+    assert len(parsed) == 4 and not parts.exists()
