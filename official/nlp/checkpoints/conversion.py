@@ -1,5 +1,6 @@
 """Checkpoint conversion: `convert_checkpoint` writes any checkpoint `model_loading` reads (TF1, Hugging Face,
-keras-hub, Model Garden, ours) as a model directory, and `ConversionConfig` holds its settings (the flags of
+keras-hub, Model Garden, TF-Hub SavedModels, ours) as a model directory, and `ConversionConfig` holds its settings
+(the flags of
 `run_scripts/convert_checkpoint.py`).
 
 convert(ConversionConfig(input="uncased_L-12_H-768_A-12/bert_model.ckpt", output_dir="models/bert_base"))
@@ -15,7 +16,13 @@ from absl import logging
 
 from official.nlp.checkpoints import checkpoint_base, fine_tuned, model_dir, model_loading, our_checkpoints
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
-from official.nlp.checkpoints.peers import hf_export, hub_names, keras_hub_export, keras_hub_presets
+from official.nlp.checkpoints.peers import (
+    hf_export,
+    hub_names,
+    keras_hub_export,
+    keras_hub_presets,
+    tf_hub_saved_models,
+)
 from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
@@ -30,7 +37,7 @@ class ConversionConfig(CheckedConfig):
         help="TF1 checkpoint prefix or folder, Hugging Face model folder (a BertForSequenceClassification keeps its "
         "head, labels and thresholds), keras-hub preset folder (a BertTextClassifier's keeps its head) or preset "
         "name (bert_base_en_uncased), Model Garden TF2 checkpoint prefix or folder (its pretraining or classifier "
-        "head kept), hf://org/name[@revision], "
+        "head kept), TF-Hub/Kaggle BERT encoder SavedModel, hf://org/name[@revision], "
         "kaggle://owner/model/framework/variation[/version], model directory, or a fine-tuning run's --output_dir "
         "or best_model/ (written with its head).",
     )
@@ -39,7 +46,7 @@ class ConversionConfig(CheckedConfig):
         help="Model directory to write (must not hold a checkpoint yet); for --output_format=hf a new or empty folder.",
     )
     input_format: str = field(
-        "auto", enum=["auto", "tf1", "hf", "keras_hub", "model_garden", "ours"], help="Format of --input."
+        "auto", enum=["auto", "tf1", "hf", "keras_hub", "model_garden", "tf_hub", "ours"], help="Format of --input."
     )
     output_format: str = field(
         "ours",
@@ -53,6 +60,12 @@ class ConversionConfig(CheckedConfig):
     bert_config_file: str | None = field(None, path="path", help="Overrides the config found next to --input.")
     vocab_file: str | None = field(None, path="path", help="Overrides the vocab.txt found next to --input.")
     do_lower_case: bool | None = field(None, help="Overrides the case found with --input (file, folder name or vocab).")
+    preprocessor: str | None = field(
+        None,
+        path="path",
+        help="For a TF-Hub encoder SavedModel --input: its preprocessing SavedModel, which gives the vocabulary and "
+        "case when the encoder does not carry them (the flags above win over it).",
+    )
 
 
 def convert(config: ConversionConfig) -> model_dir.ModelFiles:
@@ -66,6 +79,8 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
     """
     # A hub name is fetched (or found in its cache) once, here: every reader below takes the local folder.
     config = dataclasses.replace(config, input=hub_names.resolve(config.input))
+    if config.preprocessor:
+        config = _with_preprocessor(config)
     settings = dict(
         input_format=config.input_format,
         bert_config_file=config.bert_config_file,
@@ -77,6 +92,22 @@ def convert(config: ConversionConfig) -> model_dir.ModelFiles:
     if config.output_format == "keras_hub":
         return export_to_keras_hub(config.input, config.output_dir, **settings)
     return convert_checkpoint(config.input, config.output_dir, output_format=config.output_format, **settings)
+
+
+def _with_preprocessor(config: ConversionConfig) -> ConversionConfig:
+    """`--vocab_file` and `--do_lower_case` from `--preprocessor` where the flags leave them unset; a preprocessor
+    whose case contradicts the encoder's own `do_lower_case` is refused (`model_loading.hub_model_files`)."""
+    if not tf_hub_saved_models.is_hub_saved_model(config.input):
+        raise InputError(
+            f"--preprocessor is for a TF-Hub encoder SavedModel --input; {config.input} is not one (no saved_model.pb)"
+        )
+    vocab_file, do_lower_case = tf_hub_saved_models.preprocessor_vocab(config.preprocessor)
+    logging.info("--preprocessor=%s: vocabulary %s, do_lower_case=%s", config.preprocessor, vocab_file, do_lower_case)
+    return dataclasses.replace(
+        config,
+        vocab_file=config.vocab_file or vocab_file,
+        do_lower_case=do_lower_case if config.do_lower_case is None else config.do_lower_case,
+    )
 
 
 def _load(input_path: str, *, input_format: str, **overrides):

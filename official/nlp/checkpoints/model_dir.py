@@ -39,7 +39,13 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import our_checkpoints
-from official.nlp.checkpoints.peers import hf_weights, keras_hub_presets, model_garden, tf1_checkpoints
+from official.nlp.checkpoints.peers import (
+    hf_weights,
+    keras_hub_presets,
+    model_garden,
+    tf1_checkpoints,
+    tf_hub_saved_models,
+)
 from official.nlp.checkpoints.peers.model_garden_export import check_expressible, write_model_garden_checkpoint
 from official.nlp.common import claims, full_disk, input_files, output_files, output_folders, text_files
 from official.nlp.common.errors import InputError, MissingInputError, OutputExistsError
@@ -63,8 +69,9 @@ class ModelFiles:
     """Everything a script needs to rebuild a model: checkpoint, config, vocabulary, case (what
     `model_loading.read_model_files` reads, and what a conversion returns of the model it wrote).
 
-    `checkpoint` is a checkpoint prefix, a Hugging Face folder or a keras-hub preset folder (None when training
-    from scratch) and `checkpoint_format` is `"ours"`, `"tf1"`, `"hf"`, `"keras_hub"` or `"model_garden"`.
+    `checkpoint` is a checkpoint prefix, a Hugging Face folder, a keras-hub preset folder or a TF-Hub SavedModel
+    folder (None when training from scratch) and `checkpoint_format` is `"ours"`, `"tf1"`, `"hf"`, `"keras_hub"`,
+    `"model_garden"` or `"tf_hub"`.
     """
 
     config: BertConfig
@@ -137,6 +144,8 @@ def has_masked_lm_head(checkpoint: str, checkpoint_format: str) -> bool:
         return hf_weights.hf_has_masked_lm_head(checkpoint)
     if checkpoint_format == "keras_hub":
         return False  # a preset holds the backbone only
+    if checkpoint_format == "tf_hub":
+        return any(name.startswith("cls/") for name in tf_hub_saved_models.read_hub_weights(checkpoint))
     if checkpoint_format == "model_garden":
         return model_garden.read_model_garden_checkpoint(checkpoint, shapes_only=True).masked_lm
     return our_checkpoints.checkpoint_has_masked_lm_head(checkpoint)
@@ -153,6 +162,8 @@ def restore_weights(model, checkpoint: str, checkpoint_format: str, *, whole_mod
     elif checkpoint_format == "keras_hub":
         weights = keras_hub_presets.read_preset_weights(checkpoint)
         tf1_checkpoints.assign_weights(weights, target, source=checkpoint)
+    elif checkpoint_format == "tf_hub":
+        tf1_checkpoints.assign_weights(tf_hub_saved_models.read_hub_weights(checkpoint), target, source=checkpoint)
     elif checkpoint_format == "model_garden":
         weights = model_garden.read_model_garden_checkpoint(checkpoint).weights
         tf1_checkpoints.assign_weights(weights, target, source=checkpoint)

@@ -26,7 +26,14 @@ import tensorflow as tf
 from absl import logging
 
 from official.nlp.checkpoints import model_dir, our_checkpoints
-from official.nlp.checkpoints.peers import hf_weights, hub_names, keras_hub_presets, model_garden, tf1_checkpoints
+from official.nlp.checkpoints.peers import (
+    hf_weights,
+    hub_names,
+    keras_hub_presets,
+    model_garden,
+    tf1_checkpoints,
+    tf_hub_saved_models,
+)
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
@@ -113,6 +120,10 @@ def read_model_files(
     init_checkpoint = hub_names.resolve(init_checkpoint) if init_checkpoint else init_checkpoint
     if init_checkpoint and keras_hub_presets.is_preset_folder(init_checkpoint):
         return preset_model_files(
+            init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
+        )
+    if init_checkpoint and tf_hub_saved_models.is_hub_saved_model(init_checkpoint):
+        return hub_model_files(
             init_checkpoint, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
         )
     if init_checkpoint and is_hugging_face(init_checkpoint):
@@ -252,6 +263,30 @@ def preset_model_files(
     )
 
 
+def hub_model_files(
+    path: str, *, bert_config_file: str | None = None, vocab_file: str | None = None, do_lower_case: bool | None = None
+) -> model_dir.ModelFiles:
+    """`ModelFiles` of a TF-Hub/Kaggle BERT encoder SavedModel (or a pair's folder holding `encoder/`), with the
+    vocabulary and case it carries; `checkpoint_format` is `"tf_hub"` (see tf_hub_saved_models.py)."""
+    folder = tf_hub_saved_models.encoder_folder(path) or path
+    if bert_config_file:
+        config = BertConfig.from_json_file(bert_config_file)
+    else:
+        config = tf_hub_saved_models.read_hub_config(folder)
+    stored_vocab, stored_case = tf_hub_saved_models.hub_vocab(folder)
+    vocab_file = vocab_file or stored_vocab
+    if vocab_file is None:
+        raise MissingInputError(
+            f"{folder} carries no vocabulary (no vocab_file asset, or its file is missing from assets/); pass its "
+            "preprocessing model as convert_checkpoint.py --preprocessor, or --vocab_file and --do_lower_case"
+        )
+    do_lower_case = _merge_case(do_lower_case, stored_case, f"{folder}'s do_lower_case variable")
+    do_lower_case = model_dir.validate_vocab_file(vocab_file, config, do_lower_case, infer_case=True)
+    return model_dir.ModelFiles(
+        config=config, vocab_file=vocab_file, do_lower_case=do_lower_case, checkpoint=folder, checkpoint_format="tf_hub"
+    )
+
+
 def is_hugging_face(path: str) -> bool:
     """Whether `path` is a Hugging Face model folder (`model.safetensors` or `pytorch_model.bin`) or `.safetensors`
     file."""
@@ -265,10 +300,13 @@ def is_hugging_face(path: str) -> bool:
 
 
 def detect_format(path: str) -> str:
-    """`"keras_hub"` for a keras-hub preset folder, `"hf"` for a Hugging Face model folder or `.safetensors` file,
-    else `"ours"`, `"tf1"` or `"model_garden"` (see find_checkpoint)."""
+    """`"keras_hub"` for a keras-hub preset folder, `"tf_hub"` for a SavedModel (a TF-Hub encoder), `"hf"` for a
+    Hugging Face model folder or `.safetensors` file, else `"ours"`, `"tf1"` or `"model_garden"` (see
+    find_checkpoint)."""
     if keras_hub_presets.is_preset_folder(path):
         return "keras_hub"
+    if tf_hub_saved_models.is_hub_saved_model(path):
+        return "tf_hub"
     return "hf" if is_hugging_face(path) else find_checkpoint(path)[1]
 
 
@@ -299,6 +337,13 @@ def load_model(
             keras_hub_presets.read_preset_weights(path), files.config, source=path
         )
         return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
+    if input_format == "tf_hub":
+        files = hub_model_files(
+            path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
+        )
+        weights = tf_hub_saved_models.read_hub_weights(files.checkpoint)
+        model = tf1_checkpoints.model_from_weights(weights, files.config, source=files.checkpoint)
+        return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
     if input_format == "hf":
         files = hf_model_files(
             path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
@@ -308,7 +353,9 @@ def load_model(
         )
         return model, dataclasses.replace(files, checkpoint=None, checkpoint_format=None)
     if input_format not in ("tf1", "ours", "model_garden"):
-        raise InputError(f"input_format must be auto, tf1, hf, keras_hub, model_garden or ours; got {input_format!r}")
+        raise InputError(
+            f"input_format must be auto, tf1, hf, keras_hub, tf_hub, model_garden or ours; got {input_format!r}"
+        )
     files = read_model_files(
         path, bert_config_file=bert_config_file, vocab_file=vocab_file, do_lower_case=do_lower_case
     )

@@ -140,22 +140,35 @@ def perplexity(stage: Stage, config: PaperConfig, budget: Budget, space: Workspa
 def heldout_mlm_loss(model_path: str, budget: Budget, space: Workspace) -> float:
     """The mean masked-LM cross entropy of the model directory `model_path` over every prediction of the held-out
     records (the documents held out by hash; masked once with the original rule)."""
+    from official.nlp.checkpoints import model_loading
+
+    model, files = model_loading.load_model(model_path)
+    return mlm_loss(
+        model,
+        space.records(grid.HELDOUT_RECORDS),
+        max_seq_length=budget.max_seq_length,
+        max_predictions_per_seq=budget.max_predictions_per_seq,
+        vocab_size=files.config.vocab_size,
+    )
+
+
+def mlm_loss(model, records: str, *, max_seq_length: int, max_predictions_per_seq: int, vocab_size: int) -> float:
+    """The mean masked-LM cross entropy of `model` (a pretrainer: `mlm_logits` at `masked_lm_positions`) over every
+    prediction of the pretraining `records` (globs), in inference mode."""
     import tensorflow as tf
 
-    from official.nlp.checkpoints import model_loading
     from official.nlp.data.pretraining.dataloader import PretrainDataConfig, PretrainDataLoader
     from official.nlp.modeling import losses
 
-    model, files = model_loading.load_model(model_path)
     loader = PretrainDataLoader(
         PretrainDataConfig(
-            input_patterns=space.records(grid.HELDOUT_RECORDS),
-            seq_length=budget.max_seq_length,
-            max_predictions_per_seq=budget.max_predictions_per_seq,
+            input_patterns=records,
+            seq_length=max_seq_length,
+            max_predictions_per_seq=max_predictions_per_seq,
             global_batch_size=PERPLEXITY_BATCH,
             is_training=False,
             use_next_sentence_label=False,
-            vocab_size=files.config.vocab_size,
+            vocab_size=vocab_size,
         )
     )
 

@@ -13,15 +13,20 @@ TensorShape([1, 384])
 - `preprocessor(texts)`: a `[batch]` string tensor -> `input_word_ids`, `input_mask`, `input_type_ids` packed to
   the exported `max_seq_length` (also its `serving_default` signature);
 - `preprocessor.tokenize(texts)`: `[batch]` strings -> int32 RaggedTensor `[batch, (tokens)]` (TF-Hub's has an
-  extra words dimension; ours is flat, as our packer takes it);
-- `preprocessor.bert_pack_inputs(segments, seq_length)`: a list of one or two tokenized segments and a scalar
-  int32 `seq_length` tensor -> the encoder inputs, truncated as in training;
-- `encoder(inputs, training=False)`: the dict above -> `pooled_output`, `sequence_output` and `encoder_outputs` (a
-  list, one per layer); its `serving_default` signature flattens the list into `encoder_output_<i>`. The encoder
-  is a Reusable SavedModel (`variables`, `trainable_variables`, `regularization_losses`, dropout live with
-  `training=True`): `hub.KerasLayer(encoder_path, trainable=True)` fine-tunes it inside a `tf_keras` model.
+  extra words dimension; ours is flat, as our packer takes it); `preprocessor.tokenize.get_special_tokens_dict()`
+  gives the `[CLS]`, `[SEP]`, `[PAD]` and `[MASK]` ids and the vocabulary size under TF-Hub's names;
+- `preprocessor.bert_pack_inputs(segments, seq_length=max_seq_length)`: a list of one or two tokenized segments
+  (ours, or TF-Hub's `[batch, words, word pieces]`) and a scalar int32 `seq_length` tensor -> the encoder inputs,
+  truncated as in training;
+- `encoder(inputs, training=False)`: the dict above -> `pooled_output` (also as `default`, TF-Hub's alias),
+  `sequence_output` and `encoder_outputs` (a list, one per layer); its `serving_default` signature flattens the list
+  into `encoder_output_<i>`. The encoder is a Reusable SavedModel (`variables`, `trainable_variables`,
+  `regularization_losses`, dropout live with `training=True`): `hub.KerasLayer(encoder_path, trainable=True)`
+  fine-tunes it inside a `tf_keras` model.
 
-Both carry `vocab.txt`, `bert_config.json` and `do_lower_case` as assets.
+Both carry `vocab.txt`, `bert_config.json` and `do_lower_case` as assets; the encoder also has TF-Hub's
+`vocab_file` (the asset) and `do_lower_case` (a bool variable) attributes, so that `convert_checkpoint.py` reads
+it back as it reads a TF-Hub encoder (checkpoints/peers/tf_hub_saved_models.py).
 """
 
 from __future__ import annotations
@@ -34,6 +39,28 @@ from official.nlp.serving import export_base
 from official.nlp.serving.sequence_exports import EncoderExport
 
 _RAGGED_IDS = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1, row_splits_dtype=tf.int64)
+_RAGGED_WORDS = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2, row_splits_dtype=tf.int64)
+
+
+class _Tokenize(tf.Module):
+    """`preprocessor.tokenize`: callable on texts, with TF-Hub's `get_special_tokens_dict()` (the ids a user who packs
+    inputs by hand needs: `start_of_sequence_id`, `end_of_segment_id`, `padding_id`, `mask_id`, `vocab_size`)."""
+
+    def __init__(self, function, tokenizer):
+        super().__init__(name="tokenize")
+        self.__call__ = function
+        ids = tokenizer.special_token_ids()
+        values = {
+            "start_of_sequence_id": ids["cls_id"],
+            "end_of_segment_id": ids["sep_id"],
+            "padding_id": ids["pad_id"],
+            "mask_id": ids["mask_id"],
+            "vocab_size": tokenizer.vocab_size,
+        }
+        self.get_special_tokens_dict = tf.Module(name="get_special_tokens_dict")
+        self.get_special_tokens_dict.__call__ = tf.function(
+            lambda: {name: tf.constant(value, tf.int32) for name, value in values.items()}, input_signature=[]
+        )
 
 
 class _Preprocessor(tf.Module):
@@ -51,14 +78,25 @@ class _Preprocessor(tf.Module):
         def checked(signature, texts):
             return export_base.check_ranks(signature, {"texts": texts}, spec)["texts"]
 
-        self.tokenize = tf.function(
-            lambda texts: self.tokenizer(checked("tokenize", texts)),
-            input_signature=[export_base.any_shape(spec)["texts"]],
+        self.tokenize = _Tokenize(
+            tf.function(
+                lambda texts: self.tokenizer(checked("tokenize", texts)),
+                input_signature=[export_base.any_shape(spec)["texts"]],
+            ),
+            export.tokenizer,
         )
-        self.bert_pack_inputs = tf.function(lambda segments, seq_length: self.packer(segments, seq_length=seq_length))
+        default_seq_length = export.seq_length
+
+        def pack(segments, seq_length=default_seq_length):
+            # TF-Hub's tokenize gives [batch, words, word pieces]; ours [batch, tokens]. Both are packed.
+            segments = [s.merge_dims(1, -1) if s.ragged_rank > 1 else s for s in segments]
+            return self.packer(segments, seq_length=seq_length)
+
+        self.bert_pack_inputs = tf.function(pack)
         seq = tf.TensorSpec([], tf.int32, name="seq_length")
-        for count in (1, 2):
-            self.bert_pack_inputs.get_concrete_function([_RAGGED_IDS] * count, seq)
+        for ragged in (_RAGGED_IDS, _RAGGED_WORDS):
+            for count in (1, 2):
+                self.bert_pack_inputs.get_concrete_function([ragged] * count, seq)
         self.__call__ = tf.function(
             lambda texts: export_base.serve_nonempty(
                 lambda rows: self.packer(self.tokenizer(rows["texts"])), {"texts": checked("serving_default", texts)}
@@ -82,10 +120,15 @@ class _Encoder(tf.Module):
         export_base.hold_model(self, export.model)
         model = export.model
         self.assets = {name: export.assets[name] for name in ("vocab.txt", "bert_config.json", "do_lower_case")}
+        # What TF-Hub's BERT encoders carry for users who tokenize themselves (the Model Garden's export_tfhub).
+        self.vocab_file = export.assets["vocab.txt"]
+        self.do_lower_case = export.do_lower_case
 
         @tf.function
         def call(inputs, training=False):
-            return model(dict(inputs), training=training)
+            outputs = dict(model(dict(inputs), training=training))
+            outputs["default"] = outputs["pooled_output"]  # TF-Hub's alias of the whole-input representation
+            return outputs
 
         for training in (False, True):
             call.get_concrete_function(export_base.id_specs(), training=training)
