@@ -1,7 +1,7 @@
 """The rerun of the paper end to end at `--budget=smoke`, on slices of ../shared/data: the report's structure, every
 number of its tables traced to results.csv, and a second run of the same command that runs nothing.
 
-One module fixture runs the grid once (tiny models, a few steps: about a minute of CPU), with the pilot and the
+One module fixture runs the grid once (tiny models, a few steps: about two minutes of CPU), with the pilot and the
 transfer curve (its state saved to a folder of its own, from which a fresh output folder resumes); the tests read
 what it wrote. The tasks are MRPC, SQuAD and CoNLL-2003, one of each kind of head (a classifier, a span head with and
 without the BiLSTM, a tagger fine-tuned and feature-based), so that every table and every kind of stage runs.
@@ -266,14 +266,20 @@ def test_the_pilot_chooses_on_heldout_loss_and_every_pretraining_run_uses_its_ch
         )
         assert settings["learning_rate"] == rate, variant
     curve_settings = json.loads((rerun["dir"] / "runs/curve/pretrain/pretraining_settings.json").read_text())
-    assert curve_settings["learning_rate"] == rate and curve_settings["num_train_steps"] == 8
+    assert curve_settings["learning_rate"] == rate and curve_settings["num_train_steps"] == 4
     assert curve_settings["dynamic_masking"] is True
 
 
 def test_the_curve_fine_tunes_each_kept_checkpoint_until_it_stops(rerun):
     rows = _csv_rows(rerun["dir"] / "results.csv")
     steps = sorted({int(r["variant"][6:]) for r in rows if r["variant"].startswith("curve-") and r["task"] in TASKS})
-    assert steps and steps == [4, 8][: len(steps)]
+    assert steps == [4]  # the smoke budget's one kept checkpoint
+    # Its pretraining ran in two segments (a saved chunk at step 2, then the kept step); only the kept one is
+    # exported and measured on the held-out documents.
+    segments = {r["stage"] for r in rows if r["stage"].startswith("curve/pretrain/")}
+    assert segments == {"curve/pretrain/step2", "curve/pretrain/step4"}
+    measured = {r["stage"] for r in rows if r["task"] == "curve" and r["metric"] == "heldout_mlm_loss"}
+    assert measured == {"curve/pretrain/step4"}
     metric = {"mrpc": "accuracy", "squad": "f1", "ner": "f1"}
     crossed = {}
     for task in TASKS:
@@ -291,8 +297,9 @@ def test_the_curve_fine_tunes_each_kept_checkpoint_until_it_stops(rerun):
             assert len(values) == 1  # the smoke budget's one seed
             if task not in crossed and min(values) > random_high:
                 crossed[task] = step
-    # The curve stops after the step where all three tasks crossed, or runs to its last kept checkpoint.
-    assert steps[-1] == 8 or (len(crossed) == 3 and max(crossed.values()) == steps[-1])
+    # The curve runs to its last kept checkpoint: there is no later stage for a crossover to skip (when it stops:
+    # test_transfer.py).
+    assert not [line for line in rerun["first"] if ": skipped" in line]
     markdown = (rerun["dir"] / "results.md").read_text()
     line = next(line for line in markdown.splitlines() if line.startswith("| crossover |"))
     assert (

@@ -15,6 +15,8 @@ from official.nlp.paper.transfer import curve, pilot
 
 SMOKE = BUDGETS["smoke"]
 TASKS = ("mrpc", "squad", "ner")
+# A curve kept at steps 2, 4 and 8, without chunks (the smoke budget keeps one step).
+_CURVE_TO_8 = dict(curve_steps=(2, 4, 8), curve_max_steps=8, curve_chunk_steps=0)
 
 
 def _row(variant: str, task: str, metric: str, value: float, seed: int | None = None, steps=None) -> Row:
@@ -32,7 +34,9 @@ def test_the_pilot_grid_scales_the_rate_with_the_batch_and_keeps_the_examples():
 
 
 def test_the_curve_segments_are_the_kept_steps_and_the_chunks():
-    assert SMOKE.curve_checkpoints() == (4, 8) and SMOKE.curve_segments() == (4, 8)
+    assert SMOKE.curve_checkpoints() == (4,) and SMOKE.curve_segments() == (2, 4)  # a chunk, then the kept step
+    unchunked = dataclasses.replace(SMOKE, curve_steps=(4, 8), curve_max_steps=8, curve_chunk_steps=0)
+    assert unchunked.curve_checkpoints() == (4, 8) and unchunked.curve_segments() == (4, 8)
     chunked = dataclasses.replace(SMOKE, curve_steps=(2, 4, 16), curve_max_steps=12, curve_chunk_steps=3)
     assert chunked.curve_checkpoints() == (2, 4) and chunked.curve_segments() == (2, 3, 4)
     default = BUDGETS["default"]
@@ -50,26 +54,93 @@ def test_loss_at_equal_time_is_interpolated_linearly_in_time():
     assert pilot.at_time(points, 5.0) is None  # before the first measurement: not measured
 
 
+def _pilot_rows(cpu: bool = True) -> list[Row]:
+    """Run a: the best at equal examples. Run b: ahead at equal wall time only because run a's wall time was
+    inflated by other processes (its CPU time says it was not slower)."""
+    rows = []
+    runs = (
+        ("pilot-a", 1e-3, [(10, 10, 7.0), (40, 30, 5.0)]),  # (wall seconds, CPU seconds, held-out loss)
+        ("pilot-b", 2e-3, [(10, 15, 6.0), (20, 35, 5.5)]),
+    )
+    for variant, rate, points in runs:
+        rows += [_row(variant, "pilot", "learning_rate", rate), _row(variant, "pilot", "batch_size", 32)]
+        for step, (wall, cpu_seconds, loss) in zip((1, 2), points):
+            rows += [
+                _row(variant, "pilot", "heldout_mlm_loss", loss, steps=step),
+                _row(variant, "pilot", "wall_seconds", wall, steps=step),
+            ]
+            if cpu:
+                rows.append(_row(variant, "pilot", "cpu_seconds", cpu_seconds, steps=step))
+    return rows
+
+
+def _choice_rows(values) -> list[Row]:
+    return [_row(v[4], v[0], v[1], v[2], steps=v[3]) for v in values]
+
+
 def test_the_pilot_chooses_the_lowest_loss_at_equal_examples(tmp_path):
     from official.nlp.paper.config import Workspace
 
-    rows = []
-    # Run a: better at equal examples but slow; run b: worse at the end, better at equal time.
-    for variant, rate, points in (("pilot-a", 1e-3, [(10, 7.0), (40, 5.0)]), ("pilot-b", 2e-3, [(10, 6.0), (20, 5.5)])):
-        rows += [_row(variant, "pilot", "learning_rate", rate), _row(variant, "pilot", "batch_size", 32)]
-        for step, (seconds, loss) in zip((1, 2), points):
-            rows += [
-                _row(variant, "pilot", "heldout_mlm_loss", loss, steps=step),
-                _row(variant, "pilot", "wall_seconds", seconds, steps=step),
-            ]
     space = Workspace(str(tmp_path))
-    values = pilot.choose(grid.Stage(grid.PILOT_CHOICE, "pilot_choice", "t"), rows, space)
+    values = pilot.choose(grid.Stage(grid.PILOT_CHOICE, "pilot_choice", "t"), _pilot_rows(), space)
     by = {(v[4], v[1]): v[2] for v in values}
+    assert by[("pilot-a", "loss_at_equal_examples")] == 5.0 and by[("pilot-b", "loss_at_equal_examples")] == 5.5
     assert by[("pilot", "common_wall_seconds")] == 20
     assert by[("pilot-a", "loss_at_equal_time")] == pytest.approx(7.0 - 2.0 * 10 / 30)
     assert by[("pilot-b", "loss_at_equal_time")] == 5.5
+    # At equal CPU time (the shortest total, 30 s) run a is ahead: 5.0 against 6.0 + (5.5 - 6.0) * 15 / 20.
+    assert by[("pilot", "common_cpu_seconds")] == 30
+    assert by[("pilot-a", "loss_at_equal_cpu")] == 5.0
+    assert by[("pilot-b", "loss_at_equal_cpu")] == pytest.approx(5.625)
     assert by[("pilot", "chosen_learning_rate")] == 1e-3  # equal examples decide, not equal time
     assert '"learning_rate": 0.001' in (tmp_path / "pilot.json").read_text()
+    # The report: a column per comparison, CPU time said to be the one that holds under load.
+    table = "\n".join(pilot.pilot_table(_pilot_rows() + _choice_rows(values)))
+    assert "equal CPU time" in table and "depends on the load" in table and "(30 s)" in table
+    assert "| pilot-a | 0.001 | 32 | 5.000 | 30 | 40 | 5.000 | 6.333 | yes |" in table
+    assert "| pilot-b | 0.002 | 32 | 5.500 | 35 | 20 | 5.625 | 5.500 |  |" in table
+
+
+def test_a_choice_made_before_the_cpu_comparison_gets_it_from_its_runs(tmp_path):
+    from official.nlp.paper.config import Workspace
+
+    stage = grid.Stage(grid.PILOT_CHOICE, "pilot_choice", "t")
+    values = pilot.choose(stage, _pilot_rows(), Workspace(str(tmp_path)))
+    old = [v for v in values if v[1] not in ("common_cpu_seconds", "loss_at_equal_cpu")]  # as the first version wrote
+    rows = _pilot_rows() + _choice_rows(old)
+    completed = pilot.complete_comparisons(rows)
+    added = {(r.variant, r.metric): r.value for r in completed[len(rows) :]}
+    assert added == {
+        ("pilot", "common_cpu_seconds"): 30,
+        ("pilot-a", "loss_at_equal_cpu"): 5.0,
+        ("pilot-b", "loss_at_equal_cpu"): pytest.approx(5.625),
+    }
+    assert completed[: len(rows)] == rows and pilot.complete_comparisons(completed) == completed
+    assert pilot.complete_comparisons(_pilot_rows()) == _pilot_rows()  # no choice yet: nothing to complete
+    # Runs recorded without CPU time: no CPU comparison, the others as before.
+    no_cpu = pilot.comparisons(_pilot_rows(cpu=False))
+    assert {v[1] for v in no_cpu} == {"loss_at_equal_examples", "common_wall_seconds", "loss_at_equal_time"}
+
+
+def test_the_progress_lines_give_where_a_run_ended_and_what_the_pilot_chose(tmp_path):
+    from official.nlp.paper.config import Workspace
+    from official.nlp.paper.reproduce import result_words
+
+    run = grid.Stage("pilot/pilot-a", "pilot", "t", learning_rate=1e-3, batch_size=32)
+    values = [
+        ("pilot", metric, value, step)
+        for step, loss, wall, cpu_seconds in ((1, 7.0, 10.0, 10.0), (2, 5.0, 40.0, 30.0))
+        for metric, value in (("heldout_mlm_loss", loss), ("wall_seconds", wall), ("cpu_seconds", cpu_seconds))
+    ] + [("pilot", "learning_rate", 1e-3, None)]
+    assert result_words(run, values) == "heldout_mlm_loss 5, wall_seconds 40, cpu_seconds 30"  # the last point
+    stage = grid.Stage(grid.PILOT_CHOICE, "pilot_choice", "t")
+    choice = pilot.choose(stage, _pilot_rows(), Workspace(str(tmp_path)))
+    assert result_words(stage, choice) == (
+        "learning rate 0.001, batch 32 (pilot-a), loss_at_equal_examples 5, loss_at_equal_time 6.333 (at 20 s), "
+        "loss_at_equal_cpu 5 (at 30 s)"
+    )  # the winner's figures (pilot-a's), not the first run's
+    finetune = grid.Stage("finetune/x", "finetune", "t")
+    assert result_words(finetune, [("mrpc", "accuracy", 72.06), ("mrpc", "f1", 80.07)]) == "accuracy 72.06, f1 80.07"
 
 
 def _curve_rows(random: list[float], by_step: dict[int, list[float]], task: str = "mrpc") -> list[Row]:
@@ -82,7 +153,7 @@ def _curve_rows(random: list[float], by_step: dict[int, list[float]], task: str 
 
 def test_the_crossover_needs_the_seed_ranges_apart():
     budget = dataclasses.replace(
-        SMOKE, tasks={t: dataclasses.replace(b, seeds=3) for t, b in SMOKE.tasks.items()}, curve_steps=(2, 4, 8)
+        SMOKE, tasks={t: dataclasses.replace(b, seeds=3) for t, b in SMOKE.tasks.items()}, **_CURVE_TO_8
     )
     # Step 2: median above random's maximum, but the ranges overlap; step 4: apart.
     rows = _curve_rows([60, 62, 64], {2: [63, 66, 70], 4: [65, 66, 67], 8: [70, 71, 72]})
@@ -94,7 +165,7 @@ def test_the_crossover_needs_the_seed_ranges_apart():
 
 
 def test_the_curve_stops_once_enough_tasks_crossed():
-    budget = dataclasses.replace(SMOKE, curve_stop_tasks=2, curve_steps=(2, 4, 8))
+    budget = dataclasses.replace(SMOKE, curve_stop_tasks=2, **_CURVE_TO_8)
     rows = _curve_rows([50], {2: [49], 4: [51]}, "mrpc") + _curve_rows([10], {2: [11]}, "ner")
     rows += _curve_rows([5], {2: [4], 4: [4], 8: [4]}, "squad")
     assert curve.stop_step(rows, budget, TASKS) == 4  # ner crossed at 2, mrpc at 4
@@ -105,7 +176,7 @@ def test_the_curve_stops_once_enough_tasks_crossed():
 
 
 def test_the_grid_runs_the_pilot_first_and_interleaves_the_curve():
-    stages = grid.build_grid(dataclasses.replace(SMOKE, curve_steps=(2, 4, 8)), TASKS, ("5", "curve"), masking=False)
+    stages = grid.build_grid(dataclasses.replace(SMOKE, **_CURVE_TO_8), TASKS, ("5", "curve"), masking=False)
     ids = [s.id for s in stages]
     choice = ids.index(grid.PILOT_CHOICE)
     assert all(ids.index(s.id) > choice and grid.PILOT_CHOICE in s.depends for s in stages if s.kind == "pretrain")
