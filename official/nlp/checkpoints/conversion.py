@@ -161,20 +161,10 @@ def convert_checkpoint(
     keeps_head = output_format == "ours" or (
         output_format == "model_garden" and head is not None and head.serving_task == "classifier"
     )
-    if head is not None and head.build is not None and keeps_head:
+    with_head = head is not None and head.build is not None and keeps_head
+    if with_head:
         described, model = fine_tuned.load_fine_tuned(input_path, files=described.files)
         files = described.files
-        if output_format == "ours":
-            fine_tuned.save_described(model, output_dir, described, flag="--output_dir")
-        else:
-            model_dir.export_model_dir(
-                model,
-                output_dir,
-                vocab_file=files.vocab_file,
-                do_lower_case=files.do_lower_case,
-                checkpoint_format=output_format,
-                flag="--output_dir",
-            )
     else:
         if head is not None:
             why = (
@@ -186,6 +176,9 @@ def convert_checkpoint(
                 "%s holds a fine-tuned %s head, %s: its encoder alone is converted", input_path, head.name, why
             )
         model, files = _load(input_path, input_format=input_format, **overrides)
+    if with_head and output_format == "ours":
+        fine_tuned.save_described(model, output_dir, described, flag="--output_dir")  # with its task file
+    else:
         model_dir.export_model_dir(
             model,
             output_dir,

@@ -76,7 +76,8 @@ def is_preset_folder(path: str) -> bool:
     )
 
 
-def _read_json(path: str, folder: str) -> dict:
+def read_json(path: str, folder: str) -> dict:
+    """The JSON object in file `path` of preset `folder`; anything else is the user's mistake, in one line."""
     try:
         value = json.loads(text_files.read_text(path))
     except json.JSONDecodeError as e:
@@ -91,7 +92,7 @@ def read_preset_config(folder: str) -> BertConfig:
     path = os.path.join(folder, PRESET_CONFIG_FILE)
     if not input_files.exists(path):
         raise MissingInputError(f"{folder} has no {PRESET_CONFIG_FILE}: not a keras-hub preset folder")
-    stored = _read_json(path, folder)
+    stored = read_json(path, folder)
     if stored.get("class_name") != BACKBONE_CLASS:
         raise InputError(
             f"{path} describes a {stored.get('class_name')!r}, not a keras-hub {BACKBONE_CLASS}; only BERT presets are "
@@ -123,7 +124,7 @@ def preset_case(folder: str) -> bool | None:
         path = os.path.join(folder, name)
         if not input_files.exists(path):
             continue
-        args = _read_json(path, folder).get("config") or {}
+        args = read_json(path, folder).get("config") or {}
         if name == PREPROCESSOR_FILE:
             args = (args.get("tokenizer") or {}).get("config") or {}
         if isinstance(args.get("lowercase"), bool):

@@ -30,7 +30,7 @@ import keras
 import numpy as np
 
 from official.nlp.checkpoints.peers import keras_hub_export, keras_hub_presets, tf1_checkpoints
-from official.nlp.common import input_files, text_files
+from official.nlp.common import input_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -67,23 +67,13 @@ def task_class(folder: str) -> str | None:
     path = os.path.join(folder, TASK_CONFIG_FILE)
     if not input_files.exists(path):
         return None
-    return _read_task(path, folder).get("class_name")
-
-
-def _read_task(path: str, folder: str) -> dict:
-    try:
-        value = json.loads(text_files.read_text(path))
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path} is not valid JSON ({e}); is {folder} a whole keras-hub preset?") from None
-    if not isinstance(value, dict):
-        raise InputError(f"{path} is not a JSON object; is {folder} a keras-hub preset?")
-    return value
+    return keras_hub_presets.read_json(path, folder).get("class_name")
 
 
 def read_classifier(folder: str, *, weights: bool = True) -> ClassifierHead:
     """The `BertTextClassifier` head of preset `folder` (with its weights unless `weights` is False)."""
     path = os.path.join(folder, TASK_CONFIG_FILE)
-    stored = _read_task(path, folder)
+    stored = keras_hub_presets.read_json(path, folder)
     if stored.get("class_name") != CLASSIFIER_CLASS:
         raise InputError(f"{path} describes a {stored.get('class_name')!r}, not a keras-hub {CLASSIFIER_CLASS}")
     args = stored.get("config") or {}
@@ -104,7 +94,7 @@ def read_classifier(folder: str, *, weights: bool = True) -> ClassifierHead:
         raise InputError(f"{path}: the {CLASSIFIER_CLASS} config lacks or mangles {e}; is the file complete?") from None
     metadata = os.path.join(folder, keras_hub_presets.METADATA_FILE)
     if input_files.exists(metadata):
-        record = _read_task(metadata, folder).get(RECORD_KEY)
+        record = keras_hub_presets.read_json(metadata, folder).get(RECORD_KEY)
         head = dataclasses.replace(head, record=record if isinstance(record, dict) else {})
     if not weights:
         return head
