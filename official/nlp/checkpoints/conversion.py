@@ -16,7 +16,13 @@ from absl import logging
 
 from official.nlp.checkpoints import checkpoint_base, fine_tuned, model_dir, model_loading, our_checkpoints
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
-from official.nlp.checkpoints.peers import hf_export, hub_names, keras_hub_presets, tf_hub_saved_models
+from official.nlp.checkpoints.peers import (
+    hf_export,
+    hub_names,
+    keras_hub_export,
+    keras_hub_presets,
+    tf_hub_saved_models,
+)
 from official.nlp.common import input_files, output_folders
 from official.nlp.common.config_flags import CheckedConfig, field
 from official.nlp.common.errors import InputError
@@ -208,7 +214,7 @@ def convert_checkpoint(
 
 
 def export_to_keras_hub(input_path: str, output_dir: str, *, input_format: str = "auto", **overrides):
-    """Writes any model `convert_checkpoint` reads as a keras-hub preset folder (keras_hub_presets.py): its encoder,
+    """Writes any model `convert_checkpoint` reads as a keras-hub preset folder (keras_hub_export.py): its encoder,
     and a fine-tuned classifier's head as a `BertTextClassifier` (`TextClassifier.from_preset(folder)`;
     keras_hub_tasks.py); another head is left out, with a warning naming it. Returns the written folder's
     `ModelFiles`, as the other formats' writers do."""
@@ -229,7 +235,7 @@ def export_to_keras_hub(input_path: str, output_dir: str, *, input_format: str =
                 head.name,
             )
         model, files = _load(input_path, input_format=input_format, **overrides)
-    keras_hub_presets.write_preset(
+    keras_hub_export.write_preset(
         model,
         output_dir,
         vocab_file=files.vocab_file,

@@ -89,6 +89,8 @@ class TaskBudget:
     learning_rate: float = 1e-4
 
 
+# A rerun records its budget's numbers; one resumed by a later library reads a field it lacks as the field's default
+# (`config.check_rerun_settings`), so a field added here defaults to what the library did before it.
 @dataclasses.dataclass(frozen=True)
 class Budget:
     name: str

@@ -13,6 +13,7 @@ import dataclasses
 import json
 import os
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import CheckedConfig, field
@@ -27,6 +28,19 @@ PAPER_SETTINGS_FILE = "paper_settings.json"
 BUDGET_VALUES_KEY = "budget_values"
 # May change between sittings of one rerun (see the module docstring).
 SELECTION_FIELDS = ("tasks", "tables", "masking_rates", "plots", "curve_state_dir")
+# The budget's name and the flags that override its numbers: a rerun compares the numbers they resolve to.
+BUDGET_FLAGS = (
+    "budget",
+    "sizes",
+    "main_size",
+    "pretrain_steps",
+    "pretrain_batch_size",
+    "seeds",
+    "pilot_learning_rates",
+    "pilot_examples",
+    "pilot_batch_sizes",
+)
+_PATH_FLAGS = ("input_file", "vocab_file", "glue_dir", "squad_file", "conll_dir")
 
 
 @dataclasses.dataclass
@@ -111,9 +125,10 @@ class PaperConfig(CheckedConfig):
     plots: bool = field(True, help="Draw the PNG plots (needs matplotlib: pip install 'bert-tf[paper]').")
 
 
-def resolved_budget(config: PaperConfig) -> budgets.Budget:
-    """The budget of `config` with its overrides applied (checked: every size parses, the main size is one)."""
-    budget = budgets.get_budget(config.budget)
+def resolved_budget(config: PaperConfig, budget: budgets.Budget | None = None) -> budgets.Budget:
+    """The budget of `config` (or `budget`) with `config`'s overrides applied (checked: every size parses, the main
+    size is one)."""
+    budget = budget or budgets.get_budget(config.budget)
     changes = {}
     if config.sizes:
         changes["sizes"] = tuple(budgets.parse_size(s).name for s in config.sizes)
@@ -201,35 +216,77 @@ def _numbers(values: dict) -> dict:
 
 
 def check_rerun_settings(config: PaperConfig) -> None:
-    """Refuses a rerun into `output_dir` with other settings, naming the flags; records them on the first sitting."""
+    """Refuses a rerun into `output_dir` whose results would differ from the finished stages', naming what differs;
+    records the settings on the first sitting.
+
+    Compared: the flags other than the budget's (local paths as the files they name), and the numbers of the budget
+    as resolved (the named budget as the library defined it then, with the flags that override it): a library whose
+    budget changed between sittings is refused, and the flags that set the earlier numbers back resume it. A flag or
+    budget field added since the record was written counts as its default (a new field must default to what the
+    library did before it); one the library no longer has is not compared.
+    """
     path = os.path.join(config.output_dir, PAPER_SETTINGS_FILE)
     settings = rerun_settings(config)
-    if input_files.exists(path):
-        recorded = json.loads(text_files.read_text(path))
-        recorded_budget = recorded.pop(BUDGET_VALUES_KEY, None)
-        recorded_budget = None if recorded_budget is None else _numbers(recorded_budget)
-        differing = settings_differences(recorded, settings)
-        if differing:
-            raise InputError(
-                f"--output_dir={config.output_dir} holds a rerun with other settings ({'; '.join(differing)}). Rerun "
-                "with the same flags to resume it, or choose another --output_dir"
-            )
-        current_budget = budget_values(config)
-        if recorded_budget != current_budget:
-            changed = (
-                "its numbers are not recorded there (an earlier version of the library started it)"
-                if recorded_budget is None
-                else "; ".join(_budget_differences(recorded_budget, current_budget))
-            )
-            raise InputError(
-                f"--output_dir={config.output_dir} holds a rerun of --budget={config.budget} as this library defined "
-                f"it then, and the budget has changed since ({changed}), so its finished runs would be mixed with "
-                "runs of other settings. Choose another --output_dir"
-            )
+    if not input_files.exists(path):
+        settings[BUDGET_VALUES_KEY] = budget_values(config)
+        output_files.makedirs(config.output_dir, name="--output_dir")
+        output_files.write_text(path, json.dumps(settings, indent=1, sort_keys=True) + "\n")
         return
-    settings[BUDGET_VALUES_KEY] = budget_values(config)
-    output_files.makedirs(config.output_dir, name="--output_dir")
-    output_files.write_text(path, json.dumps(settings, indent=1, sort_keys=True) + "\n")
+    recorded = json.loads(text_files.read_text(path))
+    recorded_budget = recorded.pop(BUDGET_VALUES_KEY, None)
+    defaults = {f.name: f.default for f in dataclasses.fields(PaperConfig) if f.default is not dataclasses.MISSING}
+    recorded = {**json.loads(json.dumps(defaults)), **recorded}
+    recorded = {k: v for k, v in recorded.items() if k in settings}
+    differing = settings_differences(
+        {k: _same_files(k, v) for k, v in recorded.items() if k not in BUDGET_FLAGS},
+        {k: _same_files(k, v) for k, v in settings.items() if k not in BUDGET_FLAGS},
+    )
+    if differing:
+        raise InputError(
+            f"--output_dir={config.output_dir} holds a rerun with other settings ({'; '.join(differing)}). Rerun "
+            "with the same flags to resume it, or choose another --output_dir"
+        )
+    if recorded_budget is None:
+        raise InputError(
+            f"--output_dir={config.output_dir} holds a rerun of --budget={recorded['budget']} whose numbers are not "
+            "recorded there (an earlier version of the library started it), so its finished runs could be mixed "
+            "with runs of other settings. Choose another --output_dir"
+        )
+    there = _numbers(_json(resolved_budget(SimpleNamespace(**recorded), _budget_from(recorded_budget))))
+    now = _numbers(_json(resolved_budget(config)))
+    if there != now:
+        flags = ", ".join(f"--{name}" for name in BUDGET_FLAGS[1:])
+        raise InputError(
+            f"--output_dir={config.output_dir} holds a rerun of --budget={recorded['budget']} with other numbers "
+            f"than this one's ({'; '.join(_budget_differences(there, now))}): as this library defined that budget "
+            "then, with that rerun's flags. Its finished runs would be mixed with runs of other settings: resume "
+            f"with flags that give its numbers ({flags}), or choose another --output_dir"
+        )
+
+
+def _json(value) -> dict:
+    return json.loads(json.dumps(dataclasses.asdict(value)))
+
+
+def _budget_from(values: dict) -> budgets.Budget:
+    """A budget from its recorded numbers: a field recorded before it existed has its default, one the library no
+    longer has is dropped."""
+    known = {f.name for f in dataclasses.fields(budgets.Budget)}
+    values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known}
+    task_fields = {f.name for f in dataclasses.fields(budgets.TaskBudget)}
+    tasks = {
+        task: budgets.TaskBudget(**{k: v for k, v in numbers.items() if k in task_fields})
+        for task, numbers in values.get("tasks", {}).items()
+    }
+    return budgets.Budget(**{**values, "name": "", "description": "", "tasks": tasks})
+
+
+def _same_files(name: str, value):
+    """A path flag's value as the files it names (local paths absolute, symbolic links resolved): the same data
+    given by another spelling is the same setting."""
+    if name not in _PATH_FLAGS or not isinstance(value, str):
+        return value
+    return ",".join(p if "://" in p else os.path.realpath(p) for p in value.split(","))
 
 
 def _budget_differences(recorded: dict, current: dict, prefix: str = "") -> list[str]:

@@ -69,6 +69,19 @@ def _rows(stage: grid.Stage, values, steps, machine: str) -> list[Row]:
     return rows
 
 
+def result_words(stage: grid.Stage, values) -> str:
+    """The figures of a stage's progress line: its first three metrics, each at its last point (a pilot run measures
+    at several: the line gives where it ended); for the pilot's choice, the chosen recipe and the winner's losses."""
+    if stage.kind == "pilot_choice":
+        return pilot.choice_words(values)
+    last: dict[str, tuple] = {}
+    for _task, metric, value, *extra in values:
+        steps = extra[0] if extra else None
+        if metric not in last or (steps or 0) >= (last[metric][0] or 0):
+            last[metric] = (steps, value)
+    return ", ".join(f"{metric} {value:.4g}" for metric, (_, value) in list(last.items())[:3])
+
+
 def _record_sitting(config: PaperConfig, machine: str) -> list[dict]:
     path = os.path.join(config.output_dir, SITTINGS_FILE)
     sittings = json.loads(text_files.read_text(path)) if input_files.exists(path) else []
@@ -177,8 +190,7 @@ def _reproduce(config: PaperConfig, budget: budgets.Budget, echo: Callable[[str]
                 curve.ensure_export(stage, config, budget, space)
             result = training_jobs.run_training_stage(stage, config, budget, space)
             values, steps = result.values, result.steps
-        words = ", ".join(f"{v[1]} {v[2]:.4g}" for v in values[:3])
-        return _rows(stage, values, steps, machine), words
+        return _rows(stage, values, steps, machine), result_words(stage, values)
 
     wants_curve = grid.CURVE_TABLE in config.tables
 
@@ -219,6 +231,7 @@ def _write_report(
 ) -> tuple[str, str, list[str]]:
     """results.csv, the plots and results.md into folder `target`; returns their paths and the plots' names."""
     csv_path = os.path.join(target, "results.csv")
+    rows = pilot.complete_comparisons(rows)  # a choice made before the equal-CPU comparison gets it from its runs
     write_csv(csv_path, rows)
     drawn = []
     if config.plots:

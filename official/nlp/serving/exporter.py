@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from absl import logging
 
-from official.nlp.checkpoints import fine_tuned, model_loading
+from official.nlp.checkpoints import fine_tuned, head_kinds, model_loading
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.common import claims, input_files, output_files
@@ -37,10 +37,10 @@ from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH, MLM
 from official.nlp.serving import hub, ner_export, sequence_exports, squad_export, versions
 
 # The tasks between the encoder and the pretrainer serve fine-tuned heads: the `serving_task`s of the head kinds
-# (`fine_tuned.HEADS`), each with its module in `build_export`.
+# (`head_kinds.HEADS`), each with its module in `build_export`.
 TASKS = (
     "encoder",
-    *dict.fromkeys(kind.serving_task for kind in fine_tuned.HEADS.values() if kind.serving_task),
+    *dict.fromkeys(kind.serving_task for kind in head_kinds.HEADS.values() if kind.serving_task),
     "pretrainer",
 )
 # The one-sentence tasks: GLUE's and GoEmotions (names of official.nlp.data.glue and data.multi_label).
@@ -50,7 +50,7 @@ SQUAD_SETTINGS = AnswerSettings.names()  # the answer post-processing settings a
 
 def load_task_model(task: str, files: model_dir_lib.ModelFiles, init_checkpoint: str):
     """The Keras model of `task` with every weight from the checkpoint (a fine-tuned head included: its kind must be
-    one `task` serves, `fine_tuned.HEADS`)."""
+    one `task` serves, `head_kinds.HEADS`)."""
     if task == "encoder":
         return files.build_encoder()
     if task == "pretrainer":

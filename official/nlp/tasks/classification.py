@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import fine_tuned
+from official.nlp.checkpoints import fine_tuned, head_kinds
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.data import classifier_examples, classifier_features, feature_cache, length_buckets
@@ -52,7 +52,7 @@ class ClassificationTask:
     """The `finetuning.FineTuningTask` of a processor: `BertClassifier`, cross entropy (or squared error, or a
     binary cross entropy per label for multi-label data)."""
 
-    head = fine_tuned.CLASSIFIER  # multi-label: its own kind, so that one head is never loaded as the other
+    head = head_kinds.CLASSIFIER  # multi-label: its own kind, so that one head is never loaded as the other
 
     def __init__(self, config: ClassifierConfig, files, processor=None):
         self.config = config
@@ -70,7 +70,7 @@ class ClassificationTask:
         self.multi_label = self.processor.multi_label
         multi_label_lib.check_flags(config, self.multi_label)
         if self.multi_label:
-            self.head = fine_tuned.MULTI_LABEL_CLASSIFIER
+            self.head = head_kinds.MULTI_LABEL_CLASSIFIER
         self.name = self.processor.name
         self.labels = list(self.processor.labels or [])
         self.metric_name = self.processor.metrics[0]
@@ -357,7 +357,7 @@ def save_classifier(
     refused, and so are labels that do not name each of the model's classes once."""
     labels = list(labels or [])
     check_label_names(labels, model.num_classes)
-    settings = fine_tuned.classifier_settings(len(labels), thresholds) if multi_label else None
+    settings = head_kinds.classifier_settings(len(labels), thresholds) if multi_label else None
     if thresholds is not None and not multi_label:
         raise ValueError("thresholds are for a multi-label classifier (multi_label=True)")
     return fine_tuned.save_fine_tuned(
@@ -365,7 +365,7 @@ def save_classifier(
         directory,
         files,
         task_name=task_name,
-        head=fine_tuned.classifier_head(multi_label),
+        head=head_kinds.classifier_head(multi_label),
         labels=labels,
         settings=settings,
     )

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import fine_tuned
+from official.nlp.checkpoints import head_kinds
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
@@ -82,7 +82,7 @@ def recorded_thresholds(path: str | None, num_labels: int) -> np.ndarray:
     """The thresholds recorded with the model at `path` (`best_model/`'s tuned or fixed ones, else the job's
     `--threshold`), else `metrics.multi_label.DEFAULT_THRESHOLD` for every label."""
     record = init_checkpoint_lib.read_record(path) if path else {}
-    return np.asarray(fine_tuned.thresholds_per_label(num_labels, record.get("thresholds"), record.get("threshold")))
+    return np.asarray(head_kinds.thresholds_per_label(num_labels, record.get("thresholds"), record.get("threshold")))
 
 
 def fixed_thresholds(config, num_labels: int) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import fine_tuned
+from official.nlp.checkpoints import head_kinds
 from official.nlp.common import output_files
 from official.nlp.common.config_flags import field
 from official.nlp.common.errors import InputError
@@ -62,7 +62,7 @@ class MultipleChoiceTask:
     """SWAG as a `finetuning.FineTuningTask` (see the module doc)."""
 
     name = "swag"
-    head = fine_tuned.MULTIPLE_CHOICE
+    head = head_kinds.MULTIPLE_CHOICE
     metric_name = "accuracy"
     labels = [str(i) for i in range(swag.NUM_CHOICES)]
 

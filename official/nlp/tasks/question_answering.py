@@ -39,7 +39,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official.nlp.checkpoints import fine_tuned, model_dir
+from official.nlp.checkpoints import head_kinds, model_dir
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.common import input_files, output_files, text_files
 from official.nlp.common.config_flags import field, override
@@ -157,7 +157,7 @@ class SquadTask:
 
     @property
     def head(self) -> str:
-        return fine_tuned.SPAN_LABELER if self.span_head == "dense" else fine_tuned.SPAN_BILSTM
+        return head_kinds.SPAN_LABELER if self.span_head == "dense" else head_kinds.SPAN_BILSTM
 
     # ---- FineTuningTask ----
     def build_model(self, encoder: BertEncoder) -> keras.Model:

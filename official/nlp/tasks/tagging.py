@@ -28,7 +28,7 @@ import tensorflow as tf
 from absl import logging
 from keras import ops
 
-from official.nlp.checkpoints import fine_tuned, model_dir
+from official.nlp.checkpoints import head_kinds, model_dir
 from official.nlp.checkpoints import init_checkpoint as init_checkpoint_lib
 from official.nlp.common import input_files, output_files
 from official.nlp.common.config_flags import field
@@ -130,8 +130,8 @@ class TaggingTask:
         key).
     """
 
-    name = fine_tuned.NER_TASK
-    head = fine_tuned.TOKEN_CLASSIFIER
+    name = head_kinds.NER_TASK
+    head = head_kinds.TOKEN_CLASSIFIER
     metric_name = "f1"
 
     def __init__(self, config: TaggingConfig, files):
@@ -303,7 +303,7 @@ class FeatureBasedTaggingTask(TaggingTask):
     classifier train (a learning rate around 1e-3 suits them better than fine-tuning's 5e-5)."""
 
     name = "conll_ner_feature_based"
-    head = fine_tuned.FEATURE_TAGGER
+    head = head_kinds.FEATURE_TAGGER
 
     def build_model(self, encoder: BertEncoder) -> keras.Model:
         c = self.config

@@ -42,7 +42,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.checkpoints import fine_tuned
+from official.nlp.checkpoints import fine_tuned, head_kinds
 from official.nlp.common.errors import InputError
 from official.nlp.metrics import multi_label as multi_label_metrics
 from official.nlp.modeling.configs import DEFAULT_SEQ_LENGTH
@@ -270,10 +270,10 @@ class TextClassifier(TextTask):
     def model_dir_record(self) -> dict:
         settings = {"text_pair": self.text_pair, "long_text": self.long_text, "doc_stride": self.doc_stride}
         if self.multi_label:  # what run_classifier's best_model/ records (tasks.multi_label)
-            settings.update(fine_tuned.classifier_settings(len(self.label_names), self._thresholds))
+            settings.update(head_kinds.classifier_settings(len(self.label_names), self._thresholds))
         return {
-            "task": fine_tuned.GENERIC_TASK,
-            "head": fine_tuned.classifier_head(self.multi_label),
+            "task": head_kinds.GENERIC_TASK,
+            "head": head_kinds.classifier_head(self.multi_label),
             "labels": list(self.label_names),
             "settings": settings,
         }

@@ -29,7 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from official.nlp.checkpoints import fine_tuned
+from official.nlp.checkpoints import fine_tuned, head_kinds
 from official.nlp.common.errors import InputError
 from official.nlp.data import conll
 from official.nlp.data.conll import IGNORE
@@ -177,8 +177,8 @@ class TokenClassifier(TextTask):
 
     def model_dir_record(self) -> dict:
         return {
-            "task": fine_tuned.NER_TASK,
-            "head": fine_tuned.TOKEN_CLASSIFIER,
+            "task": head_kinds.NER_TASK,
+            "head": head_kinds.TOKEN_CLASSIFIER,
             "labels": list(self.label_names),
             "settings": {"window_stride": self.window_stride},
         }

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import conversion, fine_tuned, model_dir, model_loading
+from official.nlp.checkpoints import conversion, fine_tuned, head_kinds, model_dir, model_loading
 from official.nlp.checkpoints.peers import hf_export
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
@@ -37,18 +37,18 @@ def files(tmp_path_factory):
 def test_every_head_a_task_records_is_registered():
     recorded = {
         classification.ClassificationTask.head,
-        fine_tuned.classifier_head(multi_label=True),
+        head_kinds.classifier_head(multi_label=True),
         tagging.TaggingTask.head,
         tagging.FeatureBasedTaggingTask.head,
         multiple_choice.MultipleChoiceTask.head,
-        fine_tuned.SPAN_LABELER,  # SquadTask.head, dense and BiLSTM
-        fine_tuned.SPAN_BILSTM,
+        head_kinds.SPAN_LABELER,  # SquadTask.head, dense and BiLSTM
+        head_kinds.SPAN_BILSTM,
     }
-    assert recorded == set(fine_tuned.HEADS)
-    assert {kind.serving_task for kind in fine_tuned.HEADS.values()} == {"classifier", "ner", "swag", "squad", None}
-    assert [k.name for k in fine_tuned.HEADS.values() if k.hugging_face] == ["classifier", "multi_label_classifier"]
+    assert recorded == set(head_kinds.HEADS)
+    assert {kind.serving_task for kind in head_kinds.HEADS.values()} == {"classifier", "ner", "swag", "squad", None}
+    assert [k.name for k in head_kinds.HEADS.values() if k.hugging_face] == ["classifier", "multi_label_classifier"]
     # A task of the user's own records its class name: read, never built here.
-    unknown = fine_tuned.head_kind("ToyTask")
+    unknown = head_kinds.head_kind("ToyTask")
     assert (unknown.name, unknown.serving_task, unknown.build, unknown.hugging_face) == ("ToyTask", None, None, None)
 
 

@@ -8,7 +8,9 @@ whose trainers stay reachable from module state until the end (as reproduce_pape
 iterator's destruction takes depends on where its autotuning thread is in its sleep (a child whose iterators lived
 20 s took 20 s to exit after its last line; at 8, 15 or 22 s, 0-1.5 s), so a stand-in that takes 30 s to free sits
 beside them and makes the test fail every time without the fix. `cli.run` ends the process once `main` has returned
-(`cli._end_now`), after the `atexit` functions. The three runs go side by side.
+(`cli._end_now`), after the `atexit` functions, and as soon as it has said in one line why it stopped early: a
+user's mistake (exit 2) or a Ctrl-C (exit 130; a resumed curve sitting waited 45-70 s after its message). The three
+children, one per way of ending, go side by side.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ import time
 from tests.conftest import REPO_ROOT
 
 CHILD = textwrap.dedent("""
-    import atexit, sys, tempfile, time
+    import atexit, os, sys, tempfile, time
     from official.nlp.common import cli
+    from official.nlp.common.errors import InputError
+
+    ENDING = os.environ["DEMO_ENDING"]  # how main ends: returns, user_error or interrupted (no arguments: flags only)
 
     RUNS, LIFETIME = 3, 2.0
     KEPT = []  # module state that still reaches every trainer, its traced loop and its iterator at the end
@@ -61,6 +66,10 @@ CHILD = textwrap.dedent("""
             KEPT.append(trainer)
         time.sleep(LIFETIME)  # the autotuning threads sleep longer and longer
         print("done", time.time(), flush=True)
+        if ENDING == "user_error":
+            raise InputError("--demo: a mistake found after the work; fix it")
+        if ENDING == "interrupted":
+            raise KeyboardInterrupt
 
     atexit.register(lambda: print("atexit ran", flush=True))
     cli.run(main, script="demo")
@@ -71,7 +80,8 @@ def test_a_script_exits_within_seconds_of_its_work_every_time(tmp_path):
     child = tmp_path / "child.py"
     child.write_text(CHILD)
     runs = []
-    for attempt in range(3):
+    endings = {"returns": 0, "user_error": 2, "interrupted": 130}
+    for attempt, ending in enumerate(endings):
         folder = tmp_path / str(attempt)
         folder.mkdir()
         process = subprocess.Popen(
@@ -80,7 +90,7 @@ def test_a_script_exits_within_seconds_of_its_work_every_time(tmp_path):
             stderr=subprocess.PIPE,
             text=True,
             cwd=folder,
-            env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
+            env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin", "DEMO_ENDING": ending},
         )
         runs.append(process)
     ended = {}
@@ -90,13 +100,15 @@ def test_a_script_exits_within_seconds_of_its_work_every_time(tmp_path):
             if attempt not in ended and process.poll() is not None:
                 ended[attempt] = time.time()
         time.sleep(0.05)
-    for attempt, process in enumerate(runs):
+    for attempt, (process, ending) in enumerate(zip(runs, endings)):
         if attempt not in ended:
             process.kill()
         stdout, stderr = process.communicate()
         assert attempt in ended, (attempt, "still running after 300 s", stdout)
-        assert process.returncode == 0, stderr[-3000:]
+        assert process.returncode == endings[ending], (ending, stderr[-3000:])
+        if ending != "returns":
+            assert "Traceback" not in stderr and stderr.strip().splitlines()[-1].startswith("demo: "), stderr[-3000:]
         lines = stdout.splitlines()
         assert lines[-1] == "atexit ran", (attempt, lines)  # what Python's exit would run still runs
         done = float(next(line for line in lines if line.startswith("done ")).split()[1])
-        assert ended[attempt] - done < 5, (attempt, ended[attempt] - done)
+        assert ended[attempt] - done < 5, (ending, ended[attempt] - done)

@@ -54,8 +54,10 @@ def test_overrides_replace_the_budgets_numbers(tmp_path):
 def test_a_rerun_with_other_settings_is_refused_but_a_selection_may_change(tmp_path):
     config_lib.check_rerun_settings(_config(tmp_path, budget="smoke"))
     config_lib.check_rerun_settings(_config(tmp_path, budget="smoke", tasks=["mrpc"], tables=["5"], plots=False))
-    with pytest.raises(InputError, match=r"holds a rerun with other settings \(--budget: 'smoke' there, 'default' now"):
+    with pytest.raises(InputError, match=r"holds a rerun of --budget=smoke with other numbers than this one's \("):
         config_lib.check_rerun_settings(_config(tmp_path))
+    with pytest.raises(InputError, match=r"holds a rerun with other settings \(--do_lower_case: True there, False now"):
+        config_lib.check_rerun_settings(_config(tmp_path, budget="smoke", do_lower_case=False))
 
 
 def test_the_command_line_names_the_flags_that_differ(tmp_path, monkeypatch):
@@ -77,7 +79,7 @@ def test_a_rerun_whose_budget_changed_with_the_library_is_refused(tmp_path, monk
     smoke = budgets.BUDGETS["smoke"]
     changed = dataclasses.replace(smoke, feature_epochs=3.0)
     monkeypatch.setitem(budgets.BUDGETS, "smoke", changed)
-    with pytest.raises(InputError, match=r"budget has changed since \(feature_epochs: 2.0 there, 3.0 now\)"):
+    with pytest.raises(InputError, match=r"other numbers than this one's \(feature_epochs: 2.0 there, 3.0 now\)"):
         config_lib.check_rerun_settings(config)
     # New words for the same numbers are the same budget.
     monkeypatch.setitem(budgets.BUDGETS, "smoke", dataclasses.replace(smoke, description="reworded"))
@@ -89,5 +91,50 @@ def test_a_rerun_whose_budget_changed_with_the_library_is_refused(tmp_path, monk
     recorded = json.loads(settings_file.read_text())
     del recorded[config_lib.BUDGET_VALUES_KEY]
     settings_file.write_text(json.dumps(recorded))
-    with pytest.raises(InputError, match="its numbers are not recorded there"):
+    with pytest.raises(InputError, match="whose numbers are not recorded there"):
         config_lib.check_rerun_settings(config)
+
+
+def test_a_rerun_resumes_across_harmless_changes_of_the_library_and_of_the_command(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    config = dataclasses.replace(_config(tmp_path), input_file="../data/wiki_*", glue_dir="../data/glue")
+    config_lib.check_rerun_settings(config)
+    settings_file = tmp_path / "paper" / config_lib.PAPER_SETTINGS_FILE
+    recorded = json.loads(settings_file.read_text())
+    # The same files by another spelling (absolute, through a symbolic link) are the same setting.
+    (tmp_path / "link").symlink_to(data)
+    same = dict(input_file=str(data / "wiki_*"), glue_dir=str(tmp_path / "link" / "glue"))
+    config_lib.check_rerun_settings(dataclasses.replace(config, **same))
+    with pytest.raises(InputError, match=r"--glue_dir: '.*/data/glue' there, '.*/other/glue' now"):
+        config_lib.check_rerun_settings(dataclasses.replace(config, glue_dir=str(tmp_path / "other" / "glue")))
+    # A record written before a flag or a budget field existed: they count as their defaults. A flag or field the
+    # library no longer has is not compared.
+    older = dict(recorded, a_removed_flag=1)
+    del older["pilot_examples"], older["mixed_precision"]
+    older[config_lib.BUDGET_VALUES_KEY] = dict(recorded[config_lib.BUDGET_VALUES_KEY], a_removed_field=2)
+    del older[config_lib.BUDGET_VALUES_KEY]["curve_chunk_steps"]  # as if added since: its default, 0, is not 2000
+    del older[config_lib.BUDGET_VALUES_KEY]["curve_dynamic_masking"]  # its default, True, is the budget's
+    settings_file.write_text(json.dumps(older))
+    with pytest.raises(InputError, match=r"curve_chunk_steps: 0 there, 2000 now"):
+        config_lib.check_rerun_settings(config)
+    del older[config_lib.BUDGET_VALUES_KEY]["a_removed_field"]
+    older[config_lib.BUDGET_VALUES_KEY]["curve_chunk_steps"] = 2000
+    settings_file.write_text(json.dumps(older))
+    config_lib.check_rerun_settings(config)
+    # The library's budget changed since (a new default): the flag that sets the recorded number back resumes it,
+    # since the numbers the runs used are what is compared, not how they were given.
+    default = budgets.BUDGETS["default"]
+    monkeypatch.setitem(budgets.BUDGETS, "default", dataclasses.replace(default, pretrain_batch_size=64))
+    with pytest.raises(InputError, match=r"pretrain_batch_size: 32 there, 64 now\).*--pretrain_batch_size"):
+        config_lib.check_rerun_settings(config)
+    config_lib.check_rerun_settings(dataclasses.replace(config, pretrain_batch_size=32))
+    # The same numbers under the flag that gave them first, now the budget's own: the same rerun.
+    monkeypatch.setitem(budgets.BUDGETS, "default", default)
+    settings_file.write_text(json.dumps(recorded))
+    flagged = dataclasses.replace(config, output_dir=str(tmp_path / "flagged"), pretrain_steps=4000)
+    config_lib.check_rerun_settings(flagged)
+    monkeypatch.setitem(budgets.BUDGETS, "default", dataclasses.replace(default, pretrain_steps=4000))
+    config_lib.check_rerun_settings(dataclasses.replace(flagged, pretrain_steps=None))

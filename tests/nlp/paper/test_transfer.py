@@ -54,26 +54,93 @@ def test_loss_at_equal_time_is_interpolated_linearly_in_time():
     assert pilot.at_time(points, 5.0) is None  # before the first measurement: not measured
 
 
+def _pilot_rows(cpu: bool = True) -> list[Row]:
+    """Run a: the best at equal examples. Run b: ahead at equal wall time only because run a's wall time was
+    inflated by other processes (its CPU time says it was not slower)."""
+    rows = []
+    runs = (
+        ("pilot-a", 1e-3, [(10, 10, 7.0), (40, 30, 5.0)]),  # (wall seconds, CPU seconds, held-out loss)
+        ("pilot-b", 2e-3, [(10, 15, 6.0), (20, 35, 5.5)]),
+    )
+    for variant, rate, points in runs:
+        rows += [_row(variant, "pilot", "learning_rate", rate), _row(variant, "pilot", "batch_size", 32)]
+        for step, (wall, cpu_seconds, loss) in zip((1, 2), points):
+            rows += [
+                _row(variant, "pilot", "heldout_mlm_loss", loss, steps=step),
+                _row(variant, "pilot", "wall_seconds", wall, steps=step),
+            ]
+            if cpu:
+                rows.append(_row(variant, "pilot", "cpu_seconds", cpu_seconds, steps=step))
+    return rows
+
+
+def _choice_rows(values) -> list[Row]:
+    return [_row(v[4], v[0], v[1], v[2], steps=v[3]) for v in values]
+
+
 def test_the_pilot_chooses_the_lowest_loss_at_equal_examples(tmp_path):
     from official.nlp.paper.config import Workspace
 
-    rows = []
-    # Run a: better at equal examples but slow; run b: worse at the end, better at equal time.
-    for variant, rate, points in (("pilot-a", 1e-3, [(10, 7.0), (40, 5.0)]), ("pilot-b", 2e-3, [(10, 6.0), (20, 5.5)])):
-        rows += [_row(variant, "pilot", "learning_rate", rate), _row(variant, "pilot", "batch_size", 32)]
-        for step, (seconds, loss) in zip((1, 2), points):
-            rows += [
-                _row(variant, "pilot", "heldout_mlm_loss", loss, steps=step),
-                _row(variant, "pilot", "wall_seconds", seconds, steps=step),
-            ]
     space = Workspace(str(tmp_path))
-    values = pilot.choose(grid.Stage(grid.PILOT_CHOICE, "pilot_choice", "t"), rows, space)
+    values = pilot.choose(grid.Stage(grid.PILOT_CHOICE, "pilot_choice", "t"), _pilot_rows(), space)
     by = {(v[4], v[1]): v[2] for v in values}
+    assert by[("pilot-a", "loss_at_equal_examples")] == 5.0 and by[("pilot-b", "loss_at_equal_examples")] == 5.5
     assert by[("pilot", "common_wall_seconds")] == 20
     assert by[("pilot-a", "loss_at_equal_time")] == pytest.approx(7.0 - 2.0 * 10 / 30)
     assert by[("pilot-b", "loss_at_equal_time")] == 5.5
+    # At equal CPU time (the shortest total, 30 s) run a is ahead: 5.0 against 6.0 + (5.5 - 6.0) * 15 / 20.
+    assert by[("pilot", "common_cpu_seconds")] == 30
+    assert by[("pilot-a", "loss_at_equal_cpu")] == 5.0
+    assert by[("pilot-b", "loss_at_equal_cpu")] == pytest.approx(5.625)
     assert by[("pilot", "chosen_learning_rate")] == 1e-3  # equal examples decide, not equal time
     assert '"learning_rate": 0.001' in (tmp_path / "pilot.json").read_text()
+    # The report: a column per comparison, CPU time said to be the one that holds under load.
+    table = "\n".join(pilot.pilot_table(_pilot_rows() + _choice_rows(values)))
+    assert "equal CPU time" in table and "depends on the load" in table and "(30 s)" in table
+    assert "| pilot-a | 0.001 | 32 | 5.000 | 30 | 40 | 5.000 | 6.333 | yes |" in table
+    assert "| pilot-b | 0.002 | 32 | 5.500 | 35 | 20 | 5.625 | 5.500 |  |" in table
+
+
+def test_a_choice_made_before_the_cpu_comparison_gets_it_from_its_runs(tmp_path):
+    from official.nlp.paper.config import Workspace
+
+    stage = grid.Stage(grid.PILOT_CHOICE, "pilot_choice", "t")
+    values = pilot.choose(stage, _pilot_rows(), Workspace(str(tmp_path)))
+    old = [v for v in values if v[1] not in ("common_cpu_seconds", "loss_at_equal_cpu")]  # as the first version wrote
+    rows = _pilot_rows() + _choice_rows(old)
+    completed = pilot.complete_comparisons(rows)
+    added = {(r.variant, r.metric): r.value for r in completed[len(rows) :]}
+    assert added == {
+        ("pilot", "common_cpu_seconds"): 30,
+        ("pilot-a", "loss_at_equal_cpu"): 5.0,
+        ("pilot-b", "loss_at_equal_cpu"): pytest.approx(5.625),
+    }
+    assert completed[: len(rows)] == rows and pilot.complete_comparisons(completed) == completed
+    assert pilot.complete_comparisons(_pilot_rows()) == _pilot_rows()  # no choice yet: nothing to complete
+    # Runs recorded without CPU time: no CPU comparison, the others as before.
+    no_cpu = pilot.comparisons(_pilot_rows(cpu=False))
+    assert {v[1] for v in no_cpu} == {"loss_at_equal_examples", "common_wall_seconds", "loss_at_equal_time"}
+
+
+def test_the_progress_lines_give_where_a_run_ended_and_what_the_pilot_chose(tmp_path):
+    from official.nlp.paper.config import Workspace
+    from official.nlp.paper.reproduce import result_words
+
+    run = grid.Stage("pilot/pilot-a", "pilot", "t", learning_rate=1e-3, batch_size=32)
+    values = [
+        ("pilot", metric, value, step)
+        for step, loss, wall, cpu_seconds in ((1, 7.0, 10.0, 10.0), (2, 5.0, 40.0, 30.0))
+        for metric, value in (("heldout_mlm_loss", loss), ("wall_seconds", wall), ("cpu_seconds", cpu_seconds))
+    ] + [("pilot", "learning_rate", 1e-3, None)]
+    assert result_words(run, values) == "heldout_mlm_loss 5, wall_seconds 40, cpu_seconds 30"  # the last point
+    stage = grid.Stage(grid.PILOT_CHOICE, "pilot_choice", "t")
+    choice = pilot.choose(stage, _pilot_rows(), Workspace(str(tmp_path)))
+    assert result_words(stage, choice) == (
+        "learning rate 0.001, batch 32 (pilot-a), loss_at_equal_examples 5, loss_at_equal_time 6.333 (at 20 s), "
+        "loss_at_equal_cpu 5 (at 30 s)"
+    )  # the winner's figures (pilot-a's), not the first run's
+    finetune = grid.Stage("finetune/x", "finetune", "t")
+    assert result_words(finetune, [("mrpc", "accuracy", 72.06), ("mrpc", "f1", 80.07)]) == "accuracy 72.06, f1 80.07"
 
 
 def _curve_rows(random: list[float], by_step: dict[int, list[float]], task: str = "mrpc") -> list[Row]:

@@ -15,7 +15,7 @@ What the model directory holds decides the architecture: an encoder is a `BertMo
 `BertForSequenceClassification` with `id2label`/`label2id` and `problem_type` (`single_label_classification`,
 `multi_label_classification` or `regression`); a multi-label model's thresholds go to `multi_label_thresholds`,
 which transformers keeps on its config without using. The head kinds, and which of them are written, are
-`fine_tuned.HEADS`'s; `fine_tuned.load_fine_tuned` reads such a classifier folder back with its head, labels and
+`head_kinds.HEADS`'s; `fine_tuned.load_fine_tuned` reads such a classifier folder back with its head, labels and
 thresholds. A left-to-right pretrainer (`run_pretraining
 --objective=ltr`) is a `BertLMHeadModel` with `is_decoder` (transformers' causal mask, the same next-token logits);
 any other left-to-right model is refused (`_architecture`): transformers' pooler reads `[CLS]`, ours the last real
@@ -42,7 +42,7 @@ import os
 import numpy as np
 from absl import logging
 
-from official.nlp.checkpoints import checkpoint_base, fine_tuned, model_loading
+from official.nlp.checkpoints import checkpoint_base, fine_tuned, head_kinds, model_loading
 from official.nlp.checkpoints import model_dir as model_dir_lib
 from official.nlp.checkpoints.peers import hf_weights, tf1_checkpoints
 from official.nlp.common import claims, full_disk, output_files, output_folders
@@ -123,7 +123,7 @@ def hf_config(
             label2id={name: i for i, name in enumerate(names)},
         )
     if thresholds is not None:
-        values[fine_tuned.HF_THRESHOLDS_KEY] = {name: float(t) for name, t in zip(labels, thresholds)}
+        values[head_kinds.HF_THRESHOLDS_KEY] = {name: float(t) for name, t in zip(labels, thresholds)}
     return values
 
 
@@ -193,14 +193,14 @@ def _architecture(model, described, source: str) -> tuple[str, dict]:
     labels = list(described.labels)
     architecture = described.head.hugging_face
     if model.num_classes == 1 and not labels:
-        return architecture, {"problem_type": fine_tuned.REGRESSION_PROBLEM}
+        return architecture, {"problem_type": head_kinds.REGRESSION_PROBLEM}
     if len(labels) != model.num_classes:
         raise InputError(f"{source}: {len(labels)} recorded labels for a classifier with {model.num_classes} outputs")
     head = {"labels": labels}
     if described.multi_label:
-        head.update(problem_type=fine_tuned.MULTI_LABEL_PROBLEM, thresholds=described.thresholds)
+        head.update(problem_type=head_kinds.MULTI_LABEL_PROBLEM, thresholds=described.thresholds)
     else:
-        head["problem_type"] = fine_tuned.SINGLE_LABEL_PROBLEM
+        head["problem_type"] = head_kinds.SINGLE_LABEL_PROBLEM
     return architecture, head
 
 

@@ -1,4 +1,5 @@
-"""keras-hub BERT preset folders, both ways: read one into TF1-named weights, write one from our model.
+"""Reads keras-hub BERT preset folders into TF1-named weights (written from our models: keras_hub_export.py), and
+the preset's layout both directions share: its file names and the Keras weights-file path of each TF1 variable.
 
 A preset folder is what keras-hub's `save_to_preset` writes and `BertBackbone.from_preset(folder)` reads:
 `config.json` (the `BertBackbone` constructor arguments), `model.weights.h5` (Keras' weights file),
@@ -14,7 +15,6 @@ backbone only (no pretraining heads).
 Example:
 
     weights, config, vocab_file, do_lower_case = read_preset("bert_tiny_en_uncased/")
-    write_preset(model, "preset_out/", vocab_file="vocab.txt", do_lower_case=True)  # from_preset("preset_out/")
 """
 
 from __future__ import annotations
@@ -28,11 +28,9 @@ import h5py
 import numpy as np
 from absl import logging
 
-from official.nlp.checkpoints.peers import tf1_checkpoints
-from official.nlp.common import claims, full_disk, input_files, output_files, output_folders, text_files
+from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
-from official.nlp.modeling.encoder import BertEncoder
 
 PRESET_CONFIG_FILE = "config.json"
 PRESET_WEIGHTS_FILE = "model.weights.h5"
@@ -40,47 +38,32 @@ TOKENIZER_FILE = "tokenizer.json"
 PREPROCESSOR_FILE = "preprocessor.json"
 METADATA_FILE = "metadata.json"
 PRESET_VOCAB_FILE = "assets/tokenizer/vocabulary.txt"
-_BACKBONE = "BertBackbone"
-_LAYER_NORM_EPS = 1e-12
+BACKBONE_CLASS = "BertBackbone"
+LAYER_NORM_EPS = 1e-12
 
 # Keras' weights-file paths of a BertBackbone (`layers/<layer>` is the snake-cased class, numbered from the second
 # instance on) -> TF1 scope. Each holds `vars/0` (kernel, embeddings or gamma) and, for two-variable layers,
 # `vars/1` (bias or beta).
-_EMBEDDINGS = {
+EMBEDDING_LAYERS = {
     "reversible_embedding": ("bert/embeddings/word_embeddings", "token_embedding"),
     "position_embedding": ("bert/embeddings/position_embeddings", "position_embedding"),
     "embedding": ("bert/embeddings/token_type_embeddings", "segment_embedding"),
 }
-_DENSE_OR_NORM = {
+DENSE_OR_NORM_LAYERS = {
     "layer_normalization": ("bert/embeddings/LayerNorm", "embeddings_layer_norm", ("gamma", "beta")),
     "dense": ("bert/pooler/dense", "pooled_dense", ("kernel", "bias")),
 }
-_ATTENTION = "_self_attention_layer"
+ATTENTION_LAYER = "_self_attention_layer"
 # Inside `layers/transformer_encoder[_i]` -> (TF1 scope under layer_i, Keras name, variable names).
-_BLOCK = {
-    f"{_ATTENTION}/query_dense": ("attention/self/query", "query", ("kernel", "bias")),
-    f"{_ATTENTION}/key_dense": ("attention/self/key", "key", ("kernel", "bias")),
-    f"{_ATTENTION}/value_dense": ("attention/self/value", "value", ("kernel", "bias")),
-    f"{_ATTENTION}/output_dense": ("attention/output/dense", "attention_output", ("kernel", "bias")),
+BLOCK_LAYERS = {
+    f"{ATTENTION_LAYER}/query_dense": ("attention/self/query", "query", ("kernel", "bias")),
+    f"{ATTENTION_LAYER}/key_dense": ("attention/self/key", "key", ("kernel", "bias")),
+    f"{ATTENTION_LAYER}/value_dense": ("attention/self/value", "value", ("kernel", "bias")),
+    f"{ATTENTION_LAYER}/output_dense": ("attention/output/dense", "attention_output", ("kernel", "bias")),
     "_self_attention_layer_norm": ("attention/output/LayerNorm", "self_attention_layer_norm", ("gamma", "beta")),
     "_feedforward_intermediate_dense": ("intermediate/dense", "feedforward_intermediate_dense", ("kernel", "bias")),
     "_feedforward_output_dense": ("output/dense", "feedforward_output_dense", ("kernel", "bias")),
     "_feedforward_layer_norm": ("output/LayerNorm", "feedforward_layer_norm", ("gamma", "beta")),
-}
-# Layers without variables that Keras also writes a group for; keras-hub's loader does not need them, written for
-# a file that looks like Keras' own.
-_EMPTY_LAYERS = {
-    "add": "embeddings_add",
-    "dropout": "embeddings_dropout",
-    "input_layer": "token_ids",
-    "input_layer_1": "segment_ids",
-    "input_layer_2": "padding_mask",
-}
-_EMPTY_BLOCK = {
-    "_feedforward_dropout": "feedforward_dropout",
-    "_self_attention_dropout": "self_attention_dropout",
-    f"{_ATTENTION}/_dropout_layer": "dropout",
-    f"{_ATTENTION}/_softmax": "softmax",
 }
 
 
@@ -109,9 +92,9 @@ def read_preset_config(folder: str) -> BertConfig:
     if not input_files.exists(path):
         raise MissingInputError(f"{folder} has no {PRESET_CONFIG_FILE}: not a keras-hub preset folder")
     stored = _read_json(path, folder)
-    if stored.get("class_name") != _BACKBONE:
+    if stored.get("class_name") != BACKBONE_CLASS:
         raise InputError(
-            f"{path} describes a {stored.get('class_name')!r}, not a keras-hub {_BACKBONE}; only BERT presets are "
+            f"{path} describes a {stored.get('class_name')!r}, not a keras-hub {BACKBONE_CLASS}; only BERT presets are "
             "read (a task preset's backbone is in its own folder's config.json)"
         )
     args = stored.get("config") or {}
@@ -128,10 +111,10 @@ def read_preset_config(folder: str) -> BertConfig:
             attention_probs_dropout_prob=dropout,
             max_position_embeddings=int(args.get("max_sequence_length", 512)),
             type_vocab_size=int(args.get("num_segments", 2)),
-            layer_norm_eps=_LAYER_NORM_EPS,
+            layer_norm_eps=LAYER_NORM_EPS,
         )
     except (KeyError, TypeError, ValueError) as e:
-        raise InputError(f"{path}: the {_BACKBONE} config lacks or mangles {e}; is the file complete?") from None
+        raise InputError(f"{path}: the {BACKBONE_CLASS} config lacks or mangles {e}; is the file complete?") from None
 
 
 def preset_case(folder: str) -> bool | None:
@@ -210,13 +193,13 @@ def read_preset_weights(folder: str) -> dict[str, np.ndarray]:
         if "layers" not in handle:
             raise InputError(f"{path} has no `layers` group: not a Keras weights file of a BertBackbone")
         layers = handle["layers"]
-        for group, (scope, _) in _EMBEDDINGS.items():
+        for group, (scope, _) in EMBEDDING_LAYERS.items():
             (weights[scope],) = take(f"layers/{group}", 1)
-        for group, (scope, _, names) in _DENSE_OR_NORM.items():
+        for group, (scope, _, names) in DENSE_OR_NORM_LAYERS.items():
             for name, value in zip(names, take(f"layers/{group}", 2)):
                 weights[f"{scope}/{name}"] = value
         for i, block in enumerate(_numbered(layers, "transformer_encoder")):
-            for sub, (scope, _, names) in _BLOCK.items():
+            for sub, (scope, _, names) in BLOCK_LAYERS.items():
                 for name, value in zip(names, take(f"layers/{block}/{sub}", 2)):
                     weights[f"bert/encoder/layer_{i}/{scope}/{name}"] = value
     hidden = weights["bert/embeddings/word_embeddings"].shape[-1]
@@ -234,178 +217,3 @@ def read_preset(folder: str) -> tuple[dict[str, np.ndarray], BertConfig, str | N
         raise MissingInputError(f"{folder} is not a folder: expected a keras-hub preset folder")
     config = read_preset_config(folder)
     return read_preset_weights(folder), config, preset_vocab_file(folder), preset_case(folder)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Writing
-
-
-def _check_expressible(config: BertConfig, source: str) -> None:
-    """keras-hub's BertBackbone has no activation, epsilon or attention-kind argument: refuse what it cannot hold."""
-    problems = []
-    if config.hidden_act != "gelu":
-        problems.append(f"hidden_act={config.hidden_act!r} (keras-hub's BERT uses the tanh GELU, our 'gelu')")
-    if abs(config.layer_norm_eps - _LAYER_NORM_EPS) > 1e-15:
-        problems.append(f"layer_norm_eps={config.layer_norm_eps} (keras-hub's BERT uses 1e-12)")
-    if getattr(config, "attention", "bidirectional") != "bidirectional":
-        problems.append(f"attention={config.attention!r} (keras-hub's BERT attends both ways)")
-    if config.hidden_dropout_prob != config.attention_probs_dropout_prob:
-        logging.warning(
-            "%s: keras-hub has one dropout rate; writing hidden_dropout_prob=%s (attention_probs_dropout_prob=%s "
-            "is not kept)",
-            source,
-            config.hidden_dropout_prob,
-            config.attention_probs_dropout_prob,
-        )
-    if problems:
-        raise InputError(
-            f"{source} cannot be written as a keras-hub preset: {'; '.join(problems)}. "
-            "Use --output_format=ours or hf for this model"
-        )
-
-
-def _layer_json(module: str, class_name: str, config: dict) -> dict:
-    return {"module": module, "class_name": class_name, "config": config, "registered_name": f"keras_hub>{class_name}"}
-
-
-def _tokenizer_json(do_lower_case: bool) -> dict:
-    return _layer_json(
-        "keras_hub.src.models.bert.bert_tokenizer",
-        "BertTokenizer",
-        {
-            "name": "bert_tokenizer",
-            "trainable": True,
-            "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "int32"}},
-            "config_file": TOKENIZER_FILE,
-            "vocabulary": None,
-            "sequence_length": None,
-            "lowercase": do_lower_case,
-            "strip_accents": do_lower_case,
-            "split": True,
-            "suffix_indicator": "##",
-            "oov_token": "[UNK]",
-            "special_tokens": None,
-            "special_tokens_in_strings": False,
-        },
-    )
-
-
-def preset_json_files(config: BertConfig, do_lower_case: bool | None) -> dict[str, dict]:
-    """`config.json`, `metadata.json` and, with a case, `tokenizer.json` + `preprocessor.json` of a preset."""
-    float32 = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"}}
-    files = {
-        PRESET_CONFIG_FILE: _layer_json(
-            "keras_hub.src.models.bert.bert_backbone",
-            _BACKBONE,
-            {
-                "name": "bert_backbone",
-                "trainable": True,
-                "dtype": float32,
-                "vocabulary_size": config.vocab_size,
-                "num_layers": config.num_hidden_layers,
-                "num_heads": config.num_attention_heads,
-                "hidden_dim": config.hidden_size,
-                "intermediate_dim": config.intermediate_size,
-                "dropout": config.hidden_dropout_prob,
-                "max_sequence_length": config.max_position_embeddings,
-                "num_segments": config.type_vocab_size,
-            },
-        ),
-        METADATA_FILE: {"written_by": "official.nlp.checkpoints.peers.keras_hub_presets", "tasks": ["TextClassifier"]},
-    }
-    if do_lower_case is not None:
-        files[TOKENIZER_FILE] = _tokenizer_json(do_lower_case)
-        files[PREPROCESSOR_FILE] = _layer_json(
-            "keras_hub.src.models.bert.bert_text_classifier_preprocessor",
-            "BertTextClassifierPreprocessor",
-            {
-                "name": "bert_text_classifier_preprocessor",
-                "trainable": True,
-                "dtype": float32,
-                "tokenizer": _tokenizer_json(do_lower_case),
-                "config_file": PREPROCESSOR_FILE,
-                "sequence_length": min(512, config.max_position_embeddings),
-                "truncate": "round_robin",
-            },
-        )
-    return files
-
-
-def weights_file_bytes(weights: dict[str, np.ndarray], config: BertConfig) -> bytes:
-    """A `model.weights.h5` (Keras' layout for a BertBackbone) from TF1-named, TF1-layout weights."""
-    hidden, heads = config.hidden_size, config.num_attention_heads
-    buffer = io.BytesIO()
-    with h5py.File(buffer, "w") as handle:
-
-        def put(group_path: str, keras_name: str, values: list[np.ndarray]) -> None:
-            group = handle.require_group(f"{group_path}/vars")
-            group.attrs["name"] = keras_name
-            for i, value in enumerate(values):
-                group.create_dataset(str(i), data=np.asarray(value, np.float32))
-
-        handle.create_group("vars").attrs["name"] = "bert_backbone"
-        for group, name in _EMPTY_LAYERS.items():
-            put(f"layers/{group}", name, [])
-        for group, (scope, name) in _EMBEDDINGS.items():
-            put(f"layers/{group}", name, [weights[scope]])
-        for group, (scope, name, names) in _DENSE_OR_NORM.items():
-            put(f"layers/{group}", name, [weights[f"{scope}/{n}"] for n in names])
-        for i in range(config.num_hidden_layers):
-            block = "layers/transformer_encoder" + (f"_{i}" if i else "")
-            put(block, f"transformer_layer_{i}", [])
-            put(f"{block}/{_ATTENTION}", "self_attention_layer", [])
-            for sub, name in _EMPTY_BLOCK.items():
-                put(f"{block}/{sub}", name, [])
-            for sub, (scope, name, names) in _BLOCK.items():
-                values = [weights[f"bert/encoder/layer_{i}/{scope}/{n}"] for n in names]
-                if sub == f"{_ATTENTION}/output_dense":
-                    values = [values[0].reshape(heads, -1, hidden), values[1]]
-                elif sub.startswith(f"{_ATTENTION}/"):
-                    values = [values[0].reshape(hidden, heads, -1), values[1].reshape(heads, -1)]
-                put(f"{block}/{sub}", name, values)
-    return buffer.getvalue()
-
-
-def write_preset(
-    model,
-    folder: str,
-    *,
-    vocab_file: str | None,
-    do_lower_case: bool | None,
-    source: str = "the model",
-    task_files: dict[str, bytes] | None = None,
-) -> str:
-    """Writes the encoder of `model` (ours: an encoder, pretrainer or task model) as the keras-hub preset folder
-    `folder` (new or empty), which `keras_hub.models.BertBackbone.from_preset(folder)` loads, and, with a
-    vocabulary, `BertTokenizer`/`BertTextClassifierPreprocessor.from_preset(folder)` too. `task_files` (a task's
-    `task.json` and weights: keras_hub_tasks.py) are written beside them.
-
-    Written in a staging folder and put in place with `config.json` (what keras-hub opens first) last.
-    """
-    encoder = model if isinstance(model, BertEncoder) else getattr(model, "encoder", None)
-    if not isinstance(encoder, BertEncoder):
-        raise TypeError(f"Expected a BertEncoder or a BERT task model, got {type(model).__name__}")
-    config = encoder.config
-    _check_expressible(config, source)
-    weights = {
-        name: value
-        for name, value in tf1_checkpoints.export_weights(encoder).items()
-        if name.startswith(tf1_checkpoints.ENCODER_SCOPE)
-    }
-    output_folders.check_new_folder(folder, flag="--output_dir")
-    parent, name = output_folders.split(folder)
-    full = full_disk.naming_output_when_full(folder, name="--output_dir")
-    with full, claims.claim(parent, name, what=folder), output_folders.staging_folder(folder) as staging:
-        output_files.write_bytes(os.path.join(staging, PRESET_WEIGHTS_FILE), weights_file_bytes(weights, config))
-        if vocab_file is not None:
-            output_files.makedirs(os.path.join(staging, os.path.dirname(PRESET_VOCAB_FILE)))
-            output_files.copy(vocab_file, os.path.join(staging, PRESET_VOCAB_FILE))
-        for file_name, content in preset_json_files(config, do_lower_case if vocab_file else None).items():
-            output_files.write_text(os.path.join(staging, file_name), json.dumps(content, indent=4))
-        for file_name, content in (task_files or {}).items():
-            output_files.write_bytes(os.path.join(staging, file_name), content)
-        output_folders.commit_export(staging, folder, marker=PRESET_CONFIG_FILE, replace=False)
-    logging.info(
-        "Wrote the keras-hub preset %s (%d layers, hidden %d)", folder, config.num_hidden_layers, config.hidden_size
-    )
-    return folder

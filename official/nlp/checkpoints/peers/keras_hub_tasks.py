@@ -29,7 +29,7 @@ import h5py
 import keras
 import numpy as np
 
-from official.nlp.checkpoints.peers import keras_hub_presets, tf1_checkpoints
+from official.nlp.checkpoints.peers import keras_hub_export, keras_hub_presets, tf1_checkpoints
 from official.nlp.common import input_files, text_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
@@ -175,8 +175,8 @@ def classifier_files(
 ) -> dict[str, bytes]:
     """`task.json`, `task.weights.h5`, and `preprocessor.json` and `metadata.json` (with `record` under
     `RECORD_KEY`) of a `BertTextClassifier` with this head, in keras-hub's layout (the backbone's files are
-    keras_hub_presets')."""
-    json_files = keras_hub_presets.preset_json_files(config, do_lower_case)
+    keras_hub_export's)."""
+    json_files = keras_hub_export.preset_json_files(config, do_lower_case)
     metadata = json_files[keras_hub_presets.METADATA_FILE]
     if record:
         metadata[RECORD_KEY] = record

@@ -6,14 +6,17 @@ documents held out by hash, `training_jobs.heldout_mlm_loss`) and the wall and C
 resumes from its last evaluation point (its checkpoints are taken there, and the points it measured are in
 `pilot_progress.json`), so a stopped sitting loses at most one interval and never mixes its time.
 
-The choice (`choose`) compares the runs twice: at equal training examples (the last point of each run) and at equal
-wall time (each run's loss interpolated linearly in time to the shortest run's total time). The winner is the run
-with the lowest held-out loss at equal examples, written to `pilot.json`, which every pretraining run then reads
+The choice (`choose`) compares the runs three times (`comparisons`): at equal training examples (the last point of
+each run), at equal CPU time and at equal wall time (each run's loss interpolated linearly in time to the shortest
+run's total on that clock). CPU time holds on a shared machine; wall time also counts what other processes took
+(the default budget's four pilot runs took 80-85 CPU s but 82-170 wall s to their first point). The winner is the
+run with the lowest held-out loss at equal examples, written to `pilot.json`, which every pretraining run then reads
 (`training_jobs.recipe`). Nothing here ever reads a fine-tuning result.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -89,11 +92,19 @@ def run_pilot(stage: Stage, config: PaperConfig, budget: Budget, space: Workspac
     return training_jobs.StageResult(values, done[-1]["step"])
 
 
-def _curve(rows: list[Row], variant: str) -> list[tuple[float, float]]:
-    """`(wall seconds, held-out loss)` of a pilot run at each of its evaluation points."""
+# The clocks the runs are compared at beside equal examples: results.csv's metric of each run's time at a point, and
+# the names of the comparison's rows (the shortest run's total, each run's loss there).
+CLOCKS = {
+    "wall_seconds": ("common_wall_seconds", "loss_at_equal_time"),
+    "cpu_seconds": ("common_cpu_seconds", "loss_at_equal_cpu"),
+}
+
+
+def _curve(rows: list[Row], variant: str, clock: str = "wall_seconds") -> list[tuple[float, float]]:
+    """`(seconds on `clock`, held-out loss)` of a pilot run at each of its evaluation points."""
     loss = {r.steps: r.value for r in select(rows, variant=variant, task="pilot", metric="heldout_mlm_loss")}
-    wall = {r.steps: r.value for r in select(rows, variant=variant, task="pilot", metric="wall_seconds")}
-    return [(wall[step], loss[step]) for step in sorted(loss) if step in wall]
+    time = {r.steps: r.value for r in select(rows, variant=variant, task="pilot", metric=clock)}
+    return [(time[step], loss[step]) for step in sorted(loss) if step in time]
 
 
 def at_time(curve: list[tuple[float, float]], seconds: float) -> float | None:
@@ -106,18 +117,34 @@ def at_time(curve: list[tuple[float, float]], seconds: float) -> float | None:
     return None
 
 
+def _runs(rows: list[Row]) -> list[str]:
+    return sorted({r.variant for r in select(rows, task="pilot") if r.variant.startswith("pilot-")})
+
+
+def comparisons(pilot_rows: list[Row]) -> list[tuple]:
+    """The rows of the comparisons (`task` "pilot", `variant` each run's; the common times under "pilot"): each
+    run's held-out loss at equal examples (its last point), and at each clock of `CLOCKS` its loss interpolated to
+    the shortest run's total on that clock (missing when the run's first point is later: not measured)."""
+    runs = _runs(pilot_rows)
+    values = [("pilot", "loss_at_equal_examples", _curve(pilot_rows, v)[-1][1], None, v) for v in runs]
+    for clock, (common_metric, loss_metric) in CLOCKS.items():
+        curves = {v: _curve(pilot_rows, v, clock) for v in runs}
+        if not all(curves.values()):  # a run recorded without this clock
+            continue
+        common = min(points[-1][0] for points in curves.values())
+        values.append(("pilot", common_metric, common, None, "pilot"))
+        for variant in runs:
+            loss = at_time(curves[variant], common)
+            if loss is not None:
+                values.append(("pilot", loss_metric, loss, None, variant))
+    return values
+
+
 def choose(stage: Stage, pilot_rows: list[Row], space: Workspace) -> list[tuple]:
-    """Picks the recipe (lowest held-out loss at equal examples), writes `pilot.json`, returns the rows of both
-    comparisons (`task` "pilot", `variant` each run's; the winner's under `variant` "pilot")."""
-    runs = sorted({r.variant for r in pilot_rows})
+    """Picks the recipe (lowest held-out loss at equal examples), writes `pilot.json`, returns the rows of the
+    comparisons (`comparisons`) and of the choice (`chosen_learning_rate`, `chosen_batch_size` under "pilot")."""
+    runs = _runs(pilot_rows)
     final = {v: _curve(pilot_rows, v)[-1] for v in runs}
-    common = min(seconds for seconds, _ in final.values())
-    values = [("pilot", "common_wall_seconds", common, None, "pilot")]
-    for variant in runs:
-        values.append(("pilot", "loss_at_equal_examples", final[variant][1], None, variant))
-        equal_time = at_time(_curve(pilot_rows, variant), common)
-        if equal_time is not None:
-            values.append(("pilot", "loss_at_equal_time", equal_time, None, variant))
     winner = min(runs, key=lambda v: final[v][1])
 
     def setting(metric: str) -> float:
@@ -131,27 +158,67 @@ def choose(stage: Stage, pilot_rows: list[Row], space: Workspace) -> list[tuple]
         "rule": "the lowest held-out masked-LM loss after the same number of training examples",
     }
     output_files.write_text(space.pilot_file, json.dumps(chosen, indent=1) + "\n")
-    values += [
+    return comparisons(pilot_rows) + [
         ("pilot", "chosen_learning_rate", chosen["learning_rate"], None, "pilot"),
         ("pilot", "chosen_batch_size", float(chosen["batch_size"]), None, "pilot"),
     ]
-    return values
+
+
+def choice_words(values: list[tuple]) -> str:
+    """The choice's progress line: the chosen recipe, and the winner's losses at equal examples and equal times."""
+    by_metric: dict[str, dict[str, float]] = {}
+    for _, metric, value, _, variant in values:
+        by_metric.setdefault(metric, {})[variant] = value
+    equal_examples = by_metric["loss_at_equal_examples"]
+    winner = min(equal_examples, key=equal_examples.get)
+    words = [
+        f"learning rate {by_metric['chosen_learning_rate']['pilot']:.3g}, "
+        f"batch {by_metric['chosen_batch_size']['pilot']:.0f} ({winner})",
+        f"loss_at_equal_examples {equal_examples[winner]:.4g}",
+    ]
+    for common_metric, loss_metric in CLOCKS.values():
+        if winner in by_metric.get(loss_metric, {}):
+            common = by_metric[common_metric]["pilot"]
+            words.append(f"{loss_metric} {by_metric[loss_metric][winner]:.4g} (at {common:.0f} s)")
+    return ", ".join(words)
+
+
+def complete_comparisons(rows: list[Row]) -> list[Row]:
+    """`rows` with the comparison rows its pilot's choice lacks (a choice made by an earlier version, without the
+    equal-CPU comparison), computed from its runs' rows as `choose` does, as rows of the choice stage."""
+    choice = select(rows, variant="pilot", metric="chosen_learning_rate")
+    if not choice:
+        return rows
+    have = {(r.variant, r.metric) for r in select(rows, task="pilot")}
+    added = [
+        dataclasses.replace(choice[0], task=task, metric=metric, value=float(value), steps=steps, variant=variant)
+        for task, metric, value, steps, variant in comparisons(rows)
+        if (variant, metric) not in have
+    ]
+    return rows + added
 
 
 def pilot_table(rows: list[Row]) -> list[str]:
-    """results.md's section: each pilot run at equal examples and at equal wall time, and the choice."""
-    runs = sorted({r.variant for r in select(rows, task="pilot") if r.variant.startswith("pilot-")})
+    """results.md's section: each pilot run at equal examples, at equal CPU time and at equal wall time, and the
+    choice."""
+    runs = _runs(rows)
     if not runs:
         return []
     chosen = select(rows, variant="pilot", metric="chosen_learning_rate")
-    common = select(rows, variant="pilot", metric="common_wall_seconds")
+
+    def common(metric: str) -> str:
+        found = select(rows, variant="pilot", metric=metric)
+        return f" ({found[0].value:.0f} s)" if found else ""
+
     lines = [
         "## Pilot: the pretraining recipe, chosen on held-out loss",
         "",
         "Short MLM + NSP runs at the main size, the same training examples each; held-out masked-LM loss on the "
         "held-out documents. The winner (lowest loss at equal examples) is the recipe of every pretraining run. "
-        "At equal wall time: each run's loss interpolated linearly in time to the shortest run's total"
-        + (f" ({common[0].value:.0f} s)." if common else "."),
+        "At equal CPU time and at equal wall time: each run's loss interpolated linearly in time to the shortest "
+        f"run's total CPU time{common('common_cpu_seconds')} and wall time{common('common_wall_seconds')}. CPU time "
+        "is the comparison that holds on a shared machine: wall time also counts the time other processes took "
+        "the cores, so it depends on the load while the run went.",
         "",
     ]
     header = [
@@ -159,8 +226,9 @@ def pilot_table(rows: list[Row]) -> list[str]:
         "learning rate",
         "batch",
         "held-out loss, equal examples",
-        "wall s",
         "CPU s",
+        "wall s",
+        "held-out loss, equal CPU time",
         "held-out loss, equal wall time",
         "chosen",
     ]
@@ -171,20 +239,23 @@ def pilot_table(rows: list[Row]) -> list[str]:
             found = sorted(select(rows, variant=variant, metric=metric), key=lambda r: r.steps or 0)
             return found[-1] if found else None
 
+        def number(metric: str, form: str) -> str:
+            found = value(metric)
+            return "—" if found is None else format(found.value, form)
+
         rate, batch = value("learning_rate"), value("batch_size")
-        equal_examples, equal_time = value("loss_at_equal_examples"), value("loss_at_equal_time")
-        wall, cpu = value("wall_seconds"), value("cpu_seconds")
         won = bool(chosen) and rate is not None and chosen[0].value == rate.value and batch is not None
         won = won and select(rows, variant="pilot", metric="chosen_batch_size")[0].value == batch.value
         body.append(
             [
                 variant,
-                f"{rate.value:.3g}" if rate else "—",
-                f"{batch.value:.0f}" if batch else "—",
-                f"{equal_examples.value:.3f}" if equal_examples else "—",
-                f"{wall.value:.0f}" if wall else "—",
-                f"{cpu.value:.0f}" if cpu else "—",
-                f"{equal_time.value:.3f}" if equal_time else "—",
+                number("learning_rate", ".3g"),
+                number("batch_size", ".0f"),
+                number("loss_at_equal_examples", ".3f"),
+                number("cpu_seconds", ".0f"),
+                number("wall_seconds", ".0f"),
+                number("loss_at_equal_cpu", ".3f"),
+                number("loss_at_equal_time", ".3f"),
                 "yes" if won else "",
             ]
         )

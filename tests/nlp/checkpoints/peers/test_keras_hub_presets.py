@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from official.nlp.checkpoints import conversion, model_loading
-from official.nlp.checkpoints.peers import hub_names, keras_hub_presets
+from official.nlp.checkpoints.peers import hub_names, keras_hub_export, keras_hub_presets
 from official.nlp.common.errors import InputError, MissingInputError
 from tests.run_scripts.test_user_errors import assert_user_error, run_script
 
@@ -94,8 +94,8 @@ def test_a_model_keras_hub_cannot_hold_is_refused(tmp_path):
     config = BertConfig(vocab_size=14, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=16, hidden_act="gelu_exact")  # fmt: skip
     with pytest.raises(InputError, match=r"hidden_act='gelu_exact'.*--output_format=ours or hf"):
-        keras_hub_presets.write_preset(BertEncoder.from_bert_config(config), str(tmp_path / "p"), vocab_file=None,
-                                       do_lower_case=None)  # fmt: skip
+        keras_hub_export.write_preset(BertEncoder.from_bert_config(config), str(tmp_path / "p"), vocab_file=None,
+                                      do_lower_case=None)  # fmt: skip
     assert not (tmp_path / "p").exists()
 
 

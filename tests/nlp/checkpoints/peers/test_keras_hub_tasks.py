@@ -14,7 +14,7 @@ import keras_hub
 import numpy as np
 import pytest
 
-from official.nlp.checkpoints import conversion, fine_tuned
+from official.nlp.checkpoints import conversion, fine_tuned, head_kinds
 from official.nlp.checkpoints.peers import keras_hub_tasks
 from official.nlp.common.errors import InputError, MissingInputError
 from tests.run_scripts.test_user_errors import assert_user_error, run_script
@@ -63,7 +63,7 @@ def classifier_preset(tmp_path_factory) -> tuple[str, np.ndarray]:
 def test_a_keras_hub_classifier_preset_converts_with_its_head(classifier_preset, tmp_path):
     folder, expected = classifier_preset
     described, model = fine_tuned.load_fine_tuned(folder)
-    assert described.head.name == fine_tuned.CLASSIFIER and described.labels == ["0", "1", "2"]
+    assert described.head.name == head_kinds.CLASSIFIER and described.labels == ["0", "1", "2"]
     assert described.record["max_seq_length"] == 12
     np.testing.assert_allclose(_our_logits(model), expected, atol=1e-5)
     out = tmp_path / "ours"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official.nlp.checkpoints import conversion, fine_tuned, model_loading
+from official.nlp.checkpoints import conversion, fine_tuned, head_kinds, model_loading
 from official.nlp.checkpoints.checkpoint_base import CheckpointMismatchError
 from official.nlp.checkpoints.peers import model_garden, model_garden_export
 from official.nlp.common.errors import InputError
@@ -89,7 +89,7 @@ def test_a_pretraining_run_gives_its_masked_lm_and_next_sentence_outputs():
 def test_a_classifier_run_converts_with_its_head(tmp_path):
     conversion.convert(conversion.ConversionConfig(input=CLASSIFIER, output_dir=str(tmp_path / "ours"), **FILES))
     described, model = fine_tuned.load_fine_tuned(str(tmp_path / "ours"))
-    assert described.head.name == fine_tuned.CLASSIFIER and described.labels == ["0", "1", "2"]
+    assert described.head.name == head_kinds.CLASSIFIER and described.labels == ["0", "1", "2"]
     _check_classifier(model)
     # Its encoder alone, as --init_checkpoint takes it: the pooler is the classifier head's.
     encoder = model_loading.read_model_files(CLASSIFIER, **FILES).build_encoder()
