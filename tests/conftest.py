@@ -64,6 +64,7 @@ _LONGEST_FIRST = (
     "nlp/serving/test_served_equals_trained.py",
     "run_scripts/test_quickstart.py",
     "run_scripts/test_run_classifier.py",
+    "nlp/checkpoints/peers/test_tf_hub_saved_models.py",
     "run_scripts/test_user_errors.py",
     "run_scripts/test_run_squad.py",
     "nlp/serving/test_minilm_export.py",

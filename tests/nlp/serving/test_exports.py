@@ -255,6 +255,12 @@ def _ner_texts(texts):
     return [" ".join(words) for words, _ in texts["conll"][:6]] + ["", "EU  rejects\tGerman call", long]
 
 
+def _window_pairs(texts):
+    """Pairs for the sliding-window classifier: MRPC's, and edge cases longer than a window (empty and zero-width B,
+    accents, CJK)."""
+    return texts["pairs"][:8] + [("", "東京 " * 40), ("Déjà " * 50, "")]
+
+
 def _jobs(tok, texts, paths):
     """Inputs of every signature of every export (one fresh process runs them all)."""
     a = [p[0] for p in texts["pairs"][:8]]
@@ -310,6 +316,15 @@ def _jobs(tok, texts, paths):
         token_only.append(
             {"name": f"{task}/ids", "path": p["token_ids"], "signature": "serve_token_ids", "inputs": id_inputs}
         )
+    windows = _window_pairs(texts)
+    full.append(
+        {
+            "name": "classifier_windows/raw",
+            "path": paths["classifier"]["sliding_window"],
+            "signature": "serving_default",
+            "inputs": {"text_a": _strings([a for a, _ in windows]), "text_b": _strings([b for _, b in windows])},
+        }
+    )
     return full, token_only, ids
 
 
@@ -371,13 +386,14 @@ def test_classifier(exported, served, tok, texts):
     np.testing.assert_allclose(np.asarray(reloaded(ids["classifier"], training=False)), logits, atol=1e-6)
 
 
-def test_classifier_sliding_window(exported, tok, texts):
+def test_classifier_sliding_window(exported, served, tok, texts):
     """Fine-tuned with --long_text=sliding_window: the export answers as run_classifier --do_predict does (logits
-    averaged over the same windows of a long text), on the edge cases too (empty and zero-width B, accents, CJK)."""
+    averaged over the same windows of a long text), on the edge cases too (empty and zero-width B, accents, CJK).
+    Served by the fresh process that loads the export anyway for its bad-shape probe."""
     from official.nlp.data import classifier_examples, classifier_features
 
-    trained, paths = exported
-    pairs = texts["pairs"][:8] + [("", "東京 " * 40), ("Déjà " * 50, "")]
+    trained, _ = exported
+    pairs = _window_pairs(texts)
     examples = [classifier_examples.InputExample(str(i), a, b, MRPC_LABELS[0]) for i, (a, b) in enumerate(pairs)]
     features = list(
         classifier_features.convert_examples(
@@ -399,11 +415,10 @@ def test_classifier_sliding_window(exported, tok, texts):
     )
     truncated = np.asarray(model(stack([py_pack(tok, a, b) for a, b in pairs]), training=False))
     assert np.abs(truncated - logits).max() > 1e-3  # this model tells windows and truncation apart
-    serve = tf.saved_model.load(paths["classifier"]["sliding_window"]).signatures["serving_default"]
-    got = serve(text_a=tf.constant([a for a, _ in pairs]), text_b=tf.constant([b for _, b in pairs]))
-    np.testing.assert_array_equal(got["label_index"].numpy(), logits.argmax(-1))
-    np.testing.assert_allclose(got["probabilities"].numpy(), tf.nn.softmax(logits).numpy(), atol=1e-5)
-    np.testing.assert_allclose(got["logits"].numpy(), logits, atol=ATOL)
+    got = served[0]
+    np.testing.assert_array_equal(got["classifier_windows/raw/label_index"], logits.argmax(-1))
+    np.testing.assert_allclose(got["classifier_windows/raw/probabilities"], tf.nn.softmax(logits).numpy(), atol=1e-5)
+    np.testing.assert_allclose(got["classifier_windows/raw/logits"], logits, atol=ATOL)
 
 
 def test_encoder(exported, served):

@@ -1,12 +1,12 @@
 """A TF-Hub BERT pair used as TF-Hub's BERT tutorials use one, in a process that imports TensorFlow,
 tensorflow_text and tensorflow_hub, never `official`:
 
-    python tf_hub_user.py PREPROCESSOR ENCODER OUT.npz TEXT...
+    python tf_hub_user.py PREPROCESSOR ENCODER OUT.npz [PREPROCESSOR ENCODER OUT.npz ...] -- TEXT...
 
 `preprocessor(texts)` -> `encoder(inputs)`; `bert_pack_inputs` of `tokenize`d pairs (the texts and the texts
 reversed) at `seq_length=24`, and of single texts with the preprocessor's default length; `hub.KerasLayer` on both;
 the `vocab_file` and `do_lower_case` the encoder carries; `tokenize.get_special_tokens_dict()`. Run on the Model
-Garden's pair (the fixtures) and on ours.
+Garden's pair (the fixtures) and on ours, both in one process (one start-up of TensorFlow instead of two).
 """
 
 import sys
@@ -18,7 +18,17 @@ import tensorflow_text  # noqa: F401  registers the tokenizer ops
 
 
 def main():
-    preprocessor_path, encoder_path, out_file, *texts = sys.argv[1:]
+    separator = sys.argv.index("--")
+    pairs, texts = sys.argv[1:separator], sys.argv[separator + 1 :]
+    assert pairs and len(pairs) % 3 == 0, pairs
+    for i in range(0, len(pairs), 3):
+        use_pair(*pairs[i : i + 3], texts)
+    leaked = sorted(m for m in sys.modules if m == "official" or m.startswith("official."))
+    assert not leaked, leaked
+    print("modules ok")
+
+
+def use_pair(preprocessor_path: str, encoder_path: str, out_file: str, texts: list[str]) -> None:
     preprocessor = tf.saved_model.load(preprocessor_path)
     encoder = tf.saved_model.load(encoder_path)
     texts = tf.constant(texts)
@@ -45,9 +55,6 @@ def main():
         **{f"special_{k}": v.numpy() for k, v in preprocessor.tokenize.get_special_tokens_dict().items()},
     }
     np.savez(out_file, **result)
-    leaked = sorted(m for m in sys.modules if m == "official" or m.startswith("official."))
-    assert not leaked, leaked
-    print("modules ok")
 
 
 if __name__ == "__main__":
