@@ -113,6 +113,7 @@ def _encoder_node(graph: _Graph) -> tuple[int, str] | None:
     return None
 
 
+@names_damage  # the first reader of any checkpoint named: truncated or missing files are named here, in one line
 def is_model_garden_checkpoint(prefix: str) -> bool:
     """Whether `prefix` is a TF2 checkpoint holding a Model Garden (tf_keras) encoder."""
     try:
