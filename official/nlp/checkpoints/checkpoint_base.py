@@ -7,8 +7,12 @@ parts of a BERT model a checkpoint covers (`bert_parts`, `split_model`), the mod
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+
 import tensorflow as tf
 
+from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -83,3 +87,23 @@ def load_checkpoint(prefix: str):
     """A reader of the checkpoint `prefix` (a prefix, never a folder). `tf.train.load_checkpoint` first asks whether
     the path is a folder, and ``ram://`` answers yes for any prefix of a file name (``ckpt-4`` of ``ckpt-4.index``)."""
     return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
+def write_staged(prefix: str, write: Callable[[str], None]) -> str:
+    """Writes checkpoint `prefix` with `write(staging_prefix)` in a folder of this process beside it
+    (`output_files.temporary_name`), where a job killed mid-write leaves only half-written temporary files, then moves
+    the files in place, the index (by which a reader finds the checkpoint) last. Returns `prefix`."""
+    directory = os.path.dirname(prefix)
+    if directory:
+        output_files.makedirs(directory, name="checkpoint folder")
+    output_files.remove_leftovers([prefix])
+    staging = output_files.temporary_name(prefix)
+    output_files.rmtree(staging)
+    output_files.makedirs(staging)
+    try:
+        write(os.path.join(staging, os.path.basename(prefix)))
+        for name in sorted(input_files.listdir(staging), key=lambda n: n.endswith(".index")):
+            output_files.commit(os.path.join(staging, name), os.path.join(directory, name))
+    finally:
+        output_files.rmtree(staging)
+    return prefix

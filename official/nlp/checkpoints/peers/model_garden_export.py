@@ -13,15 +13,13 @@ Example:
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official.nlp.checkpoints.checkpoint_base import write_staged
 from official.nlp.checkpoints.peers import tf1_checkpoints
 from official.nlp.checkpoints.peers.model_garden import BLOCK, DENSE, NORM
-from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.configs import BertConfig
 
@@ -150,21 +148,12 @@ def write_model_garden_checkpoint(model, prefix: str) -> str:
     Garden checkpoint `prefix` (see the module docstring). Written in a staging folder beside it and moved in place,
     the index (by which a reader finds the checkpoint) last."""
     roots = checkpoint_roots(model)
-    directory = os.path.dirname(prefix)
-    if directory:
-        output_files.makedirs(directory, name="checkpoint folder")
-    output_files.remove_leftovers([prefix])
-    staging = output_files.temporary_name(prefix)
-    output_files.rmtree(staging)
-    output_files.makedirs(staging)
-    try:
+
+    def write(staging_prefix: str) -> None:
         checkpoint = tf.train.Checkpoint(**roots)
         # As `save` writes it (the Model Garden saves with `save`): its export_tfhub restores with
         # `assert_existing_objects_matched`, which asks for `save_counter` too.
         checkpoint.save_counter.assign(1)
-        checkpoint.write(os.path.join(staging, os.path.basename(prefix)))
-        for name in sorted(input_files.listdir(staging), key=lambda n: n.endswith(".index")):
-            output_files.commit(os.path.join(staging, name), os.path.join(directory, name))
-    finally:
-        output_files.rmtree(staging)
-    return prefix
+        checkpoint.write(staging_prefix)
+
+    return write_staged(prefix, write)

@@ -12,7 +12,6 @@ the model its heads describe) is in checkpoint_base.py.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 
@@ -31,9 +30,9 @@ from official.nlp.checkpoints.checkpoint_base import (
     model_for_heads,
     shape_text,
     split_model,
+    write_staged,
 )
 from official.nlp.checkpoints.integrity import names_damage
-from official.nlp.common import input_files, output_files
 from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
@@ -228,26 +227,17 @@ def write_tf1_checkpoint(prefix: str, weights: Mapping[str, np.ndarray]) -> str:
     mid-write leaves its half-written ``.tempstate`` files; the files are then moved in place, the index (by which
     a reader finds the checkpoint) last. A later write deletes the folders of killed writers (`owners`).
     """
-    directory = os.path.dirname(prefix)
-    if directory:
-        output_files.makedirs(directory, name="checkpoint folder")
-    output_files.remove_leftovers([prefix])
-    staging = output_files.temporary_name(prefix)
-    output_files.rmtree(staging)
-    output_files.makedirs(staging)
     names = sorted(weights)
-    try:
+
+    def write(staging_prefix: str) -> None:
         tf.raw_ops.SaveV2(
-            prefix=os.path.join(staging, os.path.basename(prefix)),
+            prefix=staging_prefix,
             tensor_names=names,
             shape_and_slices=[""] * len(names),
             tensors=[tf.constant(np.asarray(weights[name], np.float32)) for name in names],
         )
-        for name in sorted(input_files.listdir(staging), key=lambda n: n.endswith(".index")):
-            output_files.commit(os.path.join(staging, name), os.path.join(directory, name))
-    finally:
-        output_files.rmtree(staging)
-    return prefix
+
+    return write_staged(prefix, write)
 
 
 def is_tf1_checkpoint(prefix: str) -> bool:
