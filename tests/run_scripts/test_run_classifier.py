@@ -23,6 +23,7 @@ from official.nlp.tasks import classification
 from official.nlp.tokenizers.text_layers import BertPackInputs, BertTokenizer
 from official.nlp.training import optimization
 from tests.conftest import REPO_ROOT
+from tests.run_scripts.test_user_errors import run_in_one_process
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_classifier.py")
 SEQ = 32
@@ -118,43 +119,51 @@ def test_train_eval_predict_resume_and_refusals(tiny_model, mrpc, tmp_path):
     assert "Reusing the 64 cached feature records" in again.stderr
     assert json.loads((out / "eval_history.json").read_text()) == history
 
-    other = _run(_flags(tiny_model, mrpc, out, "--do_train", "--skip_bad_rows", "--max_seq_length=48"))
+    # Two refusals at start-up, in one process (TensorFlow imported once).
+    refused = run_in_one_process(
+        {
+            "other": (
+                "run_classifier.py",
+                _flags(tiny_model, mrpc, out, "--do_train", "--skip_bad_rows", "--max_seq_length=48"),
+            ),
+            "wrong_head": (
+                "run_classifier.py",
+                [
+                    "--task_name=RTE",
+                    f"--data_dir={mrpc}",
+                    f"--init_checkpoint={out / 'best_model'}",
+                    f"--output_dir={tmp_path / 'rte'}",
+                    f"--max_seq_length={SEQ}",
+                    "--do_predict",
+                ],
+            ),
+        }
+    )
+    other, wrong_head = refused["other"], refused["wrong_head"]
     assert other.returncode == 2
     assert "--max_seq_length: 32 there, 48 now" in other.stderr.strip().splitlines()[-1]
-
-    wrong_head = _run(
-        [
-            "--task_name=RTE",
-            f"--data_dir={mrpc}",
-            f"--init_checkpoint={out / 'best_model'}",
-            f"--output_dir={tmp_path / 'rte'}",
-            f"--max_seq_length={SEQ}",
-            "--do_predict",
-        ]
-    )
     assert wrong_head.returncode == 2
     assert "labels ['0', '1']" in wrong_head.stderr and "['entailment', 'not_entailment']" in wrong_head.stderr
 
 
-def _in_graph_dataset(vocab_file, examples, labels, batch_size):
-    """Raw strings -> ids in the tf.data graph: the library's exact tokenizer and packer layers."""
+def _in_graph_datasets(vocab_file, batches):
+    """Raw strings -> ids in the tf.data graph: the library's exact tokenizer and packer layers (built once), for
+    each `(examples, labels or None, batch size)` of `batches`."""
     tokenizer = BertTokenizer(vocab_file, do_lower_case=True)
     packer = BertPackInputs(
         SEQ,
-        **{
-            k: v
-            for k, v in {
-                "start_of_sequence_id": tokenizer.token_to_id("[CLS]"),
-                "end_of_segment_id": tokenizer.token_to_id("[SEP]"),
-                "padding_id": tokenizer.token_to_id("[PAD]"),
-            }.items()
-        },
+        start_of_sequence_id=tokenizer.token_to_id("[CLS]"),
+        end_of_segment_id=tokenizer.token_to_id("[SEP]"),
+        padding_id=tokenizer.token_to_id("[PAD]"),
     )
-    texts = tf.data.Dataset.from_tensor_slices(([e.text_a for e in examples], [e.text_b for e in examples]))
-    dataset = texts.batch(batch_size).map(lambda a, b: packer([tokenizer(a), tokenizer(b)]))
-    if labels is not None:
-        dataset = tf.data.Dataset.zip((dataset, tf.data.Dataset.from_tensor_slices(labels).batch(batch_size)))
-    return dataset
+    datasets = []
+    for examples, labels, batch_size in batches:
+        texts = tf.data.Dataset.from_tensor_slices(([e.text_a for e in examples], [e.text_b for e in examples]))
+        dataset = texts.batch(batch_size).map(lambda a, b: packer([tokenizer(a), tokenizer(b)]))
+        if labels is not None:
+            dataset = tf.data.Dataset.zip((dataset, tf.data.Dataset.from_tensor_slices(labels).batch(batch_size)))
+        datasets.append(dataset)
+    return datasets
 
 
 @pytest.mark.slow
@@ -171,9 +180,13 @@ def test_model_fit_on_raw_strings_predicts_what_the_script_path_predicts(tiny_mo
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
     )
-    history = model.fit(_in_graph_dataset(files.vocab_file, train, labels, 16), epochs=3, verbose=0)
+    train_dataset, test_dataset = _in_graph_datasets(files.vocab_file, [(train, labels, 16), (test, None, 8)])
+    assert len(train) % 16 == 0  # the epochs below see each example once, as epochs of `train_dataset` would
+    # Repeated, with the steps of an epoch given: one iterator for the three epochs (Keras builds one per epoch
+    # otherwise, and each builds the tokenizer's tables in the tf.data graph again).
+    history = model.fit(train_dataset.repeat(), epochs=3, steps_per_epoch=len(train) // 16, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0]
-    logits = model.predict(_in_graph_dataset(files.vocab_file, test, None, 8), verbose=0)
+    logits = model.predict(test_dataset, verbose=0)
 
     saved = classification.save_classifier(
         model, str(tmp_path / "fit_model"), files, task_name="mrpc", labels=processor.labels

@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.nlp.serving import fresh
+from tests.run_scripts.test_user_errors import run_in_one_process
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_squad.py")
 
@@ -131,55 +132,75 @@ def _replace(flags, out, other):
     return [f"{f.split('=')[0]}={replaced[f.split('=')[0]]}" if f.split("=")[0] in replaced else f for f in flags]
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
-        (["--do_train"], "--do_train needs --train_file"),
-        (["--do_predict", "--predict_file=x.json", "--doc_stride=0"], "--doc_stride=0: must be >= 1"),
-        (
-            [
-                "--do_predict",
-                "--predict_file=missing.json",
-                "--max_seq_length=64",
-                "--max_query_length=16",
-                "--doc_stride=32",
-            ],
-            "--do_predict needs missing.json (--predict_file), which does not exist",
-        ),
-        (
-            ["--do_predict", "--predict_file=TMP/x.json"],  # a file that is there: input files are checked first
-            "--max_seq_length=384 exceeds the model's max_position_embeddings (64)",
-        ),
-    ],
-)
-def test_user_errors_are_one_line(tmp_path, tiny_model_dir, args, message):
-    (tmp_path / "x.json").write_text('{"data": []}')
-    args = [arg.replace("TMP", str(tmp_path)) for arg in args]
-    done = _run(f"--init_checkpoint={tiny_model_dir}", f"--output_dir={tmp_path / 'out'}", *args)
+USER_ERRORS = [
+    (["--do_train"], "--do_train needs --train_file"),
+    (["--do_predict", "--predict_file=x.json", "--doc_stride=0"], "--doc_stride=0: must be >= 1"),
+    (
+        [
+            "--do_predict",
+            "--predict_file=missing.json",
+            "--max_seq_length=64",
+            "--max_query_length=16",
+            "--doc_stride=32",
+        ],
+        "--do_predict needs missing.json (--predict_file), which does not exist",
+    ),
+    (
+        ["--do_predict", "--predict_file=TMP/x.json"],  # a file that is there: input files are checked first
+        "--max_seq_length=384 exceeds the model's max_position_embeddings (64)",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def user_errors(tmp_path_factory, tiny_model_dir):
+    """{case: (result, its folder)}: USER_ERRORS by index and "answers all miss", each in a folder of its own, all run
+    in one process (tests/run_scripts/every_script.py: TensorFlow is imported once)."""
+    root = tmp_path_factory.mktemp("user_errors")
+    cases, folders = {}, {}
+    for i, (args, _) in enumerate(USER_ERRORS):
+        folders[i] = root / str(i)
+        folders[i].mkdir()
+        (folders[i] / "x.json").write_text('{"data": []}')
+        args = [arg.replace("TMP", str(folders[i])) for arg in args]
+        cases[i] = [f"--init_checkpoint={tiny_model_dir}", f"--output_dir={folders[i] / 'out'}", *args]
+    # Every answer_start is wrong.
+    folders["miss"] = root / "miss"
+    folders["miss"].mkdir()
+    context = "Steve Smith's team won in 1895. Then it lost."
+    qas = [
+        {"id": f"q{i}", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 30 + i}]}
+        for i in range(3)
+    ]
+    path = folders["miss"] / "train.json"
+    path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
+    cases["miss"] = [
+        f"--init_checkpoint={tiny_model_dir}",
+        f"--output_dir={folders['miss'] / 'out'}",
+        "--do_train",
+        f"--train_file={path}",
+        "--max_seq_length=64",
+        "--max_query_length=16",
+        "--doc_stride=24",
+    ]
+    results = run_in_one_process({case: ("run_squad.py", args) for case, args in cases.items()})
+    return {case: (results[case], folders[case]) for case in cases}
+
+
+@pytest.mark.parametrize("case", range(len(USER_ERRORS)), ids=[message for _, message in USER_ERRORS])
+def test_user_errors_are_one_line(user_errors, case):
+    done, _ = user_errors[case]
+    message = USER_ERRORS[case][1]
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("run_squad: ") and message in last
     assert "Traceback" not in done.stderr
 
 
-def test_training_file_whose_answers_all_miss_says_why(tmp_path, tiny_model_dir):
+def test_training_file_whose_answers_all_miss_says_why(user_errors):
     """Every answer_start is wrong: the job ends on one line that says why no question is left to train on."""
-    context = "Steve Smith's team won in 1895. Then it lost."
-    qas = [
-        {"id": f"q{i}", "question": "Who?", "answers": [{"text": "Steve Smith", "answer_start": 30 + i}]}
-        for i in range(3)
-    ]
-    path = tmp_path / "train.json"
-    path.write_text(json.dumps({"data": [{"title": "t", "paragraphs": [{"context": context, "qas": qas}]}]}))
-    done = _run(
-        f"--init_checkpoint={tiny_model_dir}",
-        f"--output_dir={tmp_path / 'out'}",
-        "--do_train",
-        f"--train_file={path}",
-        "--max_seq_length=64",
-        "--max_query_length=16",
-        "--doc_stride=24",
-    )
+    done, folder = user_errors["miss"]
+    path = folder / "train.json"
     assert done.returncode == 2 and "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"run_squad: {path}: none of its 3 question(s) can train: 3 left out of training")

