@@ -77,7 +77,6 @@ def ours(data: Data, batch: int, model_dir: str, examples: int, jit_compile: boo
         gradient_accumulation_steps=1,
         jit_compile=jit_compile,
     )
-    train_step.read_names(dataset.element_spec)
     loop = train_step.make_loop(iter(dataset), distributed=False, worker_index=0)
     steps = tf.constant(max(1, -(-examples // batch)))
 

@@ -100,7 +100,7 @@ for arg in "$@"; do
 done
 if [ "$SMALLEST" = 1 ]; then
   # Enough steps for every stage to show a real result (dev accuracy above chance), no more.
-  PRETRAIN_STEPS=60; PRETRAIN_SEQ_LENGTH=32; TINY_EPOCHS=3; PUBLIC_EPOCHS=1; PUBLIC_MAX_TRAIN_EXAMPLES=640
+  PRETRAIN_STEPS=60; PRETRAIN_SEQ_LENGTH=32; TINY_EPOCHS=3; PUBLIC_EPOCHS=1; PUBLIC_MAX_TRAIN_EXAMPLES=320
 fi
 
 # The stages delete and rewrite their own folders in $OUT (pretraining/, export/, ...): a folder that holds anything

@@ -48,7 +48,7 @@ class TrainStep:
       gradient_accumulation_steps: micro-batches per step; the per-replica batch must divide by it.
       jit_compile: compile the forward and backward pass with XLA.
 
-    Call `read_names` with the dataset's `element_spec` before `make_loop` and `metrics`.
+    Call `metrics` on what the loop returned (the loop's trace names the sums it reads).
     """
 
     def __init__(
@@ -75,11 +75,6 @@ class TrainStep:
         self._names: list[str] = []
         self._loss_names: list[str] = []
 
-    def read_names(self, element_spec) -> None:
-        """Finds the names of the losses and metrics the loop sums, by tracing the objective on `element_spec`."""
-        self._names = self._metric_names(element_spec)
-        self._loss_names = self._probe_loss_names(element_spec)
-
     def _sums(self, labels, outputs, denominators):
         """Loss of this micro-batch (normalized by the global weights) and the (sum, count) of every metric."""
         weights = self.objective.loss_weights(labels)
@@ -97,18 +92,10 @@ class TrainStep:
             if name in sums:
                 raise ValueError(f"metric name {name!r} is also a loss name")
             sums[name] = (tf.cast(numerator, tf.float32), tf.cast(count, tf.float32))
+        # The names, in the objective's order, as `metrics` reads the loop's result: set while the loop traces (a
+        # trace of the model only to learn them cost a forward trace per run).
+        self._loss_names, self._names = list(weights), list(sums)
         return total, sums
-
-    def _metric_names(self, element_spec) -> list[str]:
-        """The names of the loop's sums, found by tracing the objective once on symbolic inputs."""
-        x_spec, y_spec = element_spec
-
-        def probe(x, y):
-            outputs = self.model(x, training=False)
-            denominators = {name: tf.ones([]) for name in self.objective.loss_weights(y)}
-            return self._sums(y, outputs, denominators)[1]
-
-        return list(tf.function(probe).get_concrete_function(x_spec, y_spec).structured_outputs)
 
     def _micro_step(self, x, y, denominators):
         variables = self.model.trainable_variables
@@ -170,13 +157,12 @@ class TrainStep:
                 lambda ctx: batches[ctx.replica_id_in_sync_group - first_replica]
             )
 
-        size = 2 * len(self._names) + 1
-
         @tf.function
         def loop(num_steps):
             # Each step's sums, not their total: the host adds them in step order, so the metrics do not depend on
-            # how a loop is cut into calls.
-            per_step = tf.TensorArray(tf.float32, size=num_steps, element_shape=[size])
+            # how a loop is cut into calls. Their number (2 per name, plus the non-finite flag) is known once the
+            # step is traced; `num_steps` is at least 1.
+            per_step = tf.TensorArray(tf.float32, size=num_steps, element_shape=[None])
             for i in tf.range(num_steps):
                 x, y = next_inputs()
                 with keras_compat.gradients_already_reduced(self.optimizer):
@@ -214,9 +200,3 @@ class TrainStep:
             metrics["nonfinite_steps"] = float(nonfinite)
         metrics["learning_rate"] = current_learning_rate(self.optimizer)
         return metrics
-
-    def _probe_loss_names(self, element_spec):
-        def probe(y):
-            return self.objective.loss_weights(y)
-
-        return list(tf.function(probe).get_concrete_function(element_spec[1]).structured_outputs)

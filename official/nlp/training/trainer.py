@@ -279,7 +279,6 @@ class Trainer:
                 iterator = iter(dataset)
         else:
             iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
-        self._train_step.read_names(element_spec)
 
         output_files.makedirs(cfg.model_dir, name="--model_dir")
         self.keeper = CheckpointKeeper(
