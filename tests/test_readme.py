@@ -4,13 +4,15 @@ The checkout (tracked files and new ones git does not ignore) is copied into a f
 (the set-up commands' environment: this checkout importable, the installed packages of the running Python) and
 `../shared/data` next to it. The downloads of docs/data.md are replaced by links into that data, in the layout the
 docs use (`_DATASETS`). Then the ```python and ```bash blocks of README.md and of each page of docs/, in `PAGES`
-order, run in the clone's root: the bash blocks in a shell with `.venv` activated, the python blocks in one Python
-session per file. A block preceded by ``<!-- not-tested: reason -->`` is skipped. At the end the clone must have
-no untracked file: everything the docs write goes to ignored folders.
+order, run in the clone's root: the bash blocks in a shell with `.venv` activated, the python blocks of each file
+in a namespace of their own, in one Python process that runs the pages in turn (their imports paid once). A block
+preceded by ``<!-- not-tested: reason -->`` is skipped. At the end the clone must have no untracked file:
+everything the docs write goes to ignored folders.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -18,6 +20,7 @@ import shutil
 import subprocess
 import sysconfig
 import textwrap
+import threading
 import venv
 
 import pytest
@@ -178,34 +181,85 @@ def _fresh_clone(root: pathlib.Path, shared_data: pathlib.Path) -> pathlib.Path:
     return clone
 
 
+# The end of a page's run: "<_END> <1 if a block failed else 0> <the session's CPU seconds so far>".
+_END = "#### page done"
 _RUNNER = textwrap.dedent("""
-    import subprocess, sys, traceback
-    name, blocks = {name!r}, {blocks!r}
-    namespace = {{"__name__": "__main__"}}
-    for line, language, code in blocks:
-        where = f"{{name}}, the {{language}} block at line {{line}}"
-        print(f"==== {{where}}", flush=True)
-        if language == "bash":
-            result = subprocess.run(["bash", "-c", "set -euo pipefail\\nsource .venv/bin/activate\\n" + code])
-            failed = result.returncode != 0
-        else:
-            try:
-                exec(compile(code, where, "exec"), namespace)
-                failed = False
-            except Exception:
-                traceback.print_exc()
-                failed = True
-        if failed:
-            print(f"{{where}} failed", file=sys.stderr, flush=True)
-            sys.exit(1)
-        print(f"{{where}}: ok", flush=True)
-""")
+    import json, os, resource, subprocess, sys, traceback
+    requests, sys.stdin = sys.stdin, open(os.devnull)  # the blocks read no input; requests come on stdin
+    root = os.getcwd()
+
+    def cpu_seconds():
+        own, waited = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+
+    def run_page(name, blocks):
+        os.chdir(root)
+        namespace = {{"__name__": "__main__"}}  # each page its own session's names
+        for line, language, code in blocks:
+            where = f"{{name}}, the {{language}} block at line {{line}}"
+            print(f"==== {{where}}", flush=True)
+            if language == "bash":
+                result = subprocess.run(
+                    ["bash", "-c", "set -euo pipefail\\nsource .venv/bin/activate\\n" + code], stdin=subprocess.DEVNULL
+                )
+                failed = result.returncode != 0
+            else:
+                try:
+                    exec(compile(code, where, "exec"), namespace)
+                    failed = False
+                except Exception:
+                    traceback.print_exc()
+                    failed = True
+                sys.stdout.flush()
+                sys.stderr.flush()
+            if failed:
+                print(f"{{where}} failed", flush=True)
+                return True
+            print(f"{{where}}: ok", flush=True)
+        return False
+
+    for request in requests:
+        failed = run_page(*json.loads(request))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        print(f"{end} {{int(failed)}} {{cpu_seconds():.2f}}", flush=True)
+""").format(end=_END)
 
 
 class _Workspace:
+    """Runs the pages in the fresh clone: one Python process for all of them (TensorFlow and the library are
+    imported once), each page's python blocks in a namespace of their own, its bash blocks in shells of their own."""
+
     def __init__(self, clone: pathlib.Path):
         self.clone = clone
         self.done: set[pathlib.Path] = set()
+        self.cpu_seconds: dict[pathlib.Path, float] = {}  # what each page cost the session (children included)
+        self._session: subprocess.Popen | None = None
+        self._session_cpu = 0.0
+
+    def _start(self) -> subprocess.Popen:
+        if self._session is None:
+            script = self.clone.parent / "run_docs.py"
+            script.write_text(_RUNNER)
+            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHON")}
+            self._session = subprocess.Popen(
+                [str(self.clone / ".venv" / "bin" / "python"), str(script)],
+                cwd=self.clone,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+            )
+        return self._session
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.stdin.close()
+            self._session.wait(timeout=60)
+            self._session.stdout.close()
+            self._session = None
 
     def run(self, doc: pathlib.Path) -> None:
         """Runs the blocks of every file up to `doc`, in order, that have not run yet."""
@@ -221,27 +275,36 @@ class _Workspace:
             ]
             if not blocks:
                 continue
-            script = self.clone.parent / f"run_{path.stem}.py"
-            script.write_text(_RUNNER.format(name=name, blocks=blocks))
-            env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHON")}
-            result = subprocess.run(
-                [str(self.clone / ".venv" / "bin" / "python"), str(script)],
-                cwd=self.clone,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                timeout=900,
-            )
-            assert result.returncode == 0, result.stdout[-6000:]
-            assert result.stdout.count(": ok\n") == len(blocks), result.stdout[-3000:]
+            session = self._start()
+            assert session.poll() is None, f"the session ended ({session.returncode}) before {name}"
+            session.stdin.write(json.dumps([name, blocks]) + "\n")
+            session.stdin.flush()
+            timer = threading.Timer(900, session.kill)  # a page that hangs
+            timer.start()
+            lines, line = [], ""
+            try:
+                for line in iter(session.stdout.readline, ""):
+                    if line.startswith(_END):
+                        break
+                    lines.append(line)
+            finally:
+                timer.cancel()
+            output = "".join(lines)
+            assert line.startswith(_END), f"the session ended: {session.poll()}\n{output[-6000:]}"
+            _, failed, cpu = line.rsplit(" ", 2)
+            self.cpu_seconds[path] = float(cpu) - self._session_cpu
+            self._session_cpu = float(cpu)
+            assert failed == "0", output[-6000:]
+            assert output.count(": ok\n") == len(blocks), output[-3000:]
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory, shared_data):
     if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
         pytest.skip("needs a git checkout to list the files a clone has")
-    return _Workspace(_fresh_clone(tmp_path_factory.mktemp("newcomer"), shared_data))
+    workspace = _Workspace(_fresh_clone(tmp_path_factory.mktemp("newcomer"), shared_data))
+    yield workspace
+    workspace.close()
 
 
 @pytest.mark.slow
