@@ -119,13 +119,14 @@ def texts(shared_data):
 
 
 # The tests compare each export with the model it was exported from, so training need only move the weights off
-# their initial values: a few eager steps do that without tracing (or XLA-compiling) a train function per model.
+# their initial values: one eager step does that without tracing (or XLA-compiling) a train function per model.
 EAGER = dict(run_eagerly=True, jit_compile=False)
+ONE_BATCH = 64  # every training set here fits one batch: one step per model
 
 
 def _fit(model, x, y, loss):
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss=loss, **EAGER)
-    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    model.fit(x, y, batch_size=ONE_BATCH, epochs=1, verbose=0)
 
 
 def _trained_models(tok, texts):
@@ -159,7 +160,7 @@ def _trained_models(tok, texts):
     x = stack([py_pack(tok, q, c, SQUAD_L) for q, c in texts["qa"]])
     targets = np.full(len(texts["qa"]), 20)
     span.compile(optimizer=keras.optimizers.Adam(1e-3), loss={"start_logits": sparse, "end_logits": sparse}, **EAGER)
-    span.fit(x, {"start_logits": targets, "end_logits": targets + 2}, batch_size=8, epochs=1, verbose=0)
+    span.fit(x, {"start_logits": targets, "end_logits": targets + 2}, batch_size=ONE_BATCH, epochs=1, verbose=0)
     trained["squad"] = span
 
     pretrainer = models.BertPretrainer(BertEncoder.from_bert_config(tiny_config()))
@@ -171,16 +172,19 @@ def _trained_models(tok, texts):
         "next_sentence_labels": np.zeros((16, 1), np.int32),
     }
     pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3), **EAGER)
-    pretrainer.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    pretrainer.fit(x, y, batch_size=ONE_BATCH, epochs=1, verbose=0)
     trained["pretrainer"] = pretrainer
     return trained
 
 
 @pytest.fixture(scope="module")
 def graph_tokenizer(uncased_vocab):
+    """The exports' tokenizer, one batch slice: every export traces, saves and (in the fresh processes) loads one
+    copy of the tokenization graph instead of one per CPU (`parallel_shards` changes no id or order:
+    tests/nlp/tokenizers/test_text_layers.py checks that)."""
     from official.nlp.tokenizers.text_layers import BertTokenizer
 
-    return BertTokenizer(str(uncased_vocab), do_lower_case=True)
+    return BertTokenizer(str(uncased_vocab), do_lower_case=True, parallel_shards=1)
 
 
 @pytest.fixture(scope="module")

@@ -154,7 +154,10 @@ def runs(tmp_path_factory, shared_data, uncased_vocab):
     def rows(examples, keys=("text_a", "text_b", "label")):
         return [{k: v for k, v in zip(keys, e) if v is not None} for e in examples]
 
-    expected, jobs, tokenizer = {}, [], text_layers.BertTokenizer(str(uncased_vocab), True)
+    # One batch slice: each export traces, saves and loads one copy of the tokenization graph, not one per CPU
+    # (`parallel_shards` changes no id or order: tests/nlp/tokenizers/test_text_layers.py checks that).
+    expected, jobs = {}, []
+    tokenizer = text_layers.BertTokenizer(str(uncased_vocab), True, parallel_shards=1)
 
     def export(name, task, out, inputs, **kwargs):
         path = exporter.export_model(
