@@ -52,26 +52,27 @@ def pytest_xdist_auto_num_workers(config) -> int:
 
 
 # The files whose module fixtures take minutes go first, so that neither worker starts one while the other is idle,
-# in the order of their cost (docs/development.md's table of CPU seconds; test_readme.py, not timed there, runs
-# every docs page).
+# in the order of their cost (docs/development.md's table of CPU seconds; test_readme.py, which runs every docs page,
+# is the largest).
 # xdist hands out whole files in this order only with `--no-loadscope-reorder` (setup.cfg's addopts): its default
 # sorts the files by their number of tests, which put these few-test files last, one worker running a long fixture
 # alone at the end.
 _LONGEST_FIRST = (
-    "nlp/serving/test_exports.py",
     "test_readme.py",
     "nlp/paper/test_reproduce.py",
+    "nlp/serving/test_exports.py",
     "nlp/serving/test_served_equals_trained.py",
     "run_scripts/test_quickstart.py",
-    "run_scripts/test_run_classifier.py",
     "nlp/checkpoints/peers/test_tf_hub_saved_models.py",
-    "run_scripts/test_user_errors.py",
-    "run_scripts/test_run_squad.py",
     "nlp/serving/test_minilm_export.py",
+    "run_scripts/test_labels_and_conversions.py",
     "test_docstrings.py",
+    "run_scripts/test_run_classifier.py",
     "run_scripts/test_run_pretraining.py",
     "run_scripts/test_bad_input.py",
     "test_life_cycle_ram.py",
+    "run_scripts/test_run_squad.py",
+    "run_scripts/test_user_errors.py",
     "nlp/serving/test_hub_user.py",
     "nlp/text_tasks/test_round_trip.py",
     "run_scripts/test_path_errors.py",
