@@ -27,6 +27,7 @@ ENTRY_POINTS = {
     "pilot_batches",
     "pretrain_levers",
     "learning_per_cpu",
+    "representation_spread",
 }
 
 

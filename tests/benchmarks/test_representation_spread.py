@@ -1,0 +1,23 @@
+"""benchmarks/representation_spread.py's two measures on hand-worked vectors."""
+
+import numpy as np
+import pytest
+
+from benchmarks.representation_spread import mean_cosine, variance_share
+
+
+def test_variance_share_is_zero_for_one_vector_and_one_for_vectors_centred_on_zero():
+    same = np.tile([[3.0, -1.0, 2.0]], (5, 1))
+    assert variance_share(same) == pytest.approx(0.0)
+    opposite = np.array([[1.0, 2.0], [-1.0, -2.0]])
+    assert variance_share(opposite) == pytest.approx(1.0)
+    # [0, 0] and [2, 0]: variance 1 in the first dimension, mean squared norm (0 + 4) / 2 = 2.
+    assert variance_share(np.array([[0.0, 0.0], [2.0, 0.0]])) == pytest.approx(0.5)
+
+
+def test_mean_cosine_leaves_out_each_vector_with_itself():
+    assert mean_cosine(np.eye(3)) == pytest.approx(0.0)
+    assert mean_cosine(np.array([[1.0, 0.0], [2.0, 0.0], [5.0, 0.0]])) == pytest.approx(1.0)
+    # Pairs: (a, b) cos 0, (a, c) cos 1/sqrt(2), (b, c) cos 1/sqrt(2); the mean over ordered pairs is the same.
+    a, b, c = [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]
+    assert mean_cosine(np.array([a, b, c])) == pytest.approx(2 / np.sqrt(2) / 3)
