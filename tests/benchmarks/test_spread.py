@@ -1,9 +1,9 @@
-"""benchmarks/representation_spread.py's two measures on hand-worked vectors."""
+"""benchmarks/spread.py's two measures (benchmarks/representation_spread.py prints them) on hand-worked vectors."""
 
 import numpy as np
 import pytest
 
-from benchmarks.representation_spread import mean_cosine, variance_share
+from benchmarks.spread import mean_cosine, variance_share
 
 
 def test_variance_share_is_zero_for_one_vector_and_one_for_vectors_centred_on_zero():
