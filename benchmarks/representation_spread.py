@@ -39,9 +39,16 @@ def main(_):
 
     from official import bert
     from official.nlp.common import input_files
+    from official.nlp.common.errors import InputError
 
+    if FLAGS.examples < 2:
+        raise InputError(f"--examples={FLAGS.examples}: a spread across texts needs at least 2; give 2 or more")
+    if FLAGS.max_seq_length < 3:
+        raise InputError(f"--max_seq_length={FLAGS.max_seq_length}: [CLS], one token and [SEP] need at least 3")
     lines = input_files.read_bytes(FLAGS.text_file).decode("utf-8").splitlines()[1 if FLAGS.skip_header else 0 :]
     texts = [line.split("\t")[0] for line in lines if line.strip()][: FLAGS.examples]
+    if len(texts) < 2:
+        raise InputError(f"--text_file={FLAGS.text_file}: {len(texts)} non-empty lines; it needs at least 2 texts")
     models = [(name, bert.read_model_files(name)) for name in FLAGS.model_dirs]
     keras.utils.set_random_seed(FLAGS.seed)
     first = models[0][1]

@@ -1,9 +1,14 @@
 """benchmarks/spread.py's two measures (benchmarks/representation_spread.py prints them) on hand-worked vectors."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from benchmarks.spread import mean_cosine, variance_share
+from tests.conftest import REPO_ROOT
 
 
 def test_variance_share_is_zero_for_one_vector_and_one_for_vectors_centred_on_zero():
@@ -21,3 +26,16 @@ def test_mean_cosine_leaves_out_each_vector_with_itself():
     # Pairs: (a, b) cos 0, (a, c) cos 1/sqrt(2), (b, c) cos 1/sqrt(2); the mean over ordered pairs is the same.
     a, b, c = [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]
     assert mean_cosine(np.array([a, b, c])) == pytest.approx(2 / np.sqrt(2) / 3)
+
+
+def test_representation_spread_refuses_too_few_texts_in_one_line(tmp_path):
+    one_line = tmp_path / "texts.txt"
+    one_line.write_text("a single text\n\n")
+    command = [sys.executable, "-m", "benchmarks.representation_spread", f"--text_file={one_line}", "--model_dirs=x"]
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    for extra, message in (("--examples=1", "--examples=1"), ("--examples=2", f"--text_file={one_line}: 1 non-empty")):
+        done = subprocess.run(command + [extra], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("representation_spread: ") and message in lines[0], done.stderr
