@@ -35,12 +35,10 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-    import keras
-
-    from official import bert
     from official.nlp.common import input_files
     from official.nlp.common.errors import InputError
 
+    # The flags and the texts are checked before Keras and the models are imported: a refusal takes a moment.
     if FLAGS.examples < 2:
         raise InputError(f"--examples={FLAGS.examples}: a spread across texts needs at least 2; give 2 or more")
     if FLAGS.max_seq_length < 3:
@@ -49,6 +47,11 @@ def main(_):
     texts = [line.split("\t")[0] for line in lines if line.strip()][: FLAGS.examples]
     if len(texts) < 2:
         raise InputError(f"--text_file={FLAGS.text_file}: {len(texts)} non-empty lines; it needs at least 2 texts")
+
+    import keras
+
+    from official import bert
+
     models = [(name, bert.read_model_files(name)) for name in FLAGS.model_dirs]
     keras.utils.set_random_seed(FLAGS.seed)
     first = models[0][1]
