@@ -32,7 +32,7 @@ def run(script: pathlib.Path, args: list[str]) -> tuple[int, str]:
         with contextlib.redirect_stderr(stderr):
             runpy.run_path(str(script), run_name="__main__")
     except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
+        code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1  # sys.exit(): success
     finally:
         for name in set(flags.FLAGS) - before:
             delattr(flags.FLAGS, name)
