@@ -305,7 +305,7 @@ def test_the_curve_fine_tunes_each_kept_checkpoint_until_it_stops(rerun):
     assert (
         line
         == "| crossover | — | "
-        + " | ".join(f"step {crossed[t]}" if t in crossed else "none yet" for t in ("mrpc", "squad", "ner"))
+        + " | ".join(f"step {crossed[t]}" if t in crossed else f"none to {steps[-1]}" for t in ("mrpc", "squad", "ner"))
         + " |"
     )
 
