@@ -4,7 +4,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -103,7 +102,7 @@ SWALLOWED = textwrap.dedent("""
             Finalized()
             print("the job went on", flush=True)
             if os.environ["THEN"] == "work":
-                time.sleep(30)  # the Ctrl-C is delivered again in here, and cuts the wait short
+                time.sleep(3600)  # the Ctrl-C is delivered again in here, and cuts the wait short
             # "return": the job ends before it is delivered again; it is raised at the end
 
     cli.run(main, script="demo")
@@ -122,15 +121,13 @@ def test_a_ctrl_c_that_lands_in_a_finalizer_is_not_swallowed(tmp_path, then, lin
     reproduce_paper run went on to exit 0. It is delivered again, where the job runs."""
     path = tmp_path / "demo.py"
     path.write_text(SWALLOWED)
-    started = time.monotonic()
     result = subprocess.run(
         [sys.executable, str(path)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=120,  # "work" sleeps an hour: only a Ctrl-C delivered into the wait ends it in time
         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin", "THEN": then},
     )
     assert result.stdout == "the job went on\n"  # the interrupt was swallowed at first: the job went on
     assert result.returncode == 128 + signal.SIGINT, result.stderr
     assert result.stderr.strip().splitlines() == [line]
-    assert time.monotonic() - started < 25  # "work": the wait was cut short, not slept to its end
