@@ -31,8 +31,8 @@ def run(script: pathlib.Path, args: list[str]) -> tuple[int, str]:
     try:
         with contextlib.redirect_stderr(stderr):
             runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
+    except SystemExit as e:  # absl's app.run ends with sys.exit(main(argv)): None is a success, as in a process
+        code = 0 if e.code is None else e.code if isinstance(e.code, int) else 1
     finally:
         for name in set(flags.FLAGS) - before:
             delattr(flags.FLAGS, name)

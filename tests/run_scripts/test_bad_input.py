@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from tests import pretraining_records
-from tests.run_scripts.test_user_errors import CONFIG, _save, assert_user_error, run_script
+from tests.run_scripts.test_user_errors import CONFIG, _save, assert_user_error, run_in_one_process, run_script
 
 pytestmark = pytest.mark.slow
 
@@ -84,15 +84,17 @@ def test_convert_checkpoint_and_fine_tuning_name_a_truncated_checkpoint(tmp_path
     shutil.copytree(model, damaged)
     (prefix,) = {p.rsplit(".", 1)[0] for p in glob.glob(str(damaged / "ckpt-*.index"))}
     truncate(prefix)
-    result = run_script("convert_checkpoint.py", f"--input={damaged}", f"--output_dir={tmp_path / 'out'}")
-    assert_user_error(result, f"{prefix} is truncated", "Copy the checkpoint again")
-    assert not (tmp_path / "out").exists()
     data = _mrpc(tmp_path / "mrpc", shared_data)
-    result = run_script(
-        "run_classifier.py", "--task_name=MRPC", f"--data_dir={data}", f"--init_checkpoint={damaged}",
-        "--max_seq_length=32", "--do_train", f"--output_dir={tmp_path / 'o'}",
-    )  # fmt: skip
-    assert_user_error(result, f"{prefix} is truncated", "Copy the checkpoint again")
+    results = run_in_one_process({
+        "convert": ("convert_checkpoint.py", [f"--input={damaged}", f"--output_dir={tmp_path / 'out'}"]),
+        "fine-tune": ("run_classifier.py", [
+            "--task_name=MRPC", f"--data_dir={data}", f"--init_checkpoint={damaged}", "--max_seq_length=32",
+            "--do_train", f"--output_dir={tmp_path / 'o'}",
+        ]),
+    })  # fmt: skip
+    assert_user_error(results["convert"], f"{prefix} is truncated", "Copy the checkpoint again")
+    assert not (tmp_path / "out").exists()
+    assert_user_error(results["fine-tune"], f"{prefix} is truncated", "Copy the checkpoint again")
 
 
 def _mrpc(folder, shared_data, rows: int = 110, codec: str = "utf-8"):
@@ -105,19 +107,22 @@ def _mrpc(folder, shared_data, rows: int = 110, codec: str = "utf-8"):
 def test_run_classifier_latin1_data_and_a_missing_dev_file(tmp_path, model, shared_data):
     common = ["--task_name=MRPC", f"--init_checkpoint={model}", "--max_seq_length=32", "--do_train"]
     latin1 = _mrpc(tmp_path / "latin1", shared_data, codec="latin-1")
-    result = run_script("run_classifier.py", *common, f"--data_dir={latin1}", f"--output_dir={tmp_path / 'o1'}")
+    no_dev = _mrpc(tmp_path / "no_dev", shared_data)
+    results = run_in_one_process({
+        "latin1": ("run_classifier.py", [*common, f"--data_dir={latin1}", f"--output_dir={tmp_path / 'o1'}"]),
+        "no dev": (
+            "run_classifier.py", [*common, "--do_eval", f"--data_dir={no_dev}", f"--output_dir={tmp_path / 'o2'}"]
+        ),
+    })  # fmt: skip
     train = latin1 / "train.tsv"
     assert_user_error(
-        result,
+        results["latin1"],
         f"{train}:105: not valid UTF-8",
         "seems to be Latin-1 (ISO-8859-1) or Windows-1252",
         f"iconv -f CP1252 -t UTF-8 {train} > {train}.utf8",
     )
     # --do_eval with no dev.tsv: refused before the first step, not after an epoch.
-    no_dev = _mrpc(tmp_path / "no_dev", shared_data)
-    result = run_script(
-        "run_classifier.py", *common, "--do_eval", f"--data_dir={no_dev}", f"--output_dir={tmp_path / 'o2'}"
-    )
+    result = results["no dev"]
     assert_user_error(result, f"--do_eval needs {no_dev / 'dev.tsv'} (--data_dir)")
     assert "Training from step" not in result.stderr and not (tmp_path / "o2").exists()
 
@@ -127,21 +132,28 @@ def test_run_squad_ner_swag_name_a_file_in_another_encoding(tmp_path, model, sha
     squad_file = tmp_path / "squad.json"
     data = json.loads((shared_data / "squad" / "dev-v2.0-subset-Normans-Rhine.json").read_text(encoding="utf-8"))
     squad_file.write_bytes(json.dumps(data, ensure_ascii=False).encode("utf-16"))
-    result = run_script(
-        "run_squad.py", *common, f"--train_file={squad_file}", "--doc_stride=16", "--max_query_length=8",
-        "--version_2_with_negative", f"--output_dir={tmp_path / 'q'}",
-    )  # fmt: skip
-    assert_user_error(result, f"{squad_file}:1: not valid UTF-8", "seems to be UTF-16", "iconv -f UTF-16 -t UTF-8")
+    squad_args = [
+        *common, f"--train_file={squad_file}", "--doc_stride=16", "--max_query_length=8", "--version_2_with_negative",
+        f"--output_dir={tmp_path / 'q'}",
+    ]  # fmt: skip
 
     conll_file = tmp_path / "train.txt"
     lines = (shared_data / "conll2003" / "iob2" / "train.txt").read_text(encoding="utf-8").splitlines(True)
     conll_file.write_bytes("".join(lines[:300]).encode("utf-16"))
-    result = run_script("run_ner.py", *common, f"--train_file={conll_file}", f"--output_dir={tmp_path / 'n'}")
-    assert_user_error(result, f"{conll_file}:1: not valid UTF-8", "seems to be UTF-16")
 
     swag_file = tmp_path / "swag.jsonl"
     rows = [json.loads(r) for r in (shared_data / "swag" / "hf_transformers_sample.jsonl").read_text().splitlines()]
     rows[3]["sent1"] += " at the café"
     swag_file.write_bytes("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("latin-1"))
-    result = run_script("run_swag.py", *common, f"--train_file={swag_file}", f"--output_dir={tmp_path / 's'}")
-    assert_user_error(result, f"{swag_file}:4: not valid UTF-8", "seems to be Latin-1")
+    results = run_in_one_process(
+        {  # one process (`run_in_one_process`): each still one line, exit 2, no traceback
+            "squad": ("run_squad.py", squad_args),
+            "ner": ("run_ner.py", [*common, f"--train_file={conll_file}", f"--output_dir={tmp_path / 'n'}"]),
+            "swag": ("run_swag.py", [*common, f"--train_file={swag_file}", f"--output_dir={tmp_path / 's'}"]),
+        }
+    )
+    assert_user_error(
+        results["squad"], f"{squad_file}:1: not valid UTF-8", "seems to be UTF-16", "iconv -f UTF-16 -t UTF-8"
+    )
+    assert_user_error(results["ner"], f"{conll_file}:1: not valid UTF-8", "seems to be UTF-16")
+    assert_user_error(results["swag"], f"{swag_file}:4: not valid UTF-8", "seems to be Latin-1")

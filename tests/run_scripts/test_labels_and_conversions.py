@@ -18,7 +18,14 @@ import pytest
 
 from tests import pretraining_records
 from tests.conftest import REPO_ROOT
-from tests.run_scripts.test_user_errors import CONFIG, _save, assert_quiet, assert_user_error, run_script
+from tests.run_scripts.test_user_errors import (
+    CONFIG,
+    _save,
+    assert_quiet,
+    assert_user_error,
+    run_in_one_process,
+    run_script,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -35,10 +42,11 @@ def model(tmp_path_factory, vocab) -> str:
     return _save(str(tmp_path_factory.mktemp("models") / "encoder"), vocab, "ours")
 
 
-def _generic(tmp_path, model, rows, *flags, file_format="tsv"):
-    """run_classifier --task_name=generic --do_train on `rows` (text, label) written as train.<file_format>."""
+def _generic_args(tmp_path, model, rows, *flags, file_format="tsv"):
+    """The flags of run_classifier --task_name=generic --do_train on `rows` (text, label), which it writes as
+    train.<file_format>; returns them and that file."""
     data = tmp_path / "data"
-    data.mkdir(exist_ok=True)
+    data.mkdir(parents=True, exist_ok=True)
     train = data / f"train.{file_format}"
     if file_format == "jsonl":
         train.write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in rows))
@@ -48,53 +56,74 @@ def _generic(tmp_path, model, rows, *flags, file_format="tsv"):
         "--task_name=generic", f"--file_format={file_format}", "--text_a_column=text", f"--data_dir={data}",
         f"--init_checkpoint={model}", "--do_train", f"--output_dir={tmp_path / 'out'}", *TRAINING, *flags,
     ]  # fmt: skip
+    return args, train
+
+
+def _generic(tmp_path, model, rows, *flags, file_format="tsv"):
+    """run_classifier --task_name=generic --do_train on `rows` (text, label) written as train.<file_format>."""
+    args, train = _generic_args(tmp_path, model, rows, *flags, file_format=file_format)
     return run_script("run_classifier.py", *args), train
 
 
-@pytest.mark.parametrize(
-    "case, rows, flags, file_format, line, message",
-    [
-        (
-            "multi-label data in single-label mode",
-            [("w1 w2", "joy"), ("w3", "love"), ("w4 w5", "joy,love"), ("w6", "joy")],
-            [],
-            "tsv",
-            4,
-            "label 'joy,love' is a set of labels (joy, love), and this task reads one label per example",
-        ),
-        (
-            "JSON-list labels in single-label mode",
-            [("w1 w2", ["joy"]), ("w3", ["love"])],
-            ["--skip_bad_rows"],  # not a bad row to skip
-            "jsonl",
-            1,
-            'label ["joy"] is a set of labels (joy)',
-        ),
-        (
-            "a number-like label set with a value that is not a name",
-            [("w1 w2", "5"), ("w3", "0"), ("w4", "1")],
-            ["--multi_label", "--labels=1,2,3,4,5"],
-            "tsv",
-            3,
-            "unknown label '0'; the labels are 1, 2, 3, 4, 5, and since they look like numbers a value is read as a "
-            "label name, never as an id",
-        ),
-    ],
-)
-def test_run_classifier_refuses_labels_that_would_train_the_wrong_classes(
-    tmp_path, model, case, rows, flags, file_format, line, message
-):
-    result, train = _generic(tmp_path, model, rows, *flags, file_format=file_format)
+WRONG_CLASSES = {
+    "multi-label data in single-label mode": (
+        [("w1 w2", "joy"), ("w3", "love"), ("w4 w5", "joy,love"), ("w6", "joy")],
+        [],
+        "tsv",
+        4,
+        "label 'joy,love' is a set of labels (joy, love), and this task reads one label per example",
+    ),
+    "JSON-list labels in single-label mode": (
+        [("w1 w2", ["joy"]), ("w3", ["love"])],
+        ["--skip_bad_rows"],  # not a bad row to skip
+        "jsonl",
+        1,
+        'label ["joy"] is a set of labels (joy)',
+    ),
+    "a number-like label set with a value that is not a name": (
+        [("w1 w2", "5"), ("w3", "0"), ("w4", "1")],
+        ["--multi_label", "--labels=1,2,3,4,5"],
+        "tsv",
+        3,
+        "unknown label '0'; the labels are 1, 2, 3, 4, 5, and since they look like numbers a value is read as a "
+        "label name, never as an id",
+    ),
+    "no example has a label": (
+        [("w1 w2", ""), ("w3", ""), ("w4", "")],
+        ["--multi_label", "--labels=joy,love", "--allow_empty_labels"],
+        "tsv",
+        None,
+        "none of its 3 examples has a label (every labels field is empty)",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def label_refusals(tmp_path_factory, model) -> dict:
+    """`{case: (result, train file)}` for every case of WRONG_CLASSES, each in a folder of its own, all run in one
+    process (`run_in_one_process`: each still checked for its one line, exit status 2, no traceback)."""
+    cases, trains = {}, {}
+    for case, (rows, flags, file_format, _, _) in WRONG_CLASSES.items():
+        folder = tmp_path_factory.mktemp("labels")
+        args, trains[case] = _generic_args(folder, model, rows, *flags, file_format=file_format)
+        cases[case] = ("run_classifier.py", args)
+    results = run_in_one_process(cases)
+    return {case: (results[case], trains[case]) for case in cases}
+
+
+@pytest.mark.parametrize("case", [case for case in WRONG_CLASSES if case != "no example has a label"])
+def test_run_classifier_refuses_labels_that_would_train_the_wrong_classes(label_refusals, case):
+    result, train = label_refusals[case]
+    _, flags, _, line, message = WRONG_CLASSES[case]
     assert_user_error(result, f"{train}:{line}: {message}")
     if "--multi_label" not in flags:
         assert "Add --multi_label (with --task_name=generic) to read label sets" in result.stderr
     assert "Training from step" not in result.stderr
 
 
-def test_run_classifier_refuses_a_training_set_in_which_no_example_has_a_label(tmp_path, model):
-    rows = [("w1 w2", ""), ("w3", ""), ("w4", "")]
-    result, train = _generic(tmp_path, model, rows, "--multi_label", "--labels=joy,love", "--allow_empty_labels")
-    assert_user_error(result, f"{train}: none of its 3 examples has a label (every labels field is empty)")
+def test_run_classifier_refuses_a_training_set_in_which_no_example_has_a_label(label_refusals):
+    result, train = label_refusals["no example has a label"]
+    assert_user_error(result, f"{train}: {WRONG_CLASSES['no example has a label'][4]}")
     assert "Training from step" not in result.stderr
 
 
@@ -124,20 +153,29 @@ def test_a_run_without_do_eval_predicts_from_its_output_dir_and_converts(tmp_pat
     assert trained.returncode == 0, trained.stderr[-3000:]
     assert not (run / "best_model").exists()
 
-    alone = run_script("run_classifier.py", *common, "--do_predict", f"--output_dir={run}")
-    assert alone.returncode == 0, alone.stderr[-3000:]
-    named = run_script(
-        "run_classifier.py", *common, "--do_predict", f"--init_checkpoint={run}", f"--output_dir={tmp_path / 'p'}"
-    )
-    assert named.returncode == 0, named.stderr[-3000:]
+    # The predictions and the refusal in one process (`run_in_one_process`), as are the two conversions below.
+    predicted = run_in_one_process({
+        "alone": ("run_classifier.py", [*common, "--do_predict", f"--output_dir={run}"]),
+        "named": (
+            "run_classifier.py",
+            [*common, "--do_predict", f"--init_checkpoint={run}", f"--output_dir={tmp_path / 'p'}"],
+        ),
+        "empty": ("run_classifier.py", [*common, "--do_predict", f"--output_dir={tmp_path / 'none'}"]),
+    })  # fmt: skip
+    for name in ("alone", "named"):
+        assert predicted[name].returncode == 0, predicted[name].stderr[-3000:]
     probabilities = np.loadtxt(run / "test_results.tsv")
     np.testing.assert_array_equal(probabilities, np.loadtxt(tmp_path / "p" / "test_results.tsv"))
-    empty = run_script("run_classifier.py", *common, "--do_predict", f"--output_dir={tmp_path / 'none'}")
-    assert_user_error(empty, "--init_checkpoint is required: the model to use", "holds no finished run")
+    assert_user_error(predicted["empty"], "--init_checkpoint is required: the model to use", "holds no finished run")
+
+    converted = run_in_one_process({
+        "ours": ("convert_checkpoint.py", [f"--input={run}", f"--output_dir={tmp_path / 'ours'}"]),
+        "hf": ("convert_checkpoint.py", [f"--input={run}", f"--output_dir={tmp_path / 'hf'}", "--output_format=hf"]),
+    })  # fmt: skip
+    for name in ("ours", "hf"):
+        assert converted[name].returncode == 0, converted[name].stderr[-3000:]
 
     # Our model directory: the run's encoder.
-    converted = run_script("convert_checkpoint.py", f"--input={run}", f"--output_dir={tmp_path / 'ours'}")
-    assert converted.returncode == 0, converted.stderr[-3000:]
     from official.nlp.checkpoints import model_loading, our_checkpoints
     from official.nlp.modeling.configs import BertConfig
     from official.nlp.modeling.encoder import BertEncoder
@@ -150,8 +188,6 @@ def test_a_run_without_do_eval_predicts_from_its_output_dir_and_converts(tmp_pat
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
     # A Hugging Face sequence classifier that transformers runs to the run's own probabilities.
-    hf = run_script("convert_checkpoint.py", f"--input={run}", f"--output_dir={tmp_path / 'hf'}", "--output_format=hf")
-    assert hf.returncode == 0, hf.stderr[-3000:]
     import torch
     import transformers
 

@@ -18,15 +18,13 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from official.nlp.common import claims, output_folders
 from tests import pretraining_records
 from tests.conftest import REPO_ROOT
-from tests.run_scripts.test_user_errors import CONFIG, assert_user_error, run_script
+from tests.run_scripts.test_user_errors import CONFIG, assert_user_error, run_in_one_process, run_script
 
 # script, its output flag, the input folder (under IN) that the "input" cases name as the output, its flags
 # ({IN}: the folder of inputs, {OUT}: the output folder of the case, {GLUE}: the shared GLUE data).
@@ -233,8 +231,10 @@ def refusals(inputs, tmp_path_factory, shared_data) -> dict[tuple[str, str], tup
             flag_name, _, flags = SCRIPTS[script]
             args = [f.format(IN=work / "IN", OUT=out, WORK=work, GLUE=shared_data / "glue") for f in flags]
             runs[(script, case)] = (work, out, snapshot(work), args)
-    cases = [[key[0].split(" ")[0] + ".py", str(work), args] for key, (work, _, _, args) in runs.items()]
-    return {key: (result, *runs[key][:3]) for key, result in zip(runs, _run_cases(cases))}
+    results = run_in_one_process(
+        {key: (key[0].split(" ")[0] + ".py", args, work) for key, (work, _, _, args) in runs.items()}
+    )
+    return {key: (results[key], *runs[key][:3]) for key in runs}
 
 
 def test_every_script_that_writes_a_folder_is_checked(refusals):
@@ -309,23 +309,6 @@ FILE_CASES = (
 )
 
 
-def _run_cases(cases: list[list]) -> list[subprocess.CompletedProcess]:
-    """Runs `[script, working folder, args]` cases in one process (`every_script.py --cases`)."""
-    done = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "tests" / "run_scripts" / "every_script.py"), "--cases"],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, PYTHONPATH=str(REPO_ROOT)),
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    return [
-        subprocess.CompletedProcess(args, status, "", stderr)
-        for (_, _, args), (status, stderr) in zip(cases, json.loads(done.stdout))
-    ]
-
-
 @pytest.fixture(scope="module")
 def file_refusals(tmp_path_factory) -> dict[tuple[str, str], tuple]:
     """{(script, case): (result, scene folder, output, snapshot before)}, all run in one process."""
@@ -338,9 +321,9 @@ def file_refusals(tmp_path_factory) -> dict[tuple[str, str], tuple]:
             vocab = pretraining_records.write_vocab(folder / "vocab.txt")
             corpus, output = _file_scene(folder, case)
             flags = [f.format(input=corpus, output=output, vocab=vocab, tmp=folder) for f in FILE_SCRIPTS[script]]
-            scenes[(script, case)] = (folder, output, snapshot(folder), [script, str(folder), flags])
-    results = _run_cases([scene[3] for scene in scenes.values()])
-    return {key: (result, *scene[:3]) for (key, scene), result in zip(scenes.items(), results)}
+            scenes[(script, case)] = (folder, output, snapshot(folder), (script, flags, folder))
+    results = run_in_one_process({key: scene[3] for key, scene in scenes.items()})
+    return {key: (results[key], *scene[:3]) for key, scene in scenes.items()}
 
 
 @pytest.mark.parametrize("case", FILE_CASES)

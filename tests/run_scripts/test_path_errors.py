@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from official.nlp.common import cli, output_files
 from tests import pretraining_records
-from tests.run_scripts.test_user_errors import CONFIG, assert_user_error, run_script
+from tests.run_scripts.test_user_errors import CONFIG, assert_user_error, run_in_one_process
 
 
 @pytest.fixture(scope="module")
@@ -35,95 +35,94 @@ def files(tmp_path_factory):
     return {"root": root, "vocab": vocab, "model": str(model), "records": records, "file": str(root / "a_file")}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "script,flags",
-    [
-        (
-            "run_pretraining.py",
-            [
-                "--input_file={root}/records/*",
-                "--model_dir={file}",
-                "--bert_config_file={root}/bert_config.json",
-                "--max_seq_length=32",
-                "--max_predictions_per_seq=5",
-                "--train_batch_size=4",
-                "--num_train_steps=1",
-                "--num_warmup_steps=0",
-            ],
-        ),
-        (
-            "run_classifier.py",
-            [
-                "--task_name=MRPC",
-                "--data_dir={mrpc}",
-                "--init_checkpoint={model}",
-                "--output_dir={file}",
-                "--do_train",
-                "--max_seq_length=32",
-                "--max_train_examples=8",
-            ],
-        ),
-        (
-            "export_model.py",
-            ["--task=encoder", "--init_checkpoint={model}", "--export_dir={file}", "--max_seq_length=32"],
-        ),
-        (
-            "extract_features.py",
-            [
-                "--input_file={root}/sentences.txt",
-                "--output_file={file}/features.jsonl",
-                "--init_checkpoint={model}",
-                "--layers=-1",
-                "--max_seq_length=16",
-            ],
-        ),
-        ("convert_checkpoint.py", ["--input={model}", "--output_dir={file}"]),
+OUTPUT_IS_A_FILE = {
+    "run_pretraining.py": [
+        "--input_file={root}/records/*",
+        "--model_dir={file}",
+        "--bert_config_file={root}/bert_config.json",
+        "--max_seq_length=32",
+        "--max_predictions_per_seq=5",
+        "--train_batch_size=4",
+        "--num_train_steps=1",
+        "--num_warmup_steps=0",
     ],
-)
-def test_an_output_path_that_is_an_existing_file_is_one_line(files, shared_data, script, flags):
+    "run_classifier.py": [
+        "--task_name=MRPC",
+        "--data_dir={mrpc}",
+        "--init_checkpoint={model}",
+        "--output_dir={file}",
+        "--do_train",
+        "--max_seq_length=32",
+        "--max_train_examples=8",
+    ],
+    "export_model.py": ["--task=encoder", "--init_checkpoint={model}", "--export_dir={file}", "--max_seq_length=32"],
+    "extract_features.py": [
+        "--input_file={root}/sentences.txt",
+        "--output_file={file}/features.jsonl",
+        "--init_checkpoint={model}",
+        "--layers=-1",
+        "--max_seq_length=16",
+    ],
+    "convert_checkpoint.py": ["--input={model}", "--output_dir={file}"],
+}
+MISSING_DATA = {
+    "run_classifier.py": [
+        "--task_name=MRPC",
+        "--data_dir={root}/no_data",
+        "--output_dir={root}/mrpc_out",
+        "--do_train",
+    ],
+    "run_swag.py": ["--train_file={root}/no_data/train.csv", "--output_dir={root}/swag_out", "--do_train"],
+}
+
+
+@pytest.fixture(scope="module")
+def refusals(files, shared_data, tmp_path_factory) -> dict:
+    """Every refusal below, run in one process (`run_in_one_process`: each still checked for its one line, exit
+    status 2, no traceback and a quiet start-up): `{case: result}`; the export-dir-dot case's working folder under
+    `"work"`."""
     values = dict(files, mrpc=shared_data / "glue" / "MRPC")
-    result = run_script(script, *(f.format(**values) for f in flags))
-    assert_user_error(result, files["file"])
+    cases = {
+        ("output is a file", script): (script, [f.format(**values) for f in flags])
+        for script, flags in OUTPUT_IS_A_FILE.items()
+    }
+    for script, flags in MISSING_DATA.items():
+        flags = [f.format(**files) for f in flags] + [f"--init_checkpoint={files['model']}", "--max_seq_length=32"]
+        cases[("missing data", script)] = (script, flags)
+    work = tmp_path_factory.mktemp("dot") / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("my notes\n")
+    (work / "records.tfrecord").write_bytes(open(files["records"][0], "rb").read())
+    cases["export dir dot"] = (
+        "run_pretraining.py",
+        ["--input_file=records.tfrecord", "--model_dir=run", "--export_dir=.",
+         f"--bert_config_file={files['root'] / 'bert_config.json'}", "--max_seq_length=32",
+         "--max_predictions_per_seq=5", "--train_batch_size=4", "--num_train_steps=1", "--num_warmup_steps=0"],
+        work,
+    )  # fmt: skip
+    return dict(run_in_one_process(cases), work=work)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", OUTPUT_IS_A_FILE)
+def test_an_output_path_that_is_an_existing_file_is_one_line(files, refusals, script):
+    assert_user_error(refusals[("output is a file", script)], files["file"])
     assert (files["root"] / "a_file").read_text() == "in the way\n"
 
 
 @pytest.mark.slow
-def test_run_pretraining_export_dir_dot_is_one_line_before_training_and_deletes_nothing(files, tmp_path):
+def test_run_pretraining_export_dir_dot_is_one_line_before_training_and_deletes_nothing(refusals):
     """Issue 30: `--export_dir=.` trained, then deleted everything in the working folder."""
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "notes.txt").write_text("my notes\n")
-    (work / "records.tfrecord").write_bytes(open(files["records"][0], "rb").read())
-    result = run_script(
-        "run_pretraining.py", "--input_file=records.tfrecord", "--model_dir=run", "--export_dir=.",
-        f"--bert_config_file={files['root'] / 'bert_config.json'}", "--max_seq_length=32",
-        "--max_predictions_per_seq=5", "--train_batch_size=4", "--num_train_steps=1", "--num_warmup_steps=0", cwd=work,
-    )  # fmt: skip
+    result, work = refusals["export dir dot"], refusals["work"]
     assert_user_error(result, "run_pretraining: --export_dir=. is the working folder", "Name a folder of its own")
     assert sorted(p.name for p in work.iterdir()) == ["notes.txt", "records.tfrecord"]
     assert (work / "notes.txt").read_text() == "my notes\n"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "script,flags,missing",
-    [
-        (
-            "run_classifier.py",
-            ["--task_name=MRPC", "--data_dir={root}/no_data", "--output_dir={root}/mrpc_out", "--do_train"],
-            "no_data",
-        ),
-        (
-            "run_swag.py",
-            ["--train_file={root}/no_data/train.csv", "--output_dir={root}/swag_out", "--do_train"],
-            "no_data",
-        ),
-    ],
-)
-def test_a_missing_data_folder_or_file_is_one_line(files, script, flags, missing):
-    flags = [f.format(**files) for f in flags] + [f"--init_checkpoint={files['model']}", "--max_seq_length=32"]
-    assert_user_error(run_script(script, *flags), missing)
+@pytest.mark.parametrize("script", MISSING_DATA)
+def test_a_missing_data_folder_or_file_is_one_line(refusals, script):
+    assert_user_error(refusals[("missing data", script)], "no_data")
 
 
 def test_build_vocab_refuses_a_folder_as_output_file_before_learning(tmp_path):

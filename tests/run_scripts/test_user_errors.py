@@ -79,17 +79,19 @@ def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> s
     return message
 
 
-def run_in_one_process(cases: dict[str, tuple[str, list[str]]], cwd=REPO_ROOT) -> dict[str, ScriptRun]:
-    """Runs `{case: (script, args)}` one after another in one process (tests/run_scripts/every_script.py --cases:
-    TensorFlow is imported once), each as `python run_scripts/<script> <args>` would run in `cwd`: for each case its
-    exit status and what it printed on stderr, with the process's own stderr (what reached file descriptor 2 outside
-    the cases' captured `sys.stderr`: C++ start-up noise, log handlers) kept for `assert_user_error` to check too."""
+def run_in_one_process(cases: dict, cwd=REPO_ROOT) -> dict[object, ScriptRun]:
+    """Runs `{case: (script, args)}` or `{case: (script, args, working folder)}` one after another in one process
+    (tests/run_scripts/every_script.py --cases: TensorFlow is imported once), each as `python run_scripts/<script>
+    <args>` would run in its working folder (`cwd` when the case names none): for each case its exit status and what
+    it printed on stderr, with the process's own stderr (what reached file descriptor 2 outside the cases' captured
+    `sys.stderr`: C++ start-up noise, log handlers) kept for `assert_user_error` to check too."""
     names = list(cases)
+    runs = [[case[0], str(case[2] if len(case) > 2 else cwd), list(case[1])] for case in cases.values()]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # what a user's shell has
     done = subprocess.run(
         [sys.executable, str(REPO_ROOT / "tests" / "run_scripts" / "every_script.py"), "--cases"],
-        input=json.dumps([[script, str(cwd), list(args)] for script, args in cases.values()]),
+        input=json.dumps(runs),
         cwd=cwd,
         env=env,
         capture_output=True,

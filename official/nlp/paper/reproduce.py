@@ -207,6 +207,8 @@ def _reproduce(config: PaperConfig, budget: budgets.Budget, echo: Callable[[str]
         skip=lambda stage, done: curve.skip_reason(stage, done, budget, config.tasks) if wants_curve else None,
         echo=echo,
     )
+    if config.curve_state_dir and wants_curve:  # the report of a sitting that ran no stage is kept there too
+        _save_state_report(config, budget, space, grid_stages, sittings)
     csv_path, md_path, drawn = _write_report(config, budget, rows, sittings, grid_stages, config.output_dir, space)
     echo(f"Wrote {csv_path}, {md_path}" + "".join(f", {space.path(p)}" for p in drawn))
     return PaperResult(csv_path, md_path, [space.path(p) for p in drawn], rows)
@@ -283,10 +285,6 @@ def _save_curve_state(
     stage: grid.Stage,
 ) -> None:
     resume = os.path.join(config.curve_state_dir, "resume")
-    for name in _STATE_FILES:
-        if input_files.exists(space.path(name)):
-            output_files.makedirs_for(os.path.join(resume, name))
-            output_files.copy(space.path(name), os.path.join(resume, name))
     marker = space.marker(stage.id)
     target = os.path.join(resume, os.path.relpath(marker, config.output_dir))
     output_files.makedirs_for(target)
@@ -298,6 +296,18 @@ def _save_curve_state(
         for name in curve.kept_model_files(space):
             output_files.makedirs_for(os.path.join(model, name))
             output_files.copy(os.path.join(space.curve_model_dir, name), os.path.join(model, name))
+    _save_state_report(config, budget, space, grid_stages, sittings)
+
+
+def _save_state_report(
+    config: PaperConfig, budget: budgets.Budget, space: Workspace, grid_stages: list[grid.Stage], sittings: list[dict]
+) -> None:
+    """The state folder's settings, sittings and report, from the saved stages' rows."""
+    resume = os.path.join(config.curve_state_dir, "resume")
+    for name in _STATE_FILES:
+        if input_files.exists(space.path(name)):
+            output_files.makedirs_for(os.path.join(resume, name))
+            output_files.copy(space.path(name), os.path.join(resume, name))
     data = ("corpus", "vocab", "records", "task_data")  # their counts head the report; not saved (rewritten)
     saved = [
         s for s in grid_stages if (s.kind in data or _in_curve_state(s)) and input_files.exists(space.marker(s.id))

@@ -305,8 +305,9 @@ class ServingModule(tf.Module):
             track_variables(self, signatures.values())
             with tempfile.TemporaryDirectory() as asset_dir:
                 self.assets = self.write_assets(asset_dir)
-                if token_ids_model:
-                    _save_atomically(_TokenIdModule(self), os.path.join(export_dir, TOKEN_IDS_DIR, str(version)), None)
+                if token_ids_model:  # the same traced token-id function: the path is traced once for both
+                    token_ids = _TokenIdModule(self, signatures["serve_token_ids"])
+                    _save_atomically(token_ids, os.path.join(export_dir, TOKEN_IDS_DIR, str(version)), None)
                 _save_atomically(self, target, signatures)
         return target
 
@@ -333,9 +334,12 @@ def track_variables(module: tf.Module, functions) -> None:
 
 
 class _TokenIdModule(tf.Module):
-    """The model and its description without the tokenizer: loads where tensorflow-text is missing."""
+    """The model and its description without the tokenizer: loads where tensorflow-text is missing.
 
-    def __init__(self, parent: ServingModule):
+    `serve_token_ids` is the full export's traced `serve_token_ids` (it runs no tensorflow-text op), so that an
+    export traces the token-id path once, not once per SavedModel."""
+
+    def __init__(self, parent: ServingModule, serve_token_ids: tf.types.experimental.ConcreteFunction):
         super().__init__(name=parent.name + "_token_ids")
         hold_model(self, parent.model)
         self.max_seq_length = parent.max_seq_length
@@ -343,11 +347,7 @@ class _TokenIdModule(tf.Module):
         self.label_names = parent.label_names
         self.task_name = parent.task_name
         self.assets = parent.assets
-        fn = tf.function(parent.checked_token_ids, input_signature=[any_shape(parent.token_id_spec())], autograph=False)
-        self.signatures_to_save = {
-            "serving_default": fn.get_concrete_function(),
-            "serve_token_ids": fn.get_concrete_function(),
-        }
+        self.signatures_to_save = {"serving_default": serve_token_ids, "serve_token_ids": serve_token_ids}
         track_variables(self, self.signatures_to_save.values())
 
 

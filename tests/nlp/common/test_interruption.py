@@ -102,7 +102,7 @@ SWALLOWED = textwrap.dedent("""
             Finalized()
             print("the job went on", flush=True)
             if os.environ["THEN"] == "work":
-                time.sleep(30)  # the Ctrl-C is delivered again in here
+                time.sleep(3600)  # the Ctrl-C is delivered again in here, and cuts the wait short
             # "return": the job ends before it is delivered again; it is raised at the end
 
     cli.run(main, script="demo")
@@ -125,7 +125,7 @@ def test_a_ctrl_c_that_lands_in_a_finalizer_is_not_swallowed(tmp_path, then, lin
         [sys.executable, str(path)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=120,  # "work" sleeps an hour: only a Ctrl-C delivered into the wait ends it in time
         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin", "THEN": then},
     )
     assert result.stdout == "the job went on\n"  # the interrupt was swallowed at first: the job went on

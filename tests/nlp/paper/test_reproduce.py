@@ -174,9 +174,16 @@ def _traced_numbers(markdown: str, rows: list[dict]) -> int:
     a group of its runs; returns how many were checked."""
     candidates = _candidates(rows)
     checked = 0
-    for header, first, text in _table_cells(markdown):
+    cells = _table_cells(markdown)
+    row_names = {first.replace(",", "") for _, first, _ in cells}
+    for header, first, text in cells:
         if "paper" in header or first == "paper" or text == first:
             continue  # the paper's numbers, and the rows' names
+        if first == "crossover":  # a step of the curve: one of the table's rows
+            for step in re.findall(r"\d[\d,]*", text):
+                assert step.replace(",", "") in row_names, (header, text)
+                checked += 1
+            continue
         text = re.sub(r"\bL\d+-H\d+-A\d+\b|SST-2|SQuAD v1\.1|CoNLL-2003", "", text)  # names of sizes and tasks
         for number in re.findall(r"-?\d+(?:\.\d+)?", text):
             decimals = len(number.split(".")[1]) if "." in number else 0
@@ -305,7 +312,7 @@ def test_the_curve_fine_tunes_each_kept_checkpoint_until_it_stops(rerun):
     assert (
         line
         == "| crossover | — | "
-        + " | ".join(f"step {crossed[t]}" if t in crossed else "none yet" for t in ("mrpc", "squad", "ner"))
+        + " | ".join(f"step {crossed[t]}" if t in crossed else f"none to {steps[-1]}" for t in ("mrpc", "squad", "ner"))
         + " |"
     )
 
@@ -318,6 +325,8 @@ def test_the_curve_state_resumes_on_a_fresh_output_dir(rerun):
     model = state / "resume" / "curve_model"
     assert (model / "checkpoint").is_file() and (model / "input_state").is_dir()
     assert not list((state / "resume" / "stages").glob("data/*"))  # the data is written again, not saved
+    # Every sitting is on record there, the two that ran no curve stage too (the rerun, the fresh one's data stages).
+    assert len(json.loads((state / "resume" / "sittings.json").read_text())) == 3
     started = [line for line in rerun["fresh"] if line.endswith(" ...")]
     assert rerun["fresh"][0].startswith("Resumed the transfer curve's saved state")
     assert started and all(

@@ -164,6 +164,34 @@ def test_the_crossover_needs_the_seed_ranges_apart():
     assert curve.crossover(_curve_rows([60, 62, 64], {2: [50, 51, 52]}), budget, "mrpc") is None
 
 
+def test_the_crossover_cell_says_when_the_curve_is_over_for_a_task():
+    budget = dataclasses.replace(SMOKE, curve_stop_tasks=3, **_CURVE_TO_8)
+    text = curve.crossover_text
+    # mrpc crossed at 4; squad never did and its last checkpoint (8) is judged; ner has not reached 8 yet.
+    rows = _curve_rows([50], {2: [49], 4: [51], 8: [52]}, "mrpc") + _curve_rows([5], {2: [4], 4: [4], 8: [4]}, "squad")
+    rows += _curve_rows([10], {2: [9], 4: [9]}, "ner")
+    assert text(rows, budget, "mrpc", TASKS) == "step 4"
+    assert text(rows, budget, "squad", TASKS) == "none to 8"
+    assert text(rows, budget, "ner", TASKS) == "none yet"
+    # Once the curve stopped (two tasks crossed at 4, the rule's two), a task not crossed is over at the stop.
+    stopped = dataclasses.replace(budget, curve_stop_tasks=2)
+    rows2 = _curve_rows([50], {2: [49], 4: [51]}, "mrpc") + _curve_rows([10], {2: [11]}, "ner")
+    rows2 += _curve_rows([5], {2: [4], 4: [4]}, "squad")
+    assert text(rows2, stopped, "squad", TASKS) == "none to 4"
+    assert text(rows2, stopped, "ner", TASKS) == "step 2"
+    # Random init not judged yet (no rows): the checkpoints cannot be either.
+    assert text(_curve_rows([], {2: [4], 4: [4], 8: [4]}, "squad"), budget, "squad", TASKS) == "none yet"
+    assert (
+        text(
+            _curve_rows([5], {64000: [6]}, "squad"),
+            dataclasses.replace(budget, curve_steps=(64000,), curve_max_steps=64000),
+            "squad",
+            TASKS,
+        )
+        == "step 64,000"
+    )
+
+
 def test_the_curve_stops_once_enough_tasks_crossed():
     budget = dataclasses.replace(SMOKE, curve_stop_tasks=2, **_CURVE_TO_8)
     rows = _curve_rows([50], {2: [49], 4: [51]}, "mrpc") + _curve_rows([10], {2: [11]}, "ner")

@@ -17,14 +17,26 @@ CASES = [("uncased", True), ("cased", False)]
 
 
 @functools.cache
-def _layer(vocab_file, lower, fast_path):
-    return text_layers.BertTokenizer(vocab_file, do_lower_case=lower, fast_path=fast_path)
+def _layer(vocab_file, lower, fast_path, parallel_shards=None):
+    """One layer per setting for the whole module: building one and tracing it cost seconds."""
+    return text_layers.BertTokenizer(
+        vocab_file, do_lower_case=lower, fast_path=fast_path, parallel_shards=parallel_shards
+    )
+
+
+@functools.cache
+def _traced(vocab_file, lower, fast_path, with_offsets=False, parallel_shards=None):
+    """The layer's `tokenize` (or `tokenize_with_offsets`) traced once for batches of any size and shared by the
+    tests, as a served signature is."""
+    layer = _layer(vocab_file, lower, fast_path, parallel_shards)
+    method = layer.tokenize_with_offsets if with_offsets else layer.tokenize
+    return tf.function(method, input_signature=[tf.TensorSpec([None], tf.string)])
 
 
 @functools.cache
 def _ids(vocab_file, lower, fast_path, texts):
-    """In-graph ids of `texts`, tokenized in batches of 4096 by one traced function."""
-    fn = tf.function(_layer(vocab_file, lower, fast_path).tokenize)
+    """In-graph ids of `texts`, tokenized in batches of 4096 by the shared traced function."""
+    fn = _traced(vocab_file, lower, fast_path)
     out = []
     for i in range(0, len(texts), 4096):
         out.extend(tuple(r) for r in fn(tf.constant([t.encode("utf-8") for t in texts[i : i + 4096]])).to_list())
@@ -111,8 +123,8 @@ def test_parallel_shards_keep_order_and_ids(uncased_vocab, batch):
     texts = tf.constant(["½ price", "plain text", "", "Straße café", "x" * 300, "a b c", "中文"][:batch], tf.string)
     outputs = {}
     for shards in (1, 3):
-        layer = text_layers.BertTokenizer(uncased_vocab, do_lower_case=True, parallel_shards=shards)
-        ids, starts, ends = tf.function(layer.tokenize_with_offsets)(texts)
+        layer = _layer(uncased_vocab, True, True, shards)
+        ids, starts, ends = _traced(uncased_vocab, True, True, True, shards)(texts)
         outputs[shards] = (ids.to_list(), starts.to_list(), ends.to_list(), layer.tokenize(texts).to_list())
     assert outputs[1] == outputs[3]
     assert len(outputs[1][0]) == batch
@@ -130,8 +142,7 @@ def test_offsets_equal_python_offsets(case, shared_data, fast_path):
     strings, _ = corpus.golden(shared_data)
     texts = list(strings) + corpus.adversarial_strings() + list(corpus.real_lines(shared_data)[::50])
     python = corpus.full_tokenizer(vocab_file, lower)
-    layer = _layer(vocab_file, lower, fast_path)
-    ids, starts, ends = tf.function(layer.tokenize_with_offsets)(tf.constant([t.encode("utf-8") for t in texts]))
+    ids, starts, ends = _traced(vocab_file, lower, fast_path, True)(tf.constant([t.encode("utf-8") for t in texts]))
     for text, row_ids, row_starts, row_ends in zip(texts, ids.to_list(), starts.to_list(), ends.to_list()):
         tokens, offsets = python.tokenize_with_offsets(text)
         assert row_ids == python.convert_tokens_to_ids(tokens), text

@@ -12,7 +12,6 @@ the note is `DEFAULT_NOTE`, true of every job of the library: an output gets its
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import signal
 import sys
@@ -79,15 +78,21 @@ class _Redelivery:
             self.previous_hook(unraisable)
             return
         # Not "Exception ignored in ...": a Ctrl-C is not ignored. The finalizer it landed in ends first; then a
-        # SIGINT of our own (the handler runs in the main thread, at its next instruction) raises it again.
+        # SIGINT of our own to the main thread raises it again: its handler runs there at the next instruction, and a
+        # blocking call it waits in (a sleep, a wait for a worker) is cut short by the signal, as by a Ctrl-C.
+        # (`_thread.interrupt_main` only set the handler's flag: a job waiting for minutes heard it minutes later.)
         self.swallowed = True
-        timer = threading.Timer(REDELIVERY_SECONDS, _thread.interrupt_main)
+        timer = threading.Timer(REDELIVERY_SECONDS, _sigint_to_main_thread)
         timer.daemon = True
         try:
             timer.start()
         except RuntimeError:  # no new thread (the interpreter is ending): the end of the block raises it
             return
         self.timers.append(timer)
+
+
+def _sigint_to_main_thread() -> None:
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
 
 @contextlib.contextmanager

@@ -121,6 +121,21 @@ def crossover(rows: list[Row], budget: Budget, task: str) -> int | None:
     return None
 
 
+def crossover_text(rows: list[Row], budget: Budget, task: str, tasks) -> str:
+    """The crossover row's cell: "step N"; "none to N" once the curve is over for the task (its last checkpoint, or
+    the stop, fine-tuned on every seed); else "none yet" (a later checkpoint may still cross)."""
+    step = crossover(rows, budget, task)
+    if step is not None:
+        return f"step {step:,}"
+    stop = stop_step(rows, budget, tasks)
+    end = stop if stop is not None else budget.curve_checkpoints()[-1]
+    judged = curve_cells(rows, budget, task)
+    reference = random_cell(rows, budget, task)
+    if end in judged and reference is not None and len(reference.values) >= budget.tasks[task].seeds:
+        return f"none to {end:,}"
+    return "none yet"
+
+
 def stop_step(rows: list[Row], budget: Budget, tasks) -> int | None:
     """The kept checkpoint at which enough tasks have crossed for the curve to stop (None: go on)."""
     steps = sorted(s for s in (crossover(rows, budget, t) for t in tasks) if s is not None)
@@ -176,8 +191,7 @@ def curve_table(rows: list[Row], budget: Budget, tasks) -> list[str]:
             row.append(_fmt(c))
         body.append(row)
     body.append(["random init", "—"] + [_fmt(random_cell(rows, budget, t)) for t in tasks])
-    crossings = [crossover(rows, budget, t) for t in tasks]
-    body.append(["crossover", "—"] + ["none yet" if s is None else f"step {s}" for s in crossings])
+    body.append(["crossover", "—"] + [crossover_text(rows, budget, t, tasks) for t in tasks])
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return lines + [""]

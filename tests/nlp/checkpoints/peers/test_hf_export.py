@@ -82,6 +82,12 @@ def _inputs(examples, vocab_file, do_lower_case=True, max_seq_length=SEQ):
     }
 
 
+@pytest.fixture(scope="module")
+def inputs(sentences, uncased_vocab):
+    """`_inputs` of the sentences with the uncased vocabulary, read once: what both models get in most tests."""
+    return _inputs(sentences, str(uncased_vocab))
+
+
 def _torch_inputs(inputs):
     import torch
 
@@ -125,7 +131,7 @@ def pretrained(tmp_path_factory, uncased_vocab):
     return result.export_dir, folder
 
 
-def test_pretrained_model_is_bert_for_pretraining(pretrained, sentences, uncased_vocab):
+def test_pretrained_model_is_bert_for_pretraining(pretrained, inputs):
     import torch
     import transformers
 
@@ -135,7 +141,6 @@ def test_pretrained_model_is_bert_for_pretraining(pretrained, sentences, uncased
     ours, _ = model_loading.load_model(export_dir)
     assert isinstance(ours, BertPretrainer) and ours.use_next_sentence_label
     theirs = _load(transformers.BertForPreTraining, folder)
-    inputs = _inputs(sentences, str(uncased_vocab))
     batch, width = inputs["input_word_ids"].shape
     positions = np.tile(np.arange(width, dtype="int32"), (batch, 1))  # every position: all of prediction_logits
     out = ours({**inputs, "masked_lm_positions": positions}, training=False)
@@ -153,7 +158,7 @@ def test_pretrained_model_is_bert_for_pretraining(pretrained, sentences, uncased
 
 
 @pytest.mark.parametrize("labels", [["neg", "neutral", "pos"], None], ids=["single_label", "regression"])
-def test_classifier_is_bert_for_sequence_classification(pretrained, sentences, uncased_vocab, tmp_path, labels):
+def test_classifier_is_bert_for_sequence_classification(pretrained, inputs, tmp_path, labels):
     """`save_classifier` directories (single-label and regression; a multi-label one fine-tuned by run_classifier
     is checked in tests/nlp/serving/test_served_equals_trained.py) with the same logits as ours."""
     import torch
@@ -171,14 +176,13 @@ def test_classifier_is_bert_for_sequence_classification(pretrained, sentences, u
     else:
         assert config["problem_type"] == "regression" and config["id2label"] == {"0": "LABEL_0"}
     theirs = _load(transformers.BertForSequenceClassification, tmp_path / "hf")
-    inputs = _inputs(sentences, str(uncased_vocab))
     with torch.no_grad():
         logits = theirs(**_torch_inputs(inputs)).logits.numpy()
     np.testing.assert_allclose(np.asarray(model(inputs, training=False)), logits, atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["single_label", "multi_label", "regression"])
-def test_a_classifier_goes_to_hugging_face_and_back(pretrained, sentences, uncased_vocab, tmp_path, kind):
+def test_a_classifier_goes_to_hugging_face_and_back(pretrained, sentences, inputs, tmp_path, kind):
     import torch
     import transformers
 
@@ -204,7 +208,6 @@ def test_a_classifier_goes_to_hugging_face_and_back(pretrained, sentences, uncas
     back = str(tmp_path / "back")
     conversion.convert(conversion.ConversionConfig(str(hf), back))  # convert_checkpoint.py --input=<hf folder>
 
-    inputs = _inputs(sentences, str(uncased_vocab))
     expected = np.asarray(model(inputs, training=False))
     theirs = _load(transformers.BertForSequenceClassification, hf)
     with torch.no_grad():
@@ -238,27 +241,36 @@ def test_a_classifier_goes_to_hugging_face_and_back(pretrained, sentences, uncas
         assert probabilities.numpy().std() > 1e-3  # a head that tells texts apart
 
 
-@pytest.mark.parametrize("fast", [False, True])
-def test_the_folders_tokenizer_gives_our_ids(pretrained, sentences, uncased_vocab, cased_vocab, tmp_path, fast):
-    import transformers
-
-    cls = transformers.BertTokenizerFast if fast else transformers.BertTokenizer
+@pytest.fixture(scope="module")
+def tokenizer_folders(pretrained, sentences, uncased_vocab, cased_vocab, tmp_path_factory):
+    """The pretrained model's (uncased) Hugging Face folder and a cased one, each with the examples and our ids for
+    them (whole texts: nothing truncated); written and tokenized once for both of transformers' tokenizer classes."""
     hard = [
         classifier_examples.InputExample("h", "Déjà vu: Naïve CAFÉ in 東京 — ½ price!", "ÉCOLE Ärger ﬁne crème brûlée")
     ]
-    cased = tmp_path / "cased"
+    root = tmp_path_factory.mktemp("tokenizers")
     model_dir.save_model_dir(
-        str(cased),
+        str(root / "cased"),
         BertEncoder.from_bert_config(BertConfig(**{**TINY, "vocab_size": 28996})),
         vocab_file=str(cased_vocab),
         do_lower_case=False,
     )
-    hf_export.export_to_hugging_face(str(cased), str(tmp_path / "cased_hf"))
-    for folder, vocab, lower in ((pretrained[1], uncased_vocab, True), (tmp_path / "cased_hf", cased_vocab, False)):
+    hf_export.export_to_hugging_face(str(root / "cased"), str(root / "cased_hf"))
+    examples = sentences + hard
+    return [
+        (folder, lower, examples, _inputs(examples, str(vocab), lower, max_seq_length=512))
+        for folder, vocab, lower in ((pretrained[1], uncased_vocab, True), (root / "cased_hf", cased_vocab, False))
+    ]
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_the_folders_tokenizer_gives_our_ids(tokenizer_folders, fast):
+    import transformers
+
+    cls = transformers.BertTokenizerFast if fast else transformers.BertTokenizer
+    for folder, lower, examples, ours in tokenizer_folders:
         assert json.loads((folder / "tokenizer_config.json").read_text())["do_lower_case"] is lower
         tokenizer = cls.from_pretrained(str(folder))
-        examples = sentences + hard
-        ours = _inputs(examples, str(vocab), lower, max_seq_length=512)  # whole texts: nothing truncated
         for row, example in enumerate(examples):
             encoded = tokenizer(example.text_a, example.text_b)
             real = ours["input_mask"][row].astype(bool)
@@ -312,7 +324,7 @@ def test_what_cannot_be_written_is_refused(pretrained, tmp_path, uncased_vocab):
     hf_export._check_expressible(WithRelativePositions(**TINY), "model")  # the default is plain BERT
 
 
-def test_a_left_to_right_pretrainer_is_bert_lm_head_model(sentences, uncased_vocab, tmp_path):
+def test_a_left_to_right_pretrainer_is_bert_lm_head_model(inputs, uncased_vocab, tmp_path):
     """transformers runs BERT causally as a decoder (`is_decoder`), and its LM head predicts the next token as ours
     does: the same logits at every real position and the same loss. Left-to-right models without the LM head pool
     their last real token, which transformers' pooler (always [CLS]) cannot: refused, naming the field."""
@@ -330,7 +342,6 @@ def test_a_left_to_right_pretrainer_is_bert_lm_head_model(sentences, uncased_voc
     written = json.loads((tmp_path / "hf" / "config.json").read_text())
     assert written["architectures"] == ["BertLMHeadModel"] and written["is_decoder"] is True
     theirs = _load(transformers.BertLMHeadModel, tmp_path / "hf")
-    inputs = _inputs(sentences, str(uncased_vocab))
     logits = np.asarray(ours(inputs, training=False)["ltr_logits"])
     ids = torch.tensor(inputs["input_word_ids"], dtype=torch.long)
     with torch.no_grad():

@@ -16,7 +16,7 @@ import pytest
 from official.nlp.checkpoints import model_loading
 from official.nlp.checkpoints.peers import hub_names
 from official.nlp.common.errors import InputError, MissingInputError
-from tests.run_scripts.test_user_errors import assert_user_error, run_script
+from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
 
 NAME = "bert_tiny_en_uncased"
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "dog", "sat", "on", "mat", "##s", "."]
@@ -112,9 +112,15 @@ def test_a_file_cached_without_its_marker_is_not_used(cache):
 @pytest.mark.slow
 def test_convert_checkpoint_takes_a_preset_name(cache, monkeypatch, tmp_path):
     out = tmp_path / "out"
-    result = run_script("convert_checkpoint.py", f"--input={NAME}", f"--output_dir={out}")
-    assert result.returncode == 0, result.stderr[-3000:]
+    results = run_in_one_process(  # both runs in one process: TensorFlow is imported once
+        {
+            "name": ("convert_checkpoint.py", [f"--input={NAME}", f"--output_dir={out}"]),
+            "misspelt": ("convert_checkpoint.py", ["--input=bert_tiny_en_uncasd", f"--output_dir={tmp_path / 'o'}"]),
+        }
+    )
+    assert results["name"].returncode == 0, results["name"].stderr[-3000:]
     assert (out / "bert_config.json").exists() and (out / "vocab.txt").read_text().split() == VOCAB
-    result = run_script("convert_checkpoint.py", "--input=bert_tiny_en_uncasd", f"--output_dir={tmp_path / 'o'}")
-    assert_user_error(result, "bert_tiny_en_uncasd: no such file or folder", "did you mean bert_tiny_en_uncased")
+    assert_user_error(
+        results["misspelt"], "bert_tiny_en_uncasd: no such file or folder", "did you mean bert_tiny_en_uncased"
+    )
     assert not (tmp_path / "o").exists()

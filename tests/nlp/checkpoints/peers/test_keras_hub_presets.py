@@ -15,7 +15,7 @@ import pytest
 from official.nlp.checkpoints import conversion, model_loading
 from official.nlp.checkpoints.peers import hub_names, keras_hub_export, keras_hub_presets
 from official.nlp.common.errors import InputError, MissingInputError
-from tests.run_scripts.test_user_errors import assert_user_error, run_script
+from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "dog", "sat", "on", "mat", "##s", "."]
 IDS = np.array([[2, 5, 7, 9, 10, 5, 11, 3, 0, 0], [2, 6, 8, 12, 3, 5, 7, 3, 0, 0]], np.int32)
@@ -131,18 +131,29 @@ def test_bad_preset_folders_are_one_line(preset, tmp_path):
 def test_convert_checkpoint_reads_and_writes_presets_and_names_a_truncated_one(preset, tmp_path):
     folder, (sequence, _) = preset
     ours, back = tmp_path / "ours", tmp_path / "back"
-    assert run_script("convert_checkpoint.py", f"--input={folder}", f"--output_dir={ours}").returncode == 0
-    result = run_script("convert_checkpoint.py", f"--input={ours}", f"--output_dir={back}", "--output_format=keras_hub")
-    assert result.returncode == 0, result.stderr[-3000:]
+    results = run_in_one_process(  # both ways in one process, the refusals in a second: TensorFlow imported twice
+        {
+            "ours": ("convert_checkpoint.py", [f"--input={folder}", f"--output_dir={ours}"]),
+            "back": ("convert_checkpoint.py", [f"--input={ours}", f"--output_dir={back}", "--output_format=keras_hub"]),
+        }
+    )
+    for result in results.values():
+        assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_allclose(
         _keras_hub_outputs(keras_hub.models.BertBackbone.from_preset(str(back)))[0], sequence, atol=1e-5
     )
     weights = back / "model.weights.h5"
     weights.write_bytes(weights.read_bytes()[:-3000])
-    result = run_script("convert_checkpoint.py", f"--input={back}", f"--output_dir={tmp_path / 'out'}")
-    assert_user_error(result, f"{weights} is not a readable HDF5 weights file, or is truncated", "copy or download")
-    result = run_script("convert_checkpoint.py", f"--input={tmp_path / 'missing'}", f"--output_dir={tmp_path / 'o'}")
-    assert_user_error(result, f"{tmp_path / 'missing'}")
+    results = run_in_one_process(
+        {
+            "truncated": ("convert_checkpoint.py", [f"--input={back}", f"--output_dir={tmp_path / 'out'}"]),
+            "missing": ("convert_checkpoint.py", [f"--input={tmp_path / 'missing'}", f"--output_dir={tmp_path / 'o'}"]),
+        }
+    )
+    assert_user_error(
+        results["truncated"], f"{weights} is not a readable HDF5 weights file, or is truncated", "copy or download"
+    )
+    assert_user_error(results["missing"], f"{tmp_path / 'missing'}")
     assert not (tmp_path / "out").exists() and not (tmp_path / "o").exists()
 
 

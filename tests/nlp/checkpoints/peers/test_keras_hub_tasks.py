@@ -17,7 +17,7 @@ import pytest
 from official.nlp.checkpoints import conversion, fine_tuned, head_kinds
 from official.nlp.checkpoints.peers import keras_hub_tasks
 from official.nlp.common.errors import InputError, MissingInputError
-from tests.run_scripts.test_user_errors import assert_user_error, run_script
+from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "dog", "sat", "on", "mat", "##s", "."]
 IDS = np.array([[2, 5, 7, 9, 10, 5, 11, 3, 0, 0], [2, 6, 8, 12, 3, 5, 7, 3, 0, 0]], np.int32)
@@ -131,13 +131,20 @@ def test_bad_task_presets_are_one_line(classifier_preset, tmp_path):
 def test_convert_checkpoint_both_ways_for_a_classifier(classifier_preset, tmp_path):
     folder, expected = classifier_preset
     ours, back = tmp_path / "ours", tmp_path / "back"
-    assert run_script("convert_checkpoint.py", f"--input={folder}", f"--output_dir={ours}").returncode == 0
-    result = run_script("convert_checkpoint.py", f"--input={ours}", f"--output_dir={back}", "--output_format=keras_hub")
-    assert result.returncode == 0, result.stderr[-3000:]
+    results = run_in_one_process(  # both ways in one process: TensorFlow is imported once
+        {
+            "ours": ("convert_checkpoint.py", [f"--input={folder}", f"--output_dir={ours}"]),
+            "back": ("convert_checkpoint.py", [f"--input={ours}", f"--output_dir={back}", "--output_format=keras_hub"]),
+        }
+    )
+    for result in results.values():
+        assert result.returncode == 0, result.stderr[-3000:]
     np.testing.assert_allclose(
         _keras_hub_outputs(keras_hub.models.TextClassifier.from_preset(str(back))), expected, atol=1e-5
     )
     (back / "task.weights.h5").write_bytes(b"cut")
-    result = run_script("convert_checkpoint.py", f"--input={back}", f"--output_dir={tmp_path / 'o'}")
+    (result,) = run_in_one_process(
+        {"cut": ("convert_checkpoint.py", [f"--input={back}", f"--output_dir={tmp_path / 'o'}"])}
+    ).values()
     assert_user_error(result, "task.weights.h5 is not a keras-hub BertTextClassifier's weights file")
     assert not (tmp_path / "o").exists()

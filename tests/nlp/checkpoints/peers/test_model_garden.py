@@ -20,7 +20,7 @@ from official.nlp.checkpoints.peers import model_garden, model_garden_export
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
-from tests.run_scripts.test_user_errors import assert_user_error, run_script
+from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
 
 DATA = pathlib.Path(__file__).parent / "data" / "model_garden"
 EXPECTED = dict(np.load(DATA / "outputs.npz"))
@@ -191,13 +191,20 @@ def test_fine_tuning_starts_from_a_model_garden_checkpoint(shared_data, tmp_path
 
 @pytest.mark.slow
 def test_convert_checkpoint_reads_and_writes_the_model_garden_format(tmp_path):
+    """Both runs of convert_checkpoint.py in one process (TensorFlow is imported once)."""
     back = tmp_path / "back"
-    result = run_script(
-        "convert_checkpoint.py", f"--input={DATA / 'pretrainer'}", f"--output_dir={back}", f"--vocab_file={VOCAB}",
-        "--do_lower_case=true", "--output_format=model_garden",
+    results = run_in_one_process(
+        {
+            "written": ("convert_checkpoint.py", [
+                f"--input={DATA / 'pretrainer'}", f"--output_dir={back}", f"--vocab_file={VOCAB}",
+                "--do_lower_case=true", "--output_format=model_garden",
+            ]),
+            "albert": ("convert_checkpoint.py", [f"--input={DATA / 'albert'}", f"--output_dir={tmp_path / 'o'}"]),
+        }
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert results["written"].returncode == 0, results["written"].stderr[-3000:]
     assert _layout(str(back / "bert_model.ckpt")) == _layout(PRETRAINER)
-    result = run_script("convert_checkpoint.py", f"--input={DATA / 'albert'}", f"--output_dir={tmp_path / 'o'}")
-    assert_user_error(result, "its encoder is not a Model Garden BertEncoder", "only BertEncoder checkpoints")
+    assert_user_error(
+        results["albert"], "its encoder is not a Model Garden BertEncoder", "only BertEncoder checkpoints"
+    )
     assert not (tmp_path / "o").exists()

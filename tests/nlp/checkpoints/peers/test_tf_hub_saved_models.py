@@ -23,6 +23,7 @@ from official.nlp.common.errors import InputError, MissingInputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
 from official.nlp.serving import exporter
+from official.nlp.tokenizers.text_layers import BertTokenizer
 from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -139,12 +140,17 @@ def _tf_hub_user(*pairs: tuple[str, str, pathlib.Path]) -> list[dict[str, np.nda
 
 @pytest.fixture(scope="module")
 def round_trip(tmp_path_factory):
-    """The peer's encoder -> our model directory -> our TF-Hub pair (max_seq_length 16, as the peer's)."""
+    """The peer's encoder -> our model directory -> our TF-Hub pair (max_seq_length 16, as the peer's).
+
+    The export's tokenizer is one batch slice: the pair traces, saves and (in the fresh process) loads one copy of
+    the tokenization graph per function instead of one per CPU (`parallel_shards` changes no id or order:
+    tests/nlp/tokenizers/test_text_layers.py checks that)."""
     root = tmp_path_factory.mktemp("tf_hub")
     conversion.convert(conversion.ConversionConfig(input=ENCODER, output_dir=str(root / "ours")))
+    tokenizer = BertTokenizer(str(root / "ours" / model_dir.VOCAB_FILE), do_lower_case=True, parallel_shards=1)
     # Only the TF-Hub pair is used here (the .keras file is test_exports.py's).
     paths = exporter.export_model(
-        "encoder", str(root / "ours"), str(root / "export"), max_seq_length=16, keras_file=False
+        "encoder", str(root / "ours"), str(root / "export"), max_seq_length=16, keras_file=False, tokenizer=tokenizer
     )
     return root, paths
 
