@@ -16,6 +16,7 @@ from official.nlp.checkpoints import model_dir
 from official.nlp.modeling.configs import BertConfig
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.serving import exporter
+from official.nlp.tokenizers.text_layers import BertTokenizer
 from official.nlp.tokenizers.tokenization import FullTokenizer
 
 pytestmark = pytest.mark.slow
@@ -36,7 +37,12 @@ def hub_user(tmp_path_factory, uncased_vocab):
     keras.utils.set_random_seed(11)
     encoder = BertEncoder.from_bert_config(CONFIG)
     model_dir.save_model_dir(str(root / "model"), encoder, vocab_file=str(uncased_vocab), do_lower_case=True)
-    paths = exporter.export_model("encoder", str(root / "model"), str(root / "export"), max_seq_length=32)
+    # The checks read only the TF-Hub pair: no .keras file, and one batch slice in the tokenizer (slices change no
+    # id: tests/nlp/tokenizers/test_text_layers.py), so one copy of the tokenization graph is traced and saved.
+    tokenizer = BertTokenizer(str(uncased_vocab), do_lower_case=True, parallel_shards=1)
+    paths = exporter.export_model(
+        "encoder", str(root / "model"), str(root / "export"), max_seq_length=32, keras_file=False, tokenizer=tokenizer
+    )
     hub_dir = str(pathlib.Path(paths["hub_encoder"]).parent)
     out = root / "seen.json"
     done = subprocess.run(
