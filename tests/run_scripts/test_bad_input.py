@@ -14,7 +14,7 @@ import shutil
 import pytest
 
 from tests import pretraining_records
-from tests.run_scripts.test_user_errors import CONFIG, _save, assert_user_error, run_in_one_process, run_script
+from tests.run_scripts.script_runs import CONFIG, assert_user_error, run_in_one_process, run_script, save_tiny_encoder
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +26,7 @@ def vocab(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory, vocab) -> str:
-    return _save(str(tmp_path_factory.mktemp("models") / "encoder"), vocab, "ours")
+    return save_tiny_encoder(str(tmp_path_factory.mktemp("models") / "encoder"), vocab, "ours")
 
 
 def truncate(prefix: str) -> None:

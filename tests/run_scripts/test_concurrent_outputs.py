@@ -19,7 +19,7 @@ import pytest
 
 from tests import pretraining_records
 from tests.conftest import REPO_ROOT
-from tests.run_scripts.test_user_errors import CONFIG, assert_user_error
+from tests.run_scripts.script_runs import CONFIG, assert_user_error
 
 pytestmark = pytest.mark.slow
 

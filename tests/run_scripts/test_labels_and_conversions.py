@@ -18,13 +18,13 @@ import pytest
 
 from tests import pretraining_records
 from tests.conftest import REPO_ROOT
-from tests.run_scripts.test_user_errors import (
+from tests.run_scripts.script_runs import (
     CONFIG,
-    _save,
     assert_quiet,
     assert_user_error,
     run_in_one_process,
     run_script,
+    save_tiny_encoder,
 )
 
 pytestmark = pytest.mark.slow
@@ -39,7 +39,7 @@ def vocab(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory, vocab) -> str:
-    return _save(str(tmp_path_factory.mktemp("models") / "encoder"), vocab, "ours")
+    return save_tiny_encoder(str(tmp_path_factory.mktemp("models") / "encoder"), vocab, "ours")
 
 
 def _generic_args(tmp_path, model, rows, *flags, file_format="tsv"):

@@ -24,7 +24,7 @@ import pytest
 from official.nlp.common import claims, output_folders
 from tests import pretraining_records
 from tests.conftest import REPO_ROOT
-from tests.run_scripts.test_user_errors import CONFIG, assert_user_error, run_in_one_process, run_script
+from tests.run_scripts.script_runs import CONFIG, assert_user_error, run_in_one_process, run_script
 
 # script, its output flag, the input folder (under IN) that the "input" cases name as the output, its flags
 # ({IN}: the folder of inputs, {OUT}: the output folder of the case, {GLUE}: the shared GLUE data).

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from official.nlp.common import cli, output_files
 from tests import pretraining_records
-from tests.run_scripts.test_user_errors import CONFIG, assert_user_error, run_in_one_process
+from tests.run_scripts.script_runs import CONFIG, assert_user_error, run_in_one_process
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from tests.run_scripts.test_user_errors import REPO_ROOT, assert_quiet, assert_user_error, run_script
+from tests.conftest import REPO_ROOT
+from tests.run_scripts.script_runs import assert_quiet, assert_user_error, run_script
 
 
 def test_the_script_prints_what_it_counted(shared_data, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from official.nlp.common.errors import InputError
 from official.nlp.paper.config import PaperConfig
 from official.nlp.paper.reproduce import reproduce_paper
-from tests.run_scripts.test_user_errors import assert_user_error, run_script
+from tests.run_scripts.script_runs import assert_user_error, run_script
 
 
 def _flags(shared_data, tmp_path) -> dict[str, str]:

@@ -23,7 +23,7 @@ from official.nlp.tasks import classification
 from official.nlp.tokenizers.text_layers import BertPackInputs, BertTokenizer
 from official.nlp.training import optimization
 from tests.conftest import REPO_ROOT
-from tests.run_scripts.test_user_errors import run_in_one_process
+from tests.run_scripts.script_runs import run_in_one_process
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_classifier.py")
 SEQ = 32

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.nlp.serving import fresh
-from tests.run_scripts.test_user_errors import run_in_one_process
+from tests.run_scripts.script_runs import run_in_one_process
 
 SCRIPT = str(REPO_ROOT / "run_scripts" / "run_squad.py")
 

@@ -21,7 +21,7 @@ from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier
 from official.nlp.tasks import classification, pretraining, pretraining_config
 from tests import pretraining_records
-from tests.run_scripts.test_user_errors import CONFIG
+from tests.run_scripts.script_runs import CONFIG
 
 
 def snapshot(folder) -> dict[str, bytes]:

@@ -17,7 +17,7 @@ from official.nlp.checkpoints import model_loading
 from official.nlp.checkpoints.peers import hub_names
 from official.nlp.common.errors import InputError, MissingInputError
 from tests.nlp.checkpoints.peers.hf_hub_server import SHA, HubServer
-from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
+from tests.run_scripts.script_runs import assert_user_error, run_in_one_process
 
 REPO = "sentence-transformers/all-MiniLM-L6-v2"
 NAME = f"hf://{REPO}"

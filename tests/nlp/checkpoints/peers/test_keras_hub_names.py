@@ -16,7 +16,7 @@ import pytest
 from official.nlp.checkpoints import model_loading
 from official.nlp.checkpoints.peers import hub_names
 from official.nlp.common.errors import InputError, MissingInputError
-from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
+from tests.run_scripts.script_runs import assert_user_error, run_in_one_process
 
 NAME = "bert_tiny_en_uncased"
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "dog", "sat", "on", "mat", "##s", "."]

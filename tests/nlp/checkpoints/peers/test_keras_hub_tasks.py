@@ -17,7 +17,7 @@ import pytest
 from official.nlp.checkpoints import conversion, fine_tuned, head_kinds
 from official.nlp.checkpoints.peers import keras_hub_tasks
 from official.nlp.common.errors import InputError, MissingInputError
-from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
+from tests.run_scripts.script_runs import assert_user_error, run_in_one_process
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "cat", "dog", "sat", "on", "mat", "##s", "."]
 IDS = np.array([[2, 5, 7, 9, 10, 5, 11, 3, 0, 0], [2, 6, 8, 12, 3, 5, 7, 3, 0, 0]], np.int32)

@@ -20,7 +20,7 @@ from official.nlp.checkpoints.peers import model_garden, model_garden_export
 from official.nlp.common.errors import InputError
 from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertClassifier, BertPretrainer
-from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
+from tests.run_scripts.script_runs import assert_user_error, run_in_one_process
 
 DATA = pathlib.Path(__file__).parent / "data" / "model_garden"
 EXPECTED = dict(np.load(DATA / "outputs.npz"))

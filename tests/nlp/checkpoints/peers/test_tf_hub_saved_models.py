@@ -24,7 +24,7 @@ from official.nlp.modeling.encoder import BertEncoder
 from official.nlp.modeling.models import BertPretrainer
 from official.nlp.serving import exporter
 from official.nlp.tokenizers.text_layers import BertTokenizer
-from tests.run_scripts.test_user_errors import assert_user_error, run_in_one_process
+from tests.run_scripts.script_runs import assert_user_error, run_in_one_process
 
 HERE = pathlib.Path(__file__).resolve().parent
 FIXTURES = HERE / "data" / "tf_hub"
