@@ -35,7 +35,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-    from official.nlp.common import input_files
+    from official.nlp.common import text_files
     from official.nlp.common.errors import InputError
 
     # The flags and the texts are checked before Keras and the models are imported: a refusal takes a moment.
@@ -43,7 +43,7 @@ def main(_):
         raise InputError(f"--examples={FLAGS.examples}: a spread across texts needs at least 2; give 2 or more")
     if FLAGS.max_seq_length < 3:
         raise InputError(f"--max_seq_length={FLAGS.max_seq_length}: [CLS], one token and [SEP] need at least 3")
-    lines = input_files.read_bytes(FLAGS.text_file).decode("utf-8").splitlines()[1 if FLAGS.skip_header else 0 :]
+    lines = text_files.read_text(FLAGS.text_file).splitlines()[1 if FLAGS.skip_header else 0 :]
     texts = [line.split("\t")[0] for line in lines if line.strip()][: FLAGS.examples]
     if len(texts) < 2:
         raise InputError(f"--text_file={FLAGS.text_file}: {len(texts)} non-empty lines; it needs at least 2 texts")

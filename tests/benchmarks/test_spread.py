@@ -33,7 +33,13 @@ def test_representation_spread_refuses_too_few_texts_in_one_line(tmp_path):
     one_line.write_text("a single text\n\n")
     command = [sys.executable, "-m", "benchmarks.representation_spread", f"--text_file={one_line}", "--model_dirs=x"]
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
-    for extra, message in (("--examples=1", "--examples=1"), ("--examples=2", f"--text_file={one_line}: 1 non-empty")):
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("un café\nune crêpe\n".encode("latin-1"))
+    for extra, message in (
+        ("--examples=1", "--examples=1"),
+        ("--examples=2", f"--text_file={one_line}: 1 non-empty"),
+        (f"--text_file={latin1}", f"{latin1}:1"),  # not UTF-8: the line, not a UnicodeDecodeError
+    ):
         done = subprocess.run(command + [extra], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 2, done.stderr
         assert "Traceback" not in done.stderr
