@@ -207,7 +207,8 @@ def _reproduce(config: PaperConfig, budget: budgets.Budget, echo: Callable[[str]
         skip=lambda stage, done: curve.skip_reason(stage, done, budget, config.tasks) if wants_curve else None,
         echo=echo,
     )
-    if config.curve_state_dir and wants_curve:  # the report of a sitting that ran no stage is kept there too
+    if config.curve_state_dir and wants_curve and not any(_in_curve_state(by_id[i]) for i in ran):
+        # A sitting that ran no curve stage is kept there too (each one that did wrote the report after it).
         _save_state_report(config, budget, space, grid_stages, sittings)
     csv_path, md_path, drawn = _write_report(config, budget, rows, sittings, grid_stages, config.output_dir, space)
     echo(f"Wrote {csv_path}, {md_path}" + "".join(f", {space.path(p)}" for p in drawn))
